@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "preprocessing/atomic_file.h"
+#include "core/atomic_writer.h"
 #include "preprocessing/npy.h"
 
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "preprocessing/atomic_file.h"
+#include "core/atomic_writer.h"
 
 namespace medseg::preprocessing {
 

@@ -29,7 +29,7 @@ std::string npy_header(const std::string& descr, const std::vector<int64_t>& sha
 NpyHeader parse_npy_header(const char* bytes, std::size_t size, const std::string& path);
 
 // Writes header + data to `path` atomically (temp file in the same folder, renamed); fsyncs the
-// file first when `sync` (otherwise flush later with sync_filesystem, atomic_file.h).
+// file first when `sync` (otherwise flush later with sync_filesystem, core/atomic_writer.h).
 void write_npy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,
                const void* data, std::size_t nbytes, bool sync = true);
 

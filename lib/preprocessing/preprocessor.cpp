@@ -10,7 +10,7 @@
 #include "core/parallel.h"
 #include "core/progress.h"
 #include "fingerprint/crop.h"
-#include "preprocessing/atomic_file.h"
+#include "core/atomic_writer.h"
 
 namespace fs = std::filesystem;
 

@@ -11,7 +11,7 @@
 #include <map>
 
 #include "core/error.h"
-#include "training/atomic_writer.h"
+#include "core/atomic_writer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
