@@ -153,12 +153,15 @@ torch::Tensor WindowAttentionImpl::forward(const torch::Tensor& x, const torch::
   auto attn = q.matmul(qkv[1].transpose(-2, -1));
   // MONAI takes the top-left n x n block of the full-window index when the window shrank.
   auto idx = index_.index({Slice(0, n), Slice(0, n)}).reshape(-1);
-  auto bias = table_.index_select(0, idx).reshape({n, n, -1}).permute({2, 0, 1}).contiguous();
-  attn = attn + bias.unsqueeze(0);
+  auto bias = table_.index_select(0, idx).reshape({n, n, -1}).permute({2, 0, 1});
+  // Bias and shift mask are added to the (windows x heads x n x n) scores in place: they are the
+  // largest tensors of the network, and on the CPU each fresh copy costs its page faults. Safe for
+  // autograd: matmul saves its inputs, not its output, and an addend's gradient is the score
+  // gradient summed over the broadcast axes.
+  attn.add_(bias.unsqueeze(0).to(attn.dtype()));
   if (mask.defined()) {
     const int64_t nw = mask.size(0);
-    attn = attn.view({b / nw, nw, heads_, n, n}) + mask.unsqueeze(1).unsqueeze(0).to(attn.dtype());
-    attn = attn.view({-1, heads_, n, n});
+    attn.view({b / nw, nw, heads_, n, n}).add_(mask.unsqueeze(1).to(attn.dtype()));
   }
   attn = torch::dropout(torch::softmax(attn, -1), attn_drop_, is_training()).to(qkv.dtype());
   auto out = attn.matmul(qkv[2]).transpose(1, 2).reshape({b, n, c});

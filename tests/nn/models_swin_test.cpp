@@ -186,3 +186,56 @@ TEST(ModelsSwin, CheckpointCutsActivationMemory) {
               ckpt / 1048576.0);
   EXPECT_LE(static_cast<double>(ckpt), 0.7 * static_cast<double>(plain));
 }
+
+// The fused attention (in-place bias and mask) against the textbook formula written out per window
+// and head: softmax(q k^T / sqrt(d) + B[rel(a, b)] + M[window]) v, then the output projection.
+// Output and the gradients of the input and of the bias table must agree.
+TEST(ModelsSwin, WindowAttentionEqualsNaiveFormula) {
+  torch::manual_seed(3);
+  const int64_t dim = 6, heads = 2, hd = dim / heads, n = 8, nw = 8, batch = 2;
+  models::WindowAttention attn(dim, heads, Shape{2, 2, 2}, true, 0.0, 0.0);
+  auto params = attn->named_parameters();
+  auto table = params["relative_position_bias_table"];
+  {
+    torch::NoGradGuard ng;
+    table.normal_(0.0, 1.0);  // large enough to matter in the softmax
+  }
+  auto mask = models::compute_mask({4, 4, 4}, {2, 2, 2}, {1, 1, 1}, torch::kCPU);
+  ASSERT_EQ(mask.size(0), nw);
+  auto x = torch::randn({batch * nw, n, dim}, torch::requires_grad());
+  auto y = attn->forward(x, mask);
+  auto gy = torch::randn_like(y);
+  auto g = torch::autograd::grad({y}, {x, table}, {gy});
+
+  // Relative index of tokens a, b in a 2x2x2 window: (dz+1)*9 + (dy+1)*3 + (dx+1).
+  auto rel = [](int64_t a, int64_t b) {
+    auto c = [](int64_t t, int axis) { return axis == 0 ? t / 4 : axis == 1 ? (t / 2) % 2 : t % 2; };
+    return (c(a, 0) - c(b, 0) + 1) * 9 + (c(a, 1) - c(b, 1) + 1) * 3 + (c(a, 2) - c(b, 2) + 1);
+  };
+  auto wq = params["qkv.weight"], bq = params["qkv.bias"];
+  auto x2 = x.detach().clone().requires_grad_(true);
+  auto table2 = table.detach().clone().requires_grad_(true);
+  std::vector<torch::Tensor> outs;
+  for (int64_t w = 0; w < batch * nw; ++w) {
+    auto qkv = torch::addmm(bq, x2[w], wq.t());  // (n, 3 dim)
+    std::vector<torch::Tensor> per_head;
+    for (int64_t h = 0; h < heads; ++h) {
+      auto q = qkv.slice(1, h * hd, (h + 1) * hd), k = qkv.slice(1, dim + h * hd, dim + (h + 1) * hd);
+      auto v = qkv.slice(1, 2 * dim + h * hd, 2 * dim + (h + 1) * hd);
+      std::vector<torch::Tensor> rows;
+      for (int64_t a = 0; a < n; ++a) {
+        std::vector<torch::Tensor> row;
+        for (int64_t b = 0; b < n; ++b)
+          row.push_back((q[a] * k[b]).sum() / std::sqrt(double(hd)) + table2[rel(a, b)][h] + mask[w % nw][a][b]);
+        rows.push_back(torch::stack(row));
+      }
+      per_head.push_back(torch::softmax(torch::stack(rows), 1).matmul(v));
+    }
+    outs.push_back(torch::addmm(params["proj.bias"], torch::cat(per_head, 1), params["proj.weight"].t()));
+  }
+  auto y2 = torch::stack(outs);
+  auto g2 = torch::autograd::grad({y2}, {x2, table2}, {gy});
+  EXPECT_LT(rel_diff(y, y2), 1e-5);
+  EXPECT_LT(rel_diff(g[0], g2[0]), 1e-5);
+  EXPECT_LT(rel_diff(g[1], g2[1]), 1e-5);
+}
