@@ -69,6 +69,10 @@ inline c10::ScalarType autocast_dtype(bool cuda) {
 #endif
 }
 
+// CPU autocast's op lists: before pytorch#92527 (merged February 2023, so 2.0 or 2.1) transposed
+// convolutions were in the fp32 list; 1.13's behaviour is measured by medseg_bench_memory.
+inline constexpr bool cpu_autocast_transposed_conv_fp32() { return !MEDSEG_TORCH_AT_LEAST(2, 1); }
+
 // --- cuDNN ------------------------------------------------------------------------------------
 inline void set_cudnn(bool benchmark, bool deterministic) {
   at::globalContext().setBenchmarkCuDNN(benchmark);

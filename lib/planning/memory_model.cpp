@@ -37,7 +37,8 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
   if (batch < 1) throw Error("memory model: batch size must be >= 1");
   if (static_cast<int>(patch.size()) != arch.dim) throw Error("memory model: patch rank differs from the architecture");
   const bool ckpt = wants_checkpointing(arch, opt);
-  const detail::Dtypes d{opt.amp ? 2 : 4, batch};
+  const bool cpu = opt.device == StepDevice::Cpu;
+  const detail::Dtypes d{opt.amp ? 2 : 4, batch, cpu, cpu && opt.amp};
   const std::vector<Op> ops = arch.swin ? detail::swin_ops(arch, patch, in_channels, num_classes, opt, d, ckpt)
                                         : detail::unet_ops(arch, patch, in_channels, num_classes, opt, d, ckpt);
   MemoryEstimate e;
@@ -54,9 +55,15 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
   const int64_t static_bytes = e.weights_bytes + e.optimizer_bytes;
 
   // What each op keeps once forward is done; a checkpointed op keeps nothing but its segment input.
+  // Its AMP weight copies sit in autocast's cache until the autocast scope ends (before backward);
+  // the recomputation casts them again.
   std::map<int, int64_t> segment_saved;
+  int64_t cached_half = 0;
   for (const auto& o : ops)
-    if (o.segment >= 0) segment_saved[o.segment] += o.saved;
+    if (o.segment >= 0) {
+      segment_saved[o.segment] += o.saved + o.half_weights;
+      cached_half += o.half_weights;
+    }
 
   // Forward.
   int64_t live = static_bytes + e.input_bytes;
@@ -76,6 +83,8 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
     e.layers.push_back(lm);
   }
   std::string fwd_layer = e.peak_layer;
+  live -= cached_half;
+  e.half_weight_bytes -= cached_half;
 
   // Backward, in reverse.
   int64_t pending = 0, grads = 0;
@@ -109,8 +118,13 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
     }
   }
 
-  // Optimizer step: weights, gradients, state and the foreach temporaries (about one more state).
-  e.peak_step = static_bytes + e.gradients_bytes + opt_factor * 4 * e.parameters;
+  // Optimizer step. LibTorch's SGD and AdamW loop over the parameters (no foreach): SGD's weight decay
+  // and Nesterov terms, AdamW's sqrt and division each make a parameter-sized temporary, two alive at
+  // once, freed before the next parameter. The batch is still referenced by the training loop.
+  int64_t largest = 0;
+  for (const auto& o : ops) largest = std::max(largest, o.largest_param > 0 ? o.largest_param : o.params);
+  e.step_temp_bytes = 2 * 4 * largest;
+  e.peak_step = static_bytes + e.gradients_bytes + e.input_bytes + e.step_temp_bytes;
 
   e.peak_bytes = std::max({e.peak_forward, e.peak_backward, e.peak_step});
   if (e.peak_bytes == e.peak_backward) {
@@ -160,6 +174,7 @@ json MemoryEstimate::to_json(bool per_layer) const {
               {"saved_activations", activation_bytes},
               {"loss", loss_bytes},
               {"checkpoint_recompute", recompute_bytes},
+              {"optimizer_step_temporaries", step_temp_bytes},
               {"peak_forward", peak_forward},
               {"peak_backward", peak_backward},
               {"peak_step", peak_step}}}};

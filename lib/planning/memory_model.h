@@ -9,9 +9,11 @@
 //   backward    = everything saved at the end of forward, walked in reverse: each op frees what it
 //                 saved, its weight gradients appear, pending skip/loss gradients are held, and a
 //                 checkpointed segment re-creates its saved tensors while it is being differentiated
-//   step        = static + gradients + optimizer temporaries
+//   step        = static + gradients + batch + the per-parameter temporaries of LibTorch's SGD/AdamW
 //   peak        = max of the three. Allocator fragmentation, cuDNN workspaces and the CUDA context
 //                 are not modelled: the planner keeps `headroom` of the target free for them.
+//                 StepDevice::Cpu adds what the CPU path really allocates (oneDNN layouts, CPU
+//                 autocast's fp32 ops); it is checked against measured steps by medseg_bench_memory.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@
 namespace medseg::planning {
 
 enum class OptimizerKind { SgdMomentum, AdamW };
+enum class StepDevice { Cuda, Cpu };
 
 struct MemoryOptions {
   bool amp = true;                    // autocast fp16/bf16: conv/linear outputs 2 bytes; softmax/layer norm stay fp32
@@ -29,6 +32,13 @@ struct MemoryOptions {
   bool deep_supervision = true;       // U-Nets: a head and a loss term per decoder stage (nnU-Net's default)
   int checkpointing = -1;             // -1: from the plan (SwinUNETR use_checkpoint), 0: off, 1: on
   double target_bytes_per_voxel = 4;  // segmentation target as delivered to the GPU (per DS scale)
+  // CPU: oneDNN convolutions (grad input in a blocked layout and its dense copy; the 1x1 head's input
+  // reordered and its output padded to 16 channels) and CPU autocast (bf16; softmax not promoted,
+  // avg_pool3d in fp32 keeping an fp32 copy of its input).
+  StepDevice device = StepDevice::Cuda;
+  // CPU autocast of LibTorch 1.13 runs transposed convolutions in fp32 (input cast up and kept, cat
+  // promoted to fp32). Read only with device == Cpu and amp.
+  bool cpu_autocast_fp32_transposed_conv = true;
 };
 
 // One layer (or fused block) of the forward pass.
@@ -51,6 +61,7 @@ struct MemoryEstimate {
   int64_t activation_bytes = 0;      // saved for backward by the network, after checkpointing
   int64_t loss_bytes = 0;            // saved by the loss (softmax, log-softmax, one-hot per DS scale)
   int64_t recompute_bytes = 0;       // checkpointing: largest segment re-created during backward
+  int64_t step_temp_bytes = 0;       // optimizer step: temporaries of the largest parameter tensor
   int64_t peak_forward = 0, peak_backward = 0, peak_step = 0;
   int64_t peak_bytes = 0;            // max of the three
   std::string peak_phase;            // "forward", "backward" or "step"

@@ -12,6 +12,7 @@ namespace medseg::planning::detail {
 struct Op {
   std::string name;
   int64_t params = 0;       // trainable parameters (fp32 gradient appears at its backward)
+  int64_t largest_param = 0;  // elements of its largest parameter tensor (optimizer temporaries)
   int64_t half_weights = 0; // AMP: bytes of the half-precision weight copy autocast saves
   int64_t saved = 0;        // bytes kept for backward when not checkpointed
   int64_t fwd_work = 0;     // extra bytes while running forward (temporaries)
@@ -27,6 +28,8 @@ struct Op {
 struct Dtypes {
   int64_t act;              // activation bytes: 2 with AMP, 4 without
   int64_t batch;
+  bool cpu = false;         // MemoryOptions::device == Cpu
+  bool cpu_amp = false;     // cpu and amp: CPU autocast's op lists apply
 };
 
 // Ops for PlainConvUNet / ResidualEncoderUNet (including the loss).

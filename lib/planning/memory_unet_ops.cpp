@@ -1,7 +1,8 @@
 // Byte costs of PlainConvUNet / ResidualEncoderUNet (dynamic-network-architectures) in training.
 // What autograd keeps, per ConvDropoutNormReLU with an in-place LeakyReLU: the conv output (saved by
 // the instance norm) and the norm output overwritten by the activation (saved by the activation and
-// by the next conv). A non-in-place activation keeps all three.
+// by the next conv). A non-in-place activation keeps all three. The CPU specifics (oneDNN layouts,
+// CPU autocast's fp32 ops) were found by tracing allocations of real steps (medseg_bench_memory).
 #include <algorithm>
 
 #include "core/error.h"
@@ -19,9 +20,11 @@ Op loss_op(const std::vector<int64_t>& voxels_per_scale, int classes, const Dtyp
   Op o;
   o.name = "loss";
   const int64_t K = classes, B = d.batch;
+  // CUDA autocast promotes softmax to fp32; CPU autocast does not (cross-entropy's log-softmax is fp32 on both).
+  const int64_t softmax_bytes = d.cpu_amp ? d.act : 4;
   int64_t top = 0;
   for (auto v : voxels_per_scale) {
-    o.saved += B * v * K * (4 + 4 + 1);  // softmax and log-softmax outputs (fp32), one-hot (bool)
+    o.saved += B * v * K * (softmax_bytes + 4 + 1);  // softmax and log-softmax outputs, one-hot (bool)
     top = std::max(top, v);
   }
   // fp32 copies of the logits for cross-entropy and softmax, and the target as int64 for scatter.
@@ -40,6 +43,7 @@ struct Builder {
   int segment = -1;
 
   double dropout_p = 0;
+  bool fp32_tconv = false;  // CPU autocast (LibTorch 1.13) runs transposed convs in fp32
   int64_t A(int64_t elems) const { return d.act * d.batch * elems; }  // activation bytes for a batch
   int64_t half(int64_t weights) const { return amp ? 2 * weights : 0; }
   int64_t norm_params(int64_t c) const { return a.norm_affine ? 2 * c : 0; }
@@ -71,14 +75,28 @@ struct Builder {
     Op o = make(name);
     const int64_t w = cin * cout * kvol + (a.conv_bias ? cout : 0);
     o.params = w + norm_params(cout);
+    o.largest_param = cin * cout * kvol;
     o.half_weights = half(w);
     const int kept = act ? (a.nonlin_inplace ? 2 : 3) : 2;  // without act: conv out + norm out (kept by the residual add)
     o.saved = kept * A(cout * vout);
     // Dropout (conv -> dropout -> norm) keeps a bool mask; its output replaces the conv output as the
     // tensor the norm keeps. DNA puts it in every ConvDropoutNormReLU that has a nonlinearity.
     if (act && dropout_p > 0) o.saved += d.batch * cout * vout;
-    o.bwd_work = A(cout * vout) + std::max(A(cout * vout), A(cin * vin));
+    o.bwd_work = conv_block_bwd(cin * vin, cout * vout);
     add(std::move(o));
+  }
+
+  // Gradients alive at once while a conv -> norm -> activation block runs backward, the incoming one
+  // included. Activation: instance norm returns a reshaped view of batch norm's output, so the in-place
+  // LeakyReLU is recorded on a view and autograd differentiates it through CopySlices: beside the
+  // incoming gradient, a base-sized gradient buffer, the view's gradient and the activation's result
+  // (ResEnc's conv2 ends the same way: in-place add and LeakyReLU on the norm's output). Conv: output
+  // and input gradients; on the CPU oneDNN makes the input gradient in its blocked layout and copies it
+  // to a dense tensor, two at once.
+  int64_t conv_block_bwd(int64_t in_elems, int64_t out_elems) const {
+    const int64_t out = A(out_elems), in = A(in_elems);
+    const int64_t act = a.nonlin_inplace ? 4 * out : 2 * out;
+    return std::max(act, out + (d.cpu ? 2 : 1) * in);
   }
 
   void residual_block(const std::string& name, int64_t cin, int64_t cout, int64_t kvol, bool strided, int64_t vin,
@@ -87,6 +105,8 @@ struct Builder {
     if (strided) {  // AvgPool on the skip; its output is kept only if a 1x1 conv reads it
       Op p = make(name + ".skip.pool");
       p.saved = project ? A(cin * vout) : 0;
+      // CPU autocast runs avg_pool3d in fp32: the fp32 copy of its input is what the pool keeps.
+      if (d.cpu_amp && a.dim == 3) p.saved += 4 * d.batch * cin * vin;
       p.fwd_work = project ? 0 : A(cin * vout);
       p.bwd_work = A(cin * vout) + A(cin * vin);
       add(std::move(p));
@@ -94,6 +114,7 @@ struct Builder {
     if (project) {
       Op s = make(name + ".skip.conv");
       s.params = cin * cout + norm_params(cout);
+      s.largest_param = cin * cout;
       s.half_weights = half(cin * cout);
       s.saved = A(cout * vout);     // conv output, read by the norm's backward
       s.fwd_work = A(cout * vout);  // norm output until the residual add
@@ -120,6 +141,7 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
     throw Error("memory model: unsupported network '" + a.network_class_name + "'");
   const int S = a.n_stages;
   Builder b{a, d, d.act == 2, checkpoint, {}};
+  b.fp32_tconv = d.cpu_amp && opt.cpu_autocast_fp32_transposed_conv;
   if (!a.dropout_op.empty()) {
     const json& k = a.dropout_op_kwargs;
     b.dropout_p = k.is_object() && k.contains("p") && k.at("p").is_number() ? k.at("p").get<double>() : 0.5;
@@ -138,13 +160,13 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
 
   // Encoder.
   int64_t cin = in_ch, vprev = v_in;
-  if (residual) {
-    b.begin_segment(0);
+  if (residual) {  // the stem runs outside the checkpointed stages
     b.conv_norm_act("stem", cin, F[0], kvol(a.kernel_sizes[0]), v_in, v_in);
     cin = F[0];
   }
   for (int s = 0; s < S; ++s) {
-    b.begin_segment(b.A(cin * vprev));
+    // A checkpointed stage keeps its input; stage 0's (the batch or the stem output) is counted already.
+    b.begin_segment(s == 0 ? 0 : b.A(cin * vprev));
     const int64_t kv = kvol(a.kernel_sizes[s]);
     bool strided = false;
     for (int x : a.strides[s]) strided = strided || x != 1;
@@ -161,25 +183,42 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
   // Under AMP the first conv reads a half copy of the input batch, which it keeps.
   if (b.amp) b.ops.front().saved += 2 * d.batch * in_ch * v_in;
 
-  // Decoder, bottom up.
+  // Decoder, bottom up; only the encoder is ever checkpointed (NetworkBuildOptions::checkpoint_encoder).
+  const bool encoder_checkpointed = b.checkpoint;
+  b.checkpoint = false;
+  b.segment = -1;
   const auto& dec = a.n_conv_per_stage_decoder;
   std::vector<int64_t> loss_vox;
   for (int dd = 0; dd + 1 < S; ++dd) {
     const int e = S - 2 - dd;  // encoder stage joined here
     const int64_t C = F[e], V = vox[e], Cb = F[e + 1], Vb = vox[e + 1];
-    b.begin_segment(b.A(Cb * Vb) + b.A(C * V));
     const std::string name = "decoder." + std::to_string(dd);
     Op t = b.make(name + ".transpconv");
     const int64_t w = Cb * C * kvol(a.strides[e + 1]) + (a.conv_bias ? C : 0);
+    const int64_t B4 = 4 * d.batch;
     t.params = w;
-    t.half_weights = b.half(w);
-    t.fwd_work = b.A(C * V);  // its output lives until the concatenation
-    t.bwd_work = b.A(C * V) + b.A(Cb * Vb);
+    t.largest_param = w - (a.conv_bias ? C : 0);
+    // Its input is kept by the layer that made it, except the checkpointed encoder's output.
+    if (dd == 0 && encoder_checkpointed) t.saved = b.A(Cb * Vb);
+    if (b.fp32_tconv) {  // input cast up and kept in fp32, output in fp32 until the concatenation
+      t.saved = B4 * Cb * Vb;
+      t.fwd_work = B4 * C * V;
+      t.bwd_work = B4 * C * V + B4 * Cb * Vb + b.A(Cb * Vb);
+    } else {
+      t.half_weights = b.half(w);
+      t.fwd_work = b.A(C * V);  // its output lives until the concatenation
+      t.bwd_work = b.A(C * V) + b.A(Cb * Vb);
+    }
     b.add(std::move(t));
     Op c = b.make(name + ".concat");
-    c.saved = b.A(2 * C * V);  // read by the first conv
-    c.hold_tag = e;            // the skip half of its gradient waits for the encoder; the buffer stays
-    c.hold = b.A(2 * C * V);
+    c.saved = b.A(2 * C * V);  // read by the first conv (its half copy of an fp32 concat under CPU autocast)
+    c.hold_tag = e;            // the skip half of its gradient waits for the encoder
+    if (b.fp32_tconv) {
+      c.fwd_work = B4 * C * V + B4 * 2 * C * V;  // fp32 transposed-conv output and the promoted fp32 concat
+      c.hold = b.A(C * V);                      // the skip's gradient, cast back to half
+    } else {
+      c.hold = b.A(2 * C * V);  // a view of the concat's gradient: the whole buffer stays
+    }
     b.add(std::move(c));
     const int n = dec.empty() ? 1 : dec[static_cast<std::size_t>(dd)];
     for (int j = 0; j < n; ++j)
@@ -188,7 +227,10 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
     if (opt.deep_supervision || last) {
       Op h = b.make(name + ".seg_head");
       h.params = C * classes + classes;
+      h.largest_param = C * classes;
       h.half_weights = b.half(h.params);
+      // oneDNN reorders the head's input to its blocked layout and writes the output padded to 16 channels.
+      if (d.cpu) h.fwd_work = b.A(C * V) + b.A((classes + 15) / 16 * 16 * V);
       h.saved = b.A(classes * V);  // the logits stay referenced by the training step
       // nnU-Net weights deep-supervision terms 1/2^i and sets the lowest resolution's to 0.
       const bool in_loss = last || !opt.deep_supervision || dd > 0;
