@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "core/error.h"
 #include "core/strings.h"
+#include "io/image_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -104,31 +104,6 @@ DatasetInfo dataset_info_from_json(const json& j, const std::string& file) {
 
 namespace {
 
-
-// Groups CASE_XXXX<ending> files of a folder by case id: id -> channel index -> path.
-std::map<std::string, std::map<int, std::string>> scan_channels(const std::string& folder, const std::string& ending,
-                                                                bool allow_plain) {
-  std::map<std::string, std::map<int, std::string>> cases;
-  const std::regex re("^(.+)_(\\d{4})$");
-  for (const auto& e : fs::directory_iterator(folder)) {
-    const std::string name = e.path().filename().string();
-    if (!e.is_regular_file() || !ends_with(name, ending) || name[0] == '.') continue;
-    const std::string stem = name.substr(0, name.size() - ending.size());
-    std::smatch m;
-    if (std::regex_match(stem, m, re))
-      cases[m[1].str()][std::stoi(m[2].str())] = e.path().string();
-    else if (allow_plain)
-      cases[stem][0] = e.path().string();
-  }
-  return cases;
-}
-
-std::string channel_file(const std::string& folder, const std::string& id, int c, const std::string& ending) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "_%04d", c);
-  return (fs::path(folder) / (id + buf + ending)).string();
-}
-
 std::vector<CaseFiles> collect(const std::map<std::string, std::map<int, std::string>>& scanned,
                                const std::string& folder, const std::string& ending, int n) {
   std::vector<CaseFiles> out;
@@ -150,7 +125,7 @@ std::vector<CaseFiles> collect(const std::map<std::string, std::map<int, std::st
 
 std::vector<CaseFiles> list_image_cases(const std::string& folder, const std::string& ending, int n) {
   if (!fs::is_directory(folder)) throw FileError(folder, "image folder not found");
-  return collect(scan_channels(folder, ending, n == 1), folder, ending, n);
+  return collect(scan_image_folder(folder, ending, n == 1).cases, folder, ending, n);
 }
 
 std::vector<CaseFiles> list_training_cases(const DatasetInfo& info) {

@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <regex>
 #include <set>
 
 #include "core/error.h"
@@ -13,13 +12,13 @@
 #include "core/strings.h"
 #include "io/case_loader.h"
 #include "io/dataset.h"
+#include "io/image_folder.h"
 #include "io/image_io.h"
 
 namespace fs = std::filesystem;
 
 namespace medseg::io {
 namespace {
-
 
 // Folder-level problems: stray files, missing channels, labels without images and vice versa.
 void check_layout(const DatasetInfo& info, std::vector<std::string>& problems, std::set<std::string>& ids) {
@@ -29,32 +28,23 @@ void check_layout(const DatasetInfo& info, std::vector<std::string>& problems, s
     return;
   }
   if (!fs::is_directory(labels)) problems.push_back(labels.string() + ": folder not found");
-  const std::regex re("^(.+)_(\\d{4})$");
+  const ImageFolderScan scan = scan_image_folder(images.string(), info.file_ending, false);
+  for (const auto& path : scan.stray)
+    problems.push_back(path + ": unexpected file (expected CASE_XXXX" + info.file_ending + ")");
   std::map<std::string, std::set<int>> chans;
-  for (const auto& e : fs::directory_iterator(images)) {
-    const std::string n = e.path().filename().string();
-    if (n[0] == '.') continue;
-    std::smatch m;
-    const std::string stem = ends_with(n, info.file_ending) ? n.substr(0, n.size() - info.file_ending.size()) : "";
-    if (stem.empty() || !std::regex_match(stem, m, re)) {
-      problems.push_back(e.path().string() + ": unexpected file (expected CASE_XXXX" + info.file_ending + ")");
-      continue;
+  for (const auto& [id, files] : scan.cases)
+    for (const auto& [c, path] : files) {
+      if (c >= info.num_channels())
+        problems.push_back(path + ": channel " + std::to_string(c) + " but dataset.json declares " +
+                           std::to_string(info.num_channels()) + " channel(s)");
+      chans[id].insert(c);
     }
-    const int c = std::stoi(m[2].str());
-    if (c >= info.num_channels())
-      problems.push_back(e.path().string() + ": channel " + std::to_string(c) + " but dataset.json declares " +
-                         std::to_string(info.num_channels()) + " channel(s)");
-    chans[m[1].str()].insert(c);
-  }
   for (const auto& [id, cs] : chans) {
     ids.insert(id);
     for (int c = 0; c < info.num_channels(); ++c)
-      if (!cs.count(c)) {
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "_%04d", c);
-        problems.push_back((images / (id + buf + info.file_ending)).string() + ": missing channel " +
+      if (!cs.count(c))
+        problems.push_back(channel_file(images.string(), id, c, info.file_ending) + ": missing channel " +
                            std::to_string(c) + " of case '" + id + "'");
-      }
     if (!fs::exists(labels / (id + info.file_ending)))
       problems.push_back((labels / (id + info.file_ending)).string() + ": label file missing for case '" + id + "'");
   }
@@ -118,9 +108,7 @@ std::vector<std::string> verify_dataset(const DatasetInfo& info, int threads) {
       CaseFiles c{id, {}, (root / "labelsTr" / (id + info.file_ending)).string()};
       bool ok = fs::exists(c.label);
       for (int k = 0; k < info.num_channels(); ++k) {
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "_%04d", k);
-        c.images.push_back((root / "imagesTr" / (id + buf + info.file_ending)).string());
+        c.images.push_back(channel_file((root / "imagesTr").string(), id, k, info.file_ending));
         ok = ok && fs::exists(c.images.back());
       }
       if (ok) cases.push_back(c);

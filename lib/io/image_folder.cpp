@@ -1,0 +1,38 @@
+#include "io/image_folder.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+
+#include "core/strings.h"
+
+namespace fs = std::filesystem;
+
+namespace medseg::io {
+
+ImageFolderScan scan_image_folder(const std::string& folder, const std::string& ending, bool allow_plain) {
+  ImageFolderScan scan;
+  const std::regex re("^(.+)_(\\d{4})$");
+  for (const auto& e : fs::directory_iterator(folder)) {
+    const std::string name = e.path().filename().string();
+    if (name[0] == '.') continue;
+    const std::string stem =
+        e.is_regular_file() && ends_with(name, ending) ? name.substr(0, name.size() - ending.size()) : "";
+    std::smatch m;
+    if (!stem.empty() && std::regex_match(stem, m, re))
+      scan.cases[m[1].str()][std::stoi(m[2].str())] = e.path().string();
+    else if (!stem.empty() && allow_plain)
+      scan.cases[stem][0] = e.path().string();
+    else
+      scan.stray.push_back(e.path().string());
+  }
+  return scan;
+}
+
+std::string channel_file(const std::string& folder, const std::string& id, int c, const std::string& ending) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "_%04d", c);
+  return (fs::path(folder) / (id + buf + ending)).string();
+}
+
+}  // namespace medseg::io
