@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Train one fold (nnU-Net's nnUNetv2_train)", "medseg_train"};
   std::string dataset, configuration, fold, plans = "nnUNetPlans", trainer = "nnUNetTrainer";
   std::string amp, device = "cpu", cudnn = "on", preprocessed, results;
-  bool resume = false, val = false, val_best = false, npz = false, no_pbar = false;
+  bool resume = false, val = false, val_best = false, no_pbar = false;
   medseg::training::TrainOptions opt;
   int64_t epochs = 0, iters = 0, val_iters = -1, ckpt_every = 0;
   int workers = -1;
@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   app.add_flag("--c", resume, "Continue from the newest of checkpoint_final/latest/best");
   app.add_flag("--val", val, "Only run the final validation of a finished fold (checkpoint_final)");
   app.add_flag("--val_best", val_best, "With --val: use checkpoint_best");
-  app.add_flag("--npz", npz, "Save validation probabilities (not supported yet: use medseg_predict --save_probabilities)");
+  app.add_flag("--npz", opt.save_probabilities,
+               "Final validation also writes CASE_probabilities.npy/.json (as medseg_predict --save_probabilities)");
   app.add_option("--device", device, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--amp", amp, "Mixed precision: fp16 (CUDA), bf16, off (default: the trainer config's; auto = fp16 on CUDA)");
   app.add_option("--cudnn-benchmark", cudnn, "cuDNN autotuning: on|off")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
@@ -41,7 +42,6 @@ int main(int argc, char** argv) {
   app.add_flag("--no_pbar", no_pbar, "No progress bar");
   return medseg::cli::run(argc, argv, app, [&] {
     if (resume && val) throw medseg::Error("--c and --val are mutually exclusive");
-    if (npz) throw medseg::Error("--npz is not supported yet; use medseg_predict --save_probabilities on the validation cases");
     auto cfg = medseg::training::find_trainer_config(trainer);
     if (epochs > 0) cfg.num_epochs = epochs;
     if (iters > 0) cfg.iterations_per_epoch = iters;

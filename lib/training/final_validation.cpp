@@ -18,13 +18,14 @@ namespace medseg::training {
 // original grid exactly as medseg_predict does, then score the exported files against the raw labels
 // copied to gt_segmentations/ during preprocessing.
 double run_final_validation(models::SegmentationNetworkImpl& net, const RunInputs& in, const torch::Device& device,
-                            const std::vector<int64_t>& mirror_axes) {
+                            const std::vector<int64_t>& mirror_axes, bool save_probabilities) {
   if (in.val_ids.empty()) return std::nan("");
   const auto& plan = in.plans.configuration(in.configuration);
   const io::DatasetInfo ds = io::dataset_info_from_json(in.dataset_json, in.folders.dataset_json_file);
   const inference::LabelMapping labels = inference::label_mapping(ds, in.folders.dataset_json_file);
   inference::ExportOptions export_opts;
   export_opts.resample = inference::probabilities_resampling(plan);
+  export_opts.save_probabilities = save_probabilities;
   const std::string out_dir = (fs::path(in.folders.fold_folder) / "validation").string();
   fs::create_directories(out_dir);
 

@@ -352,7 +352,7 @@ TrainOutcome Trainer::run() {
   std::error_code ec;
   fs::remove(s.path(kCheckpointLatest), ec);
   spdlog::info("training finished: {}", s.path(kCheckpointFinal));
-  run_final_validation(*s.net, s.in, s.device, s.mirror_axes);
+  run_final_validation(*s.net, s.in, s.device, s.mirror_axes, s.opt.save_probabilities);
   return TrainOutcome::Finished;
 }
 
@@ -366,7 +366,7 @@ double Trainer::validate(const std::string& checkpoint_name) {
   if (!fs::exists(file)) throw FileError(file, "checkpoint not found (has this fold finished training?)");
   const Checkpoint ck = load_checkpoint(file);
   load_weights(*s.net, ck.weights, true);
-  return run_final_validation(*s.net, s.in, s.device, s.mirror_axes);
+  return run_final_validation(*s.net, s.in, s.device, s.mirror_axes, s.opt.save_probabilities);
 }
 
 }  // namespace medseg::training

@@ -24,6 +24,7 @@ struct TrainOptions {
   bool resume = false;                 // --c
   int threads = 0;                     // torch intra-op threads (0: all cores)
   bool progress_bar = true;
+  bool save_probabilities = false;     // --npz: final validation also writes CASE_probabilities.npy/.json
 };
 
 enum class TrainOutcome { Finished, Interrupted };
