@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   inference::PredictorOptions po;
   inference::RunOptions ro;
   bool disable_tta = false, no_progress = false;
+  int num_parts = 1, part_id = 0;
   po.torch_threads = cli::default_threads();
   app.add_option("-i,--input", inputs, "Input folder(s) of CASE_XXXX files, or image files")->required();
   app.add_option("-o,--output", output, "Output folder")->required();
@@ -45,6 +46,10 @@ int main(int argc, char** argv) {
   app.add_option("--tile_batch", po.tile_batch, "Tiles x mirrored copies per forward pass")->capture_default_str();
   app.add_option("--threads", po.torch_threads, "Torch CPU threads (MEDSEG_NUM_THREADS)")->capture_default_str();
   app.add_option("--export_threads", ro.export_threads, "Classes resampled in parallel per export")->capture_default_str();
+  app.add_option("--num_parts", num_parts, "Split the sorted case list into this many parts (one per process/GPU)")
+      ->capture_default_str();
+  app.add_option("--part_id", part_id, "Which part this process predicts: cases i with i % num_parts == part_id")
+      ->capture_default_str();
   app.add_flag("--continue_prediction", ro.continue_prediction, "Skip cases whose outputs exist");
   app.add_flag("--disable_progress_bar", no_progress, "No progress bar");
   return cli::run(argc, argv, app, [&] {
@@ -53,6 +58,7 @@ int main(int argc, char** argv) {
       model_folder = inference::model_folder_path(root_folder(Root::Results), dataset, trainer, plans, configuration);
     }
     if (ro.npp < 0 || ro.nps < 0) throw Error("-npp and -nps must be >= 0");
+    inference::check_part(num_parts, part_id);
     po.mirroring = !disable_tta;
     po.amp = inference::parse_amp(amp);
     po.progress = false;
@@ -63,7 +69,10 @@ int main(int argc, char** argv) {
     const int channels = static_cast<int>(model.in_channels);
     const json plans_json = model.plans_json, dataset_json = model.dataset_json;
     inference::Predictor predictor(std::move(model), po);
-    const auto cases = inference::collect_case_inputs(inputs, ending, channels);
+    const auto all_cases = inference::collect_case_inputs(inputs, ending, channels);
+    const auto cases = inference::select_part(all_cases, num_parts, part_id);
+    if (num_parts > 1)
+      spdlog::info("part {} of {} (counting from 0): {} of {} case(s)", part_id, num_parts, cases.size(), all_cases.size());
 
     ro.output_folder = output;
     ro.file_ending = ending;

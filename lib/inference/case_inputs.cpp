@@ -110,4 +110,19 @@ std::vector<CaseInput> collect_case_inputs(const std::vector<std::string>& input
   return out;
 }
 
+void check_part(int num_parts, int part_id) {
+  if (num_parts < 1) throw Error("-num_parts must be >= 1 (got " + std::to_string(num_parts) + ")");
+  if (part_id < 0 || part_id >= num_parts)
+    throw Error("-part_id must be in 0.." + std::to_string(num_parts - 1) + " for -num_parts " +
+                std::to_string(num_parts) + " (got " + std::to_string(part_id) + "; part ids count from 0)");
+}
+
+std::vector<CaseInput> select_part(const std::vector<CaseInput>& cases, int num_parts, int part_id) {
+  check_part(num_parts, part_id);
+  std::vector<CaseInput> mine;
+  for (std::size_t i = static_cast<std::size_t>(part_id); i < cases.size(); i += static_cast<std::size_t>(num_parts))
+    mine.push_back(cases[i]);
+  return mine;
+}
+
 }  // namespace medseg::inference

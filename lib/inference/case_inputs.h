@@ -19,4 +19,10 @@ struct CaseInput {
 std::vector<CaseInput> collect_case_inputs(const std::vector<std::string>& inputs, const std::string& file_ending,
                                            int num_channels);
 
+// nnU-Net's -num_parts/-part_id: of the sorted case list, the cases i with i % num_parts == part_id
+// (Python's cases[part_id::num_parts]), so N processes with part ids 0..N-1 share the work without
+// overlap. Throws Error unless num_parts >= 1 and 0 <= part_id < num_parts (check_part).
+void check_part(int num_parts, int part_id);
+std::vector<CaseInput> select_part(const std::vector<CaseInput>& cases, int num_parts, int part_id);
+
 }  // namespace medseg::inference
