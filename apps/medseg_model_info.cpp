@@ -1,5 +1,6 @@
 // medseg_model_info: builds the network of a plans configuration (or a SwinUNETR) and prints its class,
-// unique trainable parameter count and the output shapes of a zero-input forward pass as JSON.
+// unique trainable parameter count, the output shapes of a zero-input forward pass and the byte memory
+// model's estimate of one GPU training step (planning/memory_model.h) as JSON.
 #include <torch/torch.h>
 
 #include <iostream>
@@ -9,8 +10,42 @@
 #include "core/json_io.h"
 #include "models/network.h"
 #include "models/plans_architecture.h"
+#include "planning/memory_model.h"
+#include "planning/plans.h"
 
 using namespace medseg;
+
+namespace {
+
+// The training step the plan describes: its batch (1 for SwinUNETR, MONAI's recipe), AMP as recorded
+// in the plan's "medseg" block (on by default, like training), SGD, deep supervision, the plan's own
+// checkpointing. null when the model does not cover the network (SwinUNETR v2's extra res blocks).
+nlohmann::json memory_estimate(const nlohmann::json& arch, const std::vector<int64_t>& patch, int64_t batch,
+                               int64_t in, int64_t classes, bool amp, const std::string& source) {
+  const planning::ArchitecturePlan a = planning::architecture_from_json(arch, source);
+  if (a.swin && a.swin->use_v2) return nullptr;
+  planning::MemoryOptions o;
+  o.amp = amp;
+  const std::vector<int> p(patch.begin(), patch.end());
+  try {
+    const auto e = planning::estimate_training_memory(a, p, static_cast<int>(batch), static_cast<int>(in),
+                                                      static_cast<int>(classes), o);
+    return nlohmann::json::parse(e.to_json().dump());
+  } catch (const Error& err) {  // a network the model does not cover: the rest of the report still stands
+    std::cerr << "memory estimate: " << err.what() << "\n";
+    return nullptr;
+  }
+}
+
+bool plan_amp(const nlohmann::json& medseg) {
+  if (medseg.is_object() && medseg.contains("memory") && medseg.at("memory").is_object()) {
+    const auto& m = medseg.at("memory");
+    if (m.contains("amp") && m.at("amp").is_boolean()) return m.at("amp").get<bool>();
+  }
+  return true;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Print a network's class, parameter count and output shapes as JSON", "medseg_model_info"};
@@ -28,9 +63,15 @@ int main(int argc, char** argv) {
   app.add_flag("--use-v2", use_v2, "SwinUNETR v2 (residual conv block before each Swin stage)");
   app.add_option("--patch", patch, "spatial patch for the forward pass (default: the plan's patch, 96^3 for Swin)");
   app.add_flag("--no-forward", no_forward, "skip the forward pass (output_shapes null)");
+  int64_t batch = 0;
+  std::string amp;
+  app.add_option("--batch", batch, "batch size of the memory estimate (default: the plan's, 1 for --swinunetr)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--amp", amp, "mixed precision in the memory estimate (default: the plan's medseg block, else on)")
+      ->check(CLI::IsMember({"on", "off"}));
   return cli::run(argc, argv, app, [&] {
-    nlohmann::json arch;
-    int64_t in = in_channels, classes = out_channels;
+    nlohmann::json arch, medseg_block;
+    int64_t in = in_channels, classes = out_channels, plan_batch = 1;
     if (swinunetr) {
       arch = {{"network_class_name", "medseg.SwinUNETR"},
               {"arch_kwargs", {{"feature_size", feature_size}, {"use_v2", use_v2}}}};
@@ -45,6 +86,8 @@ int main(int argc, char** argv) {
       in = models::dataset_input_channels(dataset, dataset_path);
       classes = models::dataset_num_classes(dataset, dataset_path);
       if (patch.empty()) patch = spec.patch_size;
+      if (spec.batch_size > 0) plan_batch = spec.batch_size;
+      medseg_block = spec.medseg;
     }
     models::NetworkBuildOptions opts;
     opts.deep_supervision = true;
@@ -58,7 +101,14 @@ int main(int argc, char** argv) {
                           {"patch_size", patch},
                           {"deep_supervision", net->deep_supervision()},
                           {"output_shapes", nullptr},
-                          {"estimated_peak_bytes", nullptr}};
+                          {"estimated_peak_bytes", nullptr},
+                          {"memory", nullptr}};
+    if (static_cast<int>(patch.size()) == net->spatial_dims()) {
+      const bool amp_on = amp.empty() ? plan_amp(medseg_block) : amp == "on";
+      out["memory"] = memory_estimate(arch, patch, batch > 0 ? batch : plan_batch, in, classes, amp_on,
+                                      swinunetr ? "--swinunetr" : plans_path);
+      if (!out["memory"].is_null()) out["estimated_peak_bytes"] = out["memory"]["estimated_peak_bytes"];
+    }
     if (!no_forward) {
       if (static_cast<int>(patch.size()) != net->spatial_dims())
         throw Error("patch has " + std::to_string(patch.size()) + " axes, the network is " +

@@ -13,6 +13,8 @@ namespace medseg::models {
 struct PlanNetworkSpec {
   nlohmann::json architecture;      // {network_class_name, arch_kwargs, ...}
   std::vector<int64_t> patch_size;  // may be empty when the configuration has none
+  int64_t batch_size = 0;           // 0 when the configuration has none
+  nlohmann::json medseg;            // the configuration's "medseg" block, null when absent
 };
 
 // configurations[config] with parents merged like nnU-Net's PlansManager (child keys override).

@@ -59,12 +59,30 @@ TEST(ModelsInfo, CliOnPlans) {
             test::resenc_unet_params(2, kF, kK, kS, {1, 2, 2, 2}, {1, 1, 1}, 3));
   const std::vector<std::vector<int64_t>> shapes{{1, 3, 16, 32, 24}, {1, 3, 16, 16, 12}, {1, 3, 8, 8, 6}};
   EXPECT_EQ(j.at("output_shapes").get<std::vector<std::vector<int64_t>>>(), shapes);
-  EXPECT_TRUE(j.at("estimated_peak_bytes").is_null());
+  // The byte model's estimate for the plan's batch (4, inherited config) with AMP on by default.
+  ASSERT_TRUE(j.at("estimated_peak_bytes").is_number_integer());
+  EXPECT_GT(j.at("estimated_peak_bytes").get<int64_t>(), 0);
+  EXPECT_EQ(j.at("memory").at("batch_size"), 4);
+  EXPECT_EQ(j.at("memory").at("amp"), true);
+  EXPECT_EQ(j.at("memory").at("estimated_peak_bytes"), j.at("estimated_peak_bytes"));
+  const std::string base = "--plans " + dir / "plans.json" + " --dataset-json " + dir / "dataset.json" + " -c 3d_fullres --no-forward";
+  const auto b1 = run_json(base + " --batch 1").at("estimated_peak_bytes").get<int64_t>();
+  const auto b2 = run_json(base + " --batch 2").at("estimated_peak_bytes").get<int64_t>();
+  const auto b2_fp32 = run_json(base + " --batch 2 --amp off").at("estimated_peak_bytes").get<int64_t>();
+  EXPECT_GT(b2, b1);
+  EXPECT_GT(b2_fp32, b2);  // fp32 activations take twice the bytes
+  EXPECT_EQ(run_json(base).at("memory").at("batch_size"), 2);  // the parent's batch
 }
 
 TEST(ModelsInfo, CliSwinUNETR) {
   auto j = run_json("--swinunetr --in-channels 1 --out-channels 14 --feature-size 48 --no-forward");
   EXPECT_EQ(j.at("parameter_count").get<int64_t>(), 62187296);
+  // Estimate for batch 1 at 96^3; its parameter count is the network's.
+  EXPECT_GT(j.at("estimated_peak_bytes").get<int64_t>(), 0);
+  EXPECT_EQ(j.at("memory").at("batch_size"), 1);
+  EXPECT_EQ(j.at("memory").at("parameters"), 62187296);
+  const auto s2 = run_json("--swinunetr --in-channels 1 --out-channels 14 --feature-size 48 --no-forward --batch 2");
+  EXPECT_GT(s2.at("estimated_peak_bytes").get<int64_t>(), j.at("estimated_peak_bytes").get<int64_t>());
   auto k = run_json("--swinunetr --in-channels 1 --out-channels 3 --feature-size 12 --use-v2 --patch 32 32 64");
   EXPECT_EQ(k.at("output_shapes").get<std::vector<std::vector<int64_t>>>(),
             (std::vector<std::vector<int64_t>>{{1, 3, 32, 32, 64}}));
