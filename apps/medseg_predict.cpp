@@ -8,6 +8,7 @@
 #include "core/json_io.h"
 #include "core/log.h"
 #include "core/paths.h"
+#include "core/progress.h"
 #include "inference/case_inputs.h"
 #include "inference/model_folder.h"
 #include "inference/predict_cases.h"
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
     ro.output_folder = output;
     ro.file_ending = ending;
     ro.progress = !no_progress;
+    set_progress_bars_enabled(!no_progress);
     fs::create_directories(output);
     write_json((fs::path(output) / "dataset.json").string(), dataset_json);
     write_json((fs::path(output) / "plans.json").string(), plans_json);

@@ -4,6 +4,7 @@
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/progress.h"
 #include "core/torch_info.h"
 #include "training/run_folder.h"
 #include "training/trainer.h"
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
     opt.cudnn_benchmark = cudnn;
     opt.resume = resume;
     opt.progress_bar = !no_pbar;
+    medseg::set_progress_bars_enabled(!no_pbar);
     spdlog::info("medseg_train: {}", medseg::torch_build_summary());
     auto inputs = medseg::training::resolve_run(dataset, configuration, fold, plans, cfg.name, preprocessed, results);
     medseg::training::Trainer t(std::move(inputs), cfg, opt);

@@ -2,12 +2,20 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 
 namespace medseg {
 
+namespace {
+std::atomic<bool> g_bars_enabled{true};
+}  // namespace
+
+void set_progress_bars_enabled(bool on) { g_bars_enabled = on; }
+bool progress_bars_enabled() { return g_bars_enabled; }
+
 ProgressBar::ProgressBar(std::string label, int64_t total, bool enabled)
-    : label_(std::move(label)), total_(total), enabled_(enabled), tty_(::isatty(2) != 0),
+    : label_(std::move(label)), total_(total), enabled_(enabled && progress_bars_enabled()), tty_(::isatty(2) != 0),
       start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
 
 ProgressBar::~ProgressBar() { finish(); }

@@ -8,6 +8,11 @@
 
 namespace medseg {
 
+// Process-wide switch for a CLI's --no_pbar: bars created while it is off stay silent, including
+// those deep inside library calls (final validation, evaluation) that take no flag of their own.
+void set_progress_bars_enabled(bool on);
+bool progress_bars_enabled();
+
 class ProgressBar {
  public:
   ProgressBar(std::string label, int64_t total, bool enabled = true);
