@@ -1,15 +1,19 @@
 // medseg_bench_models: times forward + backward of a training step for ResEnc M (3D) or SwinUNETR
 // (feature 24) on random input, the same protocol as scripts/bench/ref_models.py (first iteration
-// discarded, median of the rest). scripts/bench/bench_models.sh runs both side by side.
+// discarded, median of the rest). scripts/bench/bench_models.sh runs both side by side. On CUDA it
+// also reports fp16/bf16 step time and the caching allocator's peak (docs/gpu-validation.md).
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <memory>
 #include <cstdio>
 
 #include "cli_common.h"
+#include "core/autocast.h"
 #include "core/error.h"
+#include "core/torch_compat.h"
 #include "core/torch_memory.h"
 #include "models/network.h"
 
@@ -45,6 +49,7 @@ int main(int argc, char** argv) {
   int64_t patch = 128, batch = 1, iters = 3;
   int threads = 2;
   bool channels_last = false, no_inplace = false, checkpoint = false, memory = false;
+  std::string device = "cpu", amp = "off", cudnn_benchmark = "on";
   app.add_option("--model", model, "resenc (ResEnc M, 1 -> 3) or swin (SwinUNETR F24, 1 -> 14)")->check(CLI::IsMember({"resenc", "swin"}));
   app.add_option("--patch", patch, "cubic patch edge");
   app.add_option("--batch", batch, "batch size");
@@ -53,11 +58,19 @@ int main(int argc, char** argv) {
   app.add_flag("--channels-last", channels_last, "channels-last 3D memory format for weights and input");
   app.add_flag("--no-inplace", no_inplace, "out-of-place LeakyReLU / residual additions");
   app.add_flag("--checkpoint", checkpoint, "activation checkpointing (ResEnc: encoder stages; Swin: blocks)");
-  app.add_flag("--memory", memory, "report the peak CPU bytes of a step (counting allocator)");
+  app.add_flag("--memory", memory, "report the peak bytes of a step (CPU: counting allocator; CUDA: caching allocator)");
+  app.add_option("--device", device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  app.add_option("--amp", amp, "autocast: off, fp16 (CUDA) or bf16")->check(CLI::IsMember({"off", "fp16", "bf16"}))->capture_default_str();
+  app.add_option("--cudnn-benchmark", cudnn_benchmark, "cuDNN autotuning: on|off")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   return cli::run(argc, argv, app, [&] {
     at::set_num_threads(threads);
     torch::manual_seed(0);
-    if (memory) install_counting_cpu_allocator();
+    const bool cuda = device == "cuda";
+    if (cuda && !torch::cuda::is_available()) throw Error("--device cuda: no CUDA device (" + compat::torch_version() + ")");
+    if (amp == "fp16" && !cuda) throw Error("--amp fp16 needs --device cuda (CPU autocast is bf16)");
+    compat::set_cudnn(cudnn_benchmark == "on", false);
+    if (memory && !cuda) install_counting_cpu_allocator();
+    const torch::Device dev(cuda ? torch::kCUDA : torch::kCPU);
     models::NetworkBuildOptions o;
     o.inplace = !no_inplace;
     o.checkpoint_encoder = checkpoint;
@@ -67,8 +80,9 @@ int main(int argc, char** argv) {
                                     : nlohmann::json{{"network_class_name", "medseg.SwinUNETR"},
                                                      {"arch_kwargs", {{"feature_size", 24}}}};
     auto net = models::build_network(arch, 1, model == "resenc" ? 3 : 14, o);
+    net->to(dev);
     net->train();
-    auto x = torch::randn({batch, 1, patch, patch, patch});
+    auto x = torch::randn({batch, 1, patch, patch, patch}, torch::TensorOptions().device(dev));
     if (channels_last) {
       torch::NoGradGuard ng;
       for (auto& p : net->parameters())
@@ -78,22 +92,28 @@ int main(int argc, char** argv) {
     std::vector<double> times, cpu_times;
     int64_t peak = 0;
     for (int64_t i = 0; i <= iters; ++i) {
-      CpuPeakScope* scope = nullptr;
-      if (memory) scope = new CpuPeakScope();
+      std::unique_ptr<CpuPeakScope> scope;
+      if (memory && !cuda) scope = std::make_unique<CpuPeakScope>();
+      if (memory && cuda) {
+        torch::cuda::synchronize();
+        compat::cuda_reset_peak();
+      }
+      const int64_t cuda_start = cuda ? compat::cuda_current_allocated() : 0;
       const auto t0 = std::chrono::steady_clock::now();
       const std::clock_t c0 = std::clock();  // process CPU time: robust on a shared, loaded machine
       {
-        auto outs = net->forward(x);
-        torch::Tensor loss = torch::zeros({});
-        for (auto& y : outs) loss = loss + y.to(torch::kFloat32).mean();
+        torch::Tensor loss = torch::zeros({}, torch::TensorOptions().device(dev));
+        {
+          AutocastGuard ac(cuda, amp != "off", amp == "fp16" ? torch::kHalf : torch::kBFloat16);
+          for (auto& y : net->forward(x)) loss = loss + y.to(torch::kFloat32).mean();
+        }
         loss.backward();
       }
       net->zero_grad(/*set_to_none=*/true);
+      if (cuda) torch::cuda::synchronize();
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (scope) {
-        peak = std::max(peak, scope->peak_above_start());
-        delete scope;
-      }
+      if (scope) peak = std::max(peak, scope->peak_above_start());
+      if (memory && cuda) peak = std::max(peak, compat::cuda_peak_allocated() - cuda_start);
       const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
       if (i > 0) {
         times.push_back(s);

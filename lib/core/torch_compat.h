@@ -91,6 +91,15 @@ inline int64_t cuda_peak_allocated(int device = 0) {
   return 0;
 #endif
 }
+// Bytes currently allocated by the CUDA caching allocator; 0 without CUDA.
+inline int64_t cuda_current_allocated(int device = 0) {
+#if defined(MEDSEG_WITH_CUDA)
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(device).allocated_bytes[0].current;
+#else
+  (void)device;
+  return 0;
+#endif
+}
 inline void cuda_reset_peak(int device = 0) {
 #if defined(MEDSEG_WITH_CUDA)
   c10::cuda::CUDACachingAllocator::resetPeakStats(device);
