@@ -5,7 +5,6 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>
-#include <torch/nn/modules/instancenorm.h>
 #include <torch/nn/modules/pooling.h>
 
 #include <unordered_set>
@@ -64,9 +63,7 @@ torch::nn::AnyModule make_norm(int dims, NormKind kind, int64_t channels, double
   check_dims(dims);
   switch (kind) {
     case NormKind::kInstance:
-      if (dims == 3)
-        return torch::nn::AnyModule(torch::nn::InstanceNorm3d(torch::nn::InstanceNorm3dOptions(channels).eps(eps).affine(affine)));
-      return torch::nn::AnyModule(torch::nn::InstanceNorm2d(torch::nn::InstanceNorm2dOptions(channels).eps(eps).affine(affine)));
+      return torch::nn::AnyModule(InstanceNorm(channels, eps, affine));
     case NormKind::kBatch:
       if (dims == 3)
         return torch::nn::AnyModule(torch::nn::BatchNorm3d(torch::nn::BatchNorm3dOptions(channels).eps(eps).affine(affine)));
@@ -75,6 +72,30 @@ torch::nn::AnyModule make_norm(int dims, NormKind kind, int64_t channels, double
       break;
   }
   throw Error("network: make_norm called without a norm op");
+}
+
+InstanceNormImpl::InstanceNormImpl(int64_t channels, double eps, bool affine) : eps_(eps) {
+  if (affine) {
+    weight = register_parameter("weight", torch::ones({channels}));
+    bias = register_parameter("bias", torch::zeros({channels}));
+  }
+}
+
+torch::Tensor InstanceNormImpl::forward(const torch::Tensor& x) {
+  // What at::instance_norm does, up to its last step.
+  const int64_t b = x.size(0);
+  std::vector<int64_t> flat = x.sizes().vec();
+  flat[1] *= b;
+  flat[0] = 1;
+  const torch::Tensor w = weight.defined() ? weight.repeat({b}) : torch::Tensor();
+  const torch::Tensor bi = bias.defined() ? bias.repeat({b}) : torch::Tensor();
+  const torch::Tensor y = at::batch_norm(x.contiguous().view(flat), w, bi, /*running_mean=*/{}, /*running_var=*/{},
+                                         /*training=*/true, /*momentum=*/0.0, eps_,
+                                         at::globalContext().userEnabledCuDNN());
+  // _unsafe_view: same storage, but not an autograd view (as matmul returns its result). Nothing
+  // saved for backward refers to y (batch norm keeps its input and statistics), so in-place ops on
+  // the result are safe.
+  return at::_unsafe_view(y, x.sizes());
 }
 
 torch::nn::AnyModule make_nonlin(NonlinKind kind, double negative_slope, bool inplace) {

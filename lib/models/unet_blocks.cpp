@@ -1,7 +1,6 @@
 #include "models/unet_blocks.h"
 
 #include <torch/nn/modules/batchnorm.h>
-#include <torch/nn/modules/instancenorm.h>
 
 namespace medseg::models {
 

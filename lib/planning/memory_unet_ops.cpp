@@ -87,16 +87,13 @@ struct Builder {
   }
 
   // Gradients alive at once while a conv -> norm -> activation block runs backward, the incoming one
-  // included. Activation: instance norm returns a reshaped view of batch norm's output, so the in-place
-  // LeakyReLU is recorded on a view and autograd differentiates it through CopySlices: beside the
-  // incoming gradient, a base-sized gradient buffer, the view's gradient and the activation's result
-  // (ResEnc's conv2 ends the same way: in-place add and LeakyReLU on the norm's output). Conv: output
-  // and input gradients; on the CPU oneDNN makes the input gradient in its blocked layout and copies it
-  // to a dense tensor, two at once.
+  // included. Activation: the incoming gradient and the activation's input gradient (medseg's
+  // InstanceNorm output is not an autograd view, so the in-place LeakyReLU, and ResEnc's in-place
+  // residual add, need no CopySlices buffers). Conv: output and input gradients; on the CPU oneDNN
+  // makes the input gradient in its blocked layout and copies it to a dense tensor, two at once.
   int64_t conv_block_bwd(int64_t in_elems, int64_t out_elems) const {
     const int64_t out = A(out_elems), in = A(in_elems);
-    const int64_t act = a.nonlin_inplace ? 4 * out : 2 * out;
-    return std::max(act, out + (d.cpu ? 2 : 1) * in);
+    return std::max(2 * out, out + (d.cpu ? 2 : 1) * in);
   }
 
   void residual_block(const std::string& name, int64_t cin, int64_t cout, int64_t kvol, bool strided, int64_t vin,
