@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace fs = std::filesystem;
 
@@ -13,8 +14,9 @@ namespace medseg::inference {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& e) {
-  return s.size() > e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+// A file named exactly like the ending (".nii.gz") has no case name and is not an input.
+bool named_with_ending(const std::string& name, const std::string& ending) {
+  return name.size() > ending.size() && ends_with(name, ending);
 }
 
 struct Scanned {
@@ -26,7 +28,7 @@ void add_file(std::map<std::string, Scanned>& cases, const fs::path& p, const st
   static const std::regex re("^(.+)_(\\d{4})$");
   const std::string name = p.filename().string();
   std::string stem = name;
-  if (ends_with(name, ending)) {
+  if (named_with_ending(name, ending)) {
     stem = name.substr(0, name.size() - ending.size());
   } else {
     const auto dot = name.find('.');
@@ -96,7 +98,7 @@ std::vector<CaseInput> collect_case_inputs(const std::vector<std::string>& input
     if (fs::is_directory(in)) {
       for (const auto& e : fs::directory_iterator(in)) {
         const std::string name = e.path().filename().string();
-        if (e.is_regular_file() && name[0] != '.' && ends_with(name, ending)) add_file(cases, e.path(), ending);
+        if (e.is_regular_file() && name[0] != '.' && named_with_ending(name, ending)) add_file(cases, e.path(), ending);
       }
     } else if (fs::is_regular_file(in)) {
       add_file(cases, in, ending);
