@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "io/distance_map.h"
+#include "io/itk_globals.h"
 
 namespace medseg::io {
 
@@ -13,6 +14,7 @@ std::vector<float> distance_to_mask(const std::vector<uint8_t>& mask, const std:
                                     const std::array<double, 3>& spacing) {
   if (std::none_of(mask.begin(), mask.end(), [](uint8_t v) { return v != 0; }))
     throw Error("distance_to_mask: empty mask");
+  init_itk_globals_once();
   using MaskT = itk::Image<uint8_t, 3>;
   using DistT = itk::Image<float, 3>;
   auto img = MaskT::New();

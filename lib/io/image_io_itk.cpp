@@ -4,17 +4,14 @@
 #include <itkImageFileReader.h>
 #include <itkImageFileWriter.h>
 #include <itkImageIOFactory.h>
-#include <itkMetaImageIOFactory.h>
-#include <itkNiftiImageIOFactory.h>
-#include <itkNrrdImageIOFactory.h>
 
 #include <cmath>
 #include <filesystem>
-#include <mutex>
 #include <random>
 
 #include "core/error.h"
 #include "io/image_io.h"
+#include "io/itk_globals.h"
 #include "io/nifti_check.h"
 
 namespace fs = std::filesystem;
@@ -24,14 +21,6 @@ namespace {
 
 constexpr unsigned kDim = 3;
 
-void register_factories() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    itk::NiftiImageIOFactory::RegisterOneFactory();
-    itk::NrrdImageIOFactory::RegisterOneFactory();
-    itk::MetaImageIOFactory::RegisterOneFactory();
-  });
-}
 
 // ITK exception texts are multi-line with source locations; keep the description only.
 std::string itk_reason(const itk::ExceptionObject& e) {
@@ -115,7 +104,7 @@ std::string image_ending(const std::string& path) {
 bool image_io_available() { return true; }
 
 Volume read_image(const std::string& path) {
-  register_factories();
+  init_itk_globals_once();
   std::error_code ec;
   if (!fs::exists(path, ec)) throw FileError(path, "file not found");
   if (fs::is_directory(path, ec)) throw FileError(path, "is a folder, not an image file");
@@ -190,7 +179,7 @@ Volume read_label(const std::string& path) {
 }
 
 void write_image(const std::string& path, const Volume& v) {
-  register_factories();
+  init_itk_globals_once();
   const std::string ending = image_ending(path);
   if (ending.empty())
     throw FileError(path, "unknown image file ending (use .nii.gz, .nii, .nrrd, .mha)");
@@ -216,6 +205,5 @@ void write_image(const std::string& path, const Volume& v) {
     throw FileError(path, "cannot move the written image into place: " + ec.message());
   }
 }
-
 
 }  // namespace medseg::io

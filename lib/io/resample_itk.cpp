@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/itk_globals.h"
 #include "io/resample.h"
 
 namespace medseg::io {
@@ -56,6 +57,7 @@ std::vector<float> pad_edge(const float* src, const Shape3& in, const Shape3& pa
 // ITK's dimension d is array axis 2 - d.
 template <unsigned D>
 void resample_itk(const float* src, const Shape3& in, float* dst, const Shape3& out, int order) {
+  init_itk_globals_once();
   using Image = itk::Image<float, D>;
   const int64_t pad = order >= 2 ? kSplineEdgePad : 0;
   Shape3 pads{0, 0, 0};
