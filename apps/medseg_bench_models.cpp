@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
         torch::cuda::synchronize();
         compat::cuda_reset_peak();
       }
-      const int64_t cuda_start = cuda ? compat::cuda_current_allocated() : 0;
+      const int64_t cuda_start = cuda ? compat::cuda_allocated().current : 0;
       const auto t0 = std::chrono::steady_clock::now();
       const std::clock_t c0 = std::clock();  // process CPU time: robust on a shared, loaded machine
       {
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
       if (cuda) torch::cuda::synchronize();
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (scope) peak = std::max(peak, scope->peak_above_start());
-      if (memory && cuda) peak = std::max(peak, compat::cuda_peak_allocated() - cuda_start);
+      if (memory && cuda) peak = std::max(peak, compat::cuda_allocated().peak - cuda_start);
       const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
       if (i > 0) {
         times.push_back(s);

@@ -81,23 +81,21 @@ inline void set_cudnn(bool benchmark, bool deterministic) {
 inline bool cudnn_benchmark() { return at::globalContext().benchmarkCuDNN(); }
 
 // --- CUDA memory ------------------------------------------------------------------------------
-// Peak bytes allocated by the CUDA caching allocator since the last reset; 0 without CUDA.
-inline int64_t cuda_peak_allocated(int device = 0) {
+// Bytes the CUDA caching allocator holds for tensors now, and at most since the last reset;
+// zeros without CUDA.
+struct CudaAllocated {
+  int64_t current = 0;
+  int64_t peak = 0;
+};
+inline CudaAllocated cuda_allocated(int device = 0) {
 #if defined(MEDSEG_WITH_CUDA)
   // Index 0 is StatType::AGGREGATE in every version; the type moved namespaces in 2.x.
-  return c10::cuda::CUDACachingAllocator::getDeviceStats(device).allocated_bytes[0].peak;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);  // a copy in 2.x
+  const auto& s = stats.allocated_bytes[0];
+  return {s.current, s.peak};
 #else
   (void)device;
-  return 0;
-#endif
-}
-// Bytes currently allocated by the CUDA caching allocator; 0 without CUDA.
-inline int64_t cuda_current_allocated(int device = 0) {
-#if defined(MEDSEG_WITH_CUDA)
-  return c10::cuda::CUDACachingAllocator::getDeviceStats(device).allocated_bytes[0].current;
-#else
-  (void)device;
-  return 0;
+  return {};
 #endif
 }
 inline void cuda_reset_peak(int device = 0) {

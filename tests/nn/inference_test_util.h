@@ -10,6 +10,7 @@
 
 #include "core/json_io.h"
 #include "models/network.h"
+#include "nn/models_test_util.h"
 #include "training/checkpoint_store.h"
 
 namespace medseg::test {
@@ -39,27 +40,11 @@ inline nlohmann::json tiny_dataset_json(const TinyModelSpec& s) {
   return d;
 }
 
+// A 2-stage plain U-Net (4, 8 features, 3^dims kernels): tiny enough to train or run in a test.
 inline nlohmann::json tiny_architecture(int dims) {
-  const std::string d = std::to_string(dims);
-  const std::vector<int> k(static_cast<std::size_t>(dims), 3), s1(static_cast<std::size_t>(dims), 1),
-      s2(static_cast<std::size_t>(dims), 2);
-  return {{"network_class_name", "dynamic_network_architectures.architectures.unet.PlainConvUNet"},
-          {"arch_kwargs",
-           {{"n_stages", 2},
-            {"features_per_stage", {4, 8}},
-            {"conv_op", "torch.nn.modules.conv.Conv" + d + "d"},
-            {"kernel_sizes", {k, k}},
-            {"strides", {s1, s2}},
-            {"n_conv_per_stage", {1, 1}},
-            {"n_conv_per_stage_decoder", {1}},
-            {"conv_bias", true},
-            {"norm_op", "torch.nn.modules.instancenorm.InstanceNorm" + d + "d"},
-            {"norm_op_kwargs", {{"eps", 1e-5}, {"affine", true}}},
-            {"dropout_op", nullptr},
-            {"dropout_op_kwargs", nullptr},
-            {"nonlin", "torch.nn.LeakyReLU"},
-            {"nonlin_kwargs", {{"inplace", true}}}}},
-          {"_kw_requires_import", {"conv_op", "norm_op", "dropout_op", "nonlin"}}};
+  const auto n = static_cast<std::size_t>(dims);
+  const std::vector<int64_t> k(n, 3), s1(n, 1), s2(n, 2);
+  return unet_arch("PlainConvUNet", dims, {4, 8}, {k, k}, {s1, s2}, {1, 1}, {1});
 }
 
 inline nlohmann::json tiny_plans_json(const TinyModelSpec& s) {
