@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--channel-names", o.channel_names, "Channel names (CT selects CT normalization)");
   app.add_option("--labels", o.num_labels, "Foreground classes")->capture_default_str();
   app.add_flag("--random-direction", o.random_direction, "Random (oblique, flipped) direction matrices");
+  app.add_flag("--2d", o.two_d, "2D image files (one slice; the z of --min-shape/--max-shape is ignored)");
   app.add_option("--noise", o.noise_std, "Noise standard deviation")->capture_default_str();
   app.add_option("--file-ending", o.file_ending, "File ending")->capture_default_str();
   app.add_option("--seed", o.seed, "Random seed")->capture_default_str();

@@ -41,6 +41,10 @@ std::string shape_str(const std::array<int64_t, 3>& s) {
 std::string geometry_mismatch(const Geometry& a, const std::array<int64_t, 3>& shape_a,
                               const Geometry& b, const std::array<int64_t, 3>& shape_b) {
   std::ostringstream o;
+  if (a.file_dimension != b.file_dimension) {
+    o << "a " << a.file_dimension << "D file vs a " << b.file_dimension << "D file";
+    return o.str();
+  }
   if (shape_a != shape_b) {
     o << "shape " << shape_str(shape_a) << " vs " << shape_str(shape_b) << " (z,y,x)";
     return o.str();

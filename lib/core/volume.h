@@ -25,6 +25,10 @@ struct Geometry {
   std::array<double, 3> spacing{1.0, 1.0, 1.0};  // x, y, z (mm)
   std::array<double, 3> origin{0.0, 0.0, 0.0};   // x, y, z (mm, LPS)
   std::array<double, 9> direction{1, 0, 0, 0, 1, 0, 0, 0, 1};  // row-major
+  // Dimensions of the file the volume came from: 2 for a 2D image, held as one z slice whose
+  // spacing is 999 x the largest in-plane spacing (nnU-Net's convention, so planners see a
+  // thick axis) and written back as 2D. Not part of equality: it describes the file.
+  int file_dimension = 3;
 
   std::array<double, 3> spacing_zyx() const { return {spacing[2], spacing[1], spacing[0]}; }
   bool operator==(const Geometry& o) const {

@@ -5,6 +5,7 @@
 #include <itkImageFileWriter.h>
 #include <itkImageIOFactory.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -31,9 +32,13 @@ std::string itk_reason(const itk::ExceptionObject& e) {
   return d;
 }
 
-template <class T>
+// nnU-Net's z spacing for a 2D image: far larger than any in-plane spacing.
+constexpr double k2dSpacingFactor = 999.0;
+
+// Reads a D-dimensional file (D = 2 or 3) into a 3D volume; a 2D image becomes one z slice.
+template <class T, unsigned D>
 Volume read_typed(const std::string& path, itk::ImageIOBase* io) {
-  using ImageT = itk::Image<T, kDim>;
+  using ImageT = itk::Image<T, D>;
   auto reader = itk::ImageFileReader<ImageT>::New();
   reader->SetFileName(path);
   reader->SetImageIO(io);
@@ -41,34 +46,42 @@ Volume read_typed(const std::string& path, itk::ImageIOBase* io) {
   typename ImageT::Pointer img = reader->GetOutput();
   const auto size = img->GetLargestPossibleRegion().GetSize();
   Geometry g;
-  for (unsigned i = 0; i < kDim; ++i) {
+  for (unsigned i = 0; i < D; ++i) {
     g.spacing[i] = img->GetSpacing()[i];
     g.origin[i] = img->GetOrigin()[i];
-    for (unsigned j = 0; j < kDim; ++j) g.direction[i * 3 + j] = img->GetDirection()(i, j);
+    for (unsigned j = 0; j < D; ++j) g.direction[i * 3 + j] = img->GetDirection()(i, j);
   }
-  Volume v(PixelTypeOf<T>::value,
-           {static_cast<int64_t>(size[2]), static_cast<int64_t>(size[1]), static_cast<int64_t>(size[0])}, g);
+  if (D == 2) {
+    g.spacing[2] = k2dSpacingFactor * std::max(g.spacing[0], g.spacing[1]);
+    g.file_dimension = 2;
+  }
+  const int64_t nz = D == 3 ? static_cast<int64_t>(size[D - 1]) : 1;
+  Volume v(PixelTypeOf<T>::value, {nz, static_cast<int64_t>(size[1]), static_cast<int64_t>(size[0])}, g);
   std::copy(img->GetBufferPointer(), img->GetBufferPointer() + v.numel(), v.data<T>());
   return v;
 }
 
 template <class T>
+Volume read_typed(const std::string& path, itk::ImageIOBase* io, unsigned file_dims) {
+  return file_dims == 2 ? read_typed<T, 2>(path, io) : read_typed<T, 3>(path, io);
+}
+
+// Writes a volume as a D-dimensional file; D = 2 only for a one-slice volume read from 2D.
+template <class T, unsigned D>
 void write_typed(const std::string& path, const Volume& v) {
-  using ImageT = itk::Image<T, kDim>;
+  using ImageT = itk::Image<T, D>;
   auto img = ImageT::New();
   typename ImageT::SizeType size;
-  size[0] = static_cast<itk::SizeValueType>(v.shape()[2]);
-  size[1] = static_cast<itk::SizeValueType>(v.shape()[1]);
-  size[2] = static_cast<itk::SizeValueType>(v.shape()[0]);
+  for (unsigned i = 0; i < D; ++i) size[i] = static_cast<itk::SizeValueType>(v.shape()[2 - i]);
   img->SetRegions(typename ImageT::RegionType(size));
   typename ImageT::SpacingType sp;
   typename ImageT::PointType origin;
   typename ImageT::DirectionType dir;
   const Geometry& g = v.geometry();
-  for (unsigned i = 0; i < kDim; ++i) {
+  for (unsigned i = 0; i < D; ++i) {
     sp[i] = g.spacing[i];
     origin[i] = g.origin[i];
-    for (unsigned j = 0; j < kDim; ++j) dir(i, j) = g.direction[i * 3 + j];
+    for (unsigned j = 0; j < D; ++j) dir(i, j) = g.direction[i * 3 + j];
   }
   img->SetSpacing(sp);
   img->SetOrigin(origin);
@@ -131,15 +144,15 @@ Volume read_image(const std::string& path) {
   Volume v;
   try {
     switch (io->GetComponentType()) {
-      case IOC::UCHAR: v = read_typed<uint8_t>(path, io); break;
-      case IOC::CHAR: v = read_typed<int8_t>(path, io); break;
-      case IOC::USHORT: v = read_typed<uint16_t>(path, io); break;
-      case IOC::SHORT: v = read_typed<int16_t>(path, io); break;
-      case IOC::UINT: v = read_typed<uint32_t>(path, io); break;
-      case IOC::INT: v = read_typed<int32_t>(path, io); break;
-      case IOC::LONG: case IOC::LONGLONG: v = read_typed<int64_t>(path, io); break;
-      case IOC::FLOAT: v = read_typed<float>(path, io); break;
-      case IOC::DOUBLE: v = read_typed<double>(path, io); break;
+      case IOC::UCHAR: v = read_typed<uint8_t>(path, io, nd); break;
+      case IOC::CHAR: v = read_typed<int8_t>(path, io, nd); break;
+      case IOC::USHORT: v = read_typed<uint16_t>(path, io, nd); break;
+      case IOC::SHORT: v = read_typed<int16_t>(path, io, nd); break;
+      case IOC::UINT: v = read_typed<uint32_t>(path, io, nd); break;
+      case IOC::INT: v = read_typed<int32_t>(path, io, nd); break;
+      case IOC::LONG: case IOC::LONGLONG: v = read_typed<int64_t>(path, io, nd); break;
+      case IOC::FLOAT: v = read_typed<float>(path, io, nd); break;
+      case IOC::DOUBLE: v = read_typed<double>(path, io, nd); break;
       default:
         throw FileError(path, std::string("unsupported voxel type ") +
                                   itk::ImageIOBase::GetComponentTypeAsString(io->GetComponentType()));
@@ -191,7 +204,10 @@ void write_image(const std::string& path, const Volume& v) {
   try {
     visit_pixels(v, [&](const auto* p) {
       using T = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
-      write_typed<T>(tmp.string(), v);
+      if (v.geometry().file_dimension == 2 && v.shape()[0] == 1)
+        write_typed<T, 2>(tmp.string(), v);
+      else
+        write_typed<T, 3>(tmp.string(), v);
     });
   } catch (const itk::ExceptionObject& e) {
     std::error_code ec;

@@ -59,6 +59,14 @@ std::array<double, 9> random_rotation(Rng& r) {
   return m;
 }
 
+// A 2D file has a 2x2 direction: a unit rotation (or reflection) from the x column of `m`.
+std::array<double, 9> in_plane(const std::array<double, 9>& m) {
+  const double n = std::hypot(m[0], m[3]);
+  if (n < 1e-6) return {1, 0, 0, 0, 1, 0, 0, 0, 1};
+  const double c = m[0] / n, s = m[3] / n, flip = m[8] < 0 ? -1.0 : 1.0;
+  return {c, -s * flip, 0, s, c * flip, 0, 0, 0, 1};
+}
+
 struct Shape {
   int label;
   bool box;
@@ -81,6 +89,13 @@ void write_case(const std::string& img_dir, const std::string& lbl_dir, const st
     g.origin[a] = r.uniform(-100.0, 100.0);
   }
   if (o.random_direction) g.direction = random_rotation(r);
+  if (o.two_d) {
+    shape[0] = 1;
+    g.file_dimension = 2;
+    g.spacing[2] = 999.0 * std::max(g.spacing[0], g.spacing[1]);  // what reading the file back gives
+    g.origin[2] = 0.0;
+    if (o.random_direction) g.direction = in_plane(g.direction);
+  }
 
   // Body: an ellipsoid covering most of the volume; zero outside (air), so cropping matters.
   const double bc[3] = {shape[0] / 2.0, shape[1] / 2.0, shape[2] / 2.0};
@@ -145,7 +160,7 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
                                     int threads) {
   if (o.dataset_id < 0 || o.dataset_id > 999) throw Error("dataset id must be in 0..999");
   if (o.num_cases < 1 || o.num_channels < 1 || o.num_labels < 1) throw Error("need at least one case, channel and label");
-  for (int a = 0; a < 3; ++a)
+  for (int a = o.two_d ? 1 : 0; a < 3; ++a)
     if (o.min_shape[a] < 8 || o.max_shape[a] < o.min_shape[a]) throw Error("invalid shape range (each axis >= 8, max >= min)");
   char name[32];
   std::snprintf(name, sizeof name, "Dataset%03d_", o.dataset_id);

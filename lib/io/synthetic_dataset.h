@@ -23,6 +23,7 @@ struct SyntheticDatasetOptions {
   std::vector<std::string> channel_names{};               // default: "MRI", "MRI1", ...
   int num_labels = 2;                                     // foreground classes
   bool random_direction = false;                          // random rotations / axis flips
+  bool two_d = false;                                     // 2D files: one slice, z of the shapes ignored
   double noise_std = 0.1;
   std::string file_ending = ".nii.gz";
   uint64_t seed = 1234;

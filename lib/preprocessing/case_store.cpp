@@ -58,7 +58,8 @@ json case_properties_to_json(const CaseProperties& p) {
               {"original_geometry",
                {{"spacing", p.original_geometry.spacing},
                 {"origin", p.original_geometry.origin},
-                {"direction", p.original_geometry.direction}}},
+                {"direction", p.original_geometry.direction},
+                {"file_dimension", p.original_geometry.file_dimension}}},
               {"transpose_forward", p.transpose_forward},
               {"shape_before_cropping", p.shape_before_cropping},
               {"bbox_used_for_cropping", bbox},
@@ -85,6 +86,10 @@ CaseProperties case_properties_from_json(const json& j, const std::string& sourc
     p.original_geometry.spacing = get_array<double, 3>(g, "spacing", source);
     p.original_geometry.origin = get_array<double, 3>(g, "origin", source);
     p.original_geometry.direction = get_array<double, 9>(g, "direction", source);
+    // Absent before 2D files were told apart (stores written then hold 3D files only).
+    p.original_geometry.file_dimension = g.contains("file_dimension") ? json_get<int>(g, "file_dimension", source) : 3;
+    if (p.original_geometry.file_dimension != 2 && p.original_geometry.file_dimension != 3)
+      throw FileError(source, "original_geometry.file_dimension must be 2 or 3");
     p.transpose_forward = get_array<int, 3>(j, "transpose_forward", source);
     to_perm3({p.transpose_forward[0], p.transpose_forward[1], p.transpose_forward[2]}, source);
     p.shape_before_cropping = get_array<int64_t, 3>(j, "shape_before_cropping", source);

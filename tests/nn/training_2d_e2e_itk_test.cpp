@@ -77,6 +77,7 @@ void check_prediction(const Roots& r) {
   const Volume image = io::read_image(r.raw() + "/imagesTs/" + file);
   const Volume seg = io::read_image(out + "/" + id + ".nii.gz");
   expect_same_grid(seg, image, "prediction vs input");
+  EXPECT_EQ(seg.geometry().file_dimension, image.geometry().file_dimension) << "a 2D input gives a 2D prediction";
   const auto labels = r.label_values();
   const std::set<int> allowed(labels.begin(), labels.end());
   for (int v : int_values(seg)) ASSERT_TRUE(allowed.count(v)) << "label value " << v << " is not in dataset.json";
@@ -95,6 +96,7 @@ void check_probabilities(const Roots& r, const std::vector<std::string>& val, co
     const Volume image = io::read_image(r.raw() + "/imagesTr/" + id + "_0000.nii.gz");
     const Volume seg = io::read_image(base + ".nii.gz");
     expect_same_grid(seg, image, "validation segmentation vs image");
+    EXPECT_EQ(seg.geometry().file_dimension, image.geometry().file_dimension);
     const std::string bytes = test::read_text(base + "_probabilities.npy");
     const auto h = preprocessing::parse_npy_header(bytes.data(), bytes.size(), base + "_probabilities.npy");
     const auto& s = image.shape();
@@ -131,7 +133,7 @@ void check_probabilities(const Roots& r, const std::vector<std::string>& val, co
 // preprocess 2d -> train fold 0 for 1 epoch of 2 iterations with --npz. Fold 0 of nnU-Net's 5-fold
 // split of 6 cases validates on 2: returned in `val`.
 void make_plan_train(const Roots& r, const std::string& geometry, const json& transpose_forward,
-                     std::vector<std::string>* val) {
+                     std::vector<std::string>* val, json* plans_out) {
   fs::create_directories(r.dir.path() + "/raw");
   auto res = test::run_cli("medseg_make_dataset", "-d 951 -n Tiny2d --cases 6 --test-cases 1 " + geometry +
                                                       " --spacing-jitter 0.05 --random-direction --seed 5",
@@ -144,6 +146,7 @@ void make_plan_train(const Roots& r, const std::string& geometry, const json& tr
   EXPECT_EQ(plans["configurations"]["2d"].at("patch_size").size(), 2u);
   // nnU-Net puts the axis with the largest spacing first, the other two in order after it.
   EXPECT_EQ(plans.at("transpose_forward"), transpose_forward);
+  *plans_out = plans;
 
   res = test::run_cli("medseg_train", "951 2d 0 --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 1 "
                                       "--num-workers 1 --threads 2 --npz --no_pbar",
@@ -163,7 +166,8 @@ void make_plan_train(const Roots& r, const std::string& geometry, const json& tr
 TEST(EndToEnd2d, TrainWithNpzPredictWithTtaAndValidateAgain) {
   Roots r;
   std::vector<std::string> val;
-  make_plan_train(r, "--min-shape 8 18 18 --max-shape 9 20 20 --spacing 0.8 0.8 4", json({0, 1, 2}), &val);
+  json plans;
+  make_plan_train(r, "--min-shape 8 18 18 --max-shape 9 20 20 --spacing 0.8 0.8 4", json({0, 1, 2}), &val, &plans);
   if (HasFatalFailure()) return;
   const std::string vdir = r.model() + "/fold_0/validation";
   {
@@ -193,8 +197,30 @@ TEST(EndToEnd2d, TrainWithNpzPredictWithTtaAndValidateAgain) {
 TEST(EndToEnd2d, SliceAxisLastIsTransposedBack) {
   Roots r;
   std::vector<std::string> val;
-  make_plan_train(r, "--min-shape 18 18 8 --max-shape 20 20 9 --spacing 4 0.8 0.8", json({2, 0, 1}), &val);
+  json plans;
+  make_plan_train(r, "--min-shape 18 18 8 --max-shape 20 20 9 --spacing 4 0.8 0.8", json({2, 0, 1}), &val, &plans);
   if (HasFatalFailure()) return;
+  {
+    SCOPED_TRACE("training with --npz");
+    check_probabilities(r, val, r.model() + "/fold_0/validation");
+  }
+  SCOPED_TRACE("medseg_predict");
+  check_prediction(r);
+}
+
+// 2D NIfTI files (in-plane spacing 2 mm, so a z spacing of 1 would be the smallest): read as one
+// slice with z spacing 999 x 2, the plans hold only `2d`, slicing along z; predictions and
+// validation segmentations are 2D files on the input's grid.
+TEST(EndToEnd2d, TwoDimensionalFilesGiveTwoDimensionalPredictions) {
+  Roots r;
+  std::vector<std::string> val;
+  json plans;
+  make_plan_train(r, "--2d --min-shape 1 20 20 --max-shape 1 24 24 --spacing 2 2 1", json({0, 1, 2}), &val, &plans);
+  if (HasFatalFailure()) return;
+  EXPECT_FALSE(plans.at("configurations").contains("3d_fullres")) << "a 2D dataset plans 2d only";
+  const Volume image = io::read_image(r.raw() + "/imagesTr/" + val[0] + "_0000.nii.gz");
+  EXPECT_EQ(image.geometry().file_dimension, 2);
+  EXPECT_NEAR(image.geometry().spacing[2], 999 * image.geometry().spacing[0], 1e-2);
   {
     SCOPED_TRACE("training with --npz");
     check_probabilities(r, val, r.model() + "/fold_0/validation");
