@@ -11,6 +11,8 @@
 #include <fstream>
 #include <thread>
 
+#include <torch/cuda.h>
+
 #include "support/test_support.h"
 #include "training/checkpoint_store.h"
 
@@ -137,4 +139,22 @@ TEST_F(TinyDataset, BadInputsGiveOneClearLine) {
   r = test::run_cli("medseg_train", "950 3d_fullres 0 --tr /nonexistent/config.json", env(d));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("config"), std::string::npos) << r.output;
+  // Precision and device refusals: one error line naming the flag, the last thing printed, before
+  // any work (the version banner may come first).
+  const auto one_line = [](const std::string& out) {
+    const auto first = out.find("error:");
+    return first != std::string::npos && out.find("error:", first + 1) == std::string::npos &&
+           out.find('\n', first) == out.size() - 1;
+  };
+  r = test::run_cli("medseg_train", "950 3d_fullres 0 --amp fp16 --epochs 1", env(d));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--amp fp16 needs CUDA"), std::string::npos) << r.output;
+  EXPECT_TRUE(one_line(r.output)) << r.output;
+  if (!torch::cuda::is_available()) {
+    r = test::run_cli("medseg_train", "950 3d_fullres 0 --device cuda --epochs 1", env(d));
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("CUDA"), std::string::npos) << r.output;
+    EXPECT_TRUE(one_line(r.output)) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(d + "/Dataset950_Tiny")) << "a refused run leaves no model folder";
 }
