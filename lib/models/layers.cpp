@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "models/onednn_conv.h"
 
 namespace medseg::models {
 namespace {
@@ -23,11 +24,16 @@ torch::ExpandingArray<D> arr(const Shape& v) {
   return torch::ExpandingArray<D>(at::IntArrayRef(v));
 }
 
-template <size_t D, class ConvOpt>
-ConvOpt conv_options(int64_t in, int64_t out, const Shape& k, const Shape& s, bool bias) {
+// "Same" padding, as dynamic-network-architectures sets it.
+Shape same_padding(const Shape& k) {
   Shape pad(k.size());
   for (size_t i = 0; i < k.size(); ++i) pad[i] = (k[i] - 1) / 2;
-  return ConvOpt(in, out, arr<D>(k)).stride(arr<D>(s)).padding(arr<D>(pad)).bias(bias);
+  return pad;
+}
+
+template <size_t D, class ConvOpt>
+ConvOpt conv_options(int64_t in, int64_t out, const Shape& k, const Shape& s, bool bias) {
+  return ConvOpt(in, out, arr<D>(k)).stride(arr<D>(s)).padding(arr<D>(same_padding(k))).bias(bias);
 }
 
 }  // namespace
@@ -44,7 +50,7 @@ torch::nn::AnyModule make_conv(int dims, int64_t in, int64_t out, const Shape& k
                                bool bias) {
   check_dims(dims);
   const Shape k = per_axis(kernel, dims, "kernel size"), s = per_axis(stride, dims, "stride");
-  if (dims == 3) return torch::nn::AnyModule(torch::nn::Conv3d(conv_options<3, torch::nn::Conv3dOptions>(in, out, k, s, bias)));
+  if (dims == 3) return torch::nn::AnyModule(OneDnnConv3d(in, out, k, s, same_padding(k), bias));
   return torch::nn::AnyModule(torch::nn::Conv2d(conv_options<2, torch::nn::Conv2dOptions>(in, out, k, s, bias)));
 }
 
