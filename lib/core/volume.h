@@ -7,6 +7,7 @@
 //  * `Geometry` is ITK's physical description: spacing and origin are (x, y, z), direction is the
 //    3x3 row-major matrix whose columns are the x, y, z index axes in LPS world coordinates.
 //  * Use `spacing_zyx()` when an array-order spacing is needed (fingerprints, plans).
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +32,8 @@ struct Geometry {
   int file_dimension = 3;
 
   std::array<double, 3> spacing_zyx() const { return {spacing[2], spacing[1], spacing[0]}; }
+  // The z spacing a 2D file is given (see file_dimension).
+  double slice_spacing_2d() const { return 999.0 * std::max(spacing[0], spacing[1]); }
   bool operator==(const Geometry& o) const {
     return spacing == o.spacing && origin == o.origin && direction == o.direction;
   }

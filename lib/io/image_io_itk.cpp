@@ -20,9 +20,6 @@ namespace fs = std::filesystem;
 namespace medseg::io {
 namespace {
 
-constexpr unsigned kDim = 3;
-
-
 // ITK exception texts are multi-line with source locations; keep the description only.
 std::string itk_reason(const itk::ExceptionObject& e) {
   std::string d = e.GetDescription();
@@ -31,9 +28,6 @@ std::string itk_reason(const itk::ExceptionObject& e) {
     if (c == '\n') c = ' ';
   return d;
 }
-
-// nnU-Net's z spacing for a 2D image: far larger than any in-plane spacing.
-constexpr double k2dSpacingFactor = 999.0;
 
 // Reads a D-dimensional file (D = 2 or 3) into a 3D volume; a 2D image becomes one z slice.
 template <class T, unsigned D>
@@ -52,7 +46,7 @@ Volume read_typed(const std::string& path, itk::ImageIOBase* io) {
     for (unsigned j = 0; j < D; ++j) g.direction[i * 3 + j] = img->GetDirection()(i, j);
   }
   if (D == 2) {
-    g.spacing[2] = k2dSpacingFactor * std::max(g.spacing[0], g.spacing[1]);
+    g.spacing[2] = g.slice_spacing_2d();
     g.file_dimension = 2;
   }
   const int64_t nz = D == 3 ? static_cast<int64_t>(size[D - 1]) : 1;

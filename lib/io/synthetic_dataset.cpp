@@ -92,7 +92,7 @@ void write_case(const std::string& img_dir, const std::string& lbl_dir, const st
   if (o.two_d) {
     shape[0] = 1;
     g.file_dimension = 2;
-    g.spacing[2] = 999.0 * std::max(g.spacing[0], g.spacing[1]);  // what reading the file back gives
+    g.spacing[2] = g.slice_spacing_2d();  // what reading the file back gives
     g.origin[2] = 0.0;
     if (o.random_direction) g.direction = in_plane(g.direction);
   }

@@ -116,12 +116,12 @@ OneDnnConv3dImpl::OneDnnConv3dImpl(int64_t in, int64_t out, std::vector<int64_t>
                                 .stride(torch::ExpandingArray<3>(at::IntArrayRef(stride)))
                                 .padding(torch::ExpandingArray<3>(at::IntArrayRef(padding)))
                                 .bias(bias)),
-      stride_(std::move(stride)),
       padding_(std::move(padding)) {}
 
 torch::Tensor OneDnnConv3dImpl::forward(const torch::Tensor& input) {
-  if (!onednn_conv3d_applies(input, weight, stride_, padding_)) return torch::nn::Conv3dImpl::forward(input);
-  return onednn_conv3d(input, weight, bias, stride_, padding_);
+  const at::IntArrayRef stride = *options.stride();
+  if (!onednn_conv3d_applies(input, weight, stride, padding_)) return torch::nn::Conv3dImpl::forward(input);
+  return onednn_conv3d(input, weight, bias, stride, padding_);
 }
 
 }  // namespace medseg::models

@@ -23,7 +23,8 @@ class OneDnnConv3dImpl : public torch::nn::Conv3dImpl {
   torch::Tensor forward(const torch::Tensor& input);
 
  private:
-  std::vector<int64_t> stride_, padding_;
+  // The padding as numbers: options.padding() is a variant (c10:: in 1.13, std:: in 2.x).
+  std::vector<int64_t> padding_;
 };
 TORCH_MODULE(OneDnnConv3d);
 
