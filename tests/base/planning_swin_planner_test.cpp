@@ -89,17 +89,55 @@ TEST(PlanningSwin, PatchDivisibleBy32AndFeatureSizeByTarget) {
   EXPECT_EQ(config_of(plan(kIsoFp, kIsoDs, o), "3d_fullres").architecture.swin->feature_size, 24);
 }
 
+// docs/plans.md, SwinUNETRPlanner: at each patch (starting from the median cube here, which is
+// already a multiple of 32), use it without checkpointing if batch 2 fits, else with checkpointing
+// if that fits, else shrink. For a median cube of M (32: nothing left to shrink; 64: a smaller patch
+// would fit without checkpointing) the model's peaks at M^3, batch 2, with checkpointing off and on
+// bound two targets: one between them must give checkpointing at M^3, one above both must not.
+// The peaks are the byte model's; what is under test is the planner's choice between them.
 TEST(PlanningSwin, CheckpointingOnlyWhenItIsWhatFits) {
+  const json ds = test::dataset_json({"CT"}, 3, 50);
   PlannerOptions o;
   o.planner = "SwinUNETRPlanner";
+  const double usable = GiB * (1 - o.memory_headroom);
+  for (int m : {32, 64}) {
+    SCOPED_TRACE("median " + std::to_string(m) + "^3");
+    const json fp = test::uniform_fingerprint({1, 1, 1}, {double(m), double(m), double(m)}, 50);
+    o.gpu_memory_target_gb = 8;  // any target below 16 GB: feature size 24, as for the targets below
+    auto c = config_of(plan(fp, ds, o), "3d_fullres");
+    ASSERT_EQ(c.architecture.swin->feature_size, 24);
+    c.patch_size = {m, m, m};
+    const double off = double(peak(c, 2, 1, 3, 0)), on = double(peak(c, 2, 1, 3, 1));
+    ASSERT_LT(on, 0.9 * off) << "checkpointing must save memory for this test to mean anything";
+    const struct {
+      const char* name;
+      double target_gb;
+      bool checkpointing;
+    } rows[] = {{"fits only with checkpointing", (on + off) / 2 / usable, true},
+                {"fits without checkpointing", 1.2 * off / usable, false}};
+    for (const auto& row : rows) {
+      SCOPED_TRACE(row.name);
+      ASSERT_LT(row.target_gb, 16.0);  // keeps feature size 24
+      o.gpu_memory_target_gb = row.target_gb;
+      ConfigurationPlan planned;
+      try {
+        planned = config_of(plan(fp, ds, o), "3d_fullres");
+      } catch (const Error& e) {
+        FAIL() << "target " << row.target_gb << " GB: " << e.what();
+      }
+      EXPECT_EQ(planned.patch_size, (std::vector<int>{m, m, m}));
+      EXPECT_EQ(planned.architecture.swin->use_checkpoint, row.checkpointing);
+      EXPECT_LE(peak(planned, 2, 1, 3), row.target_gb * usable);
+    }
+  }
+  // Targets that only the large dataset reaches: whatever the planner picks keeps the rule.
   for (double gb : {8.0, 11.0, 16.0, 24.0, 40.0, 80.0}) {
+    SCOPED_TRACE(gb);
     o.gpu_memory_target_gb = gb;
     const auto c = config_of(plan(kIsoFp, kIsoDs, o), "3d_fullres");
-    const double budget = gb * GiB * 0.9;
-    const bool ckpt = c.architecture.swin->use_checkpoint;
-    // With checkpointing, the same patch without it would not fit the minimum batch of 2.
-    if (ckpt) EXPECT_GT(peak(c, 2, 1, 14, 0), budget) << gb;
-    EXPECT_LE(peak(c, 2, 1, 14), budget) << gb;
+    const double budget = gb * usable;
+    if (c.architecture.swin->use_checkpoint) EXPECT_GT(peak(c, 2, 1, 14, 0), budget);
+    EXPECT_LE(peak(c, 2, 1, 14), budget);
   }
 }
 
