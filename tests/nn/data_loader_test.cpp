@@ -4,6 +4,11 @@
 
 #include <ATen/ATen.h>
 
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
 #include "core/error.h"
 #include "data/data_loader.h"
 #include "data/patch_sampler.h"
@@ -56,6 +61,41 @@ class BrokenSource : public CaseSource {
 
  private:
   std::shared_ptr<InMemoryCaseSource> s_;
+};
+
+// Counts case reads and makes each one last `delay`, so that a test can catch the workers inside one.
+class SlowSource : public CaseSource {
+ public:
+  SlowSource(std::shared_ptr<InMemoryCaseSource> s, std::chrono::milliseconds delay) : s_(std::move(s)), delay_(delay) {}
+  int64_t size() const override { return s_->size(); }
+  std::string id(int64_t i) const override { return s_->id(i); }
+  int64_t channels() const override { return s_->channels(); }
+  Shape3 shape(int64_t i) const override { return s_->shape(i); }
+  const ClassLocations& class_locations(int64_t i) const override { return s_->class_locations(i); }
+  void read_data(int64_t i, const Box& b, float* out, float pad) const override {
+    ++reads_;
+    ++in_flight_;
+    std::this_thread::sleep_for(delay_);
+    s_->read_data(i, b, out, pad);
+    --in_flight_;
+  }
+  void read_seg(int64_t i, const Box& b, int16_t* out, int16_t pad) const override { s_->read_seg(i, b, out, pad); }
+
+  int64_t reads() const { return reads_; }
+  int64_t in_flight() const { return in_flight_; }
+  bool wait_for_in_flight(int64_t n, std::chrono::seconds limit) const {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (in_flight_ < n) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+
+ private:
+  std::shared_ptr<InMemoryCaseSource> s_;
+  std::chrono::milliseconds delay_;
+  mutable std::atomic<int64_t> reads_{0}, in_flight_{0};
 };
 
 }  // namespace
@@ -200,15 +240,52 @@ TEST(DataLoader, WorkerErrorsReachTheConsumerWithTheCaseId) {
   EXPECT_THROW(dl.next(), Error);  // stays failed
 }
 
+// The loader is destroyed while every worker is inside a (slow) case read. The destructor must
+// return in bounded time (a hang fails here after kDeadline instead of blocking ctest), the workers
+// may only finish the batches they hold (none goes on into the large free window), and no worker
+// may still run once the destructor has returned.
 TEST(DataLoader, DestructorStopsBusyWorkers) {
-  auto cases = small_cases();
-  auto cfg = training_pipeline(plan_3d({8, 16, 16}, 2));
+  constexpr int kWorkers = 3, kBatch = 2;
+  constexpr auto kDeadline = std::chrono::seconds(30);
+  auto cases = std::make_shared<SlowSource>(small_cases(), std::chrono::milliseconds(40));
+  auto cfg = training_pipeline(plan_3d({8, 16, 16}, kBatch));
   LoaderOptions o;
-  o.num_workers = 3;
-  o.num_cached = 4;
-  for (int i = 0; i < 3; ++i) {
-    DataLoader dl(cases, cfg, o, {1, 0, 0});
-    if (i == 1) dl.next();
+  o.num_workers = kWorkers;
+  o.num_cached = 64;  // plenty of room: only the stop request can keep a worker from going on
+  struct Outcome {
+    bool all_busy = false;
+    int64_t reads_while_stopping = -1, in_flight_after = -1;
+    double seconds = -1;
+  };
+  std::packaged_task<Outcome()> task([cases, cfg, o] {
+    Outcome r;
+    auto dl = std::make_unique<DataLoader>(cases, cfg, o, LoaderState{1, 0, 0});
+    r.all_busy = cases->wait_for_in_flight(kWorkers, std::chrono::seconds(20));
+    const int64_t before = cases->reads();
+    const auto t0 = std::chrono::steady_clock::now();
+    dl.reset();
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.reads_while_stopping = cases->reads() - before;
+    r.in_flight_after = cases->in_flight();
+    return r;
+  });
+  auto result = task.get_future();
+  std::thread runner(std::move(task));
+  if (result.wait_for(kDeadline) != std::future_status::ready) {
+    runner.detach();  // still stuck in the destructor; it owns copies of everything it touches
+    FAIL() << "DataLoader's destructor did not return within " << kDeadline.count() << " s";
   }
-  SUCCEED();
+  runner.join();
+  const Outcome r = result.get();
+  ASSERT_TRUE(r.all_busy) << "the workers never were all inside a read at once";
+  EXPECT_EQ(r.in_flight_after, 0) << "a worker was still reading after the destructor returned";
+  // Each worker finishes the batch it holds (at most kBatch reads; the bound allows one claimed in
+  // the instant between the count and the stop). A worker that went on into the free window
+  // would read up to 2 * 64 more.
+  EXPECT_LE(r.reads_while_stopping, kWorkers * kBatch);
+  EXPECT_LT(r.seconds, 10.0);  // one 40 ms read per worker is left; 10 s only absorbs a loaded machine
+  const int64_t reads_after = cases->reads();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(cases->reads(), reads_after) << "a worker kept reading after the destructor returned";
+  EXPECT_EQ(cases->in_flight(), 0);
 }
