@@ -1,7 +1,7 @@
 // End-to-end prediction on NIfTI files with tiny hand-built model folders: the written segmentation
 // has exactly the input's grid (RAS, LAS, LPS, oblique; read back from disk), a network with
-// constant logits labels exactly the nonzero box of the input, fold ensembles of identical weights
-// change nothing, pipelined and inline runs agree, and a plain .nii.gz feeds a 1-channel model.
+// constant logits labels exactly the nonzero box of the input, a fold ensemble averages the folds'
+// logits, pipelined and inline runs agree, and a plain .nii.gz feeds a 1-channel model.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -16,6 +16,7 @@
 #include "inference/predictor.h"
 #include "inference_test_util.h"
 #include "io/image_io.h"
+#include "preprocessing/npy.h"
 #include "support/test_support.h"
 
 using namespace medseg;
@@ -130,31 +131,65 @@ TEST(InferencePredict, OutputHasTheInputGeometryAndLabelsTheNonzeroBox) {
   }
 }
 
-TEST(InferencePredict, TwoFoldEnsembleOfEqualWeightsEqualsOneFold) {
+// Two folds with different weights. nnU-Net ensembles folds by averaging their logits
+// (nnUNetPredictor.predict_logits_from_preprocessed_data: sum over the folds' parameters, divided by
+// their count), then applies softmax. So: (1) the ensemble's logits are the mean of the folds'
+// logits, each fold predicted alone; (2) in the files, softmax of the mean logits is the normalized
+// geometric mean of the folds' probabilities, p = sqrt(p0 * p1) / sum_k sqrt(p0_k * p1_k), checked
+// on each single-fold run's _probabilities.npy; (3) the segmentation is that p's argmax.
+TEST(InferencePredict, TwoFoldEnsembleAveragesTheFoldsLogits) {
   test::TempDir d("pred");
   fs::create_directories(d / "in");
   Geometry g;
   g.spacing = {1.0, 1.0, 1.0};
-  io::write_image(d / "in/a_0000.nii.gz", boxed_image({20, 22, 19}, g, {1, 1, 1}, {19, 21, 18}));
+  const std::array<int64_t, 3> shape{20, 22, 19};
+  io::write_image(d / "in/a_0000.nii.gz", boxed_image(shape, g, {1, 1, 1}, {19, 21, 18}));
   test::TinyModelSpec s;
   s.labels = {"background", "a", "b"};
-  auto net = test::tiny_network(s, 5);
-  test::write_model_folder(d / "model", s, net, {"0", "1"});
+  auto net0 = test::tiny_network(s, 5), net1 = test::tiny_network(s, 6);
+  test::write_model_folder(d / "model", s, net0, {"0"});
+  test::write_model_folder(d / "model", s, net1, {"1"});
 
-  Predictor one(load_model_folder(d / "model", {"0"}), cpu_options());
-  Predictor two(load_model_folder(d / "model", {"0", "1"}), cpu_options());
-  auto c = one.preprocess(io::load_case({"a", {d / "in/a_0000.nii.gz"}, ""}));
-  const at::Tensor l1 = one.predict_logits(c.arrays), l2 = two.predict_logits(c.arrays);
-  ASSERT_EQ(l1.sizes(), l2.sizes());
-  EXPECT_LT((l1 - l2).abs().max().item<float>(), 1e-5);
-  // A random network is not constant: the comparison is not vacuous.
-  EXPECT_GT((l1[1] - l1[1].mean()).abs().max().item<float>(), 1e-4);
+  Predictor p0(load_model_folder(d / "model", {"0"}), cpu_options());
+  Predictor p1(load_model_folder(d / "model", {"1"}), cpu_options());
+  Predictor both(load_model_folder(d / "model", {"0", "1"}), cpu_options());
+  auto c = p0.preprocess(io::load_case({"a", {d / "in/a_0000.nii.gz"}, ""}));
+  const at::Tensor l0 = p0.predict_logits(c.arrays), l1 = p1.predict_logits(c.arrays), l01 = both.predict_logits(c.arrays);
+  ASSERT_EQ(l01.sizes(), l0.sizes());
+  const auto max_abs = [](const at::Tensor& t) { return t.abs().max().item<float>(); };
+  // The folds differ (else any of them, or their sum halved, would pass), and neither is the mean.
+  ASSERT_GT(max_abs(l0 - l1), 0.05f);
+  EXPECT_LT(max_abs(l01 - (l0 + l1) / 2), 1e-5f * std::max(1.0f, max_abs(l0) + max_abs(l1)));
+  EXPECT_GT(max_abs(l01 - l0), 0.02f);
+  EXPECT_GT(max_abs(l01 - l1), 0.02f);
 
-  ASSERT_TRUE(predict_folder(d / "model", d / "in", d / "o1", {"0"}).failed.empty());
-  ASSERT_TRUE(predict_folder(d / "model", d / "in", d / "o2", {"0", "1"}).failed.empty());
-  const Volume a = io::read_image(d / "o1/a.nii.gz"), b = io::read_image(d / "o2/a.nii.gz");
-  ASSERT_EQ(a.nbytes(), b.nbytes());
-  EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0);
+  for (const char* f : {"0", "1"})
+    ASSERT_TRUE(predict_folder(d / "model", d / "in", d / (std::string("o") + f), {f}, {}, true).failed.empty());
+  ASSERT_TRUE(predict_folder(d / "model", d / "in", d / "o01", {"0", "1"}, {}, true).failed.empty());
+  const auto probabilities = [&](const std::string& run) {
+    const std::string path = d / (run + "/a_probabilities.npy");
+    const std::string bytes = test::read_text(path);
+    const auto h = preprocessing::parse_npy_header(bytes.data(), bytes.size(), path);
+    EXPECT_EQ(h.descr, "<f4");
+    EXPECT_EQ(h.shape, (std::vector<int64_t>{3, shape[0], shape[1], shape[2]}));
+    EXPECT_EQ(bytes.size(), h.data_offset + static_cast<std::size_t>(h.numel()) * 4);
+    return at::from_blob(const_cast<char*>(bytes.data() + h.data_offset), {h.numel()}, at::kFloat).clone().view(h.shape);
+  };
+  const at::Tensor q0 = probabilities("o0").to(at::kDouble), q1 = probabilities("o1").to(at::kDouble);
+  const at::Tensor q01 = probabilities("o01").to(at::kDouble);
+  const at::Tensor geometric = (q0 * q1).sqrt();
+  const at::Tensor expected = geometric / geometric.sum(0, /*keepdim=*/true);
+  EXPECT_LT((q01 - expected).abs().max().item<double>(), 2e-5);
+  EXPECT_GT((q01 - q0).abs().max().item<double>(), 1e-3);  // not vacuous
+  EXPECT_GT((q01 - q1).abs().max().item<double>(), 1e-3);
+  const Volume seg = io::read_image(d / "o01/a.nii.gz");
+  ASSERT_EQ(seg.pixel_type(), PixelType::UInt8);
+  ASSERT_EQ(seg.nbytes(), static_cast<std::size_t>(expected[0].numel()));
+  const at::Tensor labels = at::from_blob(const_cast<void*>(seg.raw()), expected[0].sizes(), at::kByte).to(at::kLong);
+  // Voxels whose two best classes are within rounding of each other could go either way.
+  const auto top2 = expected.topk(2, 0);
+  const at::Tensor clear = (std::get<0>(top2)[0] - std::get<0>(top2)[1]).gt(1e-4);
+  EXPECT_EQ(labels.ne(expected.argmax(0)).logical_and(clear).sum().item<int64_t>(), 0);
 }
 
 TEST(InferencePredict, PipelinedRunEqualsInlineRun) {
