@@ -56,7 +56,8 @@ void fingerprint_step(const io::DatasetInfo& info, const std::string& path, cons
 std::string plan_step(const std::string& raw_folder, const std::string& pp_folder, const std::string& name,
                       planning::PlannerOptions o) {
   o.dataset_name = name;
-  const std::string plans_name = o.plans_name.empty() ? planning::planner_spec(o.planner).default_plans_name : o.plans_name;
+  const std::string plans_name =
+      o.plans_name.empty() ? planning::find_planner_preset(o.planner, o.presets_dir).default_plans_name : o.plans_name;
   const auto ds = planning::load_dataset_json((fs::path(raw_folder) / "dataset.json").string());
   const auto fp = planning::load_fingerprint((fs::path(pp_folder) / "dataset_fingerprint.json").string());
   const std::string out = (fs::path(pp_folder) / (plans_name + ".json")).string();
@@ -75,8 +76,12 @@ int main(int argc, char** argv) {
   Args a;
   a.fingerprint_threads = std::min(8, cli::default_threads());
   app.add_option("-d", a.ids, "Dataset id(s) or name(s) under $MEDSEG_RAW")->required();
-  app.add_option("--pl", a.planner.planner, "Planner: ExperimentPlanner, nnUNetPlannerResEncM/L/XL, ...")
+  app.add_option("--pl", a.planner.planner,
+                 "Planner preset: a name (ExperimentPlanner, nnUNetPlannerResEncM/L/XL, ...) or a preset .json file "
+                 "(docs/planner_presets.md)")
       ->capture_default_str();
+  app.add_option("--presets", a.planner.presets_dir,
+                 "Folder searched first for -pl NAME.json (then $MEDSEG_PLANS_PRESETS, then plans/)");
   app.add_option("--gpu_memory_target", a.gpu_target, "GPU memory target in GB (default: the planner's)");
   app.add_option("--overwrite_plans_name", a.planner.plans_name, "Plans name (default: the planner's)");
   app.add_option("--overwrite_target_spacing", a.planner.overwrite_target_spacing,
@@ -94,7 +99,7 @@ int main(int argc, char** argv) {
     if (a.gpu_target < 0) throw Error("-gpu_memory_target must be positive");
     if (a.gpu_target > 0) a.planner.gpu_memory_target_gb = a.gpu_target;
     if (a.fingerprint_threads < 1) throw Error("-npfp must be at least 1");
-    planning::planner_spec(a.planner.planner);  // fail early on an unknown planner
+    planning::find_planner_preset(a.planner.planner, a.planner.presets_dir);  // fail early on a bad preset
     const std::string raw_root = root_folder(Root::Raw), pp_root = root_folder(Root::Preprocessed);
     for (const std::string& id : a.ids) {
       const std::string name = find_dataset_name(raw_root, id);

@@ -3,6 +3,7 @@
 //   nnU-Net style: -d ID -pl PLANNER [-gpu_memory_target GB] [-overwrite_plans_name NAME]
 //                  [-overwrite_target_spacing A B C]
 //   file style:    --fingerprint F --dataset-json D -pl PLANNER -o plans.json
+// PLANNER is a planner preset (plans/<PLANNER>.json, docs/planner_presets.md) or a preset file.
 #include <cstdio>
 #include <filesystem>
 
@@ -70,8 +71,12 @@ int main(int argc, char** argv) {
   double gpu_target = 0;
   bool no_amp = false;
   app.add_option("-d", id, "Dataset id or name (dataset.json under $MEDSEG_RAW, fingerprint and plans under $MEDSEG_PREPROCESSED)");
-  app.add_option("--pl", o.planner, "Planner: ExperimentPlanner, ResEncUNetPlanner, nnUNetPlannerResEncM/L/XL, SwinUNETRPlanner")
+  app.add_option("--pl", o.planner,
+                 "Planner preset: a name (ExperimentPlanner, ResEncUNetPlanner, nnUNetPlannerResEncM/L/XL, "
+                 "SwinUNETRPlanner, or NAME.json in --presets / $MEDSEG_PLANS_PRESETS) or a preset .json file")
       ->capture_default_str();
+  app.add_option("--presets", o.presets_dir,
+                 "Folder searched first for -pl NAME.json (then $MEDSEG_PLANS_PRESETS, then plans/)");
   app.add_option("--gpu_memory_target", gpu_target, "GPU memory target in GB (default: the planner's, 8/24/40)");
   app.add_option("--overwrite_plans_name", o.plans_name, "Plans name (file name and data identifiers)");
   app.add_option("--overwrite_target_spacing", o.overwrite_target_spacing,
@@ -91,13 +96,13 @@ int main(int argc, char** argv) {
   return cli::run(argc, argv, app, [&] {
     const bool file_style = !fingerprint_path.empty() || !dataset_json_path.empty();
     if (id.empty() == !file_style) throw Error("give either -d DATASET or --fingerprint F --dataset-json D -o OUT");
-    planner_spec(o.planner);  // fail early on an unknown name
+    const PlannerSpec preset = find_planner_preset(o.planner, o.presets_dir);  // fail early on a bad preset
     if (gpu_target < 0) throw Error("-gpu_memory_target must be positive");
     if (gpu_target > 0) o.gpu_memory_target_gb = gpu_target;
     o.memory_model = memory_model == "bytes" ? MemoryModelKind::Bytes : MemoryModelKind::Proxy;
     o.optimizer = optimizer;
     o.amp = !no_amp;
-    const std::string plans_name = o.plans_name.empty() ? planner_spec(o.planner).default_plans_name : o.plans_name;
+    const std::string plans_name = o.plans_name.empty() ? preset.default_plans_name : o.plans_name;
 
     std::string preprocessed_dir;
     if (file_style) {
@@ -118,7 +123,8 @@ int main(int argc, char** argv) {
     }
     const auto ds = load_dataset_json(dataset_json_path);
     const auto fp = load_fingerprint(fingerprint_path);
-    spdlog::info("planning {} with {} ({} cases)", o.dataset_name, o.planner, fp.spacings.size());
+    spdlog::info("planning {} with {} ({} cases; preset {})", o.dataset_name, preset.name, fp.spacings.size(),
+                 preset.source);
     const ordered_json plans = save_plans_file(output, plan_experiment(fp, ds, o));
     if (!preprocessed_dir.empty()) {  // like nnU-Net: later stages read dataset.json from here
       const std::string copy = (fs::path(preprocessed_dir) / "dataset.json").string();

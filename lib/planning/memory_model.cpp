@@ -38,9 +38,9 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
   if (static_cast<int>(patch.size()) != arch.dim) throw Error("memory model: patch rank differs from the architecture");
   const bool ckpt = wants_checkpointing(arch, opt);
   const bool cpu = opt.device == StepDevice::Cpu;
-  const detail::Dtypes d{opt.amp ? 2 : 4, batch, cpu, cpu && opt.amp};
-  const std::vector<Op> ops = arch.swin ? detail::swin_ops(arch, patch, in_channels, num_classes, opt, d, ckpt)
-                                        : detail::unet_ops(arch, patch, in_channels, num_classes, opt, d, ckpt);
+  const detail::StepSettings step{opt.amp ? 2 : 4, batch, cpu, cpu && opt.amp};
+  const std::vector<Op> ops = arch.swin ? detail::swin_ops(arch, patch, in_channels, num_classes, opt, step, ckpt)
+                                        : detail::unet_ops(arch, patch, in_channels, num_classes, opt, step, ckpt);
   MemoryEstimate e;
   e.batch_size = batch;
   e.amp = opt.amp;

@@ -25,23 +25,24 @@ struct Op {
   int tag = -1;             // releases the pending gradient with the same tag
 };
 
-struct Dtypes {
-  int64_t act;              // activation bytes: 2 with AMP, 4 without
+// What every op's byte count depends on besides the layer's own shape.
+struct StepSettings {
+  int64_t bytes_per_activation;  // 2 under AMP (fp16/bf16 autocast), 4 in fp32
   int64_t batch;
-  bool cpu = false;         // MemoryOptions::device == Cpu
-  bool cpu_amp = false;     // cpu and amp: CPU autocast's op lists apply
+  bool cpu = false;              // MemoryOptions::device == Cpu
+  bool cpu_autocast = false;     // cpu and amp: CPU autocast's op lists apply
 };
 
 // Ops for PlainConvUNet / ResidualEncoderUNet (including the loss).
 std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
-                         const MemoryOptions& opt, const Dtypes& d, bool checkpoint);
+                         const MemoryOptions& opt, const StepSettings& step, bool checkpoint);
 // Ops for MONAI's SwinUNETR (including the loss).
 std::vector<Op> swin_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
-                         const MemoryOptions& opt, const Dtypes& d, bool checkpoint);
+                         const MemoryOptions& opt, const StepSettings& step, bool checkpoint);
 
 // Softmax + log-softmax (fp32) and a bool one-hot per scale, the DC+CE loss's saved tensors, and its
 // forward temporaries (fp32 logits copy, target as int64).
-Op loss_op(const std::vector<int64_t>& voxels_per_scale, int classes, const Dtypes& d);
+Op loss_op(const std::vector<int64_t>& voxels_per_scale, int classes, const StepSettings& step);
 
 int64_t volume(const std::vector<int64_t>& v);
 

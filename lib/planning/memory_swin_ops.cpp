@@ -11,13 +11,14 @@ namespace medseg::planning::detail {
 namespace {
 
 struct Swin {
-  const Dtypes& d;
+  const StepSettings& step;
   bool amp, checkpoint;
   std::vector<Op> ops;
   int segment = -1;
 
-  int64_t A(int64_t elems) const { return d.act * d.batch * elems; }
-  int64_t F32(int64_t elems) const { return 4 * d.batch * elems; }
+  // Bytes of `elems` elements per sample, for the whole batch: activations (2 under AMP) and fp32 tensors.
+  int64_t activation_bytes(int64_t elems) const { return step.bytes_per_activation * step.batch * elems; }
+  int64_t fp32_bytes(int64_t elems) const { return 4 * step.batch * elems; }
   int64_t half(int64_t w) const { return amp ? 2 * w : 0; }
   Op& add(Op o) {
     ops.push_back(std::move(o));
@@ -33,9 +34,9 @@ struct Swin {
     const int64_t w = cin * cout * kvol + cout * cout * kvol + (project ? cin * cout : 0);
     o.params = w;
     o.half_weights = half(w);
-    o.saved = (4 + (project ? 1 : 0)) * A(cout * v);
-    o.fwd_work = project ? A(cout * v) : 0;  // skip norm output until the add
-    o.bwd_work = A(cout * v) + std::max(A(cout * v), A(cin * v));
+    o.saved = (4 + (project ? 1 : 0)) * activation_bytes(cout * v);
+    o.fwd_work = project ? activation_bytes(cout * v) : 0;  // skip norm output until the add
+    o.bwd_work = activation_bytes(cout * v) + std::max(activation_bytes(cout * v), activation_bytes(cin * v));
     add(std::move(o));
   }
 
@@ -43,10 +44,11 @@ struct Swin {
   void proj_out(const std::string& name, int64_t c, int64_t t) {
     Op o;
     o.name = name;
-    o.saved = F32(c * t) + (amp ? A(c * t) : 0);  // fp32 norm input; the conv's half copy (fp32: the norm output itself)
-    if (!amp) o.saved += F32(c * t);
-    o.fwd_work = amp ? F32(c * t) : 0;
-    o.bwd_work = 2 * F32(c * t);
+    // fp32 norm input; the conv's half copy (fp32: the norm output itself)
+    o.saved = fp32_bytes(c * t) + (amp ? activation_bytes(c * t) : 0);
+    if (!amp) o.saved += fp32_bytes(c * t);
+    o.fwd_work = amp ? fp32_bytes(c * t) : 0;
+    o.bwd_work = 2 * fp32_bytes(c * t);
     add(std::move(o));
   }
 
@@ -61,23 +63,27 @@ struct Swin {
     p1.half_weights = half(w1);
     // norm1 input (fp32), qkv input, qkv output (k, v views), scaled q, softmax output (fp32),
     // its half copy for attn @ v under AMP, projection input.
-    p1.saved = F32(dim * t) + A(dim * tp) + A(3 * dim * tp) + A(dim * tp) + F32(attn) + (amp ? A(attn) : 0) +
-               A(dim * tp);
-    p1.fwd_work = F32(attn) + A(attn) + (shifted ? mask_bytes : 0);  // pre-softmax logits, bias/mask adds
-    p1.bwd_work = A(attn) + 2 * F32(attn) + 2 * A(dim * tp);
+    p1.saved = fp32_bytes(dim * t) + activation_bytes(dim * tp) + activation_bytes(3 * dim * tp) +
+               activation_bytes(dim * tp) + fp32_bytes(attn) + (amp ? activation_bytes(attn) : 0) +
+               activation_bytes(dim * tp);
+    // pre-softmax logits, bias/mask adds
+    p1.fwd_work = fp32_bytes(attn) + activation_bytes(attn) + (shifted ? mask_bytes : 0);
+    p1.bwd_work = activation_bytes(attn) + 2 * fp32_bytes(attn) + 2 * activation_bytes(dim * tp);
     Op p2;
     p2.name = name + ".mlp";
     const int64_t w2 = 8 * dim * dim + 5 * dim;
     p2.params = 2 * dim + w2;
     p2.half_weights = half(w2);
-    p2.saved = F32(dim * t) + A(dim * t) + 2 * A(4 * dim * t);  // norm2 input, fc1 input, GELU input, fc2 input
-    p2.fwd_work = A(4 * dim * t);
-    p2.bwd_work = 2 * A(4 * dim * t) + A(dim * t);
+    // norm2 input, fc1 input, GELU input, fc2 input
+    p2.saved = fp32_bytes(dim * t) + activation_bytes(dim * t) + 2 * activation_bytes(4 * dim * t);
+    p2.fwd_work = activation_bytes(4 * dim * t);
+    p2.bwd_work = 2 * activation_bytes(4 * dim * t) + activation_bytes(dim * t);
     if (checkpoint) {
       p1.segment = ++segment;
-      p1.segment_input = A(dim * t) + (shifted ? mask_bytes : 0);  // checkpoint keeps x (and the mask)
+      // checkpoint keeps x (and the mask)
+      p1.segment_input = activation_bytes(dim * t) + (shifted ? mask_bytes : 0);
       p2.segment = ++segment;
-      p2.segment_input = A(dim * t);
+      p2.segment_input = activation_bytes(dim * t);
     }
     add(std::move(p1));
     add(std::move(p2));
@@ -88,9 +94,9 @@ struct Swin {
     o.name = name;
     o.params = 16 * dim + 16 * dim * dim;
     o.half_weights = half(16 * dim * dim);
-    o.saved = F32(dim * t) + A(dim * t);  // norm input (8C x T/8, fp32), reduction input
-    o.fwd_work = A(dim * t);              // the concatenated sub-grids
-    o.bwd_work = 2 * F32(dim * t);
+    o.saved = fp32_bytes(dim * t) + activation_bytes(dim * t);  // norm input (8C x T/8, fp32), reduction input
+    o.fwd_work = activation_bytes(dim * t);                      // the concatenated sub-grids
+    o.bwd_work = 2 * fp32_bytes(dim * t);
     add(std::move(o));
   }
 };
@@ -98,19 +104,19 @@ struct Swin {
 }  // namespace
 
 std::vector<Op> swin_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
-                         const MemoryOptions& opt, const Dtypes& d, bool checkpoint) {
+                         const MemoryOptions& opt, const StepSettings& step, bool checkpoint) {
   (void)opt;
   if (!a.swin) throw Error("memory model: architecture is not SwinUNETR");
   const SwinPlan& s = *a.swin;
   const int dim = static_cast<int>(patch.size());
-  const int64_t F = s.feature_size, K = classes, Cin = in_ch;
-  const int64_t k3 = dim == 3 ? 27 : 9, k2 = dim == 3 ? 8 : 4;
+  const int64_t feature_size = s.feature_size, in_channels = in_ch;
+  const int64_t conv_taps = dim == 3 ? 27 : 9, up_taps = dim == 3 ? 8 : 4;  // 3^dim and 2^dim kernels
   for (int p : patch)
     if (p % 32 != 0) throw Error("memory model: SwinUNETR needs patch sizes divisible by 32");
-  Swin w{d, d.act == 2, checkpoint, {}};
+  Swin w{step, step.bytes_per_activation == 2, checkpoint, {}};
 
   std::vector<int64_t> full(patch.begin(), patch.end());
-  const int64_t V = volume(full);
+  const int64_t voxels = volume(full);
   // Token grids: stage i works at patch / 2^(i+1).
   auto tokens = [&](int i, bool padded, int64_t* window) {
     int64_t t = 1, wn = 1;
@@ -126,14 +132,15 @@ std::vector<Op> swin_ops(const ArchitecturePlan& a, const std::vector<int>& patc
 
   Op embed;
   embed.name = "swin.patch_embed";
-  embed.params = Cin * F * k2 + F;
-  embed.half_weights = w.half(Cin * F * k2);
-  embed.saved = w.amp ? 2 * d.batch * Cin * V : 0;  // half copy of the input
-  embed.bwd_work = w.A(F * tokens(0, false, nullptr)) + w.A(Cin * V);
+  embed.params = in_channels * feature_size * up_taps + feature_size;
+  embed.half_weights = w.half(in_channels * feature_size * up_taps);
+  embed.saved = w.amp ? 2 * step.batch * in_channels * voxels : 0;  // half copy of the input
+  embed.bwd_work =
+      w.activation_bytes(feature_size * tokens(0, false, nullptr)) + w.activation_bytes(in_channels * voxels);
   w.add(embed);
-  w.proj_out("swin.hidden0", F, tokens(0, false, nullptr));
+  w.proj_out("swin.hidden0", feature_size, tokens(0, false, nullptr));
   for (int i = 0; i < 4; ++i) {
-    const int64_t c = F << i, t = tokens(i, false, nullptr);
+    const int64_t c = feature_size << i, t = tokens(i, false, nullptr);
     int64_t wn = 0;
     const int64_t tp = tokens(i, true, &wn);
     bool can_shift = false;
@@ -151,49 +158,52 @@ std::vector<Op> swin_ops(const ArchitecturePlan& a, const std::vector<int>& patc
   // CNN encoders on the input and the hidden states (never checkpointed in MONAI).
   const int64_t t0 = tokens(0, false, nullptr), t1 = tokens(1, false, nullptr), t2 = tokens(2, false, nullptr),
                 t3 = tokens(3, false, nullptr), t4 = tokens(4, false, nullptr);
-  w.res_block("encoder1", Cin, F, k3, V);
-  if (w.amp) w.ops.back().saved += 2 * 2 * d.batch * Cin * V;  // its two convs each keep a half copy of the input
+  w.res_block("encoder1", in_channels, feature_size, conv_taps, voxels);
+  // Its two convs each keep a half copy of the input.
+  if (w.amp) w.ops.back().saved += 2 * 2 * step.batch * in_channels * voxels;
   w.ops.back().tag = 0;
-  w.res_block("encoder2", F, F, k3, t0);
+  w.res_block("encoder2", feature_size, feature_size, conv_taps, t0);
   w.ops.back().tag = 1;
-  w.res_block("encoder3", 2 * F, 2 * F, k3, t1);
+  w.res_block("encoder3", 2 * feature_size, 2 * feature_size, conv_taps, t1);
   w.ops.back().tag = 2;
-  w.res_block("encoder4", 4 * F, 4 * F, k3, t2);
+  w.res_block("encoder4", 4 * feature_size, 4 * feature_size, conv_taps, t2);
   w.ops.back().tag = 3;
-  w.res_block("encoder10", 16 * F, 16 * F, k3, t4);
+  w.res_block("encoder10", 16 * feature_size, 16 * feature_size, conv_taps, t4);
 
-  // Decoders: transposed conv (k2 s2, no bias), concat with the skip, residual block 2C -> C.
+  // Decoders: transposed conv (kernel 2, stride 2, no bias), concat with the skip, residual block 2C -> C.
   struct Up { const char* name; int64_t cin, cout, v; int skip_tag; };
-  const Up ups[] = {{"decoder5", 16 * F, 8 * F, t3, 4}, {"decoder4", 8 * F, 4 * F, t2, 3},
-                    {"decoder3", 4 * F, 2 * F, t1, 2},  {"decoder2", 2 * F, F, t0, 1},
-                    {"decoder1", F, F, V, 0}};
+  const Up ups[] = {{"decoder5", 16 * feature_size, 8 * feature_size, t3, 4},
+                    {"decoder4", 8 * feature_size, 4 * feature_size, t2, 3},
+                    {"decoder3", 4 * feature_size, 2 * feature_size, t1, 2},
+                    {"decoder2", 2 * feature_size, feature_size, t0, 1},
+                    {"decoder1", feature_size, feature_size, voxels, 0}};
   for (const auto& u : ups) {
     Op t;
     t.name = std::string(u.name) + ".transpconv";
-    t.params = u.cin * u.cout * k2;
+    t.params = u.cin * u.cout * up_taps;
     t.half_weights = w.half(t.params);
-    t.fwd_work = w.A(u.cout * u.v);
-    t.bwd_work = w.A(u.cout * u.v) + w.A(u.cin * u.v / (dim == 3 ? 8 : 4));
+    t.fwd_work = w.activation_bytes(u.cout * u.v);
+    t.bwd_work = w.activation_bytes(u.cout * u.v) + w.activation_bytes(u.cin * u.v / (dim == 3 ? 8 : 4));
     w.add(t);
     Op c;
     c.name = std::string(u.name) + ".concat";
-    c.saved = w.A(2 * u.cout * u.v);
+    c.saved = w.activation_bytes(2 * u.cout * u.v);
     if (u.skip_tag != 4) {  // hidden state 3 comes from the Swin branch directly
       c.hold_tag = u.skip_tag;
-      c.hold = w.A(2 * u.cout * u.v);
+      c.hold = w.activation_bytes(2 * u.cout * u.v);
     }
     w.add(c);
-    w.res_block(std::string(u.name) + ".block", 2 * u.cout, u.cout, k3, u.v);
+    w.res_block(std::string(u.name) + ".block", 2 * u.cout, u.cout, conv_taps, u.v);
   }
   Op out;
   out.name = "out";
-  out.params = F * K + K;
+  out.params = feature_size * classes + classes;
   out.half_weights = w.half(out.params);
-  out.saved = w.A(K * V);
-  out.loss_grad = 4 * d.batch * K * V;
-  out.bwd_work = w.A(F * V);
+  out.saved = w.activation_bytes(classes * voxels);
+  out.loss_grad = w.fp32_bytes(classes * voxels);
+  out.bwd_work = w.activation_bytes(feature_size * voxels);
   w.add(out);
-  w.ops.push_back(loss_op({V}, classes, d));
+  w.ops.push_back(loss_op({voxels}, classes, step));
   return w.ops;
 }
 

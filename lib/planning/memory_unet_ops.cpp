@@ -16,20 +16,21 @@ int64_t volume(const std::vector<int64_t>& v) {
   return p;
 }
 
-Op loss_op(const std::vector<int64_t>& voxels_per_scale, int classes, const Dtypes& d) {
+Op loss_op(const std::vector<int64_t>& voxels_per_scale, int classes, const StepSettings& step) {
   Op o;
   o.name = "loss";
-  const int64_t K = classes, B = d.batch;
+  const int64_t batch = step.batch;
   // CUDA autocast promotes softmax to fp32; CPU autocast does not (cross-entropy's log-softmax is fp32 on both).
-  const int64_t softmax_bytes = d.cpu_amp ? d.act : 4;
-  int64_t top = 0;
+  const int64_t softmax_bytes = step.cpu_autocast ? step.bytes_per_activation : 4;
+  int64_t largest_scale = 0;
   for (auto v : voxels_per_scale) {
-    o.saved += B * v * K * (softmax_bytes + 4 + 1);  // softmax and log-softmax outputs, one-hot (bool)
-    top = std::max(top, v);
+    o.saved += batch * v * classes * (softmax_bytes + 4 + 1);  // softmax and log-softmax outputs, one-hot (bool)
+    largest_scale = std::max(largest_scale, v);
   }
   // fp32 copies of the logits for cross-entropy and softmax, and the target as int64 for scatter.
-  o.fwd_work = B * top * (K * 4 * (d.act == 2 ? 2 : 1) + 8);
-  o.bwd_work = B * top * K * 8;  // gradients of the two fp32 outputs at the largest scale
+  const int64_t logit_copies = step.bytes_per_activation == 2 ? 2 : 1;
+  o.fwd_work = batch * largest_scale * (classes * 4 * logit_copies + 8);
+  o.bwd_work = batch * largest_scale * classes * 8;  // gradients of the two fp32 outputs at the largest scale
   return o;
 }
 
@@ -37,14 +38,16 @@ namespace {
 
 struct Builder {
   const ArchitecturePlan& a;
-  Dtypes d;
+  StepSettings step;
   bool amp, checkpoint;
   std::vector<Op> ops;
   int segment = -1;
 
   double dropout_p = 0;
   bool fp32_tconv = false;  // CPU autocast (LibTorch 1.13) runs transposed convs in fp32
-  int64_t A(int64_t elems) const { return d.act * d.batch * elems; }  // activation bytes for a batch
+  // Bytes of `elems` activation elements per sample, for the whole batch.
+  int64_t activation_bytes(int64_t elems) const { return step.bytes_per_activation * step.batch * elems; }
+  int64_t fp32_bytes(int64_t elems) const { return 4 * step.batch * elems; }
   int64_t half(int64_t weights) const { return amp ? 2 * weights : 0; }
   int64_t norm_params(int64_t c) const { return a.norm_affine ? 2 * c : 0; }
 
@@ -78,10 +81,10 @@ struct Builder {
     o.largest_param = cin * cout * kvol;
     o.half_weights = half(w);
     const int kept = act ? (a.nonlin_inplace ? 2 : 3) : 2;  // without act: conv out + norm out (kept by the residual add)
-    o.saved = kept * A(cout * vout);
+    o.saved = kept * activation_bytes(cout * vout);
     // Dropout (conv -> dropout -> norm) keeps a bool mask; its output replaces the conv output as the
     // tensor the norm keeps. DNA puts it in every ConvDropoutNormReLU that has a nonlinearity.
-    if (act && dropout_p > 0) o.saved += d.batch * cout * vout;
+    if (act && dropout_p > 0) o.saved += step.batch * cout * vout;
     o.bwd_work = conv_block_bwd(cin * vin, cout * vout);
     add(std::move(o));
   }
@@ -92,8 +95,8 @@ struct Builder {
   // residual add, need no CopySlices buffers). Conv: output and input gradients; on the CPU oneDNN
   // makes the input gradient in its blocked layout and copies it to a dense tensor, two at once.
   int64_t conv_block_bwd(int64_t in_elems, int64_t out_elems) const {
-    const int64_t out = A(out_elems), in = A(in_elems);
-    return std::max(2 * out, out + (d.cpu ? 2 : 1) * in);
+    const int64_t out = activation_bytes(out_elems), in = activation_bytes(in_elems);
+    return std::max(2 * out, out + (step.cpu ? 2 : 1) * in);
   }
 
   void residual_block(const std::string& name, int64_t cin, int64_t cout, int64_t kvol, bool strided, int64_t vin,
@@ -101,11 +104,11 @@ struct Builder {
     const bool project = cin != cout;
     if (strided) {  // AvgPool on the skip; its output is kept only if a 1x1 conv reads it
       Op p = make(name + ".skip.pool");
-      p.saved = project ? A(cin * vout) : 0;
+      p.saved = project ? activation_bytes(cin * vout) : 0;
       // CPU autocast runs avg_pool3d in fp32: the fp32 copy of its input is what the pool keeps.
-      if (d.cpu_amp && a.dim == 3) p.saved += 4 * d.batch * cin * vin;
-      p.fwd_work = project ? 0 : A(cin * vout);
-      p.bwd_work = A(cin * vout) + A(cin * vin);
+      if (step.cpu_autocast && a.dim == 3) p.saved += fp32_bytes(cin * vin);
+      p.fwd_work = project ? 0 : activation_bytes(cin * vout);
+      p.bwd_work = activation_bytes(cin * vout) + activation_bytes(cin * vin);
       add(std::move(p));
     }
     if (project) {
@@ -113,9 +116,9 @@ struct Builder {
       s.params = cin * cout + norm_params(cout);
       s.largest_param = cin * cout;
       s.half_weights = half(cin * cout);
-      s.saved = A(cout * vout);     // conv output, read by the norm's backward
-      s.fwd_work = A(cout * vout);  // norm output until the residual add
-      s.bwd_work = 2 * A(cout * vout) + A(cin * vout);
+      s.saved = activation_bytes(cout * vout);     // conv output, read by the norm's backward
+      s.fwd_work = activation_bytes(cout * vout);  // norm output until the residual add
+      s.bwd_work = 2 * activation_bytes(cout * vout) + activation_bytes(cin * vout);
       add(std::move(s));
     }
     conv_norm_act(name + ".conv1", cin, cout, kvol, vin, vout);
@@ -132,13 +135,13 @@ int64_t kvol(const std::vector<int>& k) {
 }  // namespace
 
 std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
-                         const MemoryOptions& opt, const Dtypes& d, bool checkpoint) {
+                         const MemoryOptions& opt, const StepSettings& step, bool checkpoint) {
   const bool residual = a.is_residual_encoder_unet();
   if (!residual && !a.is_plain_unet())
     throw Error("memory model: unsupported network '" + a.network_class_name + "'");
-  const int S = a.n_stages;
-  Builder b{a, d, d.act == 2, checkpoint, {}};
-  b.fp32_tconv = d.cpu_amp && opt.cpu_autocast_fp32_transposed_conv;
+  const int n_stages = a.n_stages;
+  Builder b{a, step, step.bytes_per_activation == 2, checkpoint, {}};
+  b.fp32_tconv = step.cpu_autocast && opt.cpu_autocast_fp32_transposed_conv;
   if (!a.dropout_op.empty()) {
     const json& k = a.dropout_op_kwargs;
     b.dropout_p = k.is_object() && k.contains("p") && k.at("p").is_number() ? k.at("p").get<double>() : 0.5;
@@ -148,37 +151,38 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
   std::vector<int64_t> vox;
   std::vector<int64_t> size(patch.begin(), patch.end());
   const int64_t v_in = volume(size);
-  for (int s = 0; s < S; ++s) {
+  for (int s = 0; s < n_stages; ++s) {
     for (std::size_t i = 0; i < size.size(); ++i) size[i] /= a.strides[s][i];
     vox.push_back(volume(size));
   }
-  const auto& F = a.features_per_stage;
+  const auto& features = a.features_per_stage;
   const auto blocks = a.encoder_blocks();
 
   // Encoder.
   int64_t cin = in_ch, vprev = v_in;
   if (residual) {  // the stem runs outside the checkpointed stages
-    b.conv_norm_act("stem", cin, F[0], kvol(a.kernel_sizes[0]), v_in, v_in);
-    cin = F[0];
+    b.conv_norm_act("stem", cin, features[0], kvol(a.kernel_sizes[0]), v_in, v_in);
+    cin = features[0];
   }
-  for (int s = 0; s < S; ++s) {
+  for (int s = 0; s < n_stages; ++s) {
     // A checkpointed stage keeps its input; stage 0's (the batch or the stem output) is counted already.
-    b.begin_segment(s == 0 ? 0 : b.A(cin * vprev));
+    b.begin_segment(s == 0 ? 0 : b.activation_bytes(cin * vprev));
     const int64_t kv = kvol(a.kernel_sizes[s]);
     bool strided = false;
     for (int x : a.strides[s]) strided = strided || x != 1;
     for (int j = 0; j < blocks[s]; ++j) {
       const std::string name = "encoder." + std::to_string(s) + "." + std::to_string(j);
       const int64_t vi = j == 0 ? vprev : vox[s];
-      if (residual) b.residual_block(name, j == 0 ? cin : F[s], F[s], kv, j == 0 && strided, vi, vox[s]);
-      else b.conv_norm_act(name, j == 0 ? cin : F[s], F[s], kv, vi, vox[s]);
+      const int64_t c_in = j == 0 ? cin : features[s];
+      if (residual) b.residual_block(name, c_in, features[s], kv, j == 0 && strided, vi, vox[s]);
+      else b.conv_norm_act(name, c_in, features[s], kv, vi, vox[s]);
     }
     b.ops.back().tag = s;  // the stage output: its gradient from the skip is consumed here
-    cin = F[s];
+    cin = features[s];
     vprev = vox[s];
   }
   // Under AMP the first conv reads a half copy of the input batch, which it keeps.
-  if (b.amp) b.ops.front().saved += 2 * d.batch * in_ch * v_in;
+  if (b.amp) b.ops.front().saved += 2 * step.batch * in_ch * v_in;
 
   // Decoder, bottom up; only the encoder is ever checkpointed (NetworkBuildOptions::checkpoint_encoder).
   const bool encoder_checkpointed = b.checkpoint;
@@ -186,61 +190,67 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
   b.segment = -1;
   const auto& dec = a.n_conv_per_stage_decoder;
   std::vector<int64_t> loss_vox;
-  for (int dd = 0; dd + 1 < S; ++dd) {
-    const int e = S - 2 - dd;  // encoder stage joined here
-    const int64_t C = F[e], V = vox[e], Cb = F[e + 1], Vb = vox[e + 1];
+  for (int dd = 0; dd + 1 < n_stages; ++dd) {
+    const int e = n_stages - 2 - dd;  // encoder stage joined here
+    // This decoder stage works at encoder stage e's channels and voxels; its input comes from the stage below.
+    const int64_t channels = features[e], voxels = vox[e], channels_below = features[e + 1],
+                  voxels_below = vox[e + 1];
     const std::string name = "decoder." + std::to_string(dd);
     Op t = b.make(name + ".transpconv");
-    const int64_t w = Cb * C * kvol(a.strides[e + 1]) + (a.conv_bias ? C : 0);
-    const int64_t B4 = 4 * d.batch;
+    const int64_t w = channels_below * channels * kvol(a.strides[e + 1]) + (a.conv_bias ? channels : 0);
     t.params = w;
-    t.largest_param = w - (a.conv_bias ? C : 0);
+    t.largest_param = w - (a.conv_bias ? channels : 0);
     // Its input is kept by the layer that made it, except the checkpointed encoder's output.
-    if (dd == 0 && encoder_checkpointed) t.saved = b.A(Cb * Vb);
+    if (dd == 0 && encoder_checkpointed) t.saved = b.activation_bytes(channels_below * voxels_below);
     if (b.fp32_tconv) {  // input cast up and kept in fp32, output in fp32 until the concatenation
-      t.saved = B4 * Cb * Vb;
-      t.fwd_work = B4 * C * V;
-      t.bwd_work = B4 * C * V + B4 * Cb * Vb + b.A(Cb * Vb);
+      t.saved = b.fp32_bytes(channels_below * voxels_below);
+      t.fwd_work = b.fp32_bytes(channels * voxels);
+      t.bwd_work = b.fp32_bytes(channels * voxels) + b.fp32_bytes(channels_below * voxels_below) +
+                   b.activation_bytes(channels_below * voxels_below);
     } else {
       t.half_weights = b.half(w);
-      t.fwd_work = b.A(C * V);  // its output lives until the concatenation
-      t.bwd_work = b.A(C * V) + b.A(Cb * Vb);
+      t.fwd_work = b.activation_bytes(channels * voxels);  // its output lives until the concatenation
+      t.bwd_work = b.activation_bytes(channels * voxels) + b.activation_bytes(channels_below * voxels_below);
     }
     b.add(std::move(t));
     Op c = b.make(name + ".concat");
-    c.saved = b.A(2 * C * V);  // read by the first conv (its half copy of an fp32 concat under CPU autocast)
-    c.hold_tag = e;            // the skip half of its gradient waits for the encoder
+    // Read by the first conv (under CPU autocast: its half copy of the fp32 concat).
+    c.saved = b.activation_bytes(2 * channels * voxels);
+    c.hold_tag = e;  // the skip half of its gradient waits for the encoder
     if (b.fp32_tconv) {
-      c.fwd_work = B4 * C * V + B4 * 2 * C * V;  // fp32 transposed-conv output and the promoted fp32 concat
-      c.hold = b.A(C * V);                      // the skip's gradient, cast back to half
+      // fp32 transposed-conv output and the promoted fp32 concat
+      c.fwd_work = b.fp32_bytes(channels * voxels) + b.fp32_bytes(2 * channels * voxels);
+      c.hold = b.activation_bytes(channels * voxels);  // the skip's gradient, cast back to half
     } else {
-      c.hold = b.A(2 * C * V);  // a view of the concat's gradient: the whole buffer stays
+      c.hold = b.activation_bytes(2 * channels * voxels);  // a view of the concat's gradient: the whole buffer stays
     }
     b.add(std::move(c));
     const int n = dec.empty() ? 1 : dec[static_cast<std::size_t>(dd)];
     for (int j = 0; j < n; ++j)
-      b.conv_norm_act(name + "." + std::to_string(j), j == 0 ? 2 * C : C, C, kvol(a.kernel_sizes[e]), V, V);
-    const bool last = dd + 2 == S;
+      b.conv_norm_act(name + "." + std::to_string(j), j == 0 ? 2 * channels : channels, channels,
+                      kvol(a.kernel_sizes[e]), voxels, voxels);
+    const bool last = dd + 2 == n_stages;
     if (opt.deep_supervision || last) {
       Op h = b.make(name + ".seg_head");
-      h.params = C * classes + classes;
-      h.largest_param = C * classes;
+      h.params = channels * classes + classes;
+      h.largest_param = channels * classes;
       h.half_weights = b.half(h.params);
       // oneDNN reorders the head's input to its blocked layout and writes the output padded to 16 channels.
-      if (d.cpu) h.fwd_work = b.A(C * V) + b.A((classes + 15) / 16 * 16 * V);
-      h.saved = b.A(classes * V);  // the logits stay referenced by the training step
+      if (step.cpu)
+        h.fwd_work = b.activation_bytes(channels * voxels) + b.activation_bytes((classes + 15) / 16 * 16 * voxels);
+      h.saved = b.activation_bytes(classes * voxels);  // the logits stay referenced by the training step
       // nnU-Net weights deep-supervision terms 1/2^i and sets the lowest resolution's to 0.
       const bool in_loss = last || !opt.deep_supervision || dd > 0;
       if (in_loss) {
-        h.loss_grad = 4 * d.batch * classes * V;
-        loss_vox.push_back(V);
+        h.loss_grad = b.fp32_bytes(classes * voxels);
+        loss_vox.push_back(voxels);
       }
-      h.bwd_work = b.A(C * V);
+      h.bwd_work = b.activation_bytes(channels * voxels);
       b.add(std::move(h));
     }
   }
   b.segment = -1;
-  Op l = loss_op(loss_vox, classes, d);
+  Op l = loss_op(loss_vox, classes, step);
   l.segment = -1;
   b.ops.push_back(l);
   return b.ops;

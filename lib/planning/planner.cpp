@@ -92,7 +92,7 @@ ordered_json configuration_json(const Ctx& c, const std::string& data_identifier
 
 int64_t cap_batch_size(const Ctx& c, int64_t bs, const std::vector<int64_t>& patch, double approx_n_voxels) {
   const int64_t cap = round_half_even_int(approx_n_voxels * c.spec.max_dataset_covered / prod(patch));
-  return std::max<int64_t>(std::min(bs, cap), kMinBatch);
+  return std::max<int64_t>(std::min(bs, cap), c.spec.min_batch);
 }
 
 void annotate_memory(const Ctx& c, ordered_json& plan, const std::string& model) {
@@ -180,7 +180,8 @@ std::string reader_writer_for(const DatasetJsonInput& ds, bool is_3d) {
   throw FileError(ds.source, "no image reader/writer supports file_ending '" + ds.file_ending + "'");
 }
 
-std::vector<double> fullres_target_spacing(const FingerprintInput& fp, const std::vector<double>& overwrite) {
+std::vector<double> fullres_target_spacing(const FingerprintInput& fp, double anisotropy_threshold,
+                                           const std::vector<double>& overwrite) {
   if (!overwrite.empty()) {
     if (overwrite.size() != 3) throw Error("overwrite_target_spacing needs 3 values");
     for (double v : overwrite)
@@ -199,8 +200,8 @@ std::vector<double> fullres_target_spacing(const FingerprintInput& fp, const std
     max_other_sp = std::max(max_other_sp, target[a]);
     min_other_size = std::min(min_other_size, size[a]);
   }
-  const bool aniso_spacing = target[worst] > kAnisoThreshold * max_other_sp;
-  const bool aniso_voxels = size[worst] * kAnisoThreshold < min_other_size;
+  const bool aniso_spacing = target[worst] > anisotropy_threshold * max_other_sp;
+  const bool aniso_voxels = size[worst] * anisotropy_threshold < min_other_size;
   if (aniso_spacing && aniso_voxels) {
     // Low-resolution axis: the 10th percentile avoids interpolation artefacts from coarse cases,
     // but never finer than the other axes.
@@ -229,9 +230,11 @@ struct DatasetGeometry {
   double approx_n_voxels = 0;     // prod(median) * numTraining
 };
 
-DatasetGeometry dataset_geometry(const FingerprintInput& fp, const DatasetJsonInput& ds, const PlannerOptions& opt) {
+DatasetGeometry dataset_geometry(const Ctx& c) {
+  const FingerprintInput& fp = c.fp;
   DatasetGeometry g;
-  const std::vector<double> sp = fullres_target_spacing(fp, opt.overwrite_target_spacing);
+  const std::vector<double> sp =
+      fullres_target_spacing(fp, c.spec.anisotropy_threshold, c.opt.overwrite_target_spacing);
   g.tf = transpose_forward_for(sp);
   g.tb.resize(3);
   for (int i = 0; i < 3; ++i) g.tb[static_cast<std::size_t>(g.tf[static_cast<std::size_t>(i)])] = i;
@@ -246,23 +249,24 @@ DatasetGeometry dataset_geometry(const FingerprintInput& fp, const DatasetJsonIn
   std::vector<double> med;
   for (std::size_t a = 0; a < 3; ++a) med.push_back(median(column(new_shapes, a)));
   g.median_t = permute(med, g.tf);
-  g.approx_n_voxels = prod(g.median_t) * static_cast<double>(ds.num_training);
+  g.approx_n_voxels = prod(g.median_t) * static_cast<double>(c.ds.num_training);
   return g;
 }
 
-// 3d_lowres: coarsen the spacing in 1.03 steps (anisotropic axes first) until the patch covers a
-// quarter of the median image; dropped when the image shrank by less than half.
+// 3d_lowres: coarsen the spacing in steps of the preset's lowres.spacing_step (nnU-Net: 1.03; anisotropic
+// axes first) until the patch covers lowres.creation_threshold (a quarter) of the median image; dropped
+// when the image shrank by less than half.
 std::optional<ConfigOut> plan_lowres(Ctx& c, const DatasetGeometry& g, const ConfigOut& fullres) {
   std::optional<ConfigOut> lowres;
   double median_vox = prod(g.median_t), patch_vox = prod(fullres.patch);
   std::vector<double> sp = g.spacing_t;
-  for (int guard = 0; patch_vox / median_vox < kLowresCreationThreshold; ++guard) {
+  for (int guard = 0; patch_vox / median_vox < c.spec.unet.lowres_creation_threshold; ++guard) {
     if (guard > 10000) throw Error("planner: 3d_lowres search did not converge");
     const double max_sp = *std::max_element(sp.begin(), sp.end());
     bool any = false;
     for (double s : sp) any = any || max_sp / s > 2;
     for (double& s : sp)
-      if (!any || max_sp / s > 2) s *= kLowresSpacingStep;
+      if (!any || max_sp / s > 2) s *= c.spec.unet.lowres_spacing_step;
     std::vector<double> ratio, low_median;
     for (std::size_t a = 0; a < 3; ++a) {
       ratio.push_back(g.spacing_t[a] / sp[a] * g.median_t[a]);
@@ -280,7 +284,7 @@ std::optional<ConfigOut> plan_lowres(Ctx& c, const DatasetGeometry& g, const Con
 }  // namespace
 
 ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput& ds, const PlannerOptions& opt) {
-  const PlannerSpec& spec = planner_spec(opt.planner);
+  const PlannerSpec spec = find_planner_preset(opt.planner, opt.presets_dir);
   const std::size_t n_channels = fp.foreground_intensity_properties_per_channel.size();
   if (n_channels != 0 && n_channels != ds.channel_names.size())
     throw FileError(fp.source, "foreground_intensity_properties_per_channel has " + std::to_string(n_channels) +
@@ -288,7 +292,7 @@ ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput&
   Ctx c{spec, fp, ds, opt, opt.gpu_memory_target_gb.value_or(spec.default_target_gb),
         opt.plans_name.empty() ? spec.default_plans_name : opt.plans_name, {}};
   if (!(c.target_gb > 0)) throw Error("gpu_memory_target must be > 0");
-  const DatasetGeometry g = dataset_geometry(fp, ds, opt);
+  const DatasetGeometry g = dataset_geometry(c);
   const bool is_3d = g.median_t[0] != 1;
 
   std::optional<ConfigOut> fullres, lowres;
@@ -334,7 +338,7 @@ ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput&
   plans["transpose_forward"] = g.tf;
   plans["transpose_backward"] = g.tb;
   plans["configurations"] = configs;
-  plans["experiment_planner_used"] = spec.class_name;
+  plans["experiment_planner_used"] = spec.experiment_planner_used;
   plans["label_manager"] = "LabelManager";
   plans["foreground_intensity_properties_per_channel"] =
       ordered_json::parse(fp.foreground_intensity_properties_per_channel.dump());

@@ -15,7 +15,8 @@ using ordered_json = nlohmann::ordered_json;
 enum class MemoryModelKind { Proxy, Bytes };
 
 struct PlannerOptions {
-  std::string planner = "ExperimentPlanner";
+  std::string planner = "ExperimentPlanner";       // a preset name or a preset file (planner_specs.h)
+  std::string presets_dir;                         // searched first for the preset (--presets)
   std::string dataset_name;                        // written as dataset_name
   std::optional<double> gpu_memory_target_gb;      // default: the planner's own
   std::string plans_name;                          // default: the planner's own
@@ -32,7 +33,8 @@ struct PlannerOptions {
 ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput& ds, const PlannerOptions& opt);
 
 // Pieces exposed for tests.
-std::vector<double> fullres_target_spacing(const FingerprintInput& fp, const std::vector<double>& overwrite = {});
+std::vector<double> fullres_target_spacing(const FingerprintInput& fp, double anisotropy_threshold,
+                                           const std::vector<double>& overwrite = {});
 std::vector<int> transpose_forward_for(const std::vector<double>& target_spacing);
 std::string reader_writer_for(const DatasetJsonInput& ds, bool is_3d);
 std::string normalization_scheme_for(const std::string& channel_name);

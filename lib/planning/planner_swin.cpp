@@ -1,5 +1,5 @@
 // SwinUNETRPlanner (medseg's own): MONAI SwinUNETR with window 7, patch sizes divisible by 32,
-// feature size 48 (24 below kSwinSmallTargetGB), sized with the byte memory model. Gradient
+// the preset's feature size (48; 24 below 16 GB), sized with the byte memory model. Gradient
 // checkpointing is switched on only when it is what makes a patch fit.
 #include <algorithm>
 
@@ -9,7 +9,6 @@
 namespace medseg::planning::detail {
 namespace {
 
-constexpr double kSwinSmallTargetGB = 16;  // below this target the feature size drops to 24
 constexpr int64_t kSwinDivisor = 32;       // MONAI requires every spatial size % 2^5 == 0
 
 ordered_json swin_arch_json(int dim, int feature_size, bool use_checkpoint) {
@@ -39,7 +38,8 @@ ordered_json swin_arch_json(int dim, int feature_size, bool use_checkpoint) {
 ConfigOut plan_swin_configuration(Ctx& c, const std::vector<double>& spacing, const std::vector<double>& median,
                                   const std::string& data_identifier, double approx_n_voxels) {
   const int dim = static_cast<int>(spacing.size());
-  const int feature = c.target_gb < kSwinSmallTargetGB ? 24 : 48;
+  const SwinPreset& s = c.spec.swin;
+  const int feature = c.target_gb < s.small_target_below_gb ? s.small_target_feature_size : s.feature_size;
   const MemoryOptions mo = c.memory_options();
   const double budget = c.budget_bytes();
   std::vector<int64_t> patch = pad_shape(initial_patch(spacing, median), std::vector<int64_t>(dim, kSwinDivisor));
@@ -51,15 +51,16 @@ ConfigOut plan_swin_configuration(Ctx& c, const std::vector<double>& spacing, co
   };
   bool ckpt = false;
   while (true) {
-    if (fits(false, kMinBatch)) break;
-    if (fits(true, kMinBatch)) {
+    if (fits(false, c.spec.min_batch)) break;
+    if (fits(true, c.spec.min_batch)) {
       ckpt = true;
       break;
     }
     std::vector<bool> allowed;
     for (auto p : patch) allowed.push_back(p > kSwinDivisor);
     if (std::none_of(allowed.begin(), allowed.end(), [](bool b) { return b; }))
-      throw Error("SwinUNETRPlanner: even a 32^" + std::to_string(dim) + " patch with batch 2 and checkpointing exceeds " +
+      throw Error(c.spec.name + ": even a 32^" + std::to_string(dim) + " patch with batch " +
+                  std::to_string(c.spec.min_batch) + " and checkpointing exceeds " +
                   std::to_string(c.target_gb) + " GB minus headroom");
     patch[axis_to_shrink(patch, median, allowed)] -= kSwinDivisor;
   }

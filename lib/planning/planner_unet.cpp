@@ -14,23 +14,25 @@ namespace {
 
 std::vector<double> to_double(const IntVec& v) { return std::vector<double>(v.begin(), v.end()); }
 
-std::vector<int64_t> features_for(int n_stages, int dim) {
-  const int maxf = dim == 2 ? kMaxFeatures2d : kMaxFeatures3d;
+std::vector<int64_t> features_for(const UNetPreset& u, int n_stages, int dim) {
+  const int64_t maxf = dim == 2 ? u.max_features_2d : u.max_features_3d;
   std::vector<int64_t> f;
-  for (int i = 0; i < n_stages; ++i) f.push_back(std::min<int64_t>(maxf, int64_t(kBaseFeatures) << i));
+  for (int i = 0; i < n_stages; ++i) f.push_back(std::min<int64_t>(maxf, int64_t(u.base_features) << std::min(i, 32)));
   return f;
 }
 
 UNetShape unet_shape(const Ctx& c, const Topology& t) {
   const int n = t.n_stages();
-  if (n > static_cast<int>(c.spec.encoder_blocks.size()) || n - 1 > static_cast<int>(c.spec.decoder_convs.size()))
-    throw Error("planner: patch needs " + std::to_string(n) + " stages, more than " + c.spec.class_name + " supports");
+  const UNetPreset& p = c.spec.unet;
+  if (n > static_cast<int>(p.encoder_blocks.size()) || n - 1 > static_cast<int>(p.decoder_convs.size()))
+    throw FileError(c.spec.source, "planner: the patch needs " + std::to_string(n) + " stages, more than the " +
+                                       std::to_string(p.encoder_blocks.size()) + " of blocks_per_stage.encoder");
   UNetShape u;
   u.residual_encoder = c.spec.network == NetworkKind::ResidualEncoderUNet;
-  u.features = features_for(n, static_cast<int>(t.patch_size.size()));
+  u.features = features_for(p, n, static_cast<int>(t.patch_size.size()));
   u.strides = t.strides;
-  u.encoder_blocks.assign(c.spec.encoder_blocks.begin(), c.spec.encoder_blocks.begin() + n);
-  u.decoder_convs.assign(c.spec.decoder_convs.begin(), c.spec.decoder_convs.begin() + (n - 1));
+  u.encoder_blocks.assign(p.encoder_blocks.begin(), p.encoder_blocks.begin() + n);
+  u.decoder_convs.assign(p.decoder_convs.begin(), p.decoder_convs.begin() + (n - 1));
   u.num_classes = c.ds.num_labels;
   return u;
 }
@@ -81,15 +83,16 @@ ArchitecturePlan arch_plan(const Ctx& c, const Topology& t) {
 }
 
 // One nnU-Net shrink step: the chosen axis loses its divisor, recomputed once for the reduced shape.
-Topology shrink(const Topology& t, const std::vector<double>& spacing, const std::vector<double>& median) {
+Topology shrink(const Topology& t, const std::vector<double>& spacing, const std::vector<double>& median,
+               int min_edge) {
   const std::size_t axis = axis_to_shrink(t.patch_size, median);
   IntVec p = t.patch_size;
   std::vector<double> tmp = to_double(p);
   tmp[axis] -= static_cast<double>(t.divisor[axis]);
-  const Topology reduced = pool_and_conv_props(spacing, tmp, kFeatureMapMinEdge);
+  const Topology reduced = pool_and_conv_props(spacing, tmp, min_edge);
   p[axis] -= reduced.divisor[axis];
   if (p[axis] < 1) throw Error("planner: cannot shrink the patch further to meet the GPU memory target");
-  return pool_and_conv_props(spacing, to_double(p), kFeatureMapMinEdge);
+  return pool_and_conv_props(spacing, to_double(p), min_edge);
 }
 
 }  // namespace
@@ -99,18 +102,20 @@ ConfigOut plan_unet_configuration(Ctx& c, const std::vector<double>& spacing, co
   for (double s : spacing)
     if (!(s > 0)) throw Error("planner: spacing must be > 0");
   const int dim = static_cast<int>(spacing.size());
-  Topology t = pool_and_conv_props(spacing, initial_patch(spacing, median), kFeatureMapMinEdge);
+  const UNetPreset& u = c.spec.unet;
+  Topology t = pool_and_conv_props(spacing, initial_patch(spacing, median), u.feature_map_min_edge);
   int64_t bs = 0;
   if (c.opt.memory_model == MemoryModelKind::Proxy) {
-    const double reference = (dim == 2 ? c.spec.ref_val_2d : c.spec.ref_val_3d) * (c.target_gb / c.spec.ref_corresp_gb);
-    const int ref_bs = dim == 2 ? kRefBatch2d : kRefBatch3d;
+    const ProxyReference& r = u.reference;
+    const double reference = (dim == 2 ? r.feature_maps_2d : r.feature_maps_3d) * (c.target_gb / r.gpu_memory_gb);
+    const int ref_bs = dim == 2 ? r.batch_size_2d : r.batch_size_3d;
     auto too_big = [&](int64_t e) {
-      return c.spec.shrink_on_raw_estimate ? static_cast<double>(e) > reference
-                                           : static_cast<double>(e) / ref_bs * 2 > reference;
+      return u.shrink_while == ShrinkRule::Estimate ? static_cast<double>(e) > reference
+                                                    : static_cast<double>(e) / ref_bs * 2 > reference;
     };
     int64_t estimate = proxy_estimate(c, t);
     while (too_big(estimate)) {
-      t = shrink(t, spacing, median);
+      t = shrink(t, spacing, median, u.feature_map_min_edge);
       estimate = proxy_estimate(c, t);
     }
     bs = round_half_even_int(reference / static_cast<double>(estimate) * ref_bs);
@@ -123,7 +128,7 @@ ConfigOut plan_unet_configuration(Ctx& c, const std::vector<double>& spacing, co
       return static_cast<double>(
           estimate_training_memory(arch_plan(c, tt), p, b, c.in_channels(), c.ds.num_labels, mo).peak_bytes);
     };
-    while (peak(t, kMinBatch) > budget) t = shrink(t, spacing, median);
+    while (peak(t, c.spec.min_batch) > budget) t = shrink(t, spacing, median, u.feature_map_min_edge);
     const std::vector<int> p(t.patch_size.begin(), t.patch_size.end());
     bs = max_batch_for_budget(arch_plan(c, t), p, c.in_channels(), c.ds.num_labels, mo, budget);
   }

@@ -1,0 +1,125 @@
+#include "core/json_object_reader.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace medseg {
+namespace {
+
+std::string fmt_number(double v) {
+  char buf[40];
+  if (v == std::floor(v) && std::fabs(v) < 1e15)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+JsonObjectReader::JsonObjectReader(const json& j, std::string source, std::string prefix, const std::string& what)
+    : j_(j), source_(std::move(source)), prefix_(std::move(prefix)) {
+  if (!j_.is_object())
+    throw FileError(source_, prefix_.empty() ? what + " must be a JSON object"
+                                             : "key '" + prefix_ + "' must be an object");
+}
+
+FileError JsonObjectReader::error(const std::string& key, const std::string& problem) const {
+  return FileError(source_, "key '" + path_of(key) + "' " + problem);
+}
+
+void JsonObjectReader::check_keys(const std::set<std::string>& allowed, const std::set<std::string>& elsewhere,
+                                  const std::string& variant) const {
+  for (auto it = j_.begin(); it != j_.end(); ++it) {
+    if (allowed.count(it.key())) continue;
+    if (elsewhere.count(it.key())) throw error(it.key(), "does not apply to " + variant);
+    throw FileError(source_, "unknown key '" + path_of(it.key()) + "'");
+  }
+}
+
+std::string JsonObjectReader::string(const std::string& key, const std::string* fallback) const {
+  const json* v = find(key, fallback == nullptr);
+  if (!v) return *fallback;
+  if (!v->is_string()) throw wrong_type(key, "a string", *v);
+  std::string s = v->get<std::string>();
+  if (s.empty()) throw error(key, "is empty");
+  return s;
+}
+
+std::string JsonObjectReader::file_name(const std::string& key) const {
+  const std::string s = string(key);
+  bool bad = s == "." || s == ".." || s.size() > 255;
+  for (unsigned char ch : s) bad = bad || ch == '/' || ch == '\\' || ch < 0x20;
+  if (bad) throw error(key, "is '" + s + "' (must be one file name: no '/' or '\\', not '.' or '..')");
+  return s;
+}
+
+bool JsonObjectReader::boolean(const std::string& key, bool fallback) const {
+  const json* v = find(key, false);
+  if (!v) return fallback;
+  if (!v->is_boolean()) throw wrong_type(key, "true or false", *v);
+  return v->get<bool>();
+}
+
+double JsonObjectReader::number(const std::string& key, double lo, double hi, bool lo_open,
+                                const double* fallback) const {
+  const json* v = find(key, fallback == nullptr);
+  if (!v) return *fallback;
+  if (!v->is_number()) throw wrong_type(key, "a number", *v);
+  const double d = v->get<double>();
+  if (!std::isfinite(d) || (lo_open ? d <= lo : d < lo) || d > hi)
+    throw error(key, "is " + v->dump() + " (must be " + (lo_open ? "> " : ">= ") + fmt_number(lo) + " and <= " +
+                         fmt_number(hi) + ")");
+  return d;
+}
+
+int JsonObjectReader::integer(const std::string& key, int lo, int hi, const int* fallback) const {
+  const json* v = find(key, fallback == nullptr);
+  if (!v) return *fallback;
+  return integer_value(*v, key, lo, hi);
+}
+
+std::vector<int> JsonObjectReader::integers(const std::string& key, int lo, int hi, std::size_t max_len) const {
+  const json* v = find(key, true);
+  if (!v->is_array()) throw wrong_type(key, "an array of integers", *v);
+  if (v->empty()) throw error(key, "is empty");
+  if (v->size() > max_len)
+    throw error(key, "has " + std::to_string(v->size()) + " entries (at most " + std::to_string(max_len) + ")");
+  std::vector<int> out;
+  for (std::size_t i = 0; i < v->size(); ++i)
+    out.push_back(integer_value((*v)[i], key + "[" + std::to_string(i) + "]", lo, hi));
+  return out;
+}
+
+JsonObjectReader JsonObjectReader::object(const std::string& key, bool required) const {
+  static const json empty = json::object();
+  const json* v = find(key, required);
+  return JsonObjectReader(v ? *v : empty, source_, path_of(key));
+}
+
+std::string JsonObjectReader::path_of(const std::string& key) const {
+  if (key.empty()) return prefix_;
+  return prefix_.empty() ? key : prefix_ + "." + key;
+}
+
+const json* JsonObjectReader::find(const std::string& key, bool required) const {
+  if (j_.contains(key)) return &j_.at(key);
+  if (required) throw FileError(source_, "missing key '" + path_of(key) + "'");
+  return nullptr;
+}
+
+FileError JsonObjectReader::wrong_type(const std::string& key, const std::string& want, const json& v) const {
+  return error(key, "must be " + want + ", got " + v.type_name() + " " + v.dump());
+}
+
+int JsonObjectReader::integer_value(const json& v, const std::string& key, int lo, int hi) const {
+  // Tools may write integral floats (2.0); 2.5 is not an integer.
+  if (!v.is_number() || (v.is_number_float() && v.get<double>() != std::floor(v.get<double>())))
+    throw wrong_type(key, "an integer", v);
+  const double d = v.get<double>();
+  if (!(d >= lo && d <= hi))
+    throw error(key, "is " + v.dump() + " (must be " + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  return static_cast<int>(d);
+}
+
+}  // namespace medseg
