@@ -13,8 +13,8 @@
 
 #include <torch/cuda.h>
 
+#include "checkpoint/checkpoint.h"
 #include "support/test_support.h"
-#include "training/checkpoint_store.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
@@ -103,8 +103,8 @@ TEST_F(TinyDataset, KilledAndContinuedRunEqualsUninterruptedRun) {
                                              "/checkpoint_final.ckpt");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("max abs difference: 0\n"), std::string::npos) << r.output;
-  const auto ca = training::load_checkpoint(fold_dir(a) + "/checkpoint_final.ckpt");
-  const auto cb = training::load_checkpoint(fold_dir(b) + "/checkpoint_final.ckpt");
+  const auto ca = checkpoint::load_checkpoint(fold_dir(a) + "/checkpoint_final.ckpt");
+  const auto cb = checkpoint::load_checkpoint(fold_dir(b) + "/checkpoint_final.ckpt");
   EXPECT_EQ(ca.epoch, 3);
   EXPECT_EQ(cb.epoch, 3);
   ASSERT_EQ(ca.weights.size(), cb.weights.size());
@@ -121,7 +121,7 @@ TEST_F(TinyDataset, CtrlCSavesLatestAndExitsCleanly) {
   kill(pid, SIGINT);
   EXPECT_EQ(wait_exit(pid), 130);
   ASSERT_TRUE(fs::exists(fold_dir(c) + "/checkpoint_latest.ckpt"));
-  const auto ck = training::load_checkpoint(fold_dir(c) + "/checkpoint_latest.ckpt");
+  const auto ck = checkpoint::load_checkpoint(fold_dir(c) + "/checkpoint_latest.ckpt");
   EXPECT_GE(ck.epoch, 1);
   EXPECT_LT(ck.epoch, 50);
 }
