@@ -5,13 +5,13 @@
 #include <map>
 #include <set>
 
+#include "checkpoint/average.h"
+#include "checkpoint/container.h"
 #include "cli_common.h"
 #include "core/error.h"
-#include "training/checkpoint_average.h"
-#include "training/checkpoint_format.h"
 
 using namespace medseg;
-using namespace medseg::training;
+using namespace medseg::checkpoint;
 
 namespace {
 

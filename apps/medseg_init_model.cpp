@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "checkpoint/checkpoint.h"
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/json_io.h"
@@ -11,7 +12,6 @@
 #include "io/dataset.h"
 #include "models/network.h"
 #include "planning/plans.h"
-#include "training/checkpoint_store.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
     models::NetworkBuildOptions bo;
     bo.init_weights = false;
     auto net = models::build_network(cfg.architecture.raw, info.num_channels(), classes, bo);
-    training::Checkpoint ck;
-    ck.weights = training::module_weights(*net);
+    checkpoint::Checkpoint ck;
+    ck.weights = checkpoint::module_weights(*net);
     ck.plans = plans_json;
     ck.dataset = dataset_json;
     std::vector<int> axes;
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
     write_json((fs::path(output) / "dataset.json").string(), dataset_json);
     for (const std::string& f : folds) {
       fs::create_directories(fs::path(output) / ("fold_" + f));
-      training::save_checkpoint((fs::path(output) / ("fold_" + f) / "checkpoint_final.ckpt").string(), ck);
+      checkpoint::save_checkpoint((fs::path(output) / ("fold_" + f) / "checkpoint_final.ckpt").string(), ck);
     }
     std::printf("%s: %s, %lld parameters, fold(s) %s\n", output.c_str(), net->class_name().c_str(),
                 static_cast<long long>(net->parameter_count()), json(folds).dump().c_str());

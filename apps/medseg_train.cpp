@@ -1,6 +1,7 @@
 // medseg_train: trains one fold of a configuration on preprocessed data (nnU-Net's nnUNetv2_train).
 #include <cstdio>
 
+#include "checkpoint/checkpoint.h"
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
     auto inputs = medseg::training::resolve_run(dataset, configuration, fold, plans, cfg.name, preprocessed, results);
     medseg::training::Trainer t(std::move(inputs), cfg, opt);
     if (val) {
-      t.validate(val_best ? medseg::training::kCheckpointBest : medseg::training::kCheckpointFinal);
+      t.validate(val_best ? medseg::checkpoint::kCheckpointBest : medseg::checkpoint::kCheckpointFinal);
       return 0;
     }
     const auto outcome = t.run();

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "checkpoint/checkpoint.h"
 #include "core/error.h"
 #include "core/json_io.h"
 #include "core/log.h"
 #include "core/paths.h"
-#include "training/checkpoint_store.h"
 
 namespace fs = std::filesystem;
 
@@ -96,7 +96,7 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
       if (!fs::is_directory(path.parent_path())) throw FileError(path.parent_path().string(), "fold folder not found");
       throw FileError(path.string(), "checkpoint not found (-chk " + chk + ")");
     }
-    training::Checkpoint ck = training::load_checkpoint(path.string());
+    checkpoint::Checkpoint ck = checkpoint::load_checkpoint(path.string());
     const nlohmann::json& x = ck.extra;
     if (m.folds.empty()) {
       first_extra = x;

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/container.h"
 #include "io/dataset.h"
 #include "planning/plans.h"
-#include "training/checkpoint_format.h"
 
 namespace medseg::inference {
 
@@ -30,7 +30,7 @@ std::string checkpoint_file_name(const std::string& chk);
 struct FoldWeights {
   std::string fold;  // "0".."4" or "all"
   std::string path;  // the checkpoint file
-  training::NamedTensors weights;
+  checkpoint::NamedTensors weights;
 };
 
 struct ModelFolder {

@@ -4,11 +4,11 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/cuda.h>
 
+#include "checkpoint/checkpoint.h"
 #include "core/autocast.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "models/network.h"
-#include "training/checkpoint_store.h"
 
 namespace medseg::inference {
 
@@ -59,7 +59,7 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
     models::SegmentationNetwork net =
         models::build_network(cfg.architecture.raw, model_.in_channels, model_.num_classes, bo);
     try {
-      training::load_weights(*net, f.weights, /*strict=*/true);
+      checkpoint::load_weights(*net, f.weights, /*strict=*/true);
     } catch (const std::exception& e) {
       throw FileError(f.path, std::string("weights do not fit the plans' network: ") + e.what());
     }

@@ -4,7 +4,7 @@
 
 #include <numeric>
 
-#include "models/checkpoint.h"
+#include "models/activation_checkpoint.h"
 
 namespace medseg::models {
 namespace {
@@ -240,7 +240,7 @@ torch::Tensor SwinTransformerBlockImpl::forward(const torch::Tensor& x, const to
     for (auto& p : norm1_->parameters()) p1.push_back(p);
     for (auto& p : attn_->parameters()) p1.push_back(p);
     auto self = std::static_pointer_cast<SwinTransformerBlockImpl>(shared_from_this());
-    y = checkpoint([self](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{self->forward_part1(in[0], in[1])}; },
+    y = activation_checkpoint([self](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{self->forward_part1(in[0], in[1])}; },
                    {x, mask}, p1)[0];
   } else {
     y = forward_part1(x, mask);
@@ -251,7 +251,7 @@ torch::Tensor SwinTransformerBlockImpl::forward(const torch::Tensor& x, const to
     for (auto& p : norm2_->parameters()) p2.push_back(p);
     for (auto& p : mlp_->parameters()) p2.push_back(p);
     auto self = std::static_pointer_cast<SwinTransformerBlockImpl>(shared_from_this());
-    return h + checkpoint([self](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{self->forward_part2(in[0])}; },
+    return h + activation_checkpoint([self](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{self->forward_part2(in[0])}; },
                           {h}, p2)[0];
   }
   return h + forward_part2(h);

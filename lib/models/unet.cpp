@@ -1,7 +1,7 @@
 #include "models/unet.h"
 
 #include "core/error.h"
-#include "models/checkpoint.h"
+#include "models/activation_checkpoint.h"
 
 namespace medseg::models {
 
@@ -75,7 +75,7 @@ std::vector<torch::Tensor> UNetEncoderImpl::forward(torch::Tensor x) {
   skips.reserve(stage_fns_.size());
   const bool ckpt = checkpoint_ && is_training();
   for (size_t s = 0; s < stage_fns_.size(); ++s) {
-    x = ckpt ? checkpoint(stage_fns_[s], x, *stage_mods_[s]) : stage_fns_[s](x);
+    x = ckpt ? activation_checkpoint(stage_fns_[s], x, *stage_mods_[s]) : stage_fns_[s](x);
     skips.push_back(x);
   }
   return skips;

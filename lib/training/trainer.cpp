@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <limits>
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/optimizer_state.h"
 #include "core/autocast.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -19,13 +21,11 @@
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
 #include "models/network.h"
-#include "training/checkpoint_store.h"
 #include "training/final_validation.h"
 #include "training/grad_scaler.h"
 #include "training/interrupt.h"
 #include "training/loss.h"
 #include "training/metrics_log.h"
-#include "training/optimizer_state.h"
 #include "training/progress_plot.h"
 #include "training/schedule.h"
 
@@ -33,6 +33,15 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace medseg::training {
+// The state a checkpoint carries is defined below training (lib/checkpoint): inference reads it too.
+using checkpoint::Checkpoint;
+using checkpoint::kCheckpointBest;
+using checkpoint::kCheckpointFinal;
+using checkpoint::kCheckpointLatest;
+using checkpoint::load_checkpoint;
+using checkpoint::load_weights;
+using checkpoint::module_weights;
+using checkpoint::save_checkpoint;
 
 struct Trainer::State {
   RunInputs in;
@@ -165,9 +174,9 @@ Checkpoint Trainer::State::to_checkpoint() const {
   Checkpoint ck;
   ck.epoch = epoch;
   ck.weights = module_weights(*net);
-  ck.optimizer = capture_optimizer_state(*optimizer, *net);
+  ck.optimizer = checkpoint::capture_optimizer_state(*optimizer, *net);
   ck.grad_scaler = scaler.state();
-  ck.rng = capture_rng_states();
+  ck.rng = checkpoint::capture_rng_states();
   ck.sampler = {{"seed", cfg.seed}, {"epoch", epoch}, {"next_iteration", next_iter}, {"train_loss_sum", loss_sum}};
   ck.logs = to_json(log);
   ck.ema = {{"ema", ema ? json(*ema) : json(nullptr)},
@@ -184,9 +193,9 @@ Checkpoint Trainer::State::to_checkpoint() const {
 
 void Trainer::State::restore(const Checkpoint& ck) {
   load_weights(*net, ck.weights, true);
-  if (!ck.optimizer.type.empty()) restore_optimizer_state(*optimizer, *net, ck.optimizer);
+  if (!ck.optimizer.type.empty()) checkpoint::restore_optimizer_state(*optimizer, *net, ck.optimizer);
   if (!ck.grad_scaler.empty()) scaler.load_state(ck.grad_scaler);
-  restore_rng_states(ck.rng);
+  checkpoint::restore_rng_states(ck.rng);
   epoch = ck.epoch;
   next_iter = ck.sampler.value("next_iteration", int64_t{0});
   loss_sum = ck.sampler.value("train_loss_sum", 0.0);

@@ -50,8 +50,5 @@ class Trainer {
 };
 
 // Checkpoint file names, nnU-Net's names with medseg's extension.
-inline constexpr const char* kCheckpointFinal = "checkpoint_final.ckpt";
-inline constexpr const char* kCheckpointLatest = "checkpoint_latest.ckpt";
-inline constexpr const char* kCheckpointBest = "checkpoint_best.ckpt";
 
 }  // namespace medseg::training

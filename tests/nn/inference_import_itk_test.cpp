@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "checkpoint/checkpoint.h"
 #include "core/json_io.h"
 #include "inference/model_folder.h"
 #include "inference/predictor.h"
@@ -17,7 +18,6 @@
 #include "io/case_loader.h"
 #include "io/image_io.h"
 #include "support/test_support.h"
-#include "training/checkpoint_store.h"
 
 using namespace medseg;
 using namespace medseg::inference;
@@ -57,8 +57,8 @@ TEST(InferenceImport, ImportedNnUNetFolderReproducesTheLogits) {
             0);
 
   // The aliases are gone, names are medseg's, the source is recorded.
-  const training::Checkpoint ck = training::load_checkpoint(imported + "/fold_0/checkpoint_final.ckpt");
-  const auto own = training::module_weights(*net);
+  const checkpoint::Checkpoint ck = checkpoint::load_checkpoint(imported + "/fold_0/checkpoint_final.ckpt");
+  const auto own = checkpoint::module_weights(*net);
   EXPECT_EQ(ck.weights.size(), own.size());
   for (const auto& [name, t] : ck.weights) {
     EXPECT_EQ(name.find("all_modules"), std::string::npos) << name;

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "core/json_io.h"
 #include "models/network.h"
 #include "nn/models_test_util.h"
-#include "training/checkpoint_store.h"
 
 namespace medseg::test {
 
@@ -123,8 +123,8 @@ inline void write_model_folder(const std::string& folder, const TinyModelSpec& s
     write_json(folder + "/plans.json", plans);
     write_json(folder + "/dataset.json", ds);
   }
-  training::Checkpoint ck;
-  ck.weights = training::module_weights(*net);
+  checkpoint::Checkpoint ck;
+  ck.weights = checkpoint::module_weights(*net);
   ck.plans = plans;
   ck.dataset = ds;
   std::vector<int64_t> axes;
@@ -137,7 +137,7 @@ inline void write_model_folder(const std::string& folder, const TinyModelSpec& s
               {"trainer_name", "nnUNetTrainer"}};
   for (const auto& f : folds) {
     fs::create_directories(folder + "/fold_" + f);
-    training::save_checkpoint(folder + "/fold_" + f + "/checkpoint_final.ckpt", ck);
+    checkpoint::save_checkpoint(folder + "/fold_" + f + "/checkpoint_final.ckpt", ck);
   }
 }
 

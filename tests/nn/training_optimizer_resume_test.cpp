@@ -3,12 +3,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "checkpoint/checkpoint.h"
 #include "core/error.h"
 #include "support/test_support.h"
-#include "training/checkpoint_store.h"
 #include "training/optimizer.h"
 
 using namespace medseg::training;
+using namespace medseg::checkpoint;
 
 namespace {
 

@@ -15,9 +15,9 @@
 
 #include <torch/cuda.h>
 
+#include "checkpoint/checkpoint.h"
 #include "core/json_io.h"
 #include "support/test_support.h"
-#include "training/checkpoint_store.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
@@ -102,7 +102,7 @@ class TinyDataset : public ::testing::Test {
     const auto r = test::run_cli("medseg_checkpoint", "diff " + a + " " + b);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("max abs difference: 0\n"), std::string::npos) << r.output;
-    const auto ca = training::load_checkpoint(a), cb = training::load_checkpoint(b);
+    const auto ca = checkpoint::load_checkpoint(a), cb = checkpoint::load_checkpoint(b);
     EXPECT_EQ(ca.epoch, kEpochs);
     EXPECT_EQ(cb.epoch, kEpochs);
     ASSERT_EQ(ca.weights.size(), cb.weights.size());
@@ -163,7 +163,7 @@ TEST_F(TinyDataset, CtrlCSavesLatestAndExitsCleanly) {
     EXPECT_NE(test::read_text(log).find("interrupted; resume with --c"), std::string::npos) << test::read_text(log);
     ASSERT_FALSE(fs::exists(fold_dir(c) + "/checkpoint_final.ckpt"));
     ASSERT_TRUE(fs::exists(latest));
-    const auto ck = training::load_checkpoint(latest);
+    const auto ck = checkpoint::load_checkpoint(latest);
     const int64_t iteration = ck.sampler.value("next_iteration", int64_t{-1});
     EXPECT_LT(ck.epoch, kEpochs);
     mid_epoch = iteration > 0 && iteration < kIters;

@@ -1,4 +1,4 @@
-#include "training/rng_state.h"
+#include "checkpoint/rng_state.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
@@ -7,7 +7,7 @@
 
 #include "core/torch_compat.h"
 
-namespace medseg::training {
+namespace medseg::checkpoint {
 
 RngStates capture_rng_states(std::vector<std::string> workers) {
   RngStates s;
@@ -30,4 +30,4 @@ void restore_rng_states(const RngStates& states) {
   compat::set_cuda_rng_states(states.cuda);
 }
 
-}  // namespace medseg::training
+}  // namespace medseg::checkpoint

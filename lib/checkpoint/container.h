@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace medseg::training {
+namespace medseg::checkpoint {
 
 inline constexpr char kCheckpointMagic[8] = {'M', 'E', 'D', 'S', 'E', 'G', 'C', 'K'};
 inline constexpr uint32_t kCheckpointFormatVersion = 1;
@@ -60,4 +60,4 @@ struct AliasStats {
 };
 AliasStats alias_stats(const NamedTensors& tensors);
 
-}  // namespace medseg::training
+}  // namespace medseg::checkpoint

@@ -1,4 +1,4 @@
-#include "training/checkpoint_store.h"
+#include "checkpoint/checkpoint.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
@@ -12,7 +12,7 @@
 
 using nlohmann::json;
 
-namespace medseg::training {
+namespace medseg::checkpoint {
 namespace {
 
 constexpr const char* kKind = "medseg-training-checkpoint";
@@ -179,4 +179,4 @@ void load_weights(torch::nn::Module& model, const NamedTensors& weights, bool st
   }
 }
 
-}  // namespace medseg::training
+}  // namespace medseg::checkpoint

@@ -13,10 +13,10 @@
 #include <random>
 #include <thread>
 
+#include "checkpoint/container.h"
 #include "support/test_support.h"
-#include "training/checkpoint_format.h"
 
-using namespace medseg::training;
+using namespace medseg::checkpoint;
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <unordered_map>
 
-namespace medseg::training {
+namespace medseg::checkpoint {
 
 struct OptimizerState {
   std::string type;                                       // "SGD", "Adam", "AdamW"; empty = none saved
@@ -32,4 +32,4 @@ OptimizerState capture_optimizer_state(torch::optim::Optimizer& opt, const torch
 // Throws Error for a different optimizer type or group layout.
 void restore_optimizer_state(torch::optim::Optimizer& opt, const torch::nn::Module& model, const OptimizerState& state);
 
-}  // namespace medseg::training
+}  // namespace medseg::checkpoint

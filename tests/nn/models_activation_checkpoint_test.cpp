@@ -1,10 +1,10 @@
-// Activation checkpointing (lib/models/checkpoint.h) and the counting CPU allocator (core/torch_memory.h).
+// Activation checkpointing (lib/models/activation_checkpoint.h) and the counting CPU allocator (core/torch_memory.h).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "core/autocast.h"
 #include "core/torch_memory.h"
-#include "models/checkpoint.h"
+#include "models/activation_checkpoint.h"
 #include "models/network.h"
 #include "nn/models_test_util.h"
 
@@ -37,7 +37,7 @@ std::vector<torch::Tensor> mlp_grads(bool ckpt, bool x_requires_grad) {
   auto x = torch::randn({4, 16}).requires_grad_(x_requires_grad);
   torch::manual_seed(99);  // dropout mask source
   auto fn = [p = m.ptr()](const torch::Tensor& t) { return p->forward(t); };
-  auto y = ckpt ? models::checkpoint(fn, x, *m) : fn(x);
+  auto y = ckpt ? models::activation_checkpoint(fn, x, *m) : fn(x);
   (y * y).sum().backward();
   std::vector<torch::Tensor> g;
   for (auto& p : m->parameters()) g.push_back(p.grad().clone());
@@ -76,7 +76,7 @@ TEST(ModelsCheckpoint, ReentersAutocastInBackward) {
     {
       AutocastGuard cast(false, true, at::kBFloat16);
       auto fn = [p = m.ptr()](const torch::Tensor& t) { return p->forward(t); };
-      y = ckpt ? models::checkpoint(fn, x, *m) : fn(x);
+      y = ckpt ? models::activation_checkpoint(fn, x, *m) : fn(x);
     }
     y.to(torch::kFloat32).pow(2).sum().backward();
     return m->fc1->weight.grad().clone();
@@ -87,7 +87,7 @@ TEST(ModelsCheckpoint, ReentersAutocastInBackward) {
 TEST(ModelsCheckpoint, PlainCallWithoutGrad) {
   Mlp m;
   torch::NoGradGuard ng;
-  auto y = models::checkpoint([p = m.ptr()](const torch::Tensor& t) { return p->forward(t); }, torch::randn({2, 16}), *m);
+  auto y = models::activation_checkpoint([p = m.ptr()](const torch::Tensor& t) { return p->forward(t); }, torch::randn({2, 16}), *m);
   EXPECT_FALSE(y.requires_grad());
 }
 

@@ -1,4 +1,4 @@
-#include "models/checkpoint.h"
+#include "models/activation_checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/autograd.h>
@@ -131,7 +131,7 @@ bool any_requires_grad(const std::vector<torch::Tensor>& a, const std::vector<to
 
 }  // namespace
 
-std::vector<torch::Tensor> checkpoint(const TensorFn& fn, const std::vector<torch::Tensor>& inputs,
+std::vector<torch::Tensor> activation_checkpoint(const TensorFn& fn, const std::vector<torch::Tensor>& inputs,
                                       const std::vector<torch::Tensor>& params) {
   if (!torch::GradMode::is_enabled() || !any_requires_grad(inputs, params)) return fn(inputs);
   auto closure = c10::make_intrusive<Closure>();
@@ -140,12 +140,12 @@ std::vector<torch::Tensor> checkpoint(const TensorFn& fn, const std::vector<torc
   return CheckpointFunction::apply(at::TensorList(inputs), at::TensorList(params), closure);
 }
 
-torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& fn, const torch::Tensor& x,
+torch::Tensor activation_checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& fn, const torch::Tensor& x,
                          const torch::nn::Module& module) {
   std::vector<torch::Tensor> params;
   for (const auto& p : module.parameters())
     if (p.requires_grad()) params.push_back(p);
-  auto out = checkpoint([fn](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{fn(in[0])}; },
+  auto out = activation_checkpoint([fn](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{fn(in[0])}; },
                         {x}, params);
   return out.at(0);
 }

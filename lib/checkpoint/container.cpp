@@ -1,4 +1,4 @@
-#include "training/checkpoint_format.h"
+#include "checkpoint/container.h"
 
 #include <ATen/ATen.h>
 #include <zlib.h>
@@ -10,13 +10,13 @@
 #include <fstream>
 #include <map>
 
-#include "core/error.h"
 #include "core/atomic_writer.h"
+#include "core/error.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace medseg::training {
+namespace medseg::checkpoint {
 namespace {
 
 constexpr int64_t kAlign = 64;           // blob and data-section alignment
@@ -328,4 +328,4 @@ TensorArchive read_archive(const std::string& path) {
   return out;
 }
 
-}  // namespace medseg::training
+}  // namespace medseg::checkpoint

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace medseg::training {
+namespace medseg::checkpoint {
 
 struct RngStates {
   at::Tensor cpu;                    // default CPU generator (uint8 state tensor)
@@ -19,4 +19,4 @@ RngStates capture_rng_states(std::vector<std::string> workers = {});
 // Restores the CPU and CUDA generators (the worker states are for the caller to hand back).
 void restore_rng_states(const RngStates& states);
 
-}  // namespace medseg::training
+}  // namespace medseg::checkpoint

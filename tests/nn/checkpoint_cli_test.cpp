@@ -5,12 +5,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "checkpoint/checkpoint.h"
 #include "support/test_support.h"
-#include "training/checkpoint_store.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
-using namespace medseg::training;
+using namespace medseg::checkpoint;
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "training/optimizer_state.h"
+#include "checkpoint/optimizer_state.h"
 
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -9,7 +9,7 @@
 
 using nlohmann::json;
 
-namespace medseg::training {
+namespace medseg::checkpoint {
 namespace {
 
 json options_json(const torch::optim::OptimizerOptions& o) {
@@ -149,4 +149,4 @@ void restore_optimizer_state(torch::optim::Optimizer& opt, const torch::nn::Modu
   }
 }
 
-}  // namespace medseg::training
+}  // namespace medseg::checkpoint

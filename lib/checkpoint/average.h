@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-namespace medseg::training {
+namespace medseg::checkpoint {
 
 // Throws Error naming the file for a missing key or a shape mismatch.
 void average_checkpoints(const std::vector<std::string>& inputs, const std::string& output);
 
-}  // namespace medseg::training
+}  // namespace medseg::checkpoint

@@ -16,11 +16,11 @@ using TensorFn = std::function<std::vector<torch::Tensor>(const std::vector<torc
 // Runs fn(inputs) checkpointed. `params` are the trainable tensors fn uses (they become inputs of the
 // autograd node, so their gradients flow even when no input requires grad). Without grad mode, or if
 // nothing requires grad, this is a plain call. fn must not modify its inputs in place.
-std::vector<torch::Tensor> checkpoint(const TensorFn& fn, const std::vector<torch::Tensor>& inputs,
+std::vector<torch::Tensor> activation_checkpoint(const TensorFn& fn, const std::vector<torch::Tensor>& inputs,
                                       const std::vector<torch::Tensor>& params);
 
 // Single-tensor convenience: y = fn(x) with the trainable parameters of `module`.
-torch::Tensor checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& fn, const torch::Tensor& x,
+torch::Tensor activation_checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& fn, const torch::Tensor& x,
                          const torch::nn::Module& module);
 
 }  // namespace medseg::models

@@ -1,15 +1,15 @@
-#include "training/checkpoint_average.h"
+#include "checkpoint/average.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <map>
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/container.h"
 #include "core/error.h"
-#include "training/checkpoint_format.h"
-#include "training/checkpoint_store.h"
 
-namespace medseg::training {
+namespace medseg::checkpoint {
 
 void average_checkpoints(const std::vector<std::string>& inputs, const std::string& output) {
   if (inputs.size() < 2) throw Error("average: need at least two checkpoints");
@@ -46,4 +46,4 @@ void average_checkpoints(const std::vector<std::string>& inputs, const std::stri
   write_archive(output, base);
 }
 
-}  // namespace medseg::training
+}  // namespace medseg::checkpoint

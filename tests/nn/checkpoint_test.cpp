@@ -5,14 +5,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/container.h"
 #include "core/error.h"
 #include "support/test_support.h"
-#include "training/checkpoint_format.h"
-#include "training/checkpoint_store.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
-using namespace medseg::training;
+using namespace medseg::checkpoint;
 using nlohmann::json;
 
 namespace {

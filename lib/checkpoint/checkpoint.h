@@ -1,6 +1,6 @@
 #pragma once
 // A training checkpoint as a plain struct, and its save/load through the MEDSEGCK container
-// (checkpoint_format.h). A checkpoint carries copies of plans, dataset, trainer config and
+// (container.h). A checkpoint carries copies of plans, dataset, trainer config and
 // fingerprint so that a model folder alone is enough to predict.
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <string>
 
-#include "training/checkpoint_format.h"
-#include "training/optimizer_state.h"
-#include "training/rng_state.h"
+#include "checkpoint/container.h"
+#include "checkpoint/optimizer_state.h"
+#include "checkpoint/rng_state.h"
 
-namespace medseg::training {
+namespace medseg::checkpoint {
 
 struct Checkpoint {
   int64_t epoch = 0;           // number of finished epochs (the epoch to resume at)
@@ -43,4 +43,9 @@ void load_weights(torch::nn::Module& model, const NamedTensors& weights, bool st
 // Prefixes of the tensor keys inside the container (documented in docs/checkpoints.md).
 inline constexpr const char* kWeightsPrefix = "weights/";
 
-}  // namespace medseg::training
+// The checkpoint files of a model folder's fold_K/, as nnU-Net names them (with medseg's ending).
+inline constexpr const char* kCheckpointFinal = "checkpoint_final.ckpt";
+inline constexpr const char* kCheckpointLatest = "checkpoint_latest.ckpt";
+inline constexpr const char* kCheckpointBest = "checkpoint_best.ckpt";
+
+}  // namespace medseg::checkpoint
