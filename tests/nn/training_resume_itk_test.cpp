@@ -1,6 +1,6 @@
 // End-to-end training through the CLIs on a tiny synthetic dataset (CPU, --deterministic): a run
 // killed with SIGKILL mid-training, and a run stopped with Ctrl-C (SIGINT) in the middle of an epoch,
-// each continued with --c, must end with weights bit-identical to one uninterrupted run's. Ctrl-C
+// each continued with --c, must end with weights bit-identical to an uninterrupted run's. Ctrl-C
 // must save checkpoint_latest at the iteration it stopped and exit with 130.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -41,29 +41,28 @@ class TinyDataset : public ::testing::Test {
   static std::string env(const std::string& results) {
     return "MEDSEG_RAW=" + dir_->path() + "/raw MEDSEG_PREPROCESSED=" + dir_->path() + "/pre MEDSEG_RESULTS=" + results;
   }
-  static constexpr int kEpochs = 3, kIters = 8;
-  static std::string train_args(int epochs = kEpochs) {
-    return "950 3d_fullres 0 --epochs " + std::to_string(epochs) + " --iters-per-epoch " + std::to_string(kIters) +
+  // Iterations per epoch: 4 are enough for a kill at an epoch's end; a Ctrl-C aims at the middle of
+  // an epoch, which 8 make wide enough to hit.
+  static constexpr int kEpochs = 3, kKillIters = 4, kCtrlCIters = 8;
+  static std::string train_args(int iters) {
+    return "950 3d_fullres 0 --epochs " + std::to_string(kEpochs) + " --iters-per-epoch " + std::to_string(iters) +
            " --val-iters-per-epoch 1 --num-workers 2 --threads 1 --deterministic --checkpoint-every 1 --no_pbar";
   }
   static std::string fold_dir(const std::string& results) {
     return results + "/Dataset950_Tiny/nnUNetTrainer__nnUNetPlans__3d_fullres/fold_0";
   }
-  // The uninterrupted run both resume tests compare with, trained once per test process.
-  static const std::string& uninterrupted() {
-    static const std::string results = [] {
-      const std::string r = dir_->path() + "/results_reference";
-      const auto out = test::run_cli("medseg_train", train_args(), env(r));
-      EXPECT_EQ(out.exit_code, 0) << out.output;
-      return r;
-    }();
-    return results;
+  // The uninterrupted run with `iters` iterations per epoch.
+  static std::string uninterrupted(int iters) {
+    const std::string r = dir_->path() + "/results_reference_" + std::to_string(iters);
+    const auto out = test::run_cli("medseg_train", train_args(iters), env(r));
+    EXPECT_EQ(out.exit_code, 0) << out.output;
+    return r;
   }
   // Starts medseg_train (with `extra` arguments) in the background, output to `log`; returns its pid.
-  static pid_t spawn_train(const std::string& results, const std::string& log, int epochs = kEpochs,
+  static pid_t spawn_train(const std::string& results, const std::string& log, int iters,
                            const std::string& extra = "") {
     const std::string cmd = "exec env " + env(results) + " " + std::string(std::getenv("MEDSEG_BIN_DIR")) +
-                            "/medseg_train " + train_args(epochs) + extra + " > " + log + " 2>&1";
+                            "/medseg_train " + train_args(iters) + extra + " > " + log + " 2>&1";
     const pid_t pid = fork();
     if (pid == 0) {
       execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
@@ -118,20 +117,20 @@ test::TempDir* TinyDataset::dir_ = nullptr;
 }  // namespace
 
 TEST_F(TinyDataset, KilledAndContinuedRunEqualsUninterruptedRun) {
-  const std::string a = uninterrupted(), b = dir_->path() + "/results_b";
+  const std::string a = uninterrupted(kKillIters), b = dir_->path() + "/results_b";
   ASSERT_TRUE(fs::exists(fold_dir(a) + "/checkpoint_final.ckpt"));
   EXPECT_TRUE(fs::exists(fold_dir(a) + "/progress.png"));
   EXPECT_TRUE(fs::exists(fold_dir(a) + "/validation/summary.json"));
   EXPECT_FALSE(fs::exists(fold_dir(a) + "/checkpoint_latest.ckpt"));  // removed at the end, as nnU-Net
 
   // Kill as soon as epoch 0 is logged: the process is somewhere in epoch 1 (or saving).
-  const pid_t pid = spawn_train(b, b + ".log");
+  const pid_t pid = spawn_train(b, b + ".log", kKillIters);
   ASSERT_TRUE(wait_until([&] { return line_count(fold_dir(b) + "/metrics.jsonl") >= 1; }, 300, pid))
       << test::read_text(b + ".log");
   kill(pid, SIGKILL);
   EXPECT_EQ(wait_exit(pid), 128 + SIGKILL);
   ASSERT_FALSE(fs::exists(fold_dir(b) + "/checkpoint_final.ckpt"));
-  const auto r = test::run_cli("medseg_train", train_args() + " --c", env(b));
+  const auto r = test::run_cli("medseg_train", train_args(kKillIters) + " --c", env(b));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_same_final_weights(fold_dir(a), fold_dir(b));
 }
@@ -142,7 +141,7 @@ TEST_F(TinyDataset, KilledAndContinuedRunEqualsUninterruptedRun) {
 // the inside of an epoch, the run is continued and interrupted again (every stop keeps exactness),
 // up to three times.
 TEST_F(TinyDataset, CtrlCSavesLatestAndExitsCleanly) {
-  const std::string ref = uninterrupted(), c = dir_->path() + "/results_c";
+  const std::string ref = uninterrupted(kCtrlCIters), c = dir_->path() + "/results_c";
   const std::string latest = fold_dir(c) + "/checkpoint_latest.ckpt";
   const std::string metrics = test::read_text(fold_dir(ref) + "/metrics.jsonl");
   const double half_epoch = json::parse(metrics.substr(0, metrics.find('\n'))).at("epoch_time").get<double>() / 2;
@@ -150,7 +149,7 @@ TEST_F(TinyDataset, CtrlCSavesLatestAndExitsCleanly) {
   for (int attempt = 0; attempt < 3 && !mid_epoch; ++attempt) {
     SCOPED_TRACE("attempt " + std::to_string(attempt));
     const std::string log = c + "." + std::to_string(attempt) + ".log";
-    const pid_t pid = spawn_train(c, log, kEpochs, attempt == 0 ? "" : " --c");
+    const pid_t pid = spawn_train(c, log, kCtrlCIters, attempt == 0 ? "" : " --c");
     // A new run writes checkpoint_latest after epoch 0 (--checkpoint-every 1), then starts epoch 1;
     // a continued one logs "resumed from" just before it starts iterating.
     const auto epoch_started = [&] {
@@ -166,12 +165,12 @@ TEST_F(TinyDataset, CtrlCSavesLatestAndExitsCleanly) {
     const auto ck = checkpoint::load_checkpoint(latest);
     const int64_t iteration = ck.sampler.value("next_iteration", int64_t{-1});
     EXPECT_LT(ck.epoch, kEpochs);
-    mid_epoch = iteration > 0 && iteration < kIters;
+    mid_epoch = iteration > 0 && iteration < kCtrlCIters;
     std::printf("Ctrl-C %d stopped at epoch %lld, iteration %lld\n", attempt, static_cast<long long>(ck.epoch),
                 static_cast<long long>(iteration));
   }
   ASSERT_TRUE(mid_epoch) << "no Ctrl-C landed inside an epoch";
-  const auto r = test::run_cli("medseg_train", train_args() + " --c", env(c));
+  const auto r = test::run_cli("medseg_train", train_args(kCtrlCIters) + " --c", env(c));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_same_final_weights(fold_dir(ref), fold_dir(c));
 }
