@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <sstream>
 
 #include "core/error.h"
 #include "io/image_io.h"
@@ -106,6 +107,34 @@ std::string image_ending(const std::string& path) {
   return "";
 }
 
+// What is wrong with the geometry a header reader reports, "" when nothing. ITK's own matrix code
+// abort()s on NaN and fails late on a singular direction; NIfTI files were checked on their raw
+// header already (nifti_check.h), this catches the other formats.
+std::string header_geometry_problem(const itk::ImageIOBase& io, unsigned dims) {
+  const char* const axis[] = {"x", "y", "z"};
+  dims = std::min(dims, 3u);
+  for (unsigned i = 0; i < dims; ++i) {
+    const double s = io.GetSpacing(i);
+    if (!std::isfinite(s) || s <= 0) {
+      std::ostringstream o;
+      o << "spacing " << s << " along " << axis[i];
+      return o.str();
+    }
+    if (!std::isfinite(io.GetOrigin(i))) return std::string("origin is not finite along ") + axis[i];
+  }
+  double d[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  for (unsigned i = 0; i < dims; ++i)
+    for (unsigned j = 0; j < dims; ++j) {
+      d[i][j] = io.GetDirection(j)[i];
+      if (!std::isfinite(d[i][j])) return "direction matrix holds NaN or Inf";
+    }
+  const double det = d[0][0] * (d[1][1] * d[2][2] - d[1][2] * d[2][1]) -
+                     d[0][1] * (d[1][0] * d[2][2] - d[1][2] * d[2][0]) +
+                     d[0][2] * (d[1][0] * d[2][1] - d[1][1] * d[2][0]);
+  if (std::abs(det) < 1e-6) return "direction matrix is singular";
+  return "";
+}
+
 }  // namespace
 
 bool image_io_available() { return true; }
@@ -134,6 +163,8 @@ Volume read_image(const std::string& path) {
   const unsigned nd = io->GetNumberOfDimensions();
   if (nd < 2 || nd > 4 || (nd == 4 && io->GetDimensions(3) != 1))
     throw FileError(path, "has " + std::to_string(nd) + " dimensions; expected a 2D or 3D image");
+  const std::string geometry = header_geometry_problem(*io, nd);
+  if (!geometry.empty()) throw FileError(path, "bad geometry in the header: " + geometry);
   using IOC = itk::IOComponentEnum;
   Volume v;
   try {

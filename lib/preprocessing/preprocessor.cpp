@@ -177,7 +177,7 @@ void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessP
   if (ec) throw FileError(output_folder, "cannot remove the old output: " + ec.message());
   fs::create_directories(output_folder);
   ProgressBar bar("preprocess " + plan.configuration, static_cast<int64_t>(cases.size()), options.progress);
-  parallel_for(static_cast<int64_t>(cases.size()), options.threads, [&](int64_t i) {
+  auto one_case = [&](int64_t i) {
     const io::CaseFiles& files = cases[static_cast<std::size_t>(i)];
     try {
       PreprocessedCaseData r = preprocess_case(io::load_case(files), plan);
@@ -188,7 +188,13 @@ void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessP
       throw FileError(files.images.at(0), e.what());
     }
     bar.tick();
-  });
+  };
+  try {
+    parallel_for(static_cast<int64_t>(cases.size()), options.threads, one_case);
+  } catch (...) {
+    fs::remove_all(output_folder, ec);  // a folder missing cases would pass for a finished one
+    throw;
+  }
   bar.finish();
   sync_filesystem(output_folder);  // one flush instead of one fsync per file
 }
