@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iomanip>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -190,26 +192,41 @@ Volume read_image(const std::string& path) {
   return v;
 }
 
+// A label value as it is in the file: 3000000000, 2.5, -1.
+static std::string label_value_str(double x) {
+  std::ostringstream o;
+  o << std::setprecision(std::abs(x) < 1e15 ? 15 : 6) << x;
+  return o.str();
+}
+
 Volume read_label(const std::string& path) {
   Volume v = read_image(path);
   double lo = 0, hi = 0;
   bool first = true;
-  int64_t bad = -1;
+  std::vector<double> non_integer;  // the first few distinct ones, for the message
   visit_pixels(v, [&](const auto* p) {
     for (int64_t i = 0; i < v.numel(); ++i) {
       const double x = static_cast<double>(p[i]);
-      if (!std::isfinite(x) || x != std::floor(x)) {
-        bad = i;
-        return;
+      if (x != std::floor(x)) {  // read_image refused NaN/Inf already
+        if (non_integer.size() < 5 && std::find(non_integer.begin(), non_integer.end(), x) == non_integer.end())
+          non_integer.push_back(x);
+        continue;
       }
       if (first || x < lo) lo = x;
       if (first || x > hi) hi = x;
       first = false;
     }
   });
-  if (bad >= 0)
-    throw FileError(path, "label map has a non-integer value at voxel " + std::to_string(bad) + " (type " +
-                              pixel_type_name(v.pixel_type()) + "); labels must be integers");
+  if (!non_integer.empty()) {
+    std::string vals;
+    for (double x : non_integer) vals += (vals.empty() ? "" : ", ") + label_value_str(x);
+    throw FileError(path, "label map has non-integer value(s) " + vals + " (type " + pixel_type_name(v.pixel_type()) +
+                              "); labels must be integers");
+  }
+  for (double x : {lo, hi})
+    if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max())
+      throw FileError(path, "label map has value " + label_value_str(x) +
+                                ", far outside any label range (labels are the integers dataset.json declares)");
   const bool fits16 = lo >= -32768 && hi <= 32767;
   const PixelType target = fits16 ? PixelType::Int16 : PixelType::Int32;
   if (v.pixel_type() == target) return v;
