@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
     spdlog::info("{}: {} case(s), {} channel(s), {} thread(s){}", info.name, cases.size(), info.num_channels(),
                  o.threads, o.exact_stats ? ", exact statistics" : "");
     o.progress = !no_progress;
+    o.label_values = info.label_values();
     const auto fp = fingerprint::extract_fingerprint(cases, info.num_channels(), o);
     fingerprint::save_fingerprint(output, fp);
     print_summary(fp, output);

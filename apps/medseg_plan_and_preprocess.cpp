@@ -48,6 +48,7 @@ void fingerprint_step(const io::DatasetInfo& info, const std::string& path, cons
   fingerprint::ExtractOptions o;
   o.threads = a.fingerprint_threads;
   o.progress = !a.no_progress;
+  o.label_values = info.label_values();
   const auto cases = io::list_training_cases(info);
   spdlog::info("{}: fingerprint of {} case(s), {} thread(s)", info.name, cases.size(), o.threads);
   fingerprint::save_fingerprint(path, fingerprint::extract_fingerprint(cases, info.num_channels(), o));

@@ -8,7 +8,9 @@
 #include "core/progress.h"
 #include "core/strings.h"
 #include "evaluation/surface_distance.h"
+#include "io/case_loader.h"
 #include "io/image_io.h"
+#include "io/label_check.h"
 
 namespace fs = std::filesystem;
 
@@ -19,9 +21,14 @@ void labels_from_dataset_json(const json& ds, EvaluateOptions& o) {
   o.label_keys.clear();
   if (ds.contains("file_ending")) o.file_ending = ds.at("file_ending").get<std::string>();
   if (ds.contains("ignore")) o.ignore_label = ds.at("ignore").get<int>();
+  o.declared = {};
   for (auto it = ds.at("labels").begin(); it != ds.at("labels").end(); ++it) {
-    if (it.key() == "ignore") continue;
     std::vector<int> v = it.value().is_array() ? it.value().get<std::vector<int>>() : std::vector<int>{it.value().get<int>()};
+    o.declared.insert(o.declared.end(), v.begin(), v.end());
+    if (it.key() == "ignore") {
+      o.ignore_label = v.at(0);
+      continue;
+    }
     if (v.size() == 1 && v[0] == 0) continue;  // background
     std::string key;
     if (v.size() == 1) {
@@ -34,6 +41,9 @@ void labels_from_dataset_json(const json& ds, EvaluateOptions& o) {
     o.labels.push_back(v);
     o.label_keys.push_back(key);
   }
+  if (o.ignore_label) o.declared.push_back(*o.ignore_label);
+  std::sort(o.declared.begin(), o.declared.end());
+  o.declared.erase(std::unique(o.declared.begin(), o.declared.end()), o.declared.end());
 }
 
 static std::vector<int32_t> as_int32(const Volume& v) {
@@ -46,9 +56,14 @@ static std::vector<int32_t> as_int32(const Volume& v) {
 
 static CaseResult evaluate_case(const std::string& ref_file, const std::string& pred_file, const EvaluateOptions& o) {
   const Volume ref = io::read_label(ref_file), pred = io::read_label(pred_file);
-  if (ref.shape() != pred.shape())
-    throw FileError(pred_file, "shape " + shape_str(pred.shape()) + " differs from the reference " + ref_file + " (" +
-                                   shape_str(ref.shape()) + ")");
+  const std::string grid = io::grid_mismatch(ref, pred);
+  if (!grid.empty())
+    throw FileError(pred_file, "not on the grid of the reference " + ref_file + ": " + grid + " (reference vs prediction)");
+  if (!o.declared.empty())
+    for (const auto* f : {&ref_file, &pred_file}) {
+      const std::string bad = io::undeclared_labels_problem(f == &ref_file ? ref : pred, o.declared);
+      if (!bad.empty()) throw FileError(*f, bad);
+    }
   const auto r = as_int32(ref), p = as_int32(pred);
   CaseResult c{ref_file, pred_file, count_labels(r.data(), p.data(), ref.numel(), o.labels, o.ignore_label)};
   if (o.hd95) {

@@ -14,16 +14,20 @@ struct EvaluateOptions {
   std::vector<std::vector<int>> labels;  // foreground labels or regions to score
   std::vector<std::string> label_keys;   // their keys in summary.json ("1", "2", or "(1, 2)")
   std::optional<int> ignore_label;
+  std::vector<int> declared;  // every value a segmentation may hold; when set, others are an error
   bool hd95 = false;
   int threads = 1;
   bool chill = false;  // tolerate references without prediction (nnU-Net's --chill)
 };
 
-// Labels/regions and keys from a dataset.json (background excluded), as nnU-Net's label manager.
+// Labels/regions and keys from a dataset.json (background excluded), as nnU-Net's label manager;
+// the ignore label ("ignore" in labels, or a top-level "ignore"); every declared value.
 void labels_from_dataset_json(const json& dataset_json, EvaluateOptions& o);
 
 // Evaluates every reference file that has a prediction of the same name; throws FileError for a
-// missing prediction (unless chill), unreadable file or a shape mismatch.
+// missing prediction (unless chill), an unreadable file, a prediction on another grid than its
+// reference (shape, spacing, origin, direction: io::grid_mismatch) or a label value outside
+// `declared` in either file: scores of such a pair would mean nothing.
 json evaluate_folder(const std::string& reference_folder, const std::string& prediction_folder,
                      const EvaluateOptions& o);
 

@@ -8,6 +8,7 @@
 #include "core/numeric.h"
 #include "core/parallel.h"
 #include "core/progress.h"
+#include "io/label_check.h"
 
 namespace medseg::fingerprint {
 
@@ -106,7 +107,10 @@ DatasetFingerprint extract_fingerprint(const std::vector<io::CaseFiles>& cases, 
       if (static_cast<int>(files.images.size()) != num_channels)
         throw Error("case '" + files.id + "' has " + std::to_string(files.images.size()) + " image file(s) but the " +
                     "dataset declares " + std::to_string(num_channels) + " channel(s)");
-      CaseAnalysis a = analyze_case(io::load_case(files), per_case, o.exact_stats, o.seed);
+      const io::LoadedCase loaded = io::load_case(files);
+      if (loaded.label.numel() > 0 && !o.label_values.empty())
+        io::check_label_values(loaded.label, o.label_values, files.label, files.id);
+      CaseAnalysis a = analyze_case(loaded, per_case, o.exact_stats, o.seed);
       check_finite(a, files);
       results[i] = std::move(a);
       bar.tick();

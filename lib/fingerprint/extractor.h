@@ -22,6 +22,9 @@ struct ExtractOptions {
   int64_t max_samples_total = kDefaultMaxSamplesTotal;
   uint64_t seed = 1234;                    // per case, as nnU-Net's RandomState(1234)
   bool progress = true;
+  // Every value dataset.json declares (io::DatasetInfo::label_values); when set, a label map with
+  // another value is an error naming the file: the foreground (label > 0) would be wrong.
+  std::vector<int> label_values;
 };
 
 struct CaseAnalysis {

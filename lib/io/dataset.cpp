@@ -14,11 +14,13 @@ namespace fs = std::filesystem;
 namespace medseg::io {
 
 std::vector<int> DatasetInfo::label_values() const {
-  std::vector<int> out;
-  for (const auto& l : labels)
-    if (l.values.size() == 1) out.push_back(l.values[0]);
-  std::sort(out.begin(), out.end());
-  return out;
+  std::set<int> all;
+  for (const auto& l : labels) all.insert(l.values.begin(), l.values.end());
+  if (raw.contains("ignore") && raw.at("ignore").is_number_integer()) {
+    const int64_t v = raw.at("ignore").get<int64_t>();
+    if (v >= 0 && v <= 32767) all.insert(static_cast<int>(v));
+  }
+  return {all.begin(), all.end()};
 }
 
 bool DatasetInfo::has_regions() const {
@@ -45,6 +47,16 @@ static std::vector<std::string> parse_channels(const json& j, const std::string&
   return names;
 }
 
+// A label value of dataset.json: 0, 1, 2, ... (-1 is preprocessing's "outside the image").
+static int label_value(const json& x, const std::string& name, const std::string& file) {
+  if (!x.is_number_unsigned() && x.get<int64_t>() < 0)
+    throw FileError(file, "label '" + name + "' has the negative value " + std::to_string(x.get<int64_t>()) +
+                              "; label values are 0, 1, 2, ...");
+  const uint64_t v = x.get<uint64_t>();
+  if (v > 32767) throw FileError(file, "label '" + name + "' has the value " + std::to_string(v) + "; at most 32767");
+  return static_cast<int>(v);
+}
+
 static std::vector<LabelDef> parse_labels(const json& j, const std::string& file) {
   if (!j.contains("labels") || !j.at("labels").is_object() || j.at("labels").empty())
     throw FileError(file, "missing or empty 'labels' (expected {\"background\": 0, ...})");
@@ -54,9 +66,9 @@ static std::vector<LabelDef> parse_labels(const json& j, const std::string& file
     LabelDef d{it.key(), {}};
     const json& v = it.value();
     if (v.is_number_integer()) {
-      d.values.push_back(v.get<int>());
+      d.values.push_back(label_value(v, it.key(), file));
     } else if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number_integer(); })) {
-      for (const auto& x : v) d.values.push_back(x.get<int>());
+      for (const auto& x : v) d.values.push_back(label_value(x, it.key(), file));
     } else {
       throw FileError(file, "label '" + it.key() + "' must be an integer or a list of integers");
     }

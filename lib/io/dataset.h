@@ -23,7 +23,8 @@ struct DatasetInfo {
   json raw;                                // the whole dataset.json
 
   int num_channels() const { return static_cast<int>(channel_names.size()); }
-  // Sorted integer label values (background included), for plain (non-region) labels.
+  // Every label value a label map may hold, sorted: background, plain labels, the integers of
+  // region lists, and the ignore label ("ignore" in labels, or a top-level "ignore").
   std::vector<int> label_values() const;
   bool has_regions() const;
 };

@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iomanip>
+#include <limits>
 #include <random>
+#include <sstream>
 
 #include "core/error.h"
 #include "io/image_io.h"
@@ -106,6 +109,34 @@ std::string image_ending(const std::string& path) {
   return "";
 }
 
+// What is wrong with the geometry a header reader reports, "" when nothing. ITK's own matrix code
+// abort()s on NaN and fails late on a singular direction; NIfTI files were checked on their raw
+// header already (nifti_check.h), this catches the other formats.
+std::string header_geometry_problem(const itk::ImageIOBase& io, unsigned dims) {
+  const char* const axis[] = {"x", "y", "z"};
+  dims = std::min(dims, 3u);
+  for (unsigned i = 0; i < dims; ++i) {
+    const double s = io.GetSpacing(i);
+    if (!std::isfinite(s) || s <= 0) {
+      std::ostringstream o;
+      o << "spacing " << s << " along " << axis[i];
+      return o.str();
+    }
+    if (!std::isfinite(io.GetOrigin(i))) return std::string("origin is not finite along ") + axis[i];
+  }
+  double d[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  for (unsigned i = 0; i < dims; ++i)
+    for (unsigned j = 0; j < dims; ++j) {
+      d[i][j] = io.GetDirection(j)[i];
+      if (!std::isfinite(d[i][j])) return "direction matrix holds NaN or Inf";
+    }
+  const double det = d[0][0] * (d[1][1] * d[2][2] - d[1][2] * d[2][1]) -
+                     d[0][1] * (d[1][0] * d[2][2] - d[1][2] * d[2][0]) +
+                     d[0][2] * (d[1][0] * d[2][1] - d[1][1] * d[2][0]);
+  if (std::abs(det) < 1e-6) return "direction matrix is singular";
+  return "";
+}
+
 }  // namespace
 
 bool image_io_available() { return true; }
@@ -134,6 +165,8 @@ Volume read_image(const std::string& path) {
   const unsigned nd = io->GetNumberOfDimensions();
   if (nd < 2 || nd > 4 || (nd == 4 && io->GetDimensions(3) != 1))
     throw FileError(path, "has " + std::to_string(nd) + " dimensions; expected a 2D or 3D image");
+  const std::string geometry = header_geometry_problem(*io, nd);
+  if (!geometry.empty()) throw FileError(path, "bad geometry in the header: " + geometry);
   using IOC = itk::IOComponentEnum;
   Volume v;
   try {
@@ -159,26 +192,41 @@ Volume read_image(const std::string& path) {
   return v;
 }
 
+// A label value as it is in the file: 3000000000, 2.5, -1.
+static std::string label_value_str(double x) {
+  std::ostringstream o;
+  o << std::setprecision(std::abs(x) < 1e15 ? 15 : 6) << x;
+  return o.str();
+}
+
 Volume read_label(const std::string& path) {
   Volume v = read_image(path);
   double lo = 0, hi = 0;
   bool first = true;
-  int64_t bad = -1;
+  std::vector<double> non_integer;  // the first few distinct ones, for the message
   visit_pixels(v, [&](const auto* p) {
     for (int64_t i = 0; i < v.numel(); ++i) {
       const double x = static_cast<double>(p[i]);
-      if (!std::isfinite(x) || x != std::floor(x)) {
-        bad = i;
-        return;
+      if (x != std::floor(x)) {  // read_image refused NaN/Inf already
+        if (non_integer.size() < 5 && std::find(non_integer.begin(), non_integer.end(), x) == non_integer.end())
+          non_integer.push_back(x);
+        continue;
       }
       if (first || x < lo) lo = x;
       if (first || x > hi) hi = x;
       first = false;
     }
   });
-  if (bad >= 0)
-    throw FileError(path, "label map has a non-integer value at voxel " + std::to_string(bad) + " (type " +
-                              pixel_type_name(v.pixel_type()) + "); labels must be integers");
+  if (!non_integer.empty()) {
+    std::string vals;
+    for (double x : non_integer) vals += (vals.empty() ? "" : ", ") + label_value_str(x);
+    throw FileError(path, "label map has non-integer value(s) " + vals + " (type " + pixel_type_name(v.pixel_type()) +
+                              "); labels must be integers");
+  }
+  for (double x : {lo, hi})
+    if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max())
+      throw FileError(path, "label map has value " + label_value_str(x) +
+                                ", far outside any label range (labels are the integers dataset.json declares)");
   const bool fits16 = lo >= -32768 && hi <= 32767;
   const PixelType target = fits16 ? PixelType::Int16 : PixelType::Int32;
   if (v.pixel_type() == target) return v;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/nifti_header.h"
 
 namespace medseg::io {
 namespace {
@@ -67,37 +68,24 @@ class NonFiniteCounter {
   int64_t count_ = 0;
 };
 
-// Layout of a NIfTI-1 or NIfTI-2 file from its header.
-Layout layout_of(const std::string& path, const unsigned char* h, size_t n) {
-  if (n < 4) throw FileError(path, "truncated NIfTI header");
-  const int32_t raw = load<int32_t>(h, false);
-  const bool swap = raw != 348 && raw != 540;
-  const int32_t size = swap ? load<int32_t>(h, true) : raw;
-  if (size != 348 && size != 540) throw FileError(path, "not a NIfTI file (bad header size field)");
-  if (n < static_cast<size_t>(size)) throw FileError(path, "truncated NIfTI header");
-  uint64_t voxels = 1, offset;
-  int bitpix, datatype;
-  if (size == 348) {
-    const int nd = load<int16_t>(h + 40, swap);
-    if (nd < 1 || nd > 7) throw FileError(path, "corrupt NIfTI header (dim[0]=" + std::to_string(nd) + ")");
-    for (int i = 1; i <= nd; ++i) voxels *= static_cast<uint64_t>(std::max<int16_t>(1, load<int16_t>(h + 40 + 2 * i, swap)));
-    datatype = load<int16_t>(h + 70, swap);
-    bitpix = load<int16_t>(h + 72, swap);
-    offset = static_cast<uint64_t>(std::max(352.0f, load<float>(h + 108, swap)));
-  } else {
-    const int64_t nd = load<int64_t>(h + 16, swap);
-    if (nd < 1 || nd > 7) throw FileError(path, "corrupt NIfTI-2 header");
-    for (int i = 1; i <= nd; ++i) voxels *= static_cast<uint64_t>(std::max<int64_t>(1, load<int64_t>(h + 16 + 8 * i, swap)));
-    datatype = load<int16_t>(h + 12, swap);
-    bitpix = load<int16_t>(h + 14, swap);
-    offset = static_cast<uint64_t>(load<int64_t>(h + 168, swap));
-  }
-  if (bitpix <= 0 || bitpix % 8) throw FileError(path, "corrupt NIfTI header (bitpix=" + std::to_string(bitpix) + ")");
+// Layout of a NIfTI-1 or NIfTI-2 file from its header; refuses geometry ITK cannot take.
+Layout layout_of(const std::string& path, const unsigned char* bytes, size_t n) {
+  const NiftiHeader h = parse_nifti_header(path, bytes, n);
+  if (h.ndim < 1 || h.ndim > 7)
+    throw FileError(path, "corrupt NIfTI" + std::string(h.version == 2 ? "-2" : "") + " header (dim[0]=" +
+                              std::to_string(h.ndim) + ")");
+  if (h.bitpix <= 0 || h.bitpix % 8) throw FileError(path, "corrupt NIfTI header (bitpix=" + std::to_string(h.bitpix) + ")");
+  const std::string geometry = nifti_geometry_problem(h);
+  if (!geometry.empty()) throw FileError(path, "bad geometry in the NIfTI header: " + geometry);
+  uint64_t voxels = 1;
+  for (int64_t i = 1; i <= h.ndim; ++i) voxels *= static_cast<uint64_t>(std::max<int64_t>(1, h.dim[static_cast<size_t>(i)]));
   Layout l;
-  l.offset = offset;
-  l.total = offset + voxels * static_cast<uint64_t>(bitpix / 8);
-  l.float_bytes = datatype == 16 ? 4 : (datatype == 64 ? 8 : 0);  // DT_FLOAT32, DT_FLOAT64
-  l.swap = swap;
+  // NIfTI-1 stores vox_offset as a float; the data never starts inside the 348+4 header bytes.
+  l.offset = h.version == 1 ? static_cast<uint64_t>(std::max<int64_t>(352, h.vox_offset))
+                            : static_cast<uint64_t>(std::max<int64_t>(0, h.vox_offset));
+  l.total = l.offset + voxels * static_cast<uint64_t>(h.bitpix / 8);
+  l.float_bytes = h.datatype == 16 ? 4 : (h.datatype == 64 ? 8 : 0);  // DT_FLOAT32, DT_FLOAT64
+  l.swap = h.swapped;
   return l;
 }
 
@@ -136,9 +124,15 @@ int64_t check_nifti_complete(const std::string& path) {
   int code = 0;
   gzerror(f, &code);
   if (code != Z_OK && code != Z_BUF_ERROR) throw FileError(path, "corrupt gzip data");
-  // gzread stops at a truncated stream with Z_BUF_ERROR; the byte count tells.
-  if (code == Z_BUF_ERROR || total < layout.total)
-    throw FileError(path, truncated(total, layout.total) + (gz ? " (after decompression)" : ""));
+  // gzread stops at a truncated stream with Z_BUF_ERROR; the byte count tells where.
+  const std::string after = gz ? " after decompression" : "";
+  if (total == 0)
+    throw FileError(path, std::string(code == Z_BUF_ERROR ? "truncated" : "empty") + ": no NIfTI header (0 bytes" +
+                              after + ")");
+  if (total < layout.total) throw FileError(path, truncated(total, layout.total) + (gz ? " (after decompression)" : ""));
+  if (code == Z_BUF_ERROR)
+    throw FileError(path, "truncated gzip stream: the " + std::to_string(total) +
+                              " bytes of image data are all there but the gzip end (checksum) is missing");
   return nonfinite ? nonfinite->count() : 0;
 }
 

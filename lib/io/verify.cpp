@@ -14,6 +14,7 @@
 #include "io/dataset.h"
 #include "io/image_folder.h"
 #include "io/image_io.h"
+#include "io/label_check.h"
 
 namespace fs = std::filesystem;
 
@@ -61,8 +62,9 @@ void check_layout(const DatasetInfo& info, std::vector<std::string>& problems, s
                        " case(s)");
 }
 
-// Content problems of one case: unreadable files, grid mismatch, NaN/Inf, unknown label values.
-std::vector<std::string> check_case(const CaseFiles& c, const std::set<int>& allowed) {
+// Content problems of one case: unreadable files, bad geometry, grid mismatch, NaN/Inf, label
+// values dataset.json does not declare.
+std::vector<std::string> check_case(const CaseFiles& c, const std::vector<int>& declared) {
   std::vector<std::string> out;
   LoadedCase lc;
   try {
@@ -71,15 +73,9 @@ std::vector<std::string> check_case(const CaseFiles& c, const std::set<int>& all
     out.push_back(e.what());
     return out;
   }
-  // NaN/Inf voxels already failed load_case (read_image refuses them, naming the file).
-  std::set<int> present;
-  const int16_t* p16 = lc.label.pixel_type() == PixelType::Int16 ? lc.label.data<int16_t>() : nullptr;
-  for (int64_t i = 0; i < lc.label.numel(); ++i)
-    present.insert(p16 ? p16[i] : static_cast<int>(lc.label.data<int32_t>()[i]));
-  std::string unknown;
-  for (int v : present)
-    if (!allowed.count(v)) unknown += (unknown.empty() ? "" : ", ") + std::to_string(v);
-  if (!unknown.empty()) out.push_back(c.label + ": label value(s) " + unknown + " not declared in dataset.json");
+  // NaN/Inf voxels and non-integer labels already failed load_case (read_image/read_label name the file).
+  const std::string labels = undeclared_labels_problem(lc.label, declared);
+  if (!labels.empty()) out.push_back(c.label + ": case '" + c.id + "': " + labels);
   return out;
 }
 
@@ -114,13 +110,11 @@ std::vector<std::string> verify_dataset(const DatasetInfo& info, int threads) {
       if (ok) cases.push_back(c);
     }
   }
-  const auto values = info.label_values();
-  std::set<int> allowed(values.begin(), values.end());
-  if (info.raw.contains("ignore")) allowed.insert(info.raw.at("ignore").get<int>());
+  const std::vector<int> declared = info.label_values();
   std::vector<std::vector<std::string>> per_case(cases.size());
   ProgressBar bar("verify", static_cast<int64_t>(cases.size()));
   parallel_for(static_cast<int64_t>(cases.size()), threads, [&](int64_t i) {
-    per_case[static_cast<size_t>(i)] = check_case(cases[static_cast<size_t>(i)], allowed);
+    per_case[static_cast<size_t>(i)] = check_case(cases[static_cast<size_t>(i)], declared);
     bar.tick();
   });
   bar.finish();

@@ -10,6 +10,7 @@
 #include "core/parallel.h"
 #include "core/progress.h"
 #include "fingerprint/crop.h"
+#include "io/label_check.h"
 #include "core/atomic_writer.h"
 
 namespace fs = std::filesystem;
@@ -98,6 +99,7 @@ PreprocessPlan make_preprocess_plan(const planning::Plans& plans, const std::str
   p.data = resample_spec(c.resampling_fn_data, c.resampling_fn_data_kwargs, src);
   p.seg = resample_spec(c.resampling_fn_seg, c.resampling_fn_seg_kwargs, src);
   p.classes = sampling_classes(dataset);
+  p.label_values = dataset.label_values();
   return p;
 }
 
@@ -177,10 +179,13 @@ void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessP
   if (ec) throw FileError(output_folder, "cannot remove the old output: " + ec.message());
   fs::create_directories(output_folder);
   ProgressBar bar("preprocess " + plan.configuration, static_cast<int64_t>(cases.size()), options.progress);
-  parallel_for(static_cast<int64_t>(cases.size()), options.threads, [&](int64_t i) {
+  auto one_case = [&](int64_t i) {
     const io::CaseFiles& files = cases[static_cast<std::size_t>(i)];
     try {
-      PreprocessedCaseData r = preprocess_case(io::load_case(files), plan);
+      io::LoadedCase loaded = io::load_case(files);
+      if (loaded.label.numel() > 0 && !plan.label_values.empty())
+        io::check_label_values(loaded.label, plan.label_values, files.label, files.id);
+      PreprocessedCaseData r = preprocess_case(std::move(loaded), plan);
       write_preprocessed_case(output_folder, r.properties, r.arrays, false);
     } catch (const FileError&) {
       throw;
@@ -188,7 +193,13 @@ void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessP
       throw FileError(files.images.at(0), e.what());
     }
     bar.tick();
-  });
+  };
+  try {
+    parallel_for(static_cast<int64_t>(cases.size()), options.threads, one_case);
+  } catch (...) {
+    fs::remove_all(output_folder, ec);  // a folder missing cases would pass for a finished one
+    throw;
+  }
   bar.finish();
   sync_filesystem(output_folder);  // one flush instead of one fsync per file
 }

@@ -37,6 +37,7 @@ struct PreprocessPlan {
   std::vector<std::optional<IntensityProps>> intensity;  // per channel; set when CT needs it
   ResampleSpec data, seg;
   std::vector<SamplingClass> classes;
+  std::vector<int> label_values;  // every value a label map may hold (io::DatasetInfo::label_values)
 };
 
 // Builds the plan for `configuration`; throws Error naming the plans file for an unknown
@@ -59,7 +60,9 @@ struct PreprocessOptions {
 };
 
 // Preprocesses `cases` into `output_folder`, which is emptied first (as nnU-Net does). Cases run
-// on `threads` threads; errors name the case's files.
+// on `threads` threads; errors name the case's files. A label value outside plan.label_values
+// (when set) is an error naming the label file: training would fail on it, or, for a negative
+// one, silently take it for "outside the image".
 void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessPlan& plan,
                       const std::string& output_folder, const PreprocessOptions& options);
 
