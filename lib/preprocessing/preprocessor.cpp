@@ -11,6 +11,7 @@
 #include "core/progress.h"
 #include "fingerprint/crop.h"
 #include "core/atomic_writer.h"
+#include "core/output_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -172,16 +173,16 @@ PreprocessedCaseData preprocess_case(io::LoadedCase loaded, const PreprocessPlan
 
 void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessPlan& plan,
                       const std::string& output_folder, const PreprocessOptions& options) {
-  std::error_code ec;
-  fs::remove_all(output_folder, ec);
-  if (ec) throw FileError(output_folder, "cannot remove the old output: " + ec.message());
-  fs::create_directories(output_folder);
+  // Built aside and swapped in when complete: a case that fails keeps the previous preprocessed
+  // data intact and leaves no half-filled folder that training would take as the dataset.
+  StagedFolder staged(output_folder);
+  const std::string& folder = staged.path();
   ProgressBar bar("preprocess " + plan.configuration, static_cast<int64_t>(cases.size()), options.progress);
   parallel_for(static_cast<int64_t>(cases.size()), options.threads, [&](int64_t i) {
     const io::CaseFiles& files = cases[static_cast<std::size_t>(i)];
     try {
       PreprocessedCaseData r = preprocess_case(io::load_case(files), plan);
-      write_preprocessed_case(output_folder, r.properties, r.arrays, false);
+      write_preprocessed_case(folder, r.properties, r.arrays, false);
     } catch (const FileError&) {
       throw;
     } catch (const std::exception& e) {
@@ -190,7 +191,8 @@ void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessP
     bar.tick();
   });
   bar.finish();
-  sync_filesystem(output_folder);  // one flush instead of one fsync per file
+  sync_filesystem(folder);  // one flush instead of one fsync per file
+  staged.commit();
 }
 
 void copy_gt_segmentations(const std::vector<io::CaseFiles>& cases, const std::string& file_ending,

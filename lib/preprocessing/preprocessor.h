@@ -58,7 +58,8 @@ struct PreprocessOptions {
   bool progress = true;
 };
 
-// Preprocesses `cases` into `output_folder`, which is emptied first (as nnU-Net does). Cases run
+// Preprocesses `cases` into `output_folder`, replacing what it held (as nnU-Net does) only once
+// every case is written: on error the previous content stays and nothing new is left. Cases run
 // on `threads` threads; errors name the case's files.
 void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessPlan& plan,
                       const std::string& output_folder, const PreprocessOptions& options);
