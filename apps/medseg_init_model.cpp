@@ -12,15 +12,40 @@
 #include "io/dataset.h"
 #include "models/network.h"
 #include "planning/plans.h"
+#include "training/splits.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
+
+namespace {
+
+// Untrained weights must never silently replace a trained model: every target is checked before
+// anything is written, so a refusal leaves the folder exactly as it was.
+void refuse_existing(const std::string& output, const std::vector<std::string>& folds, const json& plans,
+                     const json& dataset) {
+  const std::string hint = "; pass --overwrite to replace it with untrained weights";
+  for (const std::string& f : folds) {
+    const fs::path ck = fs::path(output) / ("fold_" + f) / "checkpoint_final.ckpt";
+    if (fs::exists(ck)) throw FileError(ck.string(), "already exists (a trained model?)" + hint);
+  }
+  // The other folds' checkpoints were trained with the folder's plans: keep them consistent.
+  const auto same_or_absent = [&](const char* name, const json& content) {
+    const fs::path file = fs::path(output) / name;
+    if (fs::exists(file) && read_json(file.string()) != content)
+      throw FileError(file.string(), "already exists with other content (the folder holds another model?)" + hint);
+  };
+  same_or_absent("plans.json", plans);
+  same_or_absent("dataset.json", dataset);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Write a model folder with untrained weights (for benchmarks and smoke tests)", "medseg_init_model"};
   std::string dataset, configuration, plans_name = "nnUNetPlans", trainer = "nnUNetTrainer", output, preprocessed;
   std::vector<std::string> folds{"0"};
   uint64_t seed = 0;
+  bool overwrite = false;
   app.add_option("-d,--dataset", dataset, "Dataset id or name (plans from MEDSEG_PREPROCESSED)")->required();
   app.add_option("-c,--configuration", configuration, "Configuration")->required();
   app.add_option("-p,--plans", plans_name, "Plans identifier")->capture_default_str();
@@ -29,7 +54,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Seed of the random initialisation")->capture_default_str();
   app.add_option("-o,--output", output, "Model folder (default: MEDSEG_RESULTS/DATASET/TR__PLANS__CONFIG)");
   app.add_option("--preprocessed", preprocessed, "Preprocessed root (default: $MEDSEG_PREPROCESSED)");
+  app.add_flag("--overwrite", overwrite, "Replace existing checkpoints (and differing plans.json/dataset.json)");
   return cli::run(argc, argv, app, [&] {
+    for (std::string& f : folds) f = training::parse_fold(f);
     const std::string pre_root = root_folder(Root::Preprocessed, preprocessed);
     const std::string name = find_dataset_name(pre_root, dataset);
     const fs::path pre = fs::path(pre_root) / name;
@@ -40,6 +67,8 @@ int main(int argc, char** argv) {
     const auto& cfg = plans.configuration(configuration);
     if (output.empty())
       output = (fs::path(root_folder(Root::Results)) / name / (trainer + "__" + plans_name + "__" + configuration)).string();
+
+    if (!overwrite) refuse_existing(output, folds, plans_json, dataset_json);
 
     torch::manual_seed(seed);
     const int64_t classes = inference::network_outputs(info);

@@ -11,6 +11,7 @@
 #include "core/progress.h"
 #include "inference/case_inputs.h"
 #include "inference/model_folder.h"
+#include "inference/output_collisions.h"
 #include "inference/predict_cases.h"
 #include "inference/predictor.h"
 
@@ -79,9 +80,12 @@ int main(int argc, char** argv) {
     ro.file_ending = ending;
     ro.progress = !no_progress;
     set_progress_bars_enabled(!no_progress);
+    const std::string dataset_copy = (fs::path(output) / "dataset.json").string();
+    const std::string plans_copy = (fs::path(output) / "plans.json").string();
+    inference::refuse_overwriting_inputs(all_cases, cases, ro, {dataset_copy, plans_copy});  // before any write
     fs::create_directories(output);
-    write_json((fs::path(output) / "dataset.json").string(), dataset_json);
-    write_json((fs::path(output) / "plans.json").string(), plans_json);
+    write_json(dataset_copy, dataset_json);
+    write_json(plans_copy, plans_json);
     const inference::RunSummary s = inference::predict_cases(predictor, cases, ro);
 
     std::printf("%d case(s) written, %d skipped, %zu failed in %.1f s (%.1f s in the sliding window) -> %s\n", s.written,

@@ -37,9 +37,11 @@ step "5/8 preprocess 3d_fullres (nnUNetPlans)"
 epochs=${MEDSEG_DEMO_EPOCHS:-5}
 iters=${MEDSEG_DEMO_ITERS:-25}
 step "6/8 train fold 0 on CPU ($epochs epochs x $iters iterations; nnU-Net's recipe otherwise)"
+model="$MEDSEG_RESULTS/Dataset900_Demo/nnUNetTrainer__nnUNetPlans__3d_fullres"
+# A rerun of the demo starts over: medseg_train refuses a fold folder that holds an earlier run.
+rm -rf "$model/fold_0"
 "$bin/medseg_train" 900 3d_fullres 0 --epochs "$epochs" --iters-per-epoch "$iters" --val-iters-per-epoch 5 \
   --num-workers 2 --checkpoint-every 4 --no_pbar
-model="$MEDSEG_RESULTS/Dataset900_Demo/nnUNetTrainer__nnUNetPlans__3d_fullres"
 
 step "7/8 predict the 4 held-out test cases"
 "$bin/medseg_predict" -i "$MEDSEG_RAW/Dataset900_Demo/imagesTs" -o "$work/predictions" -m "$model" -f 0

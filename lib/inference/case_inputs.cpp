@@ -108,7 +108,11 @@ std::vector<CaseInput> collect_case_inputs(const std::vector<std::string>& input
   }
   if (cases.empty()) throw Error("no input images ending in '" + ending + "' found");
   std::vector<CaseInput> out;
-  for (const auto& [id, s] : cases) out.push_back(make_case(id, s, ending, num_channels));
+  for (const auto& [id, s] : cases) {
+    out.push_back(make_case(id, s, ending, num_channels));
+    out.back().files = s.plain;
+    for (const auto& [k, files] : s.channels) out.back().files.insert(out.back().files.end(), files.begin(), files.end());
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@ struct CaseInput {
   std::string id;
   std::vector<std::string> images;  // channel order (complete only when error is empty)
   std::string error;                // why this case cannot be predicted ("" = fine)
+  std::vector<std::string> files;   // every input file of this case, also when error is set
 };
 
 // `inputs`: folders (every file ending in `file_ending` is taken) and files. A file without the

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "inference/bounded_queue.h"
+#include "inference/output_collisions.h"
 #include "io/case_loader.h"
 
 namespace fs = std::filesystem;
@@ -87,6 +88,7 @@ bool outputs_exist(const RunOptions& o, const std::string& id) {
 RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cases, const RunOptions& o) {
   const auto t0 = Clock::now();
   RunSummary summary;
+  refuse_overwriting_inputs(cases, cases, o);
   fs::create_directories(o.output_folder);
   std::vector<std::size_t> todo;
   std::vector<std::pair<std::size_t, std::string>> listing_errors;

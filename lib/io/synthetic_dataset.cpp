@@ -8,7 +8,9 @@
 
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/output_folder.h"
 #include "core/parallel.h"
+#include "core/paths.h"
 #include "core/volume.h"
 #include "io/image_io.h"
 
@@ -164,11 +166,17 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
     if (o.min_shape[a] < 8 || o.max_shape[a] < o.min_shape[a]) throw Error("invalid shape range (each axis >= 8, max >= min)");
   char name[32];
   std::snprintf(name, sizeof name, "Dataset%03d_", o.dataset_id);
-  const fs::path folder = fs::path(root) / (name + o.name);
-  if (fs::exists(folder)) {
-    if (!overwrite) throw FileError(folder.string(), "already exists (use --overwrite to replace it)");
-    fs::remove_all(folder);
-  }
+  const fs::path target = fs::path(root) / (name + o.name);
+  if (fs::exists(target) && !overwrite) throw FileError(target.string(), "already exists (use --overwrite to replace it)");
+  // A second folder with the same id would make every later `-d ID` ambiguous.
+  for (const std::string& other : list_datasets(root))
+    if (dataset_id_of(other) == o.dataset_id && other != target.filename().string())
+      throw FileError((fs::path(root) / other).string(), "dataset id " + std::to_string(o.dataset_id) +
+                                                             " is taken by this folder (choose another -d, or remove it)");
+  // Built aside and moved into place at the end: a failed make leaves no partial dataset, and
+  // --overwrite keeps the old one until the new one is complete.
+  StagedFolder staged(target.string());
+  const fs::path folder = staged.path();
   for (const char* sub : {"imagesTr", "labelsTr"}) fs::create_directories(folder / sub);
   if (o.num_test_cases > 0)
     for (const char* sub : {"imagesTs", "labelsTs"}) fs::create_directories(folder / sub);
@@ -193,7 +201,8 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
   ds["name"] = o.name;
   ds["description"] = "Synthetic dataset written by medseg_make_dataset (seed " + std::to_string(o.seed) + ")";
   write_json((folder / "dataset.json").string(), ds);
-  return folder.string();
+  staged.commit();
+  return target.string();
 }
 
 }  // namespace medseg::io

@@ -30,7 +30,9 @@ struct SyntheticDatasetOptions {
 };
 
 // Writes <root>/DatasetXXX_Name/{dataset.json, imagesTr, labelsTr[, imagesTs, labelsTs]} and
-// returns the dataset folder. Refuses to overwrite an existing folder unless `overwrite`.
+// returns the dataset folder. Refuses to overwrite an existing folder unless `overwrite`, and an id
+// that another DatasetXXX_* folder under `root` already has. Built in a temporary sibling and moved
+// into place at the end, so a failure leaves `root` as it was.
 std::string write_synthetic_dataset(const std::string& root, const SyntheticDatasetOptions& o,
                                     bool overwrite = false, int threads = 1);
 

@@ -12,6 +12,7 @@
 #include "fingerprint/crop.h"
 #include "io/label_check.h"
 #include "core/atomic_writer.h"
+#include "core/output_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -174,10 +175,10 @@ PreprocessedCaseData preprocess_case(io::LoadedCase loaded, const PreprocessPlan
 
 void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessPlan& plan,
                       const std::string& output_folder, const PreprocessOptions& options) {
-  std::error_code ec;
-  fs::remove_all(output_folder, ec);
-  if (ec) throw FileError(output_folder, "cannot remove the old output: " + ec.message());
-  fs::create_directories(output_folder);
+  // Built aside and swapped in when complete: a case that fails keeps the previous preprocessed
+  // data intact and leaves no half-filled folder that training would take as the dataset.
+  StagedFolder staged(output_folder);
+  const std::string& folder = staged.path();
   ProgressBar bar("preprocess " + plan.configuration, static_cast<int64_t>(cases.size()), options.progress);
   auto one_case = [&](int64_t i) {
     const io::CaseFiles& files = cases[static_cast<std::size_t>(i)];
@@ -186,7 +187,7 @@ void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessP
       if (loaded.label.numel() > 0 && !plan.label_values.empty())
         io::check_label_values(loaded.label, plan.label_values, files.label, files.id);
       PreprocessedCaseData r = preprocess_case(std::move(loaded), plan);
-      write_preprocessed_case(output_folder, r.properties, r.arrays, false);
+      write_preprocessed_case(folder, r.properties, r.arrays, false);
     } catch (const FileError&) {
       throw;
     } catch (const std::exception& e) {
@@ -194,14 +195,10 @@ void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessP
     }
     bar.tick();
   };
-  try {
-    parallel_for(static_cast<int64_t>(cases.size()), options.threads, one_case);
-  } catch (...) {
-    fs::remove_all(output_folder, ec);  // a folder missing cases would pass for a finished one
-    throw;
-  }
+  parallel_for(static_cast<int64_t>(cases.size()), options.threads, one_case);
   bar.finish();
-  sync_filesystem(output_folder);  // one flush instead of one fsync per file
+  sync_filesystem(folder);  // one flush instead of one fsync per file
+  staged.commit();
 }
 
 void copy_gt_segmentations(const std::vector<io::CaseFiles>& cases, const std::string& file_ending,

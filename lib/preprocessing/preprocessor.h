@@ -59,7 +59,8 @@ struct PreprocessOptions {
   bool progress = true;
 };
 
-// Preprocesses `cases` into `output_folder`, which is emptied first (as nnU-Net does). Cases run
+// Preprocesses `cases` into `output_folder`, replacing what it held (as nnU-Net does) only once
+// every case is written: on error the previous content stays and nothing new is left. Cases run
 // on `threads` threads; errors name the case's files. A label value outside plan.label_values
 // (when set) is an error naming the label file: training would fail on it, or, for a negative
 // one, silently take it for "outside the image".

@@ -1,5 +1,6 @@
 #include "training/run_folder.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.h"
@@ -18,7 +19,7 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
   r.configuration = configuration;
   r.plans_name = plans_name;
   r.trainer_name = trainer_name;
-  r.fold = fold;
+  r.fold = parse_fold(fold);  // before it names a folder
   const std::string pre = root_folder(Root::Preprocessed, preprocessed_root);
   RunFolders& f = r.folders;
   f.dataset_name = find_dataset_name(pre, dataset);
@@ -44,14 +45,30 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
   const auto ids = preprocessing::list_preprocessed_cases(f.data_folder);
   if (ids.empty()) throw FileError(f.data_folder, "no preprocessed cases");
   const auto splits = load_or_create_splits(f.splits_file, ids);
-  const Split s = select_fold(splits, ids, fold);
+  const Split s = select_fold(splits, ids, r.fold);
   r.train_ids = s.train;
   r.val_ids = s.val;
 
   const std::string res = root_folder(Root::Results, results_root);
   f.model_folder = (fs::path(res) / f.dataset_name / (trainer_name + "__" + plans_name + "__" + configuration)).string();
-  f.fold_folder = (fs::path(f.model_folder) / ("fold_" + fold)).string();
+  f.fold_folder = (fs::path(f.model_folder) / ("fold_" + r.fold)).string();
   return r;
+}
+
+void refuse_used_fold_folder(const std::string& fold_folder) {
+  if (!fs::is_directory(fold_folder)) return;
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(fold_folder)) {
+    const std::string n = e.path().filename().string();
+    const bool checkpoint = n.rfind("checkpoint_", 0) == 0 && n.size() > 5 && n.compare(n.size() - 5, 5, ".ckpt") == 0;
+    if (checkpoint || n == "metrics.jsonl") found.push_back(n);
+  }
+  if (found.empty()) return;
+  std::sort(found.begin(), found.end());
+  std::string list;
+  for (const auto& n : found) list += (list.empty() ? "" : ", ") + n;
+  throw FileError(fold_folder, "already holds a training run (" + list +
+                                   "); use --c to continue it, or remove the folder to start a new one");
 }
 
 }  // namespace medseg::training

@@ -140,22 +140,23 @@ Split random_80_20_split(std::vector<std::string> ids, int fold) {
   return s;
 }
 
+std::string parse_fold(const std::string& fold) {
+  if (fold == "all") return fold;
+  const bool digits = !fold.empty() && fold.size() <= 9 &&
+                      std::all_of(fold.begin(), fold.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) throw Error("fold must be a non-negative integer or 'all', got '" + fold + "'");
+  return std::to_string(std::stol(fold));
+}
+
 Split select_fold(const std::vector<Split>& splits, const std::vector<std::string>& case_ids, const std::string& fold) {
-  if (fold == "all") {
+  if (parse_fold(fold) == "all") {
     Split s;
     s.train = case_ids;
     std::sort(s.train.begin(), s.train.end());
     s.val = s.train;
     return s;
   }
-  std::size_t used = 0;
-  long f = -1;
-  try {
-    f = std::stol(fold, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != fold.size() || f < 0) throw Error("fold must be a number or 'all', got '" + fold + "'");
+  const long f = std::stol(fold);
   if (static_cast<std::size_t>(f) < splits.size()) return splits[static_cast<std::size_t>(f)];
   return random_80_20_split(case_ids, static_cast<int>(f));
 }

@@ -43,6 +43,13 @@ using checkpoint::load_weights;
 using checkpoint::module_weights;
 using checkpoint::save_checkpoint;
 
+// What --c resumes from: the newest checkpoint that loads, and the ones skipped (name, why).
+struct ResumePoint {
+  std::optional<Checkpoint> checkpoint;
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> skipped;
+};
+
 struct Trainer::State {
   RunInputs in;
   TrainerConfig cfg;
@@ -73,9 +80,13 @@ struct Trainer::State {
   std::string path(const char* name) const { return (fs::path(in.folders.fold_folder) / name).string(); }
   std::string metrics_path() const { return path("metrics.jsonl"); }
 
+  bool file_sink = false;  // training_log.txt attached to the default logger
+
   Checkpoint to_checkpoint() const;
   void restore(const Checkpoint& ck);
-  bool resume_from_newest();
+  ResumePoint newest_valid_checkpoint() const;
+  void resume_from(ResumePoint& from);
+  void open_run_folder();
   void save(const char* name);
   void start_loaders();
   bool train_epoch();  // false when interrupted
@@ -145,25 +156,30 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
 
   s.train_src = std::make_shared<data::PreprocessedCaseSource>(s.in.folders.data_folder, s.in.train_ids);
   s.val_src = std::make_shared<data::PreprocessedCaseSource>(s.in.folders.data_folder, s.in.val_ids);
-  copy_run_files(s.in, s.cfg);
-
-  // File log next to the checkpoints, as nnU-Net's training_log.txt.
-  auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(s.path("training_log.txt"));
-  file_sink->set_pattern("[%Y-%m-%d %H:%M:%S] %l: %v");
-  spdlog::default_logger()->sinks().push_back(file_sink);
-
-  spdlog::info("{} | {} | fold {} | {} training, {} validation cases", s.in.folders.dataset_name, s.in.configuration,
-               s.in.fold, s.in.train_ids.size(), s.in.val_ids.size());
-  spdlog::info("network {}: {} parameters; patch {}x{}x{}, batch {}; device {}, AMP {}", s.net->class_name(),
-               s.net->parameter_count(), s.train_pipe.final_patch[0], s.train_pipe.final_patch[1],
-               s.train_pipe.final_patch[2], s.train_pipe.batch_size, s.device.str(),
-               s.amp_on ? (s.amp_dtype == at::kHalf ? "fp16" : "bf16") : "off");
+  // Nothing is written yet: run() and validate() check the fold folder first (open_run_folder).
 }
 
 Trainer::~Trainer() {
   // Drop the per-run file sink so later runs in the same process do not write here.
   auto& sinks = spdlog::default_logger()->sinks();
-  if (sinks.size() > 1) sinks.pop_back();
+  if (s_->file_sink && !sinks.empty()) sinks.pop_back();
+}
+
+// The model folder's copies of plans, dataset.json and config, and training_log.txt: written only
+// once the command's inputs are known to be good, so a refused command leaves no folder behind.
+void Trainer::State::open_run_folder() {
+  copy_run_files(in, cfg);
+  // File log next to the checkpoints, as nnU-Net's training_log.txt.
+  auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path("training_log.txt"));
+  sink->set_pattern("[%Y-%m-%d %H:%M:%S] %l: %v");
+  spdlog::default_logger()->sinks().push_back(sink);
+  file_sink = true;
+
+  spdlog::info("{} | {} | fold {} | {} training, {} validation cases", in.folders.dataset_name, in.configuration,
+               in.fold, in.train_ids.size(), in.val_ids.size());
+  spdlog::info("network {}: {} parameters; patch {}x{}x{}, batch {}; device {}, AMP {}", net->class_name(),
+               net->parameter_count(), train_pipe.final_patch[0], train_pipe.final_patch[1], train_pipe.final_patch[2],
+               train_pipe.batch_size, device.str(), amp_on ? (amp_dtype == at::kHalf ? "fp16" : "bf16") : "off");
 }
 
 const std::string& Trainer::fold_folder() const { return s_->in.folders.fold_folder; }
@@ -212,27 +228,45 @@ void Trainer::State::restore(const Checkpoint& ck) {
   if (fs::exists(metrics_path())) truncate_metrics(metrics_path(), static_cast<int64_t>(log.size()));
 }
 
-bool Trainer::State::resume_from_newest() {
-  std::optional<Checkpoint> newest;
-  std::string newest_name;
+// A checkpoint that does not load (corrupt, truncated, another format) is skipped, not fatal: an
+// older valid one still resumes the run. It is left on disk for the user; a later save of the
+// same name replaces it as any save does.
+ResumePoint Trainer::State::newest_valid_checkpoint() const {
+  ResumePoint r;
+  const auto key = [](const Checkpoint& c) { return std::make_pair(c.epoch, c.sampler.value("next_iteration", int64_t{0})); };
   for (const char* name : {kCheckpointFinal, kCheckpointLatest, kCheckpointBest}) {
     if (!fs::exists(path(name))) continue;
-    Checkpoint ck = load_checkpoint(path(name));
-    const auto key = [](const Checkpoint& c) {
-      return std::make_pair(c.epoch, c.sampler.value("next_iteration", int64_t{0}));
-    };
-    if (!newest || key(ck) > key(*newest)) {
-      newest = std::move(ck);
-      newest_name = name;
+    try {
+      Checkpoint ck = load_checkpoint(path(name));
+      if (!r.checkpoint || key(ck) > key(*r.checkpoint)) {
+        r.checkpoint = std::move(ck);
+        r.name = name;
+      }
+    } catch (const std::exception& e) {
+      r.skipped.emplace_back(name, e.what());
     }
   }
-  if (!newest) {
-    spdlog::warn("--c: no checkpoint in {}; starting a new training", in.folders.fold_folder);
-    return false;
+  if (!r.checkpoint && !r.skipped.empty()) {
+    std::string why;
+    for (const auto& [name, what] : r.skipped) why += (why.empty() ? "" : "; ") + what;
+    throw FileError(in.folders.fold_folder, "--c: no checkpoint here can be loaded (" + why +
+                                                "); move them aside to start a new training");
   }
-  restore(*newest);
-  spdlog::info("resumed from {} (epoch {}, iteration {})", newest_name, epoch, next_iter);
-  return true;
+  return r;
+}
+
+void Trainer::State::resume_from(ResumePoint& from) {
+  for (const auto& [name, what] : from.skipped)
+    spdlog::warn("--c: skipped {} (kept as it is): {}", name, what);
+  if (!from.checkpoint) {
+    spdlog::warn("--c: no checkpoint in {}; starting a new training", in.folders.fold_folder);
+    // Lines of epochs that ended before any checkpoint was written: they will be redone.
+    if (fs::exists(metrics_path())) truncate_metrics(metrics_path(), 0);
+    return;
+  }
+  restore(*from.checkpoint);
+  from.checkpoint.reset();
+  spdlog::info("resumed from {} (epoch {}, iteration {})", from.name, epoch, next_iter);
 }
 
 void Trainer::State::save(const char* name) {
@@ -339,8 +373,15 @@ void Trainer::State::end_epoch(EpochMetrics& m, double seconds) {
 
 TrainOutcome Trainer::run() {
   State& s = *s_;
+  // Checked before anything is written: a refused command leaves the folder as it found it.
+  ResumePoint from;
+  if (s.opt.resume)
+    from = s.newest_valid_checkpoint();
+  else
+    refuse_used_fold_folder(s.in.folders.fold_folder);
+  s.open_run_folder();
   install_interrupt_handler();
-  if (s.opt.resume) s.resume_from_newest();
+  if (s.opt.resume) s.resume_from(from);
   if (s.epoch >= s.cfg.num_epochs) {
     spdlog::info("training already finished ({} epochs); nothing to do", s.epoch);
     return TrainOutcome::Finished;
@@ -377,6 +418,7 @@ double Trainer::validate(const std::string& checkpoint_name) {
   if (!fs::exists(file)) throw FileError(file, "checkpoint not found (has this fold finished training?)");
   const Checkpoint ck = load_checkpoint(file);
   load_weights(*s.net, ck.weights, true);
+  s.open_run_folder();
   return run_final_validation(*s.net, s.in, s.device, s.mirror_axes, s.opt.save_probabilities);
 }
 

@@ -1,0 +1,104 @@
+#include "core/output_folder.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace medseg {
+
+namespace {
+
+// The topmost of `folder` and its ancestors that does not exist ("" when `folder` exists).
+fs::path first_missing(const fs::path& folder) {
+  fs::path missing;
+  for (fs::path p = fs::absolute(folder).lexically_normal(); !p.empty(); p = p.parent_path()) {
+    std::error_code ec;
+    if (fs::exists(p, ec) || ec) break;
+    missing = p;
+    if (p == p.parent_path()) break;
+  }
+  return missing;
+}
+
+// "a/b/" -> "a/b", "b" -> "./b": a path whose parent_path() and filename() name the folder.
+fs::path folder_path(const std::string& folder) {
+  fs::path p = fs::path(folder).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.has_parent_path() ? p : fs::path(".") / p;
+}
+
+std::string sibling_name(const fs::path& target, const char* tag) {
+  std::random_device rd;
+  const fs::path dir = target.parent_path();
+  return (dir / ("." + target.filename().string() + "." + tag + "." + std::to_string(::getpid()) + "." +
+                 std::to_string(rd())))
+      .string();
+}
+
+}  // namespace
+
+NewFolderGuard::NewFolderGuard(const std::string& folder) {
+  if (folder.empty()) return;
+  const fs::path missing = first_missing(folder);
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) {
+    if (!missing.empty()) fs::remove_all(missing, ec);
+    throw FileError(folder, "cannot create the folder: " + ec.message());
+  }
+  created_ = missing.string();
+}
+
+NewFolderGuard::~NewFolderGuard() {
+  std::error_code ec;
+  if (!created_.empty()) fs::remove_all(created_, ec);
+}
+
+StagedFolder::StagedFolder(std::string target)
+    : target_(folder_path(target).string()),
+      tmp_(sibling_name(fs::path(target_), "tmp")),
+      parents_(fs::path(tmp_).parent_path().string()) {
+  std::error_code ec;
+  fs::create_directory(tmp_, ec);
+  if (ec) throw FileError(tmp_, "cannot create the folder: " + ec.message());
+}
+
+StagedFolder::~StagedFolder() {
+  std::error_code ec;
+  if (!committed_) fs::remove_all(tmp_, ec);
+}
+
+void StagedFolder::commit() {
+  if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
+    // An existing target: rename() only replaces an empty folder, so exchange the two names.
+    if (errno != ENOTEMPTY && errno != EEXIST) throw FileError(target_, std::string("cannot move into place: ") + std::strerror(errno));
+    if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) != 0) {
+      // No RENAME_EXCHANGE on this file system: the target is briefly absent (never half-written).
+      const std::string old = sibling_name(fs::path(target_), "old");
+      if (::rename(target_.c_str(), old.c_str()) != 0)
+        throw FileError(target_, std::string("cannot move the old folder aside: ") + std::strerror(errno));
+      if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
+        const std::string why = std::strerror(errno);
+        ::rename(old.c_str(), target_.c_str());
+        throw FileError(target_, "cannot move into place: " + why);
+      }
+      tmp_ = old;
+    }
+    // tmp_ now names the old content.
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+  }
+  committed_ = true;
+  parents_.keep();
+}
+
+}  // namespace medseg
