@@ -10,16 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/grid.h"
+
 namespace medseg::data {
-
-using Shape3 = std::array<int64_t, 3>;  // (z, y, x), array order
-
-// Half-open box [lo, hi) in voxel coordinates of a case; may extend past its borders.
-struct Box {
-  Shape3 lo{0, 0, 0}, hi{0, 0, 0};
-  Shape3 size() const { return {hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]}; }
-  int64_t numel() const { return size()[0] * size()[1] * size()[2]; }
-};
 
 // Per foreground label, voxel positions (z, y, x) known to carry it (nnU-Net's
 // properties['class_locations'] without the leading channel index). Ordered by label.
@@ -33,9 +26,9 @@ class CaseSource {
   virtual int64_t channels() const = 0;  // same for every case
   virtual Shape3 shape(int64_t i) const = 0;
   virtual const ClassLocations& class_locations(int64_t i) const = 0;
-  // Image box as float32 (channels, box.size()) into `out` (contiguous); outside the case: `pad`.
+  // Image box as float32 (channels, box.shape()) into `out` (contiguous); outside the case: `pad`.
   virtual void read_data(int64_t i, const Box& box, float* out, float pad) const = 0;
-  // Segmentation box (1, box.size()) as int16 into `out`; outside the case: `pad`.
+  // Segmentation box (1, box.shape()) as int16 into `out`; outside the case: `pad`.
   virtual void read_seg(int64_t i, const Box& box, int16_t* out, int16_t pad) const = 0;
 };
 

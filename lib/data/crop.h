@@ -12,7 +12,7 @@ namespace medseg::data {
 
 template <class Src, class Dst>
 void copy_box(const Src* src, int64_t channels, const Shape3& shape, const Box& box, Dst* out, Dst pad) {
-  const Shape3 bs = box.size();
+  const Shape3 bs = box.shape();
   const int64_t plane = bs[1] * bs[2], vol = bs[0] * plane;
   std::fill(out, out + channels * vol, pad);
   Shape3 lo, hi;  // intersection with the case, in case coordinates

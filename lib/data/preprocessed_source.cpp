@@ -37,17 +37,11 @@ PreprocessedCaseSource::PreprocessedCaseSource(const std::string& folder, const 
 }
 
 void PreprocessedCaseSource::read_data(int64_t i, const Box& box, float* out, float pad) const {
-  preprocessing::Box3 b;
-  b.lo = box.lo;
-  b.hi = box.hi;
-  preprocessing::read_patch(cases_.at(static_cast<size_t>(i)), b, out, pad);
+  preprocessing::read_patch(cases_.at(static_cast<size_t>(i)), box, out, pad);
 }
 
 void PreprocessedCaseSource::read_seg(int64_t i, const Box& box, int16_t* out, int16_t pad) const {
-  preprocessing::Box3 b;
-  b.lo = box.lo;
-  b.hi = box.hi;
-  preprocessing::read_seg_patch(cases_.at(static_cast<size_t>(i)), b, out, pad);
+  preprocessing::read_seg_patch(cases_.at(static_cast<size_t>(i)), box, out, pad);
 }
 
 }  // namespace medseg::data

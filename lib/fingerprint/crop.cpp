@@ -81,9 +81,9 @@ void fill_holes(std::vector<uint8_t>& mask, const Shape3& shape) {
   for (auto& m : mask) m = m == kOutside ? 0 : 1;
 }
 
-BBox bbox_of_mask(const std::vector<uint8_t>& mask, const Shape3& shape) {
+Box bbox_of_mask(const std::vector<uint8_t>& mask, const Shape3& shape) {
   const int64_t Z = shape[0], Y = shape[1], X = shape[2];
-  BBox b;
+  Box b;
   b.lo = {Z, Y, X};
   b.hi = {0, 0, 0};
   bool any = false;
@@ -121,7 +121,7 @@ Geometry cropped_geometry(const Geometry& g, const Shape3& lo) {
   return out;
 }
 
-Volume crop_volume(const Volume& v, const BBox& b) {
+Volume crop_volume(const Volume& v, const Box& b) {
   for (int a = 0; a < 3; ++a)
     if (b.lo[a] < 0 || b.hi[a] > v.shape()[a] || b.lo[a] > b.hi[a])
       throw Error("crop: box does not fit the volume of shape " + shape_str(v.shape()));
@@ -133,7 +133,7 @@ Volume crop_volume(const Volume& v, const BBox& b) {
   return out;
 }
 
-Volume uncrop(const Volume& cropped, const BBox& b, const Shape3& full_shape, const Geometry& full_geometry,
+Volume uncrop(const Volume& cropped, const Box& b, const Shape3& full_shape, const Geometry& full_geometry,
               double fill) {
   for (int a = 0; a < 3; ++a)
     if (b.lo[a] < 0 || b.hi[a] > full_shape[a] || b.shape()[a] != cropped.shape()[a])

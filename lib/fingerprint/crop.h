@@ -10,19 +10,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/grid.h"
 #include "core/volume.h"
 
 namespace medseg::fingerprint {
-
-using Shape3 = std::array<int64_t, 3>;
-
-struct BBox {
-  Shape3 lo{0, 0, 0};
-  Shape3 hi{0, 0, 0};  // exclusive
-  Shape3 shape() const { return {hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]}; }
-  int64_t numel() const { return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); }
-  bool operator==(const BBox& o) const { return lo == o.lo && hi == o.hi; }
-};
 
 // OR over channels of voxel != 0 (NaN counts as nonzero, as in numpy). 1 = nonzero.
 std::vector<uint8_t> nonzero_mask(const std::vector<Volume>& channels);
@@ -32,10 +23,10 @@ std::vector<uint8_t> nonzero_mask(const std::vector<Volume>& channels);
 void fill_holes(std::vector<uint8_t>& mask, const Shape3& shape);
 
 // Bounding box of the nonzero voxels; the whole volume when the mask is empty (as acvl_utils).
-BBox bbox_of_mask(const std::vector<uint8_t>& mask, const Shape3& shape);
+Box bbox_of_mask(const std::vector<uint8_t>& mask, const Shape3& shape);
 
 struct CropResult {
-  BBox bbox;
+  Box bbox;
   Shape3 shape_before{0, 0, 0};
   std::vector<Volume> channels;  // cropped; pixel types kept, origin moved to the box corner
   Volume seg;                    // cropped label with -1 outside the mask (signed integer type)
@@ -54,7 +45,7 @@ Geometry cropped_geometry(const Geometry& g, const Shape3& lo);
 
 // Copies box `b` out of a (z, y, x) array of `shape` into `dst` (b.numel() elements).
 template <class T>
-void crop_array(const T* src, const Shape3& shape, const BBox& b, T* dst) {
+void crop_array(const T* src, const Shape3& shape, const Box& b, T* dst) {
   const Shape3 s = b.shape();
   for (int64_t z = 0; z < s[0]; ++z)
     for (int64_t y = 0; y < s[1]; ++y) {
@@ -67,7 +58,7 @@ void crop_array(const T* src, const Shape3& shape, const BBox& b, T* dst) {
 // Inverse of crop_array: writes `src` (box-shaped) into box `b` of `dst` (full `shape`), leaving
 // the rest of `dst` untouched.
 template <class T>
-void uncrop_array(const T* src, const BBox& b, const Shape3& shape, T* dst) {
+void uncrop_array(const T* src, const Box& b, const Shape3& shape, T* dst) {
   const Shape3 s = b.shape();
   for (int64_t z = 0; z < s[0]; ++z)
     for (int64_t y = 0; y < s[1]; ++y) {
@@ -78,11 +69,11 @@ void uncrop_array(const T* src, const BBox& b, const Shape3& shape, T* dst) {
 }
 
 // Crops a volume to box `b` (pixel type kept, origin moved to the box corner).
-Volume crop_volume(const Volume& v, const BBox& b);
+Volume crop_volume(const Volume& v, const Box& b);
 
 // Puts `cropped` back into a new volume of `full_shape` and `full_geometry` whose other voxels
 // are `fill` (cast to the pixel type). Throws Error when the box does not fit.
-Volume uncrop(const Volume& cropped, const BBox& b, const Shape3& full_shape, const Geometry& full_geometry,
+Volume uncrop(const Volume& cropped, const Box& b, const Shape3& full_shape, const Geometry& full_geometry,
               double fill = 0.0);
 
 }  // namespace medseg::fingerprint

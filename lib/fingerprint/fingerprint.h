@@ -19,7 +19,7 @@ constexpr int kFingerprintVersion = 1;
 struct CaseRecord {
   std::string id;
   Shape3 shape_before_crop{0, 0, 0};
-  BBox bbox;                               // crop box in the original array, (z, y, x), [lo, hi)
+  Box bbox;                               // crop box in the original array, (z, y, x), [lo, hi)
   double relative_size_after_cropping = 0;
   int64_t num_foreground_voxels = 0;       // label > 0 inside the crop
   std::vector<IntensityStats> stats;       // per channel, over all foreground voxels of the case

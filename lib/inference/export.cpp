@@ -16,7 +16,6 @@
 
 namespace medseg::inference {
 
-using preprocessing::Shape3;
 
 LabelMapping label_mapping(const io::DatasetInfo& dataset, const std::string& source) {
   LabelMapping m;

@@ -25,8 +25,10 @@ struct Predictor::Nets {
 };
 
 Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
-    : model_(std::move(model)), opts_(opts), nets_(std::make_unique<Nets>()) {
-  if (opts_.torch_threads > 0) at::set_num_threads(opts_.torch_threads);
+    : torch_settings_(std::make_unique<ScopedTorchSettings>(TorchSettings{opts.torch_threads, false, false, {}})),
+      model_(std::move(model)),
+      opts_(opts),
+      nets_(std::make_unique<Nets>()) {
   const planning::ConfigurationPlan& cfg = model_.plans.configuration(model_.configuration);
   if (!cfg.previous_stage.empty())
     throw Error("configuration '" + model_.configuration + "' is a cascade stage (needs the predictions of '" +

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/torch_settings.h"
 #include "inference/export.h"
 #include "inference/model_folder.h"
 #include "inference/sliding_window.h"
@@ -49,6 +50,8 @@ class Predictor {
 
  private:
   struct Nets;
+  // Intra-op threads while the predictor lives (first member: restored last).
+  std::unique_ptr<ScopedTorchSettings> torch_settings_;
   ModelFolder model_;
   PredictorOptions opts_;
   preprocessing::PreprocessPlan plan_;

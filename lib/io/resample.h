@@ -17,9 +17,9 @@
 #include <array>
 #include <cstdint>
 
-namespace medseg::io {
+#include "core/grid.h"
 
-using Shape3 = std::array<int64_t, 3>;
+namespace medseg::io {
 
 constexpr int kSplineEdgePad = 12;  // scipy's pre-padding for spline orders > 1 with mode 'nearest'
 

@@ -262,7 +262,7 @@ namespace {
 
 // Copies box `b` of one (Z, Y, X) array `src` into `out`, padding outside voxels.
 template <class In, class Out>
-void copy_box(const In* src, const Shape3& shape, const Box3& b, Out* out, Out pad) {
+void copy_box(const In* src, const Shape3& shape, const Box& b, Out* out, Out pad) {
   const Shape3 s = b.shape();
   const int64_t x0 = std::max<int64_t>(b.lo[2], 0), x1 = std::min(b.hi[2], shape[2]);
   for (int64_t z = b.lo[0]; z < b.hi[0]; ++z)
@@ -279,20 +279,20 @@ void copy_box(const In* src, const Shape3& shape, const Box3& b, Out* out, Out p
     }
 }
 
-void check_box(const Box3& b) {
+void check_box(const Box& b) {
   for (int a = 0; a < 3; ++a)
     if (b.hi[a] < b.lo[a]) throw Error("read_patch: box has hi < lo along axis " + std::to_string(a));
 }
 
 }  // namespace
 
-void read_patch(const PreprocessedCase& c, const Box3& box, float* out, float pad_value) {
+void read_patch(const PreprocessedCase& c, const Box& box, float* out, float pad_value) {
   check_box(box);
   const int64_t n = box.numel();
   for (int ch = 0; ch < c.num_channels(); ++ch) copy_box(c.channel(ch), c.shape(), box, out + ch * n, pad_value);
 }
 
-void read_seg_patch(const PreprocessedCase& c, const Box3& box, int16_t* out, int16_t pad_value) {
+void read_seg_patch(const PreprocessedCase& c, const Box& box, int16_t* out, int16_t pad_value) {
   check_box(box);
   if (c.seg_dtype() == SegDType::Int8)
     copy_box(c.seg_int8(), c.shape(), box, out, pad_value);

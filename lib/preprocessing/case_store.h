@@ -24,7 +24,6 @@ namespace medseg::preprocessing {
 constexpr int kCasePropertiesVersion = 1;
 
 using Spacing3 = std::array<double, 3>;
-using Box3 = fingerprint::BBox;  // half-open [lo, hi) in (z, y, x); lo may be negative, hi past the end
 
 struct CaseProperties {
   int version = kCasePropertiesVersion;
@@ -36,7 +35,7 @@ struct CaseProperties {
   // What preprocessing did, in order. Shapes and boxes after the transpose are transposed arrays.
   Perm3 transpose_forward{0, 1, 2};
   Shape3 shape_before_cropping{0, 0, 0};  // after transpose
-  Box3 bbox_used_for_cropping;
+  Box bbox_used_for_cropping;
   Shape3 shape_after_cropping_and_before_resampling{0, 0, 0};
   Spacing3 spacing_before_resampling{1, 1, 1};  // original spacing, transposed
   Spacing3 spacing_after_resampling{1, 1, 1};   // the configuration's (2d: first axis kept)
@@ -113,9 +112,9 @@ std::vector<std::string> list_preprocessed_cases(const std::string& folder);
 
 // Copies box `box` of every channel into `out` (C * box.numel() floats, layout (C, z, y, x) of the
 // box). Voxels of the box outside the volume get `pad_value`. Reads only the rows the box covers.
-void read_patch(const PreprocessedCase& c, const Box3& box, float* out, float pad_value = 0.0f);
+void read_patch(const PreprocessedCase& c, const Box& box, float* out, float pad_value = 0.0f);
 
 // The same for the segmentation (box.numel() values); nnU-Net pads segmentations with -1.
-void read_seg_patch(const PreprocessedCase& c, const Box3& box, int16_t* out, int16_t pad_value = -1);
+void read_seg_patch(const PreprocessedCase& c, const Box& box, int16_t* out, int16_t pad_value = -1);
 
 }  // namespace medseg::preprocessing

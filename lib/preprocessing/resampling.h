@@ -16,9 +16,10 @@
 #include <optional>
 #include <vector>
 
+#include "core/grid.h"
+
 namespace medseg::preprocessing {
 
-using Shape3 = std::array<int64_t, 3>;
 using Spacing3 = std::array<double, 3>;
 
 constexpr double kSeparateZAnisotropy = 3.0;  // nnU-Net's ANISO_THRESHOLD

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "core/grid.h"
+
 namespace medseg::preprocessing {
 
 using Perm3 = std::array<int, 3>;
-using Shape3 = std::array<int64_t, 3>;
-
 // Checks that `v` is a permutation of {0, 1, 2}; throws Error naming `source` otherwise.
 Perm3 to_perm3(const std::vector<int>& v, const std::string& source);
 Perm3 inverse_perm(const Perm3& p);

@@ -1,7 +1,5 @@
 #include "training/interrupt.h"
 
-#include <csignal>
-
 namespace medseg::training {
 namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -12,10 +10,19 @@ extern "C" void on_signal(int) {
 }
 }  // namespace
 
-void install_interrupt_handler() {
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+ScopedInterruptHandler::ScopedInterruptHandler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &previous_int_);
+  sigaction(SIGTERM, &sa, &previous_term_);
 }
+
+ScopedInterruptHandler::~ScopedInterruptHandler() {
+  sigaction(SIGINT, &previous_int_, nullptr);
+  sigaction(SIGTERM, &previous_term_, nullptr);
+}
+
 bool interrupt_requested() { return g_interrupted != 0; }
 void clear_interrupt() { g_interrupted = 0; }
 void request_interrupt() { g_interrupted = 1; }

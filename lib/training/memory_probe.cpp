@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/torch_compat.h"
 #include "core/torch_memory.h"
+#include "core/torch_settings.h"
 #include "models/network.h"
 #include "planning/planner.h"
 #include "planning/plans.h"
@@ -101,8 +102,10 @@ MemoryProbeResult probe_training_step(const MemoryProbeConfig& c) {
   r.estimate = planning::estimate_training_memory(arch, c.patch, c.batch, c.in_channels, c.num_classes,
                                                   memory_options_for(c));
 
-  at::set_num_threads(c.threads);
-  torch::manual_seed(c.seed);
+  TorchSettings settings;
+  settings.threads = c.threads;
+  settings.seed = static_cast<uint64_t>(c.seed);
+  const ScopedTorchSettings scoped(settings);
   install_counting_cpu_allocator();
   const int64_t base = live_bytes();
 

@@ -1,11 +1,11 @@
 #include "training/trainer.h"
 
-#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/torch_compat.h"
+#include "core/torch_settings.h"
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
 #include "models/network.h"
@@ -51,6 +52,9 @@ struct ResumePoint {
 };
 
 struct Trainer::State {
+  // Threads, cuDNN flags, determinism and seed for this run; the process gets its own back when
+  // the trainer ends (first member: restored after everything else is gone).
+  std::unique_ptr<ScopedTorchSettings> torch_settings;
   RunInputs in;
   TrainerConfig cfg;
   TrainOptions opt;
@@ -80,7 +84,7 @@ struct Trainer::State {
   std::string path(const char* name) const { return (fs::path(in.folders.fold_folder) / name).string(); }
   std::string metrics_path() const { return path("metrics.jsonl"); }
 
-  bool file_sink = false;  // training_log.txt attached to the default logger
+  spdlog::sink_ptr file_sink;  // training_log.txt, attached to the default logger while the run lives
 
   Checkpoint to_checkpoint() const;
   void restore(const Checkpoint& ck);
@@ -129,10 +133,12 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
     throw Error("-device " + s.opt.device + " requested but CUDA is not available in this build/machine");
   s.amp_dtype = parse_amp(s.cfg.amp, s.cuda, s.amp_on);
   if (s.amp_on && s.amp_dtype == at::kHalf && !s.cuda) throw Error("--amp fp16 needs CUDA; use --amp bf16 on CPU");
-  at::set_num_threads(s.opt.threads > 0 ? s.opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
-  compat::set_cudnn(s.opt.cudnn_benchmark == "on" && !s.opt.deterministic, s.opt.deterministic);
-  if (s.opt.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
-  torch::manual_seed(s.cfg.seed);
+  TorchSettings torch_settings;
+  torch_settings.threads = s.opt.threads > 0 ? s.opt.threads : static_cast<int>(std::thread::hardware_concurrency());
+  torch_settings.cudnn_benchmark = s.opt.cudnn_benchmark == "on";
+  torch_settings.deterministic = s.opt.deterministic;
+  torch_settings.seed = static_cast<uint64_t>(s.cfg.seed);
+  s.torch_settings = std::make_unique<ScopedTorchSettings>(torch_settings);
 
   const auto& plan = s.in.plans.configuration(s.in.configuration);
   models::NetworkBuildOptions nb;
@@ -160,9 +166,11 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
 }
 
 Trainer::~Trainer() {
-  // Drop the per-run file sink so later runs in the same process do not write here.
-  auto& sinks = spdlog::default_logger()->sinks();
-  if (s_->file_sink && !sinks.empty()) sinks.pop_back();
+  // Drop this run's file sink, and only it: another trainer may have added its own since.
+  if (s_->file_sink) {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), s_->file_sink), sinks.end());
+  }
 }
 
 // The model folder's copies of plans, dataset.json and config, and training_log.txt: written only
@@ -170,10 +178,9 @@ Trainer::~Trainer() {
 void Trainer::State::open_run_folder() {
   copy_run_files(in, cfg);
   // File log next to the checkpoints, as nnU-Net's training_log.txt.
-  auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path("training_log.txt"));
-  sink->set_pattern("[%Y-%m-%d %H:%M:%S] %l: %v");
-  spdlog::default_logger()->sinks().push_back(sink);
-  file_sink = true;
+  file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path("training_log.txt"));
+  file_sink->set_pattern("[%Y-%m-%d %H:%M:%S] %l: %v");
+  spdlog::default_logger()->sinks().push_back(file_sink);
 
   spdlog::info("{} | {} | fold {} | {} training, {} validation cases", in.folders.dataset_name, in.configuration,
                in.fold, in.train_ids.size(), in.val_ids.size());
@@ -380,7 +387,7 @@ TrainOutcome Trainer::run() {
   else
     refuse_used_fold_folder(s.in.folders.fold_folder);
   s.open_run_folder();
-  install_interrupt_handler();
+  const ScopedInterruptHandler interrupt_handler;
   if (s.opt.resume) s.resume_from(from);
   if (s.epoch >= s.cfg.num_epochs) {
     spdlog::info("training already finished ({} epochs); nothing to do", s.epoch);

@@ -12,6 +12,7 @@
 
 #include "preprocessing/resampling.h"
 
+using namespace medseg;
 using namespace medseg::preprocessing;
 
 namespace {

@@ -139,7 +139,7 @@ TEST(PreprocessingStore, RoundTripAndPatchesWithPadding) {
   EXPECT_EQ(list_preprocessed_cases(dir.path()), std::vector<std::string>{"c1"});
 
   // Box z [-1, 1), y [1, 4), x [2, 6): z = -1 and y = 3 and x >= 4 are outside.
-  Box3 box;
+  Box box;
   box.lo = {-1, 1, 2};
   box.hi = {1, 4, 6};
   std::vector<float> patch(2 * box.numel(), 123.0f);

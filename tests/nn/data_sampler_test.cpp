@@ -7,6 +7,7 @@
 #include "data/patch_sampler.h"
 #include "data/synthetic_cases.h"
 
+using namespace medseg;
 using namespace medseg::data;
 
 TEST(DataSampler, OversamplingRuleMatchesNnUNet) {
@@ -123,7 +124,7 @@ TEST(DataSampler, BordersArePaddedWithZeroDataAndMinusOneSeg) {
   std::vector<int16_t> sg(static_cast<size_t>(b.numel()));
   src.read_data(0, b, d.data(), 0.f);
   src.read_seg(0, b, sg.data(), -1);
-  const Shape3 bs = b.size();  // (2, 3, 4)
+  const Shape3 bs = b.shape();  // (2, 3, 4)
   for (int ch = 0; ch < 2; ++ch)
     for (int z = 0; z < bs[0]; ++z)
       for (int y = 0; y < bs[1]; ++y)

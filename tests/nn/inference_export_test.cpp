@@ -11,7 +11,6 @@
 using namespace medseg;
 using namespace medseg::inference;
 using preprocessing::CaseProperties;
-using preprocessing::Shape3;
 
 namespace {
 
