@@ -16,18 +16,20 @@
 namespace medseg::fuzz {
 
 inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
+  // Never destroyed: the atexit cleanup below runs after static destructors would have.
+  static const std::string* dir = [] {
     namespace fs = std::filesystem;
     const fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
     const fs::path d = base / ("medseg_fuzz_" + std::to_string(::getpid()));
     fs::create_directories(d);
+    auto* s = new std::string(d.string());
     std::atexit([] {
       std::error_code ec;
-      fs::remove_all(scratch_dir(), ec);
+      fs::remove_all(*dir, ec);
     });
-    return d.string();
+    return s;
   }();
-  return dir;
+  return *dir;
 }
 
 inline std::string write_scratch(const std::string& name, const void* data, std::size_t size) {
