@@ -12,6 +12,7 @@ PACKAGES=(
   libpng-dev zlib1g-dev
   libcairo2-dev fonts-dejavu-core
   python3 python3-torch
+  clang libclang-rt-14-dev   # sanitizer builds and libFuzzer targets (docs/hardening.md)
 )
 
 missing=()

@@ -282,15 +282,17 @@ TensorArchive read_archive(const std::string& path) {
   std::vector<at::Tensor> flats;
   try {
     const int64_t data_bytes = header.at("data_bytes").get<int64_t>();
-    if (data_start + data_bytes + kTrailerBytes != src.size())
+    // Compared without adding to data_bytes first: a value near 2^63 would overflow.
+    if (data_bytes < 0 || data_bytes != src.size() - kTrailerBytes - data_start)
       throw FileError(path, "truncated or corrupt checkpoint (size " + std::to_string(src.size()) +
-                                " bytes, header expects " + std::to_string(data_start + data_bytes + kTrailerBytes) +
-                                ")");
+                                " bytes, header declares " + std::to_string(data_bytes) + " bytes of tensor data)");
     for (const auto& b : header.at("blobs")) {
       const auto dt = dtype_from_name(b.at("dtype").get<std::string>());
       const int64_t off = b.at("offset").get<int64_t>(), nbytes = b.at("nbytes").get<int64_t>();
       const int64_t item = static_cast<int64_t>(c10::elementSize(dt));
-      if (off < src.pos() - data_start || nbytes < 0 || off + nbytes > data_bytes || nbytes % item != 0)
+      // Blobs lie in order inside the data section; written so that no sum can overflow.
+      if (off < 0 || off < src.pos() - data_start || nbytes < 0 || off > data_bytes || nbytes > data_bytes - off ||
+          nbytes % item != 0)
         throw FileError(path, "corrupt checkpoint header (bad blob offsets)");
       src.skip_to(data_start + off);
       at::Tensor flat = at::empty({nbytes / item}, at::TensorOptions().dtype(dt));

@@ -77,13 +77,19 @@ Layout layout_of(const std::string& path, const unsigned char* bytes, size_t n) 
   if (h.bitpix <= 0 || h.bitpix % 8) throw FileError(path, "corrupt NIfTI header (bitpix=" + std::to_string(h.bitpix) + ")");
   const std::string geometry = nifti_geometry_problem(h);
   if (!geometry.empty()) throw FileError(path, "bad geometry in the NIfTI header: " + geometry);
-  uint64_t voxels = 1;
-  for (int64_t i = 1; i <= h.ndim; ++i) voxels *= static_cast<uint64_t>(std::max<int64_t>(1, h.dim[static_cast<size_t>(i)]));
+  // The byte count must not wrap around: NIfTI-2 dims (2^32, 2^32) would come out as 0 voxels,
+  // pass the size check, and leave ITK to allocate what the header declares.
+  uint64_t image_bytes = static_cast<uint64_t>(h.bitpix / 8);
+  for (int64_t i = 1; i <= h.ndim; ++i)
+    if (__builtin_mul_overflow(image_bytes, static_cast<uint64_t>(std::max<int64_t>(1, h.dim[static_cast<size_t>(i)])),
+                               &image_bytes))
+      throw FileError(path, "corrupt NIfTI header: the image size its dimensions declare exceeds 2^64 bytes");
   Layout l;
   // NIfTI-1 stores vox_offset as a float; the data never starts inside the 348+4 header bytes.
   l.offset = h.version == 1 ? static_cast<uint64_t>(std::max<int64_t>(352, h.vox_offset))
                             : static_cast<uint64_t>(std::max<int64_t>(0, h.vox_offset));
-  l.total = l.offset + voxels * static_cast<uint64_t>(h.bitpix / 8);
+  if (__builtin_add_overflow(l.offset, image_bytes, &l.total))
+    throw FileError(path, "corrupt NIfTI header: the image size its dimensions declare exceeds 2^64 bytes");
   l.float_bytes = h.datatype == 16 ? 4 : (h.datatype == 64 ? 8 : 0);  // DT_FLOAT32, DT_FLOAT64
   l.swap = h.swapped;
   return l;

@@ -13,6 +13,8 @@ namespace {
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicLen = 6;
 constexpr std::size_t kAlign = 64;
+constexpr int64_t kMaxElements = int64_t{1} << 56;  // times an item size <= 16, far from 2^63
+constexpr std::size_t kMaxItemSize = 16;             // numpy's largest scalar (complex128)
 
 // A tiny reader for the Python literal numpy writes: a dict of str -> str | bool | tuple of ints.
 class DictParser {
@@ -110,7 +112,8 @@ std::size_t NpyHeader::item_size() const {
   const char kind = descr[1];
   if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b') return 0;
   try {
-    return static_cast<std::size_t>(std::stoul(descr.substr(2)));
+    const auto n = static_cast<std::size_t>(std::stoul(descr.substr(2)));
+    return n <= kMaxItemSize ? n : 0;
   } catch (...) {
     return 0;
   }
@@ -155,6 +158,12 @@ NpyHeader parse_npy_header(const char* bytes, std::size_t size, const std::strin
   if (size < prefix + len) throw FileError(path, "truncated .npy header");
   const std::string dict(bytes + prefix, len);
   NpyHeader h = DictParser(dict, path).parse();
+  // The byte count the header promises must not wrap around: (2^40)^3 voxels would come out as 0
+  // and let a tiny file pass the size check of the reader.
+  int64_t n = 1;
+  for (int64_t s : h.shape)
+    if (__builtin_mul_overflow(n, s, &n) || n > kMaxElements)
+      throw FileError(path, "not a valid .npy header: shape has more than 2^56 elements");
   h.data_offset = prefix + len;
   h.major = major;
   h.minor = minor;

@@ -5,13 +5,17 @@
 // The CLIs run as subprocesses so an abort() fails the row instead of killing the test binary.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <sstream>
 
+#include "core/error.h"
 #include "core/json_io.h"
 #include "core/volume.h"
 #include "io/image_io.h"
+#include "io/nifti_check.h"
 #include "io/nifti_header.h"
 #include "io/synthetic_dataset.h"
 #include "support/nifti_patch.h"
@@ -251,6 +255,48 @@ TEST(NiftiHeader, DecodesBothVersionsAndByteOrders) {
   h = io::parse_nifti_header("b.nii", reinterpret_cast<const unsigned char*>(v2.data()), v2.size());
   EXPECT_EQ(io::nifti_geometry_problem(h), "sform matrix is singular (its y axis is zero)");
 }
+
+// NIfTI-2 dimensions whose byte count does not fit 64 bits (found while writing the nifti_header
+// fuzz target, docs/hardening.md): before, the count wrapped to 0, the 544-byte file passed the completeness
+// check and ITK was left to allocate what the header declared.
+struct HugeDimsRow {
+  const char* name;
+  int64_t dim1, dim2, dim3;
+};
+
+class NiftiHugeDims : public ::testing::TestWithParam<HugeDimsRow> {};
+
+TEST_P(NiftiHugeDims, AreRefusedBeforeItkReads) {
+  test::TempDir d("niihuge");
+  std::string v2(544, '\0');  // header + 4 extension bytes, no voxels
+  nii::poke<int32_t>(v2, 0, 540);
+  std::memcpy(&v2[4], "n+2\0\r\n\032\n", 8);
+  nii::poke<int16_t>(v2, 12, 4);   // datatype int16
+  nii::poke<int16_t>(v2, 14, 16);  // bitpix
+  nii::poke<int64_t>(v2, 16, 3);   // dim[0]
+  nii::poke<int64_t>(v2, 24, GetParam().dim1);
+  nii::poke<int64_t>(v2, 32, GetParam().dim2);
+  nii::poke<int64_t>(v2, 40, GetParam().dim3);
+  for (int i = 1; i <= 3; ++i) nii::poke<double>(v2, 104 + 8 * i, 1.0);
+  nii::poke<int64_t>(v2, 168, 544);  // vox_offset
+  const std::string path = d / "huge.nii";
+  nii::write_bytes(path, v2);
+  for (const auto& read : {std::function<void()>([&] { io::check_nifti_complete(path); }),
+                           std::function<void()>([&] { io::read_image(path); })}) {
+    try {
+      read();
+      ADD_FAILURE() << "accepted";
+    } catch (const FileError& e) {
+      EXPECT_EQ(e.path(), path);
+      EXPECT_NE(std::string(e.what()).find("exceeds 2^64 bytes"), std::string::npos) << e.what();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, NiftiHugeDims,
+                         ::testing::Values(HugeDimsRow{"voxels_wrap_to_zero", int64_t{1} << 32, int64_t{1} << 32, 1},
+                                           HugeDimsRow{"bytes_wrap_to_zero", int64_t{1} << 31, int64_t{1} << 31, 2}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // Other formats: the geometry ITK reports from the header gets the same checks (ITK's own
 // messages were "cannot read voxel data (truncated or corrupt file?)").

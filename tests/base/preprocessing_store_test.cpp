@@ -122,6 +122,59 @@ TEST(PreprocessingNpy, ParsesNumpyVariants) {
   EXPECT_THROW(parse_npy_header("PK\x03\x04zipfile", 11, "x.npy"), FileError);
 }
 
+// Shapes whose element count does not fit 64 bits wrapped around before (found while writing the npy
+// fuzz target, docs/hardening.md): (2^40)^3 counted as 0 voxels, so a 128-byte file passed the size check.
+struct HugeShapeRow {
+  const char* name;
+  std::vector<int64_t> shape;
+};
+
+class PreprocessingNpyHugeShape : public ::testing::TestWithParam<HugeShapeRow> {};
+
+TEST_P(PreprocessingNpyHugeShape, IsRefusedNamingTheFile) {
+  const std::string h = npy_header("<f4", GetParam().shape);
+  try {
+    parse_npy_header(h.data(), h.size(), "big.npy");
+    FAIL() << "accepted a header of shape " << h;
+  } catch (const FileError& e) {
+    EXPECT_EQ(e.path(), "big.npy");
+    EXPECT_NE(std::string(e.what()).find("more than 2^56 elements"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, PreprocessingNpyHugeShape,
+                         ::testing::Values(HugeShapeRow{"wraps_to_zero", {1, int64_t{1} << 40, int64_t{1} << 40, int64_t{1} << 40}},
+                                           HugeShapeRow{"wraps_to_small", {3, int64_t{1} << 32, int64_t{1} << 32, 1}},
+                                           HugeShapeRow{"just_over_2_56", {(int64_t{1} << 28) + 1, int64_t{1} << 28}}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(PreprocessingNpy, ItemSizesBeyondNumpysAreUnknownNotHuge) {
+  NpyHeader h;
+  for (const char* descr : {"<f99999999999999999", "<f-1", "<i32"}) {
+    SCOPED_TRACE(descr);
+    h.descr = descr;
+    EXPECT_EQ(h.item_size(), 0u);
+  }
+  h.descr = "<f8";
+  EXPECT_EQ(h.item_size(), 8u);
+}
+
+TEST(PreprocessingStore, CaseDeclaringMoreVoxelsThan64BitsHoldIsRefused) {
+  // A hostile store: JSON and both headers agree on a (2^40)^3 grid, the files hold no voxels.
+  test::TempDir dir("storehuge");
+  const int64_t big = int64_t{1} << 40;
+  const Shape3 s{2, 3, 4};
+  CaseProperties p = hand_props("h", s);
+  write_preprocessed_case(dir.path(), p, hand_case(1, s));
+  p.shape_after_resampling = {big, big, big};
+  write_json(dir / "h.json", case_properties_to_json(p));
+  write_npy(dir / "h.npy", "<f4", {1, big, big, big}, nullptr, 0);
+  write_npy(dir / "h_seg.npy", "|i1", {1, big, big, big}, nullptr, 0);
+  const std::string e = error_of(dir.path(), "h");
+  EXPECT_NE(e.find(dir / "h.npy"), std::string::npos) << e;
+  EXPECT_NE(e.find("more than 2^56 elements"), std::string::npos) << e;
+}
+
 TEST(PreprocessingStore, RoundTripAndPatchesWithPadding) {
   test::TempDir dir("store");
   const Shape3 s{2, 3, 4};

@@ -1,9 +1,12 @@
 // Checkpoint container and store: round trips, corruption detection, aliasing, optimizer resume.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <zlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/container.h"
@@ -112,6 +115,75 @@ TEST(TrainingCheckpointFormat, CorruptTruncatedForeignAndMissingFilesAreClearErr
   EXPECT_NE(expect_file_error(future).find("version 99"), std::string::npos);
 
   EXPECT_NE(expect_file_error(dir / "missing.ck").find("not found"), std::string::npos);
+}
+
+namespace {
+
+template <class T> void put_le(std::string& out, T v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+
+// A container assembled by hand from the layout in docs/checkpoints.md, with a correct CRC32 and
+// trailer, so that only the numbers inside the header are wrong. The header is padded with spaces
+// so that 32 bytes of zero padding sit between it and the data section.
+std::string hand_container(int64_t blob_offset, int64_t blob_nbytes, const std::string& data) {
+  const json header = {{"format", "medseg-checkpoint"},
+                       {"meta", json::object()},
+                       {"tensors", {{{"name", "w"}, {"blob", 0}, {"dtype", "float32"}, {"shape", {1}},
+                                     {"strides", {1}}, {"storage_offset", 0}}}},
+                       {"blobs", {{{"dtype", "float32"}, {"offset", blob_offset}, {"nbytes", blob_nbytes}}}},
+                       {"data_bytes", static_cast<int64_t>(data.size())}};
+  std::string text = header.dump();
+  while ((24 + text.size()) % 64 != 32) text += ' ';
+  std::string out("MEDSEGCK", 8);
+  put_le<uint32_t>(out, 1);
+  put_le<uint32_t>(out, 0);
+  put_le<uint64_t>(out, text.size());
+  out += text;
+  out.append(32, '\0');
+  out += data;
+  const auto crc = static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size())));
+  put_le<uint64_t>(out, out.size());
+  put_le<uint32_t>(out, crc);
+  out += "CKOK";
+  return out;
+}
+
+struct BlobRow {
+  const char* name;
+  int64_t offset, nbytes;
+  std::string data;
+};
+
+}  // namespace
+
+// Blob offsets that only an overflowing or unchecked sum accepted (found while writing the checkpoint
+// fuzz target, docs/hardening.md): before, the first row's offset + nbytes wrapped negative and the
+// bytes were read from the wrong place; the second read the padding before the data section.
+class TrainingCheckpointBadBlob : public ::testing::TestWithParam<BlobRow> {};
+
+TEST_P(TrainingCheckpointBadBlob, IsRefusedAsCorruptHeader) {
+  test::TempDir dir("ckblob");
+  const std::string path = dir / "bad.ck";
+  std::ofstream(path, std::ios::binary) << hand_container(GetParam().offset, GetParam().nbytes, GetParam().data);
+  EXPECT_NE(expect_file_error(path).find("bad blob offsets"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, TrainingCheckpointBadBlob,
+    ::testing::Values(BlobRow{"offset_plus_size_overflows", std::numeric_limits<int64_t>::max() - 63, 64, std::string(64, 'x')},
+                      BlobRow{"negative_offset_into_padding", -32, 32, std::string(32, 'x')}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(TrainingCheckpointFormat, HandMadeContainerIsReadable) {
+  // The control for the rows above: the same hand-made file with sane offsets loads.
+  test::TempDir dir("ckhand");
+  const std::string path = dir / "good.ck";
+  std::string data(8, '\0');
+  const float v = 2.5f;
+  std::memcpy(data.data(), &v, 4);
+  std::ofstream(path, std::ios::binary) << hand_container(0, 8, data);
+  const TensorArchive a = read_archive(path);
+  ASSERT_EQ(a.tensors.size(), 1u);
+  EXPECT_EQ(a.tensors[0].second.item<float>(), 2.5f);
 }
 
 TEST(TrainingCheckpointStore, AliasedSubmoduleIsStoredOnceAndSharedAfterLoad) {
