@@ -19,8 +19,8 @@ using namespace medseg::preprocessing;
 namespace {
 
 // nnU-Net-like placement: the patch centre anywhere in the volume, so patches may stick out.
-Box3 random_box(const Shape3& shape, const std::vector<int64_t>& patch, std::mt19937_64& rng) {
-  Box3 b;
+Box random_box(const Shape3& shape, const std::vector<int64_t>& patch, std::mt19937_64& rng) {
+  Box b;
   for (int a = 0; a < 3; ++a) {
     b.lo[a] = static_cast<int64_t>(rng() % static_cast<uint64_t>(shape[a])) - patch[a] / 2;
     b.hi[a] = b.lo[a] + patch[a];
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < reads; ++i) {
       const PreprocessedCase& c = cases[rng() % cases.size()];
-      const Box3 b = random_box(c.shape(), patch, rng);
+      const Box b = random_box(c.shape(), patch, rng);
       read_patch(c, b, data.data());
       read_seg_patch(c, b, seg.data());
       checksum += data[static_cast<std::size_t>(n / 2)] + seg[static_cast<std::size_t>(n / 2)];
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
       const std::string& id = ids[rng() % ids.size()];
       const Volume img = io::read_image((fs::path(raw) / "imagesTr" / (id + "_0000.nii.gz")).string());
       const Volume lab = io::read_label((fs::path(raw) / "labelsTr" / (id + ".nii.gz")).string());
-      const Box3 b = random_box(img.shape(), patch, rng);
+      const Box b = random_box(img.shape(), patch, rng);
       checksum += img.at(std::clamp<int64_t>(b.lo[0], 0, img.shape()[0] - 1), 0, 0) + lab.at(0, 0, 0);
     }
     const double raw_s = seconds_since(t0);
