@@ -109,6 +109,16 @@ class Workspace {
                                         " -d 901 --cases 5 --test-cases 1 --min-shape 16 16 16 --max-shape 16 16 16 --np 1"));
     must(run("medseg_plan_and_preprocess",
              std::string("-d 901 -c 3d_fullres -np 1 --npfp 1 --no-progress") + (parts.preprocess ? "" : " --no_pp")));
+    if (parts.preprocess) {  // the splits a first training run writes, so that a refused run has none to write
+      json splits = json::array();
+      for (int f = 0; f < 5; ++f) {
+        json train = json::array();
+        for (int c = 0; c < 5; ++c)
+          if (c != f) train.push_back("case_00" + std::to_string(c));
+        splits.push_back({{"train", train}, {"val", {"case_00" + std::to_string(f)}}});
+      }
+      write_json(dir_ / "pp/Dataset901_Synthetic/splits_final.json", splits);
+    }
     if (parts.model) must(run("medseg_init_model", "-d 901 -c 3d_fullres -f 0"));
   }
   static void must(const CmdResult& r) {
