@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "core/log.h"
 
 namespace medseg::cli {
@@ -39,14 +40,10 @@ int run(int argc, char** argv, CLI::App& app, const std::function<int()>& body) 
   init_logging(verbose);
   try {
     return body();
-  } catch (const Error& e) {
-    std::fprintf(stderr, "%s: error: %s\n", app.get_name().c_str(), e.what());
   } catch (const std::exception& e) {
-    // LibTorch errors append a C++ backtrace after the first line; the user needs the first line.
-    std::string msg = e.what();
-    const auto nl = msg.find("\nException raised from");
-    if (nl != std::string::npos) msg.resize(nl);
-    std::fprintf(stderr, "%s: error: %s\n", app.get_name().c_str(), msg.c_str());
+    // medseg::Error and everything else alike: LibTorch errors (also when wrapped in an Error) carry a
+    // C++ backtrace after the first line, and the user gets exactly one line.
+    std::fprintf(stderr, "%s: error: %s\n", app.get_name().c_str(), one_line(e.what()).c_str());
   }
   return 1;
 }

@@ -9,6 +9,7 @@
 #include "checkpoint/container.h"
 #include "cli_common.h"
 #include "core/error.h"
+#include "core/json_object_reader.h"
 
 using namespace medseg;
 using namespace medseg::checkpoint;
@@ -26,11 +27,12 @@ int info(const std::string& path) {
   const TensorArchive a = read_archive(path);  // verifies the checksum
   std::printf("file: %s\n", path.c_str());
   std::printf("format version: %u\n", h.version);
-  const auto& meta = a.meta;
-  if (meta.contains("kind")) std::printf("kind: %s\n", meta["kind"].get<std::string>().c_str());
-  if (meta.contains("epoch")) std::printf("epoch: %lld\n", static_cast<long long>(meta["epoch"].get<int64_t>()));
-  if (meta.contains("optimizer") && meta["optimizer"].contains("type")) {
-    const auto type = meta["optimizer"]["type"].get<std::string>();
+  const auto& meta = a.meta;  // typed reads: a checksum-valid file can still hold odd metadata
+  if (meta.contains("kind")) std::printf("kind: %s\n", json_as<std::string>(meta["kind"], "meta.kind", path).c_str());
+  if (meta.contains("epoch"))
+    std::printf("epoch: %lld\n", static_cast<long long>(json_as<int64_t>(meta["epoch"], "meta.epoch", path)));
+  if (meta.contains("optimizer") && meta["optimizer"].is_object() && meta["optimizer"].contains("type")) {
+    const auto type = json_as<std::string>(meta["optimizer"]["type"], "meta.optimizer.type", path);
     std::printf("optimizer: %s\n", type.empty() ? "(none saved)" : type.c_str());
   }
   std::printf("checksum: ok (crc32)\n");

@@ -7,10 +7,13 @@
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/path_component.h"
 #include "core/paths.h"
+#include "core/torch_memory.h"
 #include "inference/model_folder.h"
 #include "io/dataset.h"
 #include "models/network.h"
+#include "planning/memory_check.h"
 #include "planning/plans.h"
 #include "training/splits.h"
 
@@ -56,6 +59,9 @@ int main(int argc, char** argv) {
   app.add_option("--preprocessed", preprocessed, "Preprocessed root (default: $MEDSEG_PREPROCESSED)");
   app.add_flag("--overwrite", overwrite, "Replace existing checkpoints (and differing plans.json/dataset.json)");
   return cli::run(argc, argv, app, [&] {
+    check_path_component(plans_name, "plans name (-p)");
+    check_path_component(configuration, "configuration (-c)");
+    check_path_component(trainer, "trainer name (--tr)");
     for (std::string& f : folds) f = training::parse_fold(f);
     const std::string pre_root = root_folder(Root::Preprocessed, preprocessed);
     const std::string name = find_dataset_name(pre_root, dataset);
@@ -73,6 +79,8 @@ int main(int argc, char** argv) {
     torch::manual_seed(seed);
     const int64_t classes = inference::network_outputs(info);
     // LibTorch's default (kaiming-uniform) initialisation: random weights are all a benchmark needs.
+    planning::check_forward_fits(cfg.architecture, {}, 1, info.num_channels(), device_memory_limit("cpu"),
+                                 plans.source, "configuration '" + configuration + "'");
     models::NetworkBuildOptions bo;
     bo.init_weights = false;
     auto net = models::build_network(cfg.architecture.raw, info.num_channels(), classes, bo);

@@ -11,7 +11,10 @@
 #include "models/network.h"
 #include "models/plans_architecture.h"
 #include "planning/memory_model.h"
+#include "planning/plan_limits.h"
 #include "planning/plans.h"
+#include "core/torch_memory.h"
+#include "planning/memory_check.h"
 
 using namespace medseg;
 
@@ -80,7 +83,11 @@ int main(int argc, char** argv) {
     } else {
       if (plans_path.empty() || dataset_path.empty() || config.empty())
         throw Error("give --plans, --dataset-json and -c, or --swinunetr");
-      const auto spec = models::plan_network_spec(read_json(plans_path), config, plans_path);
+      const nlohmann::json plans_json = read_json(plans_path);
+      // The plans reader's checks first (every value in range, names), so that a bad value is named
+      // here rather than failing inside torch or in a huge allocation.
+      planning::plans_from_json(plans_json, plans_path).configuration(config);
+      const auto spec = models::plan_network_spec(plans_json, config, plans_path);
       const auto dataset = read_json(dataset_path);
       arch = spec.architecture;
       in = models::dataset_input_channels(dataset, dataset_path);
@@ -89,6 +96,16 @@ int main(int argc, char** argv) {
       if (spec.batch_size > 0) plan_batch = spec.batch_size;
       medseg_block = spec.medseg;
     }
+    const std::string source = swinunetr ? "--swinunetr" : plans_path;
+    for (int64_t p : patch)
+      if (p < 1 || p > planning::PlanLimits::max_patch_edge)
+        throw Error("--patch " + std::to_string(p) + " is out of range (1.." +
+                    std::to_string(planning::PlanLimits::max_patch_edge) + ")");
+    // Refuse sizes that cannot fit before anything is allocated (planning/memory_check.h).
+    planning::check_forward_fits(planning::architecture_from_json(arch, source),
+                                 no_forward ? std::vector<int>{} : std::vector<int>(patch.begin(), patch.end()), 1,
+                                 static_cast<int>(in), device_memory_limit("cpu"), source,
+                                 swinunetr ? "" : "configuration '" + config + "'");
     models::NetworkBuildOptions opts;
     opts.deep_supervision = true;
     auto net = models::build_network(arch, in, classes, opts);
@@ -105,8 +122,7 @@ int main(int argc, char** argv) {
                           {"memory", nullptr}};
     if (static_cast<int>(patch.size()) == net->spatial_dims()) {
       const bool amp_on = amp.empty() ? plan_amp(medseg_block) : amp == "on";
-      out["memory"] = memory_estimate(arch, patch, batch > 0 ? batch : plan_batch, in, classes, amp_on,
-                                      swinunetr ? "--swinunetr" : plans_path);
+      out["memory"] = memory_estimate(arch, patch, batch > 0 ? batch : plan_batch, in, classes, amp_on, source);
       if (!out["memory"].is_null()) out["estimated_peak_bytes"] = out["memory"]["estimated_peak_bytes"];
     }
     if (!no_forward) {

@@ -17,8 +17,8 @@ int main(int argc, char** argv) {
   std::string amp, device = "cpu", cudnn = "on", preprocessed, results;
   bool resume = false, val = false, val_best = false, no_pbar = false;
   medseg::training::TrainOptions opt;
-  int64_t epochs = 0, iters = 0, val_iters = -1, ckpt_every = 0;
-  int workers = -1;
+  int64_t epochs = 0, iters = 0, val_iters = 0, ckpt_every = 0;
+  int workers = 0;
   app.add_option("dataset", dataset, "Dataset id or name")->required();
   app.add_option("configuration", configuration, "Configuration (2d, 3d_fullres, 3d_lowres, ...)")->required();
   app.add_option("fold", fold, "Fold 0-4, or 'all'")->required();
@@ -33,23 +33,33 @@ int main(int argc, char** argv) {
   app.add_option("--amp", amp, "Mixed precision: fp16 (CUDA), bf16, off (default: the trainer config's; auto = fp16 on CUDA)");
   app.add_option("--cudnn-benchmark", cudnn, "cuDNN autotuning: on|off")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   app.add_flag("--deterministic", opt.deterministic, "Deterministic algorithms (bit-exact resume on CPU)");
-  app.add_option("--epochs", epochs, "Override the number of epochs");
-  app.add_option("--iters-per-epoch", iters, "Override training iterations per epoch");
-  app.add_option("--val-iters-per-epoch", val_iters, "Override validation iterations per epoch");
-  app.add_option("--num-workers", workers, "Data pipeline worker threads");
-  app.add_option("--checkpoint-every", ckpt_every, "Epochs between checkpoint_latest writes");
-  app.add_option("--threads", opt.threads, "Torch intra-op threads (default: all cores)");
+  auto* o_epochs = app.add_option("--epochs", epochs, "Override the number of epochs (1..1000000)");
+  auto* o_iters = app.add_option("--iters-per-epoch", iters, "Override training iterations per epoch (1..1000000)");
+  auto* o_val_iters =
+      app.add_option("--val-iters-per-epoch", val_iters, "Override validation iterations per epoch (0..1000000)");
+  auto* o_workers = app.add_option("--num-workers", workers, "Data pipeline worker threads (0..1024)");
+  auto* o_ckpt = app.add_option("--checkpoint-every", ckpt_every, "Epochs between checkpoint_latest writes (1..1000000)");
+  auto* o_threads = app.add_option("--threads", opt.threads, "Torch intra-op threads, 1..4096 (default: all cores)");
   app.add_option("--preprocessed", preprocessed, "Preprocessed root (default: $MEDSEG_PREPROCESSED)");
   app.add_option("--results", results, "Results root (default: $MEDSEG_RESULTS)");
   app.add_flag("--no_pbar", no_pbar, "No progress bar");
   return medseg::cli::run(argc, argv, app, [&] {
     if (resume && val) throw medseg::Error("--c and --val are mutually exclusive");
+    // An override that was given is range-checked like the config key it replaces: --epochs 0 is an
+    // error, not the config's default.
+    const auto given = [](const CLI::Option* o, const char* key, double value) {
+      if (o->count() == 0) return false;
+      medseg::training::check_trainer_setting(key, value, o->get_name());
+      return true;
+    };
     auto cfg = medseg::training::find_trainer_config(trainer);
-    if (epochs > 0) cfg.num_epochs = epochs;
-    if (iters > 0) cfg.iterations_per_epoch = iters;
-    if (val_iters >= 0) cfg.val_iterations_per_epoch = val_iters;
-    if (workers >= 0) cfg.num_workers = workers;
-    if (ckpt_every > 0) cfg.checkpoint_every = ckpt_every;
+    if (given(o_epochs, "num_epochs", static_cast<double>(epochs))) cfg.num_epochs = epochs;
+    if (given(o_iters, "iterations_per_epoch", static_cast<double>(iters))) cfg.iterations_per_epoch = iters;
+    if (given(o_val_iters, "val_iterations_per_epoch", static_cast<double>(val_iters)))
+      cfg.val_iterations_per_epoch = val_iters;
+    if (given(o_workers, "num_workers", workers)) cfg.num_workers = workers;
+    if (given(o_ckpt, "checkpoint_every", static_cast<double>(ckpt_every))) cfg.checkpoint_every = ckpt_every;
+    given(o_threads, "threads", opt.threads);
     opt.device = device;
     opt.amp = amp;
     opt.cudnn_benchmark = cudnn;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 using nlohmann::json;
 
@@ -117,7 +118,7 @@ Checkpoint from_archive(const std::string& path, const TensorArchive& a) {
   } catch (const FileError&) {
     throw;
   } catch (const std::exception& e) {
-    throw FileError(path, std::string("invalid checkpoint metadata (") + e.what() + ")");
+    throw FileError(path, "invalid checkpoint metadata (" + one_line(e.what()) + ")");
   }
   return ck;
 }

@@ -8,10 +8,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "core/atomic_writer.h"
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -261,6 +263,45 @@ json parse_header(const std::string& path, CrcSource& src, uint64_t size) {
   }
 }
 
+// One header tensor entry as a view into its blob. The entry must agree with the blob: the same
+// dtype, and shape, strides and offset that stay inside it (a header that disagrees with its data
+// is refused, not reinterpreted).
+std::pair<std::string, at::Tensor> tensor_view(const json& e, const std::vector<at::Tensor>& flats,
+                                               const std::string& path) {
+  const auto name = e.at("name").get<std::string>();
+  const auto fail = [&](const std::string& problem) { throw FileError(path, "tensor '" + name + "': " + problem); };
+  const auto blob = e.at("blob").get<int64_t>();
+  if (blob < 0 || blob >= static_cast<int64_t>(flats.size()))
+    fail("blob index " + std::to_string(blob) + " out of range (" + std::to_string(flats.size()) + " blobs)");
+  const at::Tensor& flat = flats[static_cast<std::size_t>(blob)];
+  if (!e.contains("dtype") || !e.at("dtype").is_string()) fail("header entry has no dtype");
+  const std::string dt = e.at("dtype").get<std::string>();
+  const std::string blob_dt = dtype_name(flat.scalar_type());
+  if (dt != blob_dt) {
+    const bool known = std::any_of(dtype_names().begin(), dtype_names().end(), [&](const auto& p) { return p.second == dt; });
+    fail(known ? "header says dtype " + dt + " but its data blob holds " + blob_dt
+               : "unknown dtype '" + dt + "' (its data blob holds " + blob_dt + ")");
+  }
+  const auto shape = e.at("shape").get<std::vector<int64_t>>();
+  const auto strides = e.at("strides").get<std::vector<int64_t>>();
+  const auto off = e.at("storage_offset").get<int64_t>();
+  if (shape.size() != strides.size()) fail("shape and strides differ in length");
+  int64_t last = off;  // highest element index the view touches
+  bool empty = false;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0 || strides[i] < 0) fail("negative shape or stride");
+    if (shape[i] == 0) empty = true;
+    else if (strides[i] > 0 && shape[i] - 1 > (std::numeric_limits<int64_t>::max() - last) / strides[i])
+      fail("shape and strides overflow");
+    else last += (shape[i] - 1) * strides[i];
+  }
+  if (off < 0 || (!empty && last >= flat.numel()))
+    fail("shape " + json(shape).dump() + " with strides " + json(strides).dump() + " and offset " + std::to_string(off) +
+         " needs more than the " + std::to_string(flat.numel() * static_cast<int64_t>(flat.element_size())) +
+         " bytes of its data blob");
+  return {name, flat.as_strided(shape, strides, off)};
+}
+
 }  // namespace
 
 ArchiveHeader read_archive_header(const std::string& path) {
@@ -303,7 +344,7 @@ TensorArchive read_archive(const std::string& path) {
   } catch (const FileError&) {
     throw;
   } catch (const std::exception& e) {
-    throw FileError(path, std::string("corrupt checkpoint header (") + e.what() + ")");
+    throw FileError(path, "corrupt checkpoint header (" + one_line(e.what()) + ")");
   }
   char trailer[kTrailerBytes];
   if (!src.stream().read(trailer, kTrailerBytes)) throw FileError(path, "truncated checkpoint (trailer missing)");
@@ -316,16 +357,11 @@ TensorArchive read_archive(const std::string& path) {
   TensorArchive out;
   out.meta = header.value("meta", json::object());
   try {
-    for (const auto& e : header.at("tensors")) {
-      const auto blob = e.at("blob").get<std::size_t>();
-      if (blob >= flats.size()) throw std::runtime_error("blob index out of range");
-      const auto shape = e.at("shape").get<std::vector<int64_t>>();
-      const auto strides = e.at("strides").get<std::vector<int64_t>>();
-      const auto off = e.at("storage_offset").get<int64_t>();
-      out.tensors.emplace_back(e.at("name").get<std::string>(), flats[blob].as_strided(shape, strides, off));
-    }
+    for (const auto& e : header.at("tensors")) out.tensors.emplace_back(tensor_view(e, flats, path));
+  } catch (const FileError&) {
+    throw;
   } catch (const std::exception& e) {
-    throw FileError(path, std::string("corrupt checkpoint header (") + e.what() + ")");
+    throw FileError(path, "corrupt checkpoint header (" + one_line(e.what()) + ")");
   }
   return out;
 }

@@ -19,13 +19,23 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+
+// "[json.exception.out_of_range.406] number overflow parsing '1e400'" -> "number overflow parsing '1e400'"
+std::string without_exception_id(const std::string& what) {
+  const auto p = what.find("] ");
+  return what.rfind("[json.exception.", 0) == 0 && p != std::string::npos ? what.substr(p + 2) : what;
+}
+
+}  // namespace
+
 json read_json(const std::string& path) {
   const std::string text = read_file(path);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw FileError(path, "empty JSON file");
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw FileError(path, std::string("invalid JSON (") + e.what() + ")");
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number overflow (1e400)
+    throw FileError(path, "invalid JSON (" + without_exception_id(e.what()) + ")");
   }
 }
 

@@ -3,7 +3,21 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/path_component.h"
+#include "core/paths.h"
+
 namespace medseg {
+
+namespace detail {
+
+void json_value_error(const json& v, const std::string& what, const std::string& file, const std::string& expected) {
+  std::string shown = v.dump();
+  if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+  throw FileError(file, what + " is " + shown + " (expected " + expected + ")");
+}
+
+}  // namespace detail
+
 namespace {
 
 std::string fmt_number(double v) {
@@ -48,9 +62,8 @@ std::string JsonObjectReader::string(const std::string& key, const std::string* 
 
 std::string JsonObjectReader::file_name(const std::string& key) const {
   const std::string s = string(key);
-  bool bad = s == "." || s == ".." || s.size() > 255;
-  for (unsigned char ch : s) bad = bad || ch == '/' || ch == '\\' || ch < 0x20;
-  if (bad) throw error(key, "is '" + s + "' (must be one file name: no '/' or '\\', not '.' or '..')");
+  const std::string why = path_component_problem(s);
+  if (!why.empty()) throw error(key, "is '" + printable(s) + "' (must be one file name: " + why + ")");
   return s;
 }
 
@@ -88,6 +101,26 @@ std::vector<int> JsonObjectReader::integers(const std::string& key, int lo, int 
   std::vector<int> out;
   for (std::size_t i = 0; i < v->size(); ++i)
     out.push_back(integer_value((*v)[i], key + "[" + std::to_string(i) + "]", lo, hi));
+  return out;
+}
+
+std::vector<double> JsonObjectReader::numbers(const std::string& key, double lo, double hi, std::size_t min_len,
+                                             std::size_t max_len) const {
+  const json* v = find(key, true);
+  if (!v->is_array()) throw wrong_type(key, "an array of numbers", *v);
+  if (v->size() < min_len || v->size() > max_len)
+    throw error(key, "has " + std::to_string(v->size()) + " entries (must have " + std::to_string(min_len) +
+                         (min_len == max_len ? "" : ".." + std::to_string(max_len)) + ")");
+  std::vector<double> out;
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const json& x = (*v)[i];
+    const std::string at = key + "[" + std::to_string(i) + "]";
+    if (!x.is_number()) throw wrong_type(at, "a number", x);
+    const double d = x.get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi)
+      throw error(at, "is " + x.dump() + " (must be >= " + fmt_number(lo) + " and <= " + fmt_number(hi) + ")");
+    out.push_back(d);
+  }
   return out;
 }
 

@@ -2,12 +2,17 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/Device.h>
+#if defined(MEDSEG_WITH_CUDA)
+#include <ATen/cuda/CUDAContext.h>
+#endif
 
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
 #include <unordered_map>
+
 
 namespace medseg {
 namespace {
@@ -101,5 +106,26 @@ CpuPeakScope::CpuPeakScope() {
 }
 
 int64_t CpuPeakScope::peak_above_start() const { return cpu_memory_stats().peak_bytes - start_; }
+
+namespace {
+
+int64_t cuda_total_memory(int device) {
+#if defined(MEDSEG_WITH_CUDA)
+  return static_cast<int64_t>(at::cuda::getDeviceProperties(device)->totalGlobalMem);
+#else
+  (void)device;
+  return 0;
+#endif
+}
+
+}  // namespace
+
+MemoryLimit device_memory_limit(const std::string& device) {
+  const MemoryLimit env = memory_limit_override();
+  if (env.bytes > 0) return env;
+  const c10::Device d(device);
+  if (d.is_cuda()) return {cuda_total_memory(d.has_index() ? d.index() : 0), "GPU memory of " + device};
+  return {physical_memory_bytes(), "this machine's RAM"};
+}
 
 }  // namespace medseg

@@ -3,6 +3,9 @@
 // tensor allocation (oneDNN's included) and tracks live and peak bytes. Allocations made before
 // installation keep their original deleter and are not counted.
 #include <cstdint>
+#include <string>
+
+#include "core/system_memory.h"
 
 namespace medseg {
 
@@ -29,5 +32,9 @@ class CpuPeakScope {
  private:
   int64_t start_;
 };
+
+// The memory a device ("cpu", "cuda", "cuda:1") offers: MEDSEG_MEMORY_LIMIT_GIB when set, else the
+// GPU's total memory, or for the CPU the machine's RAM (or the container's cgroup limit).
+MemoryLimit device_memory_limit(const std::string& device);
 
 }  // namespace medseg

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include <torch/cuda.h>
 #include "data/augment/pipeline.h"
 #include "data/patch_sampler.h"
@@ -105,7 +106,7 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
       seg[j].copy_(s.seg);
     } catch (const std::exception& e) {
       throw Error("data loader: case '" + cases.id(ci) + "' (epoch " + std::to_string(epoch) + ", batch " +
-                  std::to_string(index) + ", sample " + std::to_string(j) + "): " + e.what());
+                  std::to_string(index) + ", sample " + std::to_string(j) + "): " + one_line(e.what()));
     }
   }
   out.target = cfg.ds_scales.empty() ? std::vector<at::Tensor>{seg} : augment::downsample_targets(seg, cfg.ds_scales);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace medseg::data {
 
@@ -21,7 +22,7 @@ LoaderState LoaderState::from_json(const json& j) {
     s.next_batch = j.at("next_batch").get<int64_t>();
     return s;
   } catch (const std::exception& e) {
-    throw Error(std::string("data loader state: ") + e.what());
+    throw Error("data loader state: " + one_line(e.what()));
   }
 }
 

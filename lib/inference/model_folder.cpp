@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/json_io.h"
 #include "core/log.h"
+#include "core/path_component.h"
 #include "core/paths.h"
 
 namespace fs = std::filesystem;
@@ -15,6 +16,9 @@ namespace medseg::inference {
 
 std::string model_folder_path(const std::string& results_root, const std::string& dataset, const std::string& trainer,
                               const std::string& plans, const std::string& configuration) {
+  check_path_component(trainer, "trainer name (--tr)");
+  check_path_component(plans, "plans name (-p)");
+  check_path_component(configuration, "configuration (-c)");
   const std::string name = find_dataset_name(results_root, dataset);
   return (fs::path(results_root) / name / (trainer + "__" + plans + "__" + configuration)).string();
 }
@@ -36,6 +40,7 @@ std::vector<std::string> available_folds(const std::string& folder) {
 }
 
 std::string checkpoint_file_name(const std::string& chk) {
+  check_path_component(chk, "checkpoint name (-chk)");
   std::string stem = chk;
   for (const char* ext : {".ckpt", ".pth"}) {
     const std::string e = ext;
@@ -85,6 +90,7 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
   std::vector<std::string> folds = folds_in;
   if (folds.empty()) folds = available_folds(folder);
   if (folds.empty()) throw FileError(folder, "no fold_K folders (train a fold first, or pass -f all)");
+  for (std::string& f : folds) f = parse_fold(f);  // a number or "all", never a path
   const std::string file = checkpoint_file_name(chk);
 
   ModelFolder m;
@@ -112,6 +118,7 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
   const std::string src = m.folds[0].path;
   m.configuration = first_extra.value("configuration", configuration_from_folder_name(folder));
   if (m.configuration.empty()) throw FileError(src, "names no configuration (extra.configuration)");
+  check_path_component(m.configuration, "extra.configuration", src);
   m.trainer_name = first_extra.value("trainer_name", std::string());
   m.imported_from = first_extra.value("imported_from", nlohmann::json());
   m.plans = planning::plans_from_json(m.plans_json, fs::exists(fs::path(folder) / "plans.json")

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "inference/bounded_queue.h"
@@ -115,7 +116,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     try {
       p.data = predictor.preprocess(io::load_case({cases[i].id, cases[i].images, ""}));
     } catch (const std::exception& e) {
-      p.error = e.what();
+      p.error = one_line(e.what());
     }
     return p;
   };
@@ -126,7 +127,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
       export_prediction(p.logits, p.props, predictor.labels(), eo, base, o.file_ending);
       ledger.done(p.index, seconds_since(t));
     } catch (const std::exception& e) {
-      ledger.fail(p.index, std::string("export: ") + e.what());
+      ledger.fail(p.index, std::string("export: ") + one_line(e.what()));
     }
   };
 
@@ -157,7 +158,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     try {
       r.logits = predictor.predict_logits(p.data->arrays);
     } catch (const std::exception& e) {
-      return ledger.fail(p.index, std::string("prediction: ") + e.what());
+      return ledger.fail(p.index, std::string("prediction: ") + one_line(e.what()));
     }
     ledger.add_predict_time(seconds_since(t));
     p.data.reset();  // the preprocessed image is no longer needed

@@ -7,7 +7,10 @@
 #include "checkpoint/checkpoint.h"
 #include "core/autocast.h"
 #include "core/error.h"
+#include "core/strings.h"
 #include "core/log.h"
+#include "core/torch_memory.h"
+#include "planning/memory_check.h"
 #include "models/network.h"
 
 namespace medseg::inference {
@@ -53,6 +56,11 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
   window_.half_accumulators = cuda_;
   window_.progress = opts_.progress;
 
+  // Refuse a plan that cannot fit before a weight or tile is allocated (planning/memory_check.h). One
+  // tile is the least any prediction needs, so a run that could work is never refused.
+  planning::check_forward_fits(cfg.architecture, cfg.patch_size, 1, static_cast<int>(model_.in_channels),
+                               device_memory_limit(opts_.device), model_.plans.source,
+                               "configuration '" + model_.configuration + "'");
   models::NetworkBuildOptions bo;
   bo.deep_supervision = false;
   bo.inplace = true;
@@ -63,7 +71,7 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
     try {
       checkpoint::load_weights(*net, f.weights, /*strict=*/true);
     } catch (const std::exception& e) {
-      throw FileError(f.path, std::string("weights do not fit the plans' network: ") + e.what());
+      throw FileError(f.path, "weights do not fit the plans' network: " + one_line(e.what()));
     }
     f.weights.clear();  // the network holds them now
     net->set_deep_supervision(false);
@@ -103,7 +111,7 @@ at::Tensor Predictor::predict_logits(const preprocessing::CaseArrays& a) {
   } catch (const Error& e) {
     if (!window_.half_accumulators) throw;
     // nnU-Net falls back the same way when fp16 accumulation overflows.
-    spdlog::warn("{}; predicting again with float32 accumulators", e.what());
+    spdlog::warn("{}; predicting again with float32 accumulators", one_line(e.what()));
     SlidingWindowOptions w = window_;
     w.half_accumulators = false;
     return predict_sliding_window(fn, image, model_.num_classes, w);

@@ -6,6 +6,8 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/path_component.h"
+#include "core/paths.h"
 #include "core/strings.h"
 #include "io/image_folder.h"
 
@@ -25,6 +27,13 @@ std::vector<int> DatasetInfo::label_values() const {
 
 bool DatasetInfo::has_regions() const {
   return std::any_of(labels.begin(), labels.end(), [](const LabelDef& l) { return l.values.size() != 1; });
+}
+
+// Every file medseg writes for a case is named <case id><file_ending>: the ending must not reach out of
+// the folder either.
+static void check_file_ending(const std::string& ending, const std::string& file) {
+  check_path_component(ending, "file_ending", file);
+  if (ending[0] != '.') throw FileError(file, "file_ending '" + printable(ending) + "' must start with '.' (e.g. \".nii.gz\")");
 }
 
 static std::vector<std::string> parse_channels(const json& j, const std::string& file) {
@@ -111,6 +120,7 @@ DatasetInfo dataset_info_from_json(const json& j, const std::string& file) {
   if (!info.raw.contains("file_ending") || !info.raw.at("file_ending").is_string())
     throw FileError(file, "missing 'file_ending' (e.g. \".nii.gz\")");
   info.file_ending = info.raw.at("file_ending").get<std::string>();
+  check_file_ending(info.file_ending, file);
   return info;
 }
 
@@ -120,6 +130,7 @@ std::vector<CaseFiles> collect(const std::map<std::string, std::map<int, std::st
                                const std::string& folder, const std::string& ending, int n) {
   std::vector<CaseFiles> out;
   for (const auto& [id, chans] : scanned) {
+    check_path_component(id, "case id", chans.begin()->second);
     CaseFiles c{id, {}, ""};
     for (int k = 0; k < n; ++k) {
       auto it = chans.find(k);
@@ -137,7 +148,17 @@ std::vector<CaseFiles> collect(const std::map<std::string, std::map<int, std::st
 
 std::vector<CaseFiles> list_image_cases(const std::string& folder, const std::string& ending, int n) {
   if (!fs::is_directory(folder)) throw FileError(folder, "image folder not found");
-  return collect(scan_image_folder(folder, ending, n == 1).cases, folder, ending, n);
+  const ImageFolderScan scan = scan_image_folder(folder, ending, n == 1);
+  if (scan.cases.empty() && !scan.stray.empty()) {
+    // A file_ending that does not match the files (".nii.gz" in dataset.json, .nii on disk) is the
+    // usual cause: say what was expected and what is there.
+    std::string found;
+    for (std::size_t i = 0; i < scan.stray.size() && i < 3; ++i)
+      found += (i ? ", " : "") + fs::path(scan.stray[i]).filename().string();
+    if (scan.stray.size() > 3) found += ", ... (" + std::to_string(scan.stray.size()) + " entries)";
+    throw FileError(folder, "no CASE_XXXX" + ending + " images (file_ending is '" + ending + "'), found: " + found);
+  }
+  return collect(scan.cases, folder, ending, n);
 }
 
 std::vector<CaseFiles> list_training_cases(const DatasetInfo& info) {
@@ -146,6 +167,7 @@ std::vector<CaseFiles> list_training_cases(const DatasetInfo& info) {
   if (info.raw.contains("dataset")) {
     const std::string file = (root / "dataset.json").string();
     for (auto it = info.raw.at("dataset").begin(); it != info.raw.at("dataset").end(); ++it) {
+      check_path_component(it.key(), "'dataset' case id", file);  // preprocessing writes <id>.npz & co.
       CaseFiles c{it.key(), {}, ""};
       const json& e = it.value();
       if (!e.contains("images") || !e.contains("label"))

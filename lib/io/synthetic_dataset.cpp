@@ -10,6 +10,7 @@
 #include "core/json_io.h"
 #include "core/output_folder.h"
 #include "core/parallel.h"
+#include "core/path_component.h"
 #include "core/paths.h"
 #include "core/volume.h"
 #include "io/image_io.h"
@@ -166,6 +167,8 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
     if (o.min_shape[a] < 8 || o.max_shape[a] < o.min_shape[a]) throw Error("invalid shape range (each axis >= 8, max >= min)");
   char name[32];
   std::snprintf(name, sizeof name, "Dataset%03d_", o.dataset_id);
+  check_path_component(o.name, "dataset name (--name)");
+  check_path_component(o.file_ending, "file ending (--file-ending)");
   const fs::path target = fs::path(root) / (name + o.name);
   if (fs::exists(target) && !overwrite) throw FileError(target.string(), "already exists (use --overwrite to replace it)");
   // A second folder with the same id would make every later `-d ID` ambiguous.

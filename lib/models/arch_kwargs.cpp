@@ -46,6 +46,11 @@ std::vector<Shape> per_stage_shapes(const json& j, const std::string& key, size_
   return out;
 }
 
+void at_least_one(const std::vector<int64_t>& v, const std::string& key) {
+  for (int64_t x : v)
+    if (x < 1) throw Error("network: arch_kwargs." + key + " holds " + std::to_string(x) + " (must be >= 1)");
+}
+
 bool is_null_or_missing(const json& j, const std::string& key) { return !j.contains(key) || j.at(key).is_null(); }
 
 }  // namespace
@@ -78,6 +83,12 @@ UNetOptions unet_options_from_json(const json& kw, int64_t in_channels, int64_t 
   else o.n_conv_per_stage(per_stage_ints(kw, "n_conv_per_stage", n_stages));
   o.n_conv_per_stage_decoder(per_stage_ints(kw, "n_conv_per_stage_decoder", n_stages - 1));
   o.conv_bias(kw.contains("conv_bias") ? get_as<bool>(kw.at("conv_bias"), "conv_bias") : false);
+  // Plans files are range-checked by planning::architecture_from_json; this guards direct callers.
+  at_least_one(features, "features_per_stage");
+  for (const auto& k : o.kernel_sizes()) at_least_one(k, "kernel_sizes");
+  for (const auto& st : o.strides()) at_least_one(st, "strides");
+  at_least_one(residual ? o.n_blocks_per_stage() : o.n_conv_per_stage(), residual ? "n_blocks_per_stage" : "n_conv_per_stage");
+  at_least_one(o.n_conv_per_stage_decoder(), "n_conv_per_stage_decoder");
 
   // Norm: Python defaults apply when kwargs are absent (InstanceNorm affine=False, BatchNorm affine=True).
   if (is_null_or_missing(kw, "norm_op")) {

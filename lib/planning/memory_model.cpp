@@ -1,6 +1,7 @@
 #include "planning/memory_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/error.h"
@@ -138,6 +139,37 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
     e.peak_layer = "";
   }
   return e;
+}
+
+ForwardBytes forward_bytes_lower_bound(const ArchitecturePlan& arch, const std::vector<int>& patch, int batch,
+                                       int in_channels) {
+  ForwardBytes b;
+  double voxels = 1;
+  for (int p : patch) voxels *= p;
+  b.input = 4.0 * batch * in_channels * voxels;
+  if (arch.swin) {  // the first encoder block runs at full resolution with feature_size channels
+    b.largest_feature_map = 4.0 * batch * arch.swin->feature_size * voxels;
+    return b;
+  }
+  std::vector<double> size(patch.begin(), patch.end());
+  double in = in_channels;
+  for (int s = 0; s < arch.n_stages; ++s) {
+    const auto& stride = arch.strides[static_cast<std::size_t>(s)];
+    const auto& kernel = arch.kernel_sizes[static_cast<std::size_t>(s)];
+    double stage_voxels = 1, taps = 1;
+    for (std::size_t a = 0; a < size.size() && a < stride.size(); ++a) {
+      size[a] = std::ceil(size[a] / stride[a]);
+      stage_voxels *= size[a];
+      taps *= kernel[a];
+    }
+    const double f = arch.features_per_stage[static_cast<std::size_t>(s)];
+    const auto blocks = static_cast<std::size_t>(s) < arch.encoder_blocks().size()
+                            ? arch.encoder_blocks()[static_cast<std::size_t>(s)] : 1;
+    b.weights += 4.0 * taps * f * (in + (blocks - 1) * f);
+    b.largest_feature_map = std::max(b.largest_feature_map, 4.0 * batch * f * stage_voxels);
+    in = f;
+  }
+  return b;
 }
 
 int max_batch_for_budget(const ArchitecturePlan& arch, const std::vector<int>& patch, int in_channels, int num_classes,

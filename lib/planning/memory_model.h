@@ -77,6 +77,17 @@ struct MemoryEstimate {
 MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std::vector<int>& patch, int batch,
                                         int in_channels, int num_classes, const MemoryOptions& opt = {});
 
+// What one forward pass must hold at once, at least, in bytes: fp32 weights (the encoder's
+// convolutions), the input batch and the largest feature map of the encoder. Computed in double from
+// the plan alone, so that absurd patch or feature sizes give a huge number instead of an int64
+// overflow: the check before building a network uses it (training/memory_guard.h).
+struct ForwardBytes {
+  double weights = 0, input = 0, largest_feature_map = 0;
+  double total() const { return weights + input + largest_feature_map; }
+};
+ForwardBytes forward_bytes_lower_bound(const ArchitecturePlan& arch, const std::vector<int>& patch, int batch,
+                                       int in_channels);
+
 // Largest batch (>= 1) whose estimated peak fits `budget_bytes`; 0 when even batch 1 does not fit.
 int max_batch_for_budget(const ArchitecturePlan& arch, const std::vector<int>& patch, int in_channels,
                          int num_classes, const MemoryOptions& opt, double budget_bytes, int limit = 4096);

@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "core/numeric.h"
+#include "core/path_component.h"
+#include "core/paths.h"
 #include "planning/planner_internal.h"
 
 namespace medseg::planning {
@@ -292,6 +294,8 @@ ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput&
   Ctx c{spec, fp, ds, opt, opt.gpu_memory_target_gb.value_or(spec.default_target_gb),
         opt.plans_name.empty() ? spec.default_plans_name : opt.plans_name, {}};
   if (!(c.target_gb > 0)) throw Error("gpu_memory_target must be > 0");
+  check_path_component(c.plans_name, "plans name");  // the plans file and the data identifiers
+  if (!opt.dataset_name.empty()) check_path_component(opt.dataset_name, "dataset name");  // library callers may leave it empty
   const DatasetGeometry g = dataset_geometry(c);
   const bool is_3d = g.median_t[0] != 1;
 

@@ -4,6 +4,10 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_object_reader.h"
+#include "core/path_component.h"
+#include "core/paths.h"
+#include "planning/plan_limits.h"
 
 namespace medseg::planning {
 namespace {
@@ -18,15 +22,21 @@ struct Where {
     if (!j.is_object() || !j.contains(key)) fail("missing key '" + key + "'");
     return j.at(key);
   }
+  // "key 'batch_size'" for fail() and range(), which put the scope in front themselves.
+  static std::string key(const std::string& k) { return "key '" + k + "'"; }
+  // "configuration '3d_fullres': key 'batch_size'", for json_as, which does not.
+  std::string scoped(const std::string& what) const { return (scope.empty() ? "" : scope + ": ") + what; }
+  void range(int64_t v, int64_t lo, int64_t hi, const std::string& what) const {
+    if (v < lo || v > hi)
+      fail(what + " is " + std::to_string(v) + " (must be " + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  }
+  void name(const std::string& value, const std::string& what) const {
+    check_path_component(value, (scope.empty() ? "" : scope + ": ") + what, file);
+  }
 };
 
 template <class T> T get(const json& j, const std::string& key, const Where& w) {
-  const json& v = w.at(j, key);
-  try {
-    return v.get<T>();
-  } catch (const std::exception&) {
-    w.fail("key '" + key + "' has the wrong type (" + std::string(v.type_name()) + ")");
-  }
+  return json_as<T>(w.at(j, key), w.scoped(w.key(key)), w.file);
 }
 
 template <class T> T get_or(const json& j, const std::string& key, T fallback, const Where& w) {
@@ -38,18 +48,16 @@ template <class T> T get_or(const json& j, const std::string& key, T fallback, c
 std::vector<std::vector<int>> get_rows(const json& j, const std::string& key, int dim, int n, const Where& w) {
   const json& v = w.at(j, key);
   std::vector<std::vector<int>> rows;
-  if (v.is_number_integer()) return std::vector<std::vector<int>>(n, std::vector<int>(dim, v.get<int>()));
+  if (v.is_number())
+    return std::vector<std::vector<int>>(n, std::vector<int>(dim, json_as<int>(v, w.scoped(w.key(key)), w.file)));
   if (!v.is_array()) w.fail("key '" + key + "' must be a list");
-  for (const auto& r : v) {
-    if (r.is_number_integer()) {
-      rows.emplace_back(dim, r.get<int>());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const json& r = v[i];
+    const std::string what = w.scoped(w.key(key) + "[" + std::to_string(i) + "]");
+    if (r.is_number()) {
+      rows.emplace_back(dim, json_as<int>(r, what, w.file));
     } else if (r.is_array() && static_cast<int>(r.size()) == dim) {
-      std::vector<int> row;
-      for (const auto& x : r) {
-        if (!x.is_number_integer()) w.fail("key '" + key + "' holds a non-integer");
-        row.push_back(x.get<int>());
-      }
-      rows.push_back(row);
+      rows.push_back(json_as<std::vector<int>>(r, what, w.file));
     } else {
       w.fail("key '" + key + "' rows must have " + std::to_string(dim) + " entries");
     }
@@ -61,7 +69,7 @@ std::vector<std::vector<int>> get_rows(const json& j, const std::string& key, in
 
 std::vector<int> get_per_stage(const json& j, const std::string& key, int n, const Where& w) {
   const json& v = w.at(j, key);
-  if (v.is_number_integer()) return std::vector<int>(n, v.get<int>());
+  if (v.is_number()) return std::vector<int>(n, json_as<int>(v, w.scoped(w.key(key)), w.file));
   auto out = get<std::vector<int>>(j, key, w);
   if (static_cast<int>(out.size()) != n)
     w.fail("key '" + key + "' has " + std::to_string(out.size()) + " entries, expected " + std::to_string(n));
@@ -94,6 +102,8 @@ ResamplingKwargs resampling_from_json(const json& j, const Where& w) {
   r.order_z = get_or<int>(j, "order_z", 0, w);
   if (j.contains("force_separate_z") && !j.at("force_separate_z").is_null())
     r.force_separate_z = get<bool>(j, "force_separate_z", w);
+  w.range(r.order, 0, 5, w.key("order"));
+  w.range(r.order_z, 0, 5, w.key("order_z"));
   return r;
 }
 
@@ -121,7 +131,21 @@ SwinPlan swin_from_json(const json& k, const Where& w) {
   s.attn_drop_rate = get_or<double>(k, "attn_drop_rate", s.attn_drop_rate, w);
   s.dropout_path_rate = get_or<double>(k, "dropout_path_rate", s.dropout_path_rate, w);
   if (s.feature_size <= 0 || s.feature_size % 12 != 0) w.fail("SwinUNETR feature_size must be a positive multiple of 12");
+  w.range(s.feature_size, 12, PlanLimits::max_features, w.key("feature_size"));
   if (s.depths.size() != 4 || s.num_heads.size() != 4) w.fail("SwinUNETR depths and num_heads need 4 entries");
+  for (std::size_t i = 0; i < 4; ++i) {
+    w.range(s.depths[i], 1, PlanLimits::max_convs_per_stage, w.key("depths") + "[" + std::to_string(i) + "]");
+    w.range(s.num_heads[i], 1, s.feature_size << i, w.key("num_heads") + "[" + std::to_string(i) + "]");
+    if ((s.feature_size << i) % s.num_heads[i] != 0)
+      w.fail(w.key("num_heads") + "[" + std::to_string(i) + "] is " + std::to_string(s.num_heads[i]) +
+             ", which does not divide the stage width " + std::to_string(s.feature_size << i));
+  }
+  w.range(s.window_size, 1, 64, w.key("window_size"));
+  if (s.patch_size != 2) w.fail(w.key("patch_size") + " is " + std::to_string(s.patch_size) + " (only 2 is supported)");
+  const std::pair<const char*, double> rates[] = {
+      {"drop_rate", s.drop_rate}, {"attn_drop_rate", s.attn_drop_rate}, {"dropout_path_rate", s.dropout_path_rate}};
+  for (const auto& [k, r] : rates)
+    if (!(r >= 0 && r < 1)) w.fail(w.key(k) + " is " + json(r).dump() + " (must be in [0, 1))");
   return s;
 }
 
@@ -183,7 +207,71 @@ json resolve_configuration(const json& configs, const std::string& name, std::ve
   return base;
 }
 
+// Every per-stage value of a U-Net in its range (a stride of 0 or 10^6 features fail here, naming the
+// key, instead of deep in torch or in a huge allocation).
+void check_unet_ranges(const ArchitecturePlan& a, const Where& w) {
+  const auto each = [&](const std::vector<int>& v, const std::string& what, int lo, int hi) {
+    for (std::size_t i = 0; i < v.size(); ++i) w.range(v[i], lo, hi, what + "[" + std::to_string(i) + "]");
+  };
+  each(a.features_per_stage, w.key("features_per_stage"), 1, PlanLimits::max_features);
+  each(a.n_conv_per_stage, w.key("n_conv_per_stage"), 1, PlanLimits::max_convs_per_stage);
+  each(a.n_blocks_per_stage, w.key("n_blocks_per_stage"), 1, PlanLimits::max_convs_per_stage);
+  each(a.n_conv_per_stage_decoder, w.key("n_conv_per_stage_decoder"), 1, PlanLimits::max_convs_per_stage);
+  for (int s = 0; s < a.n_stages; ++s) {
+    const std::string at = "[" + std::to_string(s) + "]";
+    each(a.strides[static_cast<std::size_t>(s)], w.key("strides") + at, 1, PlanLimits::max_stride);
+    each(a.kernel_sizes[static_cast<std::size_t>(s)], w.key("kernel_sizes") + at, 1, PlanLimits::max_kernel_size);
+    for (std::size_t d = 0; d < a.kernel_sizes[static_cast<std::size_t>(s)].size(); ++d)
+      if (a.kernel_sizes[static_cast<std::size_t>(s)][d] % 2 == 0)
+        w.fail(w.key("kernel_sizes") + at + "[" + std::to_string(d) + "] is " +
+               std::to_string(a.kernel_sizes[static_cast<std::size_t>(s)][d]) + " (must be odd)");
+  }
+  if (!(a.norm_eps > 0)) w.fail(w.key("norm_op_kwargs.eps") + " is " + json(a.norm_eps).dump() + " (must be > 0)");
+}
+
+// transpose_forward a permutation of 0..2 (duplicates would drop an axis), transpose_backward its inverse.
+void check_transpose(const std::vector<int>& fwd, const std::vector<int>& bwd, const Where& w) {
+  const auto is_perm = [](const std::vector<int>& v) {
+    std::vector<int> s = v;
+    std::sort(s.begin(), s.end());
+    return s == std::vector<int>{0, 1, 2};
+  };
+  if (!is_perm(fwd)) w.fail(w.key("transpose_forward") + " is " + json(fwd).dump() + " (must be a permutation of [0, 1, 2])");
+  if (!is_perm(bwd) || fwd[static_cast<std::size_t>(bwd[0])] != 0 || fwd[static_cast<std::size_t>(bwd[1])] != 1 ||
+      fwd[static_cast<std::size_t>(bwd[2])] != 2)
+    w.fail(w.key("transpose_backward") + " is " + json(bwd).dump() + " (must be the inverse of transpose_forward " +
+           json(fwd).dump() + ")");
+}
+
 }  // namespace
+
+// nnU-Net's normalization scheme names (preprocessing/normalization.cpp reads the same names).
+static const std::vector<std::string>& normalization_scheme_names() {
+  static const std::vector<std::string> names{"CTNormalization", "ZScoreNormalization", "NoNormalization",
+                                              "RescaleTo01Normalization", "RGBTo0_1Normalization",
+                                              "RGBTo01Normalization"};
+  return names;
+}
+
+// A configuration's patch and batch against its network: 1..max per value, and each patch axis
+// divisible by the network's total stride on that axis (else the decoder cannot meet the skips).
+static void check_patch_and_batch(const std::vector<int>& patch, int batch, const ArchitecturePlan& arch,
+                                  const std::string& source, const std::string& scope) {
+  const Where w{source, scope};
+  w.range(batch, 1, PlanLimits::max_batch_size, w.key("batch_size"));
+  for (std::size_t i = 0; i < patch.size(); ++i)
+    w.range(patch[i], 1, PlanLimits::max_patch_edge, w.key("patch_size") + "[" + std::to_string(i) + "]");
+  if (patch.size() != static_cast<std::size_t>(arch.dim)) return;  // the caller reports the rank mismatch
+  for (std::size_t i = 0; i < patch.size(); ++i) {
+    int64_t total = 1;
+    if (arch.swin) total = 32;  // patch embedding (2) and four patch mergings
+    else
+      for (const auto& s : arch.strides) total = std::min<int64_t>(total * s[i], int64_t{1} << 40);
+    if (patch[i] % total != 0)
+      w.fail(w.key("patch_size") + "[" + std::to_string(i) + "] is " + std::to_string(patch[i]) +
+             ", not divisible by the network's total stride " + std::to_string(total) + " on that axis");
+  }
+}
 
 ArchitecturePlan architecture_from_json(const json& arch, const std::string& source, const std::string& scope) {
   Where w{source, scope};
@@ -198,13 +286,14 @@ ArchitecturePlan architecture_from_json(const json& arch, const std::string& sou
   if (a.short_name == "SwinUNETR") {
     a.swin = swin_from_json(k, w);
     a.dim = get_or<int>(k, "spatial_dims", 3, w);
+    if (a.dim != 2 && a.dim != 3) w.fail(w.key("spatial_dims") + " is " + std::to_string(a.dim) + " (must be 2 or 3)");
     a.n_stages = 5;  // the input resolution plus four Swin stages (strides 2,4,8,16,32)
     return a;
   }
   a.conv_op = get<std::string>(k, "conv_op", w);
   a.dim = dim_of_conv_op(a.conv_op);
   a.n_stages = get<int>(k, "n_stages", w);
-  if (a.n_stages < 1) w.fail("n_stages must be >= 1");
+  w.range(a.n_stages, 1, PlanLimits::max_stages, w.key("n_stages"));
   if (a.dim == 0) {  // custom conv op: take the rank from the kernel sizes
     const json& ks = w.at(k, "kernel_sizes");
     a.dim = (ks.is_array() && !ks.empty() && ks[0].is_array()) ? static_cast<int>(ks[0].size()) : 3;
@@ -229,6 +318,7 @@ ArchitecturePlan architecture_from_json(const json& arch, const std::string& sou
   a.norm_affine = get_or<bool>(a.norm_op_kwargs, "affine", false, w);  // torch's InstanceNorm default
   a.nonlin_inplace = get_or<bool>(a.nonlin_kwargs, "inplace", false, w);
   a.nonlin_negative_slope = get_or<double>(a.nonlin_kwargs, "negative_slope", 0.01, w);
+  check_unet_ranges(a, w);
   return a;
 }
 
@@ -238,6 +328,7 @@ ConfigurationPlan configuration_from_json(const json& c, const std::string& name
   p.name = name;
   p.raw = c;
   p.data_identifier = get<std::string>(c, "data_identifier", w);
+  w.name(p.data_identifier, "data_identifier");  // preprocessing writes into <preprocessed>/<data_identifier>/
   p.preprocessor_name = get<std::string>(c, "preprocessor_name", w);
   p.batch_size = get<int>(c, "batch_size", w);
   p.patch_size = get<std::vector<int>>(c, "patch_size", w);
@@ -245,7 +336,18 @@ ConfigurationPlan configuration_from_json(const json& c, const std::string& name
   p.median_image_size_in_voxels = get<std::vector<double>>(c, "median_image_size_in_voxels", w);
   p.spacing = get<std::vector<double>>(c, "spacing", w);
   if (p.spacing.size() != p.patch_size.size()) w.fail("spacing and patch_size differ in length");
+  for (std::size_t i = 0; i < p.spacing.size(); ++i)
+    if (!(p.spacing[i] > 0))
+      w.fail(w.key("spacing") + "[" + std::to_string(i) + "] is " + json(p.spacing[i]).dump() + " (must be > 0)");
   p.normalization_schemes = get<std::vector<std::string>>(c, "normalization_schemes", w);
+  const auto& known = normalization_scheme_names();
+  for (std::size_t i = 0; i < p.normalization_schemes.size(); ++i)
+    if (std::find(known.begin(), known.end(), p.normalization_schemes[i]) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      w.fail(w.key("normalization_schemes") + "[" + std::to_string(i) + "] '" + p.normalization_schemes[i] +
+             "' is not a normalization scheme (known: " + list + ")");
+    }
   p.use_mask_for_norm = get<std::vector<bool>>(c, "use_mask_for_norm", w);
   if (p.use_mask_for_norm.size() != p.normalization_schemes.size())
     w.fail("use_mask_for_norm and normalization_schemes differ in length");
@@ -264,6 +366,7 @@ ConfigurationPlan configuration_from_json(const json& c, const std::string& name
   }
   p.architecture = architecture_from_json(w.at(c, "architecture"), file, w.scope);
   if (p.architecture.dim != p.dim()) w.fail("architecture rank differs from patch_size rank");
+  check_patch_and_batch(p.patch_size, p.batch_size, p.architecture, file, w.scope);
   if (c.contains("medseg") && c.at("medseg").is_object()) {
     const json& m = c.at("medseg");
     if (m.contains("estimated_peak_bytes") && m.at("estimated_peak_bytes").is_number())
@@ -281,18 +384,22 @@ Plans plans_from_json(const json& j, const std::string& source) {
   p.raw = j;
   p.source = source;
   p.dataset_name = get<std::string>(j, "dataset_name", w);
+  w.name(p.dataset_name, "dataset_name");
   p.plans_name = get<std::string>(j, "plans_name", w);
+  w.name(p.plans_name, "plans_name");
   p.original_median_spacing_after_transp = get<std::vector<double>>(j, "original_median_spacing_after_transp", w);
   p.original_median_shape_after_transp = get<std::vector<int>>(j, "original_median_shape_after_transp", w);
   p.image_reader_writer = get<std::string>(j, "image_reader_writer", w);
   p.transpose_forward = get<std::vector<int>>(j, "transpose_forward", w);
   p.transpose_backward = get<std::vector<int>>(j, "transpose_backward", w);
+  check_transpose(p.transpose_forward, p.transpose_backward, w);
   p.experiment_planner_used = get_or<std::string>(j, "experiment_planner_used", "", w);
   p.label_manager = get_or<std::string>(j, "label_manager", "LabelManager", w);
   p.foreground_intensity_properties_per_channel = j.value("foreground_intensity_properties_per_channel", json::object());
   const json& configs = w.at(j, "configurations");
   if (!configs.is_object() || configs.empty()) w.fail("'configurations' must be a non-empty object");
   for (const auto& [name, raw] : configs.items()) {
+    w.name(name, "configuration name");  // part of the model folder's name
     std::vector<std::string> visited;
     json c = resolve_configuration(configs, name, visited, w);
     if (!c.contains("architecture") && c.contains("UNet_class_name"))

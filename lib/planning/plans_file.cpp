@@ -15,7 +15,7 @@ ordered_json save_plans_file(const std::string& path, ordered_json plans) {
     ordered_json old;
     try {
       old = ordered_json::parse(read_file(path));
-    } catch (const ordered_json::parse_error& e) {
+    } catch (const ordered_json::exception& e) {  // parse_error, or out_of_range for 1e400
       throw FileError(path, std::string("existing plans file is not valid JSON (") + e.what() +
                                 "); remove it or choose another plans name");
     }

@@ -8,6 +8,8 @@
 
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/path_component.h"
+#include "core/paths.h"
 #include "core/log.h"
 #include "io/dataset.h"
 #include "planning/plans.h"
@@ -53,6 +55,7 @@ void copy_dataset_json(const std::string& raw_dataset_folder, const std::string&
 }
 
 std::vector<ConfigurationReport> preprocess_dataset(const DatasetPreprocessRequest& r) {
+  check_path_component(r.plans_name, "plans name");
   const std::string plans_path = (fs::path(r.preprocessed_dataset_folder) / (r.plans_name + ".json")).string();
   if (!fs::exists(plans_path))
     throw FileError(plans_path, "plans file not found; run medseg_plan_experiment (or medseg_plan_and_preprocess) first");

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/path_component.h"
 #include "core/paths.h"
 #include "preprocessing/case_store.h"
 #include "training/splits.h"
@@ -15,6 +16,10 @@ namespace medseg::training {
 RunInputs resolve_run(const std::string& dataset, const std::string& configuration, const std::string& fold,
                       const std::string& plans_name, const std::string& trainer_name,
                       const std::string& preprocessed_root, const std::string& results_root) {
+  // Each becomes a folder or file name under the roots: checked before anything is read or written.
+  check_path_component(configuration, "configuration");
+  check_path_component(plans_name, "plans name (-p)");
+  check_path_component(trainer_name, "trainer name");
   RunInputs r;
   r.configuration = configuration;
   r.plans_name = plans_name;

@@ -1,4 +1,5 @@
 #include "training/splits.h"
+#include "core/path_component.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -138,14 +139,6 @@ Split random_80_20_split(std::vector<std::string> ids, int fold) {
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (!in_train[i]) s.val.push_back(ids[i]);
   return s;
-}
-
-std::string parse_fold(const std::string& fold) {
-  if (fold == "all") return fold;
-  const bool digits = !fold.empty() && fold.size() <= 9 &&
-                      std::all_of(fold.begin(), fold.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (!digits) throw Error("fold must be a non-negative integer or 'all', got '" + fold + "'");
-  return std::to_string(std::stol(fold));
 }
 
 Split select_fold(const std::vector<Split>& splits, const std::vector<std::string>& case_ids, const std::string& fold) {

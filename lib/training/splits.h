@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/path_component.h"
+
 namespace medseg::training {
 
 // numpy.random.RandomState(seed) for the calls nnU-Net needs (legacy seeding and streams).
@@ -46,10 +48,8 @@ std::vector<Split> load_or_create_splits(const std::string& path, const std::vec
 // sorted cases for training (in draw order); the rest (sorted) is validation.
 Split random_80_20_split(std::vector<std::string> case_ids, int fold);
 
-// A fold as nnU-Net takes it: "all" or a non-negative integer (int(fold)); returns the folder's
-// spelling ("all", or the number without leading zeros: "007" -> "7"). Throws Error naming the value
-// for anything else ("-3", "abc", "1.5", "../x", empty), before it becomes a fold_K folder.
-std::string parse_fold(const std::string& fold);
+// parse_fold lives in core/paths.h: prediction reads fold_K folders too.
+using medseg::parse_fold;
 
 // The fold to train: "all" -> train = val = every case (sorted); a number < splits.size() -> that
 // split; a larger number -> random_80_20_split. Throws Error for anything else.

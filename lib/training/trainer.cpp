@@ -18,10 +18,12 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/torch_compat.h"
+#include "core/torch_memory.h"
 #include "core/torch_settings.h"
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
 #include "models/network.h"
+#include "planning/memory_check.h"
 #include "training/final_validation.h"
 #include "training/grad_scaler.h"
 #include "training/interrupt.h"
@@ -141,6 +143,16 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.torch_settings = std::make_unique<ScopedTorchSettings>(torch_settings);
 
   const auto& plan = s.in.plans.configuration(s.in.configuration);
+  // Refuse a plan that cannot fit before the network is built (planning/memory_check.h).
+  planning::TrainingStep step{static_cast<int>(s.in.in_channels), static_cast<int>(s.in.num_classes), {}};
+  step.options.amp = s.amp_on;
+  step.options.optimizer = s.cfg.optimizer.type == "AdamW" ? planning::OptimizerKind::AdamW : planning::OptimizerKind::SgdMomentum;
+  step.options.deep_supervision = s.cfg.deep_supervision;
+  step.options.checkpointing = plan.architecture.swin ? s.cfg.use_checkpoint : (s.cfg.checkpoint_encoder ? 1 : 0);
+  step.options.device = s.cuda ? planning::StepDevice::Cuda : planning::StepDevice::Cpu;
+  planning::check_training_fits(plan.architecture, plan.patch_size, plan.batch_size, step,
+                                device_memory_limit(s.opt.device), s.in.folders.plans_file,
+                                "configuration '" + s.in.configuration + "'");
   models::NetworkBuildOptions nb;
   nb.deep_supervision = s.cfg.deep_supervision;
   nb.checkpoint_encoder = s.cfg.checkpoint_encoder;

@@ -1,10 +1,15 @@
 #include "training/trainer_config.h"
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
 
 #include "core/error.h"
+#include "core/json_object_reader.h"
+#include "core/path_component.h"
+#include "core/paths.h"
 
 namespace fs = std::filesystem;
 
@@ -28,62 +33,106 @@ json TrainerConfig::to_json() const {
           {"use_checkpoint", use_checkpoint}};
 }
 
+namespace {
+
+// Allowed range of each numeric setting (docs/train_cli.md, "Trainer config values"). Values outside
+// cannot train: 0 epochs, a negative learning rate, a momentum above 1, a clip norm below 0.
+struct NumericRange {
+  const char* key;
+  double lo, hi;
+  bool lo_open;  // (lo, hi] instead of [lo, hi]
+};
+constexpr NumericRange kRanges[] = {
+    {"num_epochs", 1, 1e6, false},         {"iterations_per_epoch", 1, 1e6, false},
+    {"val_iterations_per_epoch", 0, 1e6, false}, {"checkpoint_every", 1, 1e6, false},
+    {"num_workers", 0, 1024, false},       {"poly_exponent", 0, 100, false},
+    {"grad_clip", 0, 1e6, true},           {"oversample_foreground", 0, 1, false},
+    {"ema_momentum", 0, 1, false},         {"use_checkpoint", -1, 1, false},
+    {"optimizer.lr", 0, 10, true},         {"optimizer.weight_decay", 0, 1, false},
+    {"optimizer.momentum", 0, 0.999999, false}, {"optimizer.betas", 0, 0.999999, false},
+    {"optimizer.eps", 0, 1, true},         {"threads", 1, 4096, false},
+};
+
+const NumericRange& range_of(const std::string& key) {
+  for (const auto& r : kRanges)
+    if (key == r.key) return r;
+  throw Error("trainer config: no range for '" + key + "'");
+}
+
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v == std::floor(v) && std::fabs(v) < 1e15 ? "%.0f" : "%.6g", v);
+  return buf;
+}
+
+// The key's range; `prefix` is "optimizer." inside the optimizer object.
+double number_in_range(const JsonObjectReader& r, const std::string& prefix, const std::string& key, double fallback) {
+  const NumericRange& range = range_of(prefix + key);
+  return r.number(key, range.lo, range.hi, range.lo_open, &fallback);
+}
+
+int64_t integer_in_range(const JsonObjectReader& r, const std::string& key, int64_t fallback) {
+  const NumericRange& range = range_of(key);
+  const int f = static_cast<int>(fallback);
+  return r.integer(key, static_cast<int>(range.lo), static_cast<int>(range.hi), &f);
+}
+
+OptimizerConfig read_optimizer(const JsonObjectReader& o) {
+  o.check_keys({"type", "lr", "weight_decay", "momentum", "nesterov", "betas", "eps"});
+  const std::string type = o.has("type") ? o.choice<std::string>("type", {{"SGD", "SGD"}, {"AdamW", "AdamW"}}) : "SGD";
+  OptimizerConfig c = type == "AdamW" ? OptimizerConfig::adamw() : OptimizerConfig::nnunet_sgd();
+  c.type = type;
+  c.lr = number_in_range(o, "optimizer.", "lr", c.lr);
+  c.weight_decay = number_in_range(o, "optimizer.", "weight_decay", c.weight_decay);
+  c.momentum = number_in_range(o, "optimizer.", "momentum", c.momentum);
+  c.nesterov = o.boolean("nesterov", c.nesterov);
+  c.eps = number_in_range(o, "optimizer.", "eps", c.eps);
+  if (o.has("betas")) {
+    const NumericRange& r = range_of("optimizer.betas");
+    const std::vector<double> b = o.numbers("betas", r.lo, r.hi, 2, 2);
+    c.beta1 = b[0];
+    c.beta2 = b[1];
+  }
+  if (type == "SGD" && c.nesterov && !(c.momentum > 0))
+    throw o.error("nesterov", "needs a momentum > 0 (momentum is " + format_number(c.momentum) + ")");
+  return c;
+}
+
+}  // namespace
+
+void check_trainer_setting(const std::string& key, double value, const std::string& where) {
+  const NumericRange& r = range_of(key);
+  if ((r.lo_open ? value > r.lo : value >= r.lo) && value <= r.hi) return;
+  throw Error(where + " is " + format_number(value) + " (must be " + (r.lo_open ? "> " : ">= ") +
+              format_number(r.lo) + " and <= " + format_number(r.hi) + ")");
+}
+
 TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
-  static const std::set<std::string> known{"format", "version", "name", "num_epochs", "iterations_per_epoch",
-                                           "val_iterations_per_epoch", "optimizer", "poly_exponent", "grad_clip",
-                                           "oversample_foreground", "deep_supervision", "augment", "checkpoint_every",
-                                           "ema_momentum", "seed", "amp", "num_workers", "checkpoint_encoder",
-                                           "use_checkpoint", "description"};
-  if (!j.is_object()) throw FileError(src, "trainer config must be a JSON object");
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (!known.count(it.key())) throw FileError(src, "unknown trainer config key '" + it.key() + "'");
+  const JsonObjectReader r(j, src, "", "a trainer config");
+  r.check_keys({"format", "version", "name", "num_epochs", "iterations_per_epoch", "val_iterations_per_epoch",
+                "optimizer", "poly_exponent", "grad_clip", "oversample_foreground", "deep_supervision", "augment",
+                "checkpoint_every", "ema_momentum", "seed", "amp", "num_workers", "checkpoint_encoder",
+                "use_checkpoint", "description"});
   TrainerConfig c;
   c.source = src;
-  auto get = [&](const char* k, auto& dst) {
-    if (!j.contains(k)) return;
-    try {
-      j.at(k).get_to(dst);
-    } catch (const std::exception& e) {
-      throw FileError(src, std::string("key '") + k + "' has the wrong type");
-    }
-  };
-  get("name", c.name);
-  get("num_epochs", c.num_epochs);
-  get("iterations_per_epoch", c.iterations_per_epoch);
-  get("val_iterations_per_epoch", c.val_iterations_per_epoch);
-  get("poly_exponent", c.poly_exponent);
-  get("grad_clip", c.grad_clip);
-  get("oversample_foreground", c.oversample_foreground);
-  get("deep_supervision", c.deep_supervision);
-  get("augment", c.augment);
-  get("checkpoint_every", c.checkpoint_every);
-  get("ema_momentum", c.ema_momentum);
-  get("seed", c.seed);
-  get("amp", c.amp);
-  get("num_workers", c.num_workers);
-  get("checkpoint_encoder", c.checkpoint_encoder);
-  get("use_checkpoint", c.use_checkpoint);
-  if (j.contains("optimizer")) {
-    const json& o = j.at("optimizer");
-    if (!o.is_object()) throw FileError(src, "'optimizer' must be an object");
-    const std::string type = o.value("type", std::string("SGD"));
-    c.optimizer = type == "AdamW" ? OptimizerConfig::adamw() : OptimizerConfig::nnunet_sgd();
-    c.optimizer.type = type;
-    c.optimizer.lr = o.value("lr", c.optimizer.lr);
-    c.optimizer.weight_decay = o.value("weight_decay", c.optimizer.weight_decay);
-    c.optimizer.momentum = o.value("momentum", c.optimizer.momentum);
-    c.optimizer.nesterov = o.value("nesterov", c.optimizer.nesterov);
-    if (o.contains("betas")) {
-      c.optimizer.beta1 = o.at("betas").at(0).get<double>();
-      c.optimizer.beta2 = o.at("betas").at(1).get<double>();
-    }
-    c.optimizer.eps = o.value("eps", c.optimizer.eps);
-    if (type != "SGD" && type != "AdamW") throw FileError(src, "optimizer type must be SGD or AdamW, got " + type);
-  }
-  if (c.num_epochs < 1 || c.iterations_per_epoch < 1 || c.val_iterations_per_epoch < 0 || c.checkpoint_every < 1)
-    throw FileError(src, "num_epochs, iterations_per_epoch, checkpoint_every must be >= 1");
-  if (c.amp != "auto" && c.amp != "fp16" && c.amp != "bf16" && c.amp != "off")
-    throw FileError(src, "amp must be auto, fp16, bf16 or off");
+  if (r.has("name")) c.name = r.file_name("name");  // like the trainer name, a name and never a path
+  c.num_epochs = integer_in_range(r, "num_epochs", c.num_epochs);
+  c.iterations_per_epoch = integer_in_range(r, "iterations_per_epoch", c.iterations_per_epoch);
+  c.val_iterations_per_epoch = integer_in_range(r, "val_iterations_per_epoch", c.val_iterations_per_epoch);
+  c.checkpoint_every = integer_in_range(r, "checkpoint_every", c.checkpoint_every);
+  c.num_workers = static_cast<int>(integer_in_range(r, "num_workers", c.num_workers));
+  c.use_checkpoint = static_cast<int>(integer_in_range(r, "use_checkpoint", c.use_checkpoint));
+  c.poly_exponent = number_in_range(r, "", "poly_exponent", c.poly_exponent);
+  c.grad_clip = number_in_range(r, "", "grad_clip", c.grad_clip);
+  c.oversample_foreground = number_in_range(r, "", "oversample_foreground", c.oversample_foreground);
+  c.ema_momentum = number_in_range(r, "", "ema_momentum", c.ema_momentum);
+  c.deep_supervision = r.boolean("deep_supervision", c.deep_supervision);
+  c.augment = r.boolean("augment", c.augment);
+  c.checkpoint_encoder = r.boolean("checkpoint_encoder", c.checkpoint_encoder);
+  if (r.has("seed")) c.seed = json_as<uint64_t>(j.at("seed"), "key 'seed'", src);
+  if (r.has("amp"))
+    c.amp = r.choice<std::string>("amp", {{"auto", "auto"}, {"fp16", "fp16"}, {"bf16", "bf16"}, {"off", "off"}});
+  if (r.has("optimizer")) c.optimizer = read_optimizer(r.object("optimizer", true));
   return c;
 }
 
@@ -91,6 +140,7 @@ TrainerConfig load_trainer_config(const std::string& path) { return trainer_conf
 
 TrainerConfig find_trainer_config(const std::string& name) {
   if (fs::exists(name) && fs::is_regular_file(name)) return load_trainer_config(name);
+  check_path_component(name, "trainer config (--tr)");  // a name under configs/, not a path out of it
   std::vector<std::string> dirs;
   if (const char* d = std::getenv("MEDSEG_CONFIG_DIR")) dirs.push_back(d);
 #ifdef MEDSEG_SOURCE_CONFIG_DIR

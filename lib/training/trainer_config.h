@@ -32,6 +32,11 @@ struct TrainerConfig {
   json to_json() const;
 };
 
+// Throws Error("<where> is <value> (must be in [lo, hi])") when `value` is outside the range of the
+// setting `key` ("num_epochs", "optimizer.lr", ..., and "threads"). The CLI's overrides use it
+// with `where` naming the flag, the config reader with the file and key.
+void check_trainer_setting(const std::string& key, double value, const std::string& where);
+
 // Reads a trainer config; unknown keys are an error (typos must not silently train a default).
 TrainerConfig load_trainer_config(const std::string& path);
 TrainerConfig trainer_config_from_json(const json& j, const std::string& source);

@@ -1,0 +1,52 @@
+#include "core/path_component.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace medseg {
+
+std::string printable(const std::string& value) {
+  std::string out;
+  for (unsigned char c : value) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string path_component_problem(const std::string& v) {
+  if (v.empty()) return "it is empty";
+  if (v == "." || v == "..") return "it is '" + v + "'";
+  if (v.find('/') != std::string::npos) return "it contains '/'";
+  if (v.find('\\') != std::string::npos) return "it contains '\\'";
+  for (unsigned char c : v)
+    if (c < 0x20 || c == 0x7f) return "it contains a control character";
+  if (v.size() > 255) return "it is longer than 255 bytes";
+  return "";
+}
+
+void check_path_component(const std::string& value, const std::string& what, const std::string& file) {
+  const std::string why = path_component_problem(value);
+  if (why.empty()) return;
+  const std::string msg = what + " '" + printable(value) + "' is not a valid name (" + why +
+                          "; it must be a single file or folder name)";
+  if (file.empty()) throw Error(msg);
+  throw FileError(file, msg);
+}
+
+std::string parse_fold(const std::string& fold) {
+  const bool digits = !fold.empty() && fold.size() <= 9 &&
+                      std::all_of(fold.begin(), fold.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (fold == "all") return fold;
+  if (!digits) throw Error("fold must be a non-negative integer or 'all', got '" + printable(fold) + "'");
+  return std::to_string(std::stol(fold));
+}
+
+}  // namespace medseg

@@ -1,0 +1,26 @@
+#pragma once
+// Names that become one component of a path, checked where they are read (docs/conventions.md, "Names
+// that become paths"): nothing is ever written outside the folders the user gave.
+#include <string>
+
+namespace medseg {
+
+// A fold as nnU-Net takes it: "all" or a non-negative integer (int(fold)); returns the folder's
+// spelling ("all", or the number without leading zeros: "007" -> "7"). Throws Error naming the value
+// for anything else ("-3", "abc", "1.5", "../x", empty), before it becomes a fold_K folder.
+std::string parse_fold(const std::string& fold);
+
+// Names that become one component of a path (plans, configuration and dataset names, data
+// identifiers, trainer names, folds, case ids): "" when `value` is one, else why it is not (empty,
+// "." or "..", a '/' or '\\', a control character such as NUL, more than 255 bytes). Checked where
+// the name is read, so nothing is ever written outside the folders the user gave.
+std::string path_component_problem(const std::string& value);
+
+// Throws FileError(file, "<what> '<value>' is not a valid name (<why>)"), or Error when `file` is
+// empty (a command-line value), unless path_component_problem(value) is "".
+void check_path_component(const std::string& value, const std::string& what, const std::string& file = "");
+
+// `value` with control characters written as \xNN, for messages.
+std::string printable(const std::string& value);
+
+}  // namespace medseg
