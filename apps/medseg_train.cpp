@@ -3,6 +3,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli_common.h"
+#include "core/amp.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no_pbar", no_pbar, "No progress bar");
   return medseg::cli::run(argc, argv, app, [&] {
     if (resume && val) throw medseg::Error("--c and --val are mutually exclusive");
+    if (!amp.empty()) opt.amp = medseg::parse_amp(amp, "--amp");
     auto cfg = medseg::training::find_trainer_config(trainer);
     if (epochs > 0) cfg.num_epochs = epochs;
     if (iters > 0) cfg.iterations_per_epoch = iters;
@@ -51,7 +53,6 @@ int main(int argc, char** argv) {
     if (workers >= 0) cfg.num_workers = workers;
     if (ckpt_every > 0) cfg.checkpoint_every = ckpt_every;
     opt.device = device;
-    opt.amp = amp;
     opt.cudnn_benchmark = cudnn;
     opt.resume = resume;
     opt.progress_bar = !no_pbar;

@@ -154,26 +154,4 @@ std::vector<torch::Tensor> SwinUNETRImpl::forward(const torch::Tensor& x) {
   return {out_->forward(dec)};
 }
 
-SwinUNETROptions swin_options_from_json(const nlohmann::json& kw, int64_t in_channels, int64_t out_channels) {
-  SwinUNETROptions o(in_channels, out_channels);
-  try {
-    if (kw.contains("feature_size")) o.feature_size(kw.at("feature_size").get<int64_t>());
-    if (kw.contains("depths")) o.depths(kw.at("depths").get<std::vector<int64_t>>());
-    if (kw.contains("num_heads")) o.num_heads(kw.at("num_heads").get<std::vector<int64_t>>());
-    if (kw.contains("window_size")) o.window_size(kw.at("window_size").get<int64_t>());
-    if (kw.contains("use_v2")) o.use_v2(kw.at("use_v2").get<bool>());
-    if (kw.contains("use_checkpoint")) o.use_checkpoint(kw.at("use_checkpoint").get<bool>());
-    if (kw.contains("drop_rate")) o.drop_rate(kw.at("drop_rate").get<double>());
-    if (kw.contains("attn_drop_rate")) o.attn_drop_rate(kw.at("attn_drop_rate").get<double>());
-    if (kw.contains("dropout_path_rate")) o.dropout_path_rate(kw.at("dropout_path_rate").get<double>());
-    if (kw.contains("normalize")) o.normalize(kw.at("normalize").get<bool>());
-    if (kw.contains("spatial_dims")) o.spatial_dims(kw.at("spatial_dims").get<int>());
-    if (kw.contains("patch_size") && kw.at("patch_size").get<int64_t>() != 2)
-      throw Error("SwinUNETR: only patch_size 2 is supported");
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("SwinUNETR: malformed arch_kwargs: ") + e.what());
-  }
-  return o;
-}
-
 }  // namespace medseg::models

@@ -82,9 +82,4 @@ TORCH_MODULE(SwinUNETR);
 // "in_channels=1, out_channels=2, feature_size=24, depths=[2, 2, 2, 2], ..."
 void print_swin_options(std::ostream& out, const SwinUNETROptions& o);
 
-// SwinUNETROptions from a plans-style arch_kwargs object (feature_size, depths, num_heads, window_size,
-// use_v2, use_checkpoint, drop_rate, attn_drop_rate, dropout_path_rate, normalize, spatial_dims).
-SwinUNETROptions swin_options_from_json(const nlohmann::json& arch_kwargs, int64_t in_channels,
-                                        int64_t out_channels);
-
 }  // namespace medseg::models

@@ -24,7 +24,7 @@ json TrainerConfig::to_json() const {
           {"optimizer", opt}, {"poly_exponent", poly_exponent}, {"grad_clip", grad_clip},
           {"oversample_foreground", oversample_foreground}, {"deep_supervision", deep_supervision},
           {"augment", augment}, {"checkpoint_every", checkpoint_every}, {"ema_momentum", ema_momentum},
-          {"seed", seed}, {"amp", amp}, {"num_workers", num_workers}, {"checkpoint_encoder", checkpoint_encoder},
+          {"seed", seed}, {"amp", to_string(amp)}, {"num_workers", num_workers}, {"checkpoint_encoder", checkpoint_encoder},
           {"use_checkpoint", use_checkpoint}};
 }
 
@@ -59,7 +59,9 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   get("checkpoint_every", c.checkpoint_every);
   get("ema_momentum", c.ema_momentum);
   get("seed", c.seed);
-  get("amp", c.amp);
+  std::string amp = to_string(c.amp);
+  get("amp", amp);
+  c.amp = parse_amp(amp, "amp", src);
   get("num_workers", c.num_workers);
   get("checkpoint_encoder", c.checkpoint_encoder);
   get("use_checkpoint", c.use_checkpoint);
@@ -82,8 +84,6 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   }
   if (c.num_epochs < 1 || c.iterations_per_epoch < 1 || c.val_iterations_per_epoch < 0 || c.checkpoint_every < 1)
     throw FileError(src, "num_epochs, iterations_per_epoch, checkpoint_every must be >= 1");
-  if (c.amp != "auto" && c.amp != "fp16" && c.amp != "bf16" && c.amp != "off")
-    throw FileError(src, "amp must be auto, fp16, bf16 or off");
   return c;
 }
 
