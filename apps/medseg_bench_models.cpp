@@ -60,14 +60,14 @@ int main(int argc, char** argv) {
   app.add_flag("--checkpoint", checkpoint, "activation checkpointing (ResEnc: encoder stages; Swin: blocks)");
   app.add_flag("--memory", memory, "report the peak bytes of a step (CPU: counting allocator; CUDA: caching allocator)");
   app.add_option("--device", device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-  app.add_option("--amp", amp, "autocast: off, fp16 (CUDA) or bf16")->check(CLI::IsMember({"off", "fp16", "bf16"}))->capture_default_str();
+  app.add_option("--amp", amp, "autocast: off, fp16 (CUDA), bf16 or auto (fp16 on CUDA)")->capture_default_str();
   app.add_option("--cudnn-benchmark", cudnn_benchmark, "cuDNN autotuning: on|off")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   return cli::run(argc, argv, app, [&] {
     at::set_num_threads(threads);
     torch::manual_seed(0);
     const bool cuda = device == "cuda";
     if (cuda && !torch::cuda::is_available()) throw Error("--device cuda: no CUDA device (" + compat::torch_version() + ")");
-    if (amp == "fp16" && !cuda) throw Error("--amp fp16 needs --device cuda (CPU autocast is bf16)");
+    const AutocastSetting autocast = autocast_setting(parse_amp(amp, "--amp"), cuda);
     compat::set_cudnn(cudnn_benchmark == "on", false);
     if (memory && !cuda) install_counting_cpu_allocator();
     const torch::Device dev(cuda ? torch::kCUDA : torch::kCPU);
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
       {
         torch::Tensor loss = torch::zeros({}, torch::TensorOptions().device(dev));
         {
-          AutocastGuard ac(cuda, amp != "off", amp == "fp16" ? torch::kHalf : torch::kBFloat16);
+          AutocastGuard ac(cuda, autocast.enabled, autocast.dtype);
           for (auto& y : net->forward(x)) loss = loss + y.to(torch::kFloat32).mean();
         }
         loss.backward();

@@ -77,13 +77,13 @@ int main(int argc, char** argv) {
     if (!overwrite) refuse_existing(output, folds, plans_json, dataset_json);
 
     torch::manual_seed(seed);
-    const int64_t classes = inference::network_outputs(info);
+    const int64_t classes = io::network_outputs(info);
     // LibTorch's default (kaiming-uniform) initialisation: random weights are all a benchmark needs.
     planning::check_forward_fits(cfg.architecture, {}, 1, info.num_channels(), device_memory_limit("cpu"),
                                  plans.source, "configuration '" + configuration + "'");
     models::NetworkBuildOptions bo;
     bo.init_weights = false;
-    auto net = models::build_network(cfg.architecture.raw, info.num_channels(), classes, bo);
+    auto net = models::build_network_from_plan(cfg.architecture, info.num_channels(), classes, bo);
     checkpoint::Checkpoint ck;
     ck.weights = checkpoint::module_weights(*net);
     ck.plans = plans_json;

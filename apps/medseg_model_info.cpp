@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "io/dataset.h"
 #include "models/network.h"
 #include "models/plans_architecture.h"
 #include "planning/memory_model.h"
@@ -90,8 +91,8 @@ int main(int argc, char** argv) {
       const auto spec = models::plan_network_spec(plans_json, config, plans_path);
       const auto dataset = read_json(dataset_path);
       arch = spec.architecture;
-      in = models::dataset_input_channels(dataset, dataset_path);
-      classes = models::dataset_num_classes(dataset, dataset_path);
+      in = static_cast<int64_t>(io::channel_names_from_json(dataset, dataset_path).size());
+      classes = io::network_outputs(io::labels_from_json(dataset, dataset_path));
       if (patch.empty()) patch = spec.patch_size;
       if (spec.batch_size > 0) plan_batch = spec.batch_size;
       medseg_block = spec.medseg;
@@ -108,7 +109,7 @@ int main(int argc, char** argv) {
                                  swinunetr ? "" : "configuration '" + config + "'");
     models::NetworkBuildOptions opts;
     opts.deep_supervision = true;
-    auto net = models::build_network(arch, in, classes, opts);
+    auto net = models::build_network(arch, in, classes, opts, swinunetr ? "--swinunetr" : plans_path);
     nlohmann::json out = {{"network_class_name", arch.at("network_class_name")},
                           {"class", net->class_name()},
                           {"spatial_dims", net->spatial_dims()},

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
     if (ro.npp < 0 || ro.nps < 0) throw Error("-npp and -nps must be >= 0");
     inference::check_part(num_parts, part_id);
     po.mirroring = !disable_tta;
-    po.amp = inference::parse_amp(amp);
+    po.amp = parse_amp(amp, "--amp");
     po.progress = false;
     inference::ModelFolder model = inference::load_model_folder(model_folder, folds, chk);
     if (!configuration.empty() && configuration != model.configuration)

@@ -3,6 +3,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli_common.h"
+#include "core/amp.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no_pbar", no_pbar, "No progress bar");
   return medseg::cli::run(argc, argv, app, [&] {
     if (resume && val) throw medseg::Error("--c and --val are mutually exclusive");
+    if (!amp.empty()) opt.amp = medseg::parse_amp(amp, "--amp");
     // An override that was given is range-checked like the config key it replaces: --epochs 0 is an
     // error, not the config's default.
     const auto given = [](const CLI::Option* o, const char* key, double value) {
@@ -61,7 +63,6 @@ int main(int argc, char** argv) {
     if (given(o_ckpt, "checkpoint_every", static_cast<double>(ckpt_every))) cfg.checkpoint_every = ckpt_every;
     given(o_threads, "threads", opt.threads);
     opt.device = device;
-    opt.amp = amp;
     opt.cudnn_benchmark = cudnn;
     opt.resume = resume;
     opt.progress_bar = !no_pbar;

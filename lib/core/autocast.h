@@ -1,8 +1,24 @@
 #pragma once
 // RAII autocast scope (LibTorch has none): mirrors Python's torch.autocast __enter__/__exit__.
+#include "core/amp.h"
+#include "core/error.h"
 #include "core/torch_compat.h"
 
 namespace medseg {
+
+struct AutocastSetting {
+  bool enabled = false;
+  c10::ScalarType dtype = c10::ScalarType::Float;
+};
+
+// What `mode` means on this device (Auto: fp16 on CUDA, off on the CPU). Throws medseg::Error for fp16
+// without CUDA: CPU autocast has bf16 only.
+inline AutocastSetting autocast_setting(AmpMode mode, bool cuda) {
+  if (mode == AmpMode::Auto) mode = cuda ? AmpMode::Fp16 : AmpMode::Off;
+  if (mode == AmpMode::Fp16 && !cuda) throw Error("--amp fp16 needs CUDA; use --amp bf16 on the CPU");
+  if (mode == AmpMode::Off) return {};
+  return {true, mode == AmpMode::Fp16 ? c10::ScalarType::Half : c10::ScalarType::BFloat16};
+}
 
 class AutocastGuard {
  public:

@@ -25,9 +25,9 @@ LabelMapping label_mapping(const io::DatasetInfo& dataset, const std::string& so
     const json& order = dataset.raw.value("regions_class_order", json());
     if (!order.is_array()) throw FileError(source, "dataset has regions but no 'regions_class_order'");
     for (const auto& v : order) m.values.push_back(v.get<int>());
-    if (static_cast<int64_t>(m.values.size()) != network_outputs(dataset))
+    if (static_cast<int64_t>(m.values.size()) != io::network_outputs(dataset))
       throw FileError(source, "'regions_class_order' has " + std::to_string(m.values.size()) + " entries for " +
-                                  std::to_string(network_outputs(dataset)) + " regions");
+                                  std::to_string(io::network_outputs(dataset)) + " regions");
   } else {
     for (const auto& l : dataset.labels)
       if (l.name != "ignore") m.values.push_back(l.values.at(0));

@@ -50,18 +50,6 @@ std::string checkpoint_file_name(const std::string& chk) {
   return stem + ".ckpt";
 }
 
-int64_t network_outputs(const io::DatasetInfo& dataset) {
-  int64_t n = 0;
-  if (dataset.has_regions()) {
-    for (const auto& l : dataset.labels)
-      if (!(l.values.size() == 1 && l.values[0] == 0) && l.name != "ignore") ++n;
-    return n;
-  }
-  for (const auto& l : dataset.labels)
-    if (l.name != "ignore") ++n;
-  return n;
-}
-
 namespace {
 
 // The folder's JSON file if present, else the checkpoint's copy; throws when neither exists.
@@ -130,13 +118,13 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
   const planning::ConfigurationPlan& cfg = m.plans.configuration(m.configuration);
 
   m.in_channels = first_extra.value("in_channels", static_cast<int64_t>(m.dataset.num_channels()));
-  m.num_classes = first_extra.value("num_classes", network_outputs(m.dataset));
+  m.num_classes = first_extra.value("num_classes", io::network_outputs(m.dataset));
   if (m.in_channels != m.dataset.num_channels())
     throw FileError(src, "was trained with " + std::to_string(m.in_channels) + " input channel(s) but dataset.json names " +
                              std::to_string(m.dataset.num_channels()));
-  if (m.num_classes != network_outputs(m.dataset))
+  if (m.num_classes != io::network_outputs(m.dataset))
     throw FileError(src, "has " + std::to_string(m.num_classes) + " outputs but dataset.json's labels need " +
-                             std::to_string(network_outputs(m.dataset)));
+                             std::to_string(io::network_outputs(m.dataset)));
   if (first_extra.contains("inference_allowed_mirroring_axes") &&
       !first_extra.at("inference_allowed_mirroring_axes").is_null()) {
     m.mirror_axes = first_extra.at("inference_allowed_mirroring_axes").get<std::vector<int64_t>>();

@@ -53,7 +53,4 @@ struct ModelFolder {
 ModelFolder load_model_folder(const std::string& folder, const std::vector<std::string>& folds,
                               const std::string& chk = "checkpoint_final");
 
-// Outputs the network of `dataset` has: labels minus "ignore", or the regions without background.
-int64_t network_outputs(const io::DatasetInfo& dataset);
-
 }  // namespace medseg::inference

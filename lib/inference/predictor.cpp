@@ -15,14 +15,6 @@
 
 namespace medseg::inference {
 
-Amp parse_amp(const std::string& s) {
-  if (s == "auto") return Amp::Auto;
-  if (s == "off" || s == "none" || s == "fp32") return Amp::Off;
-  if (s == "fp16") return Amp::Fp16;
-  if (s == "bf16") return Amp::Bf16;
-  throw Error("--amp must be fp16, bf16, off or auto, got '" + s + "'");
-}
-
 struct Predictor::Nets {
   std::vector<models::SegmentationNetwork> nets;
 };
@@ -43,9 +35,9 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
   const c10::Device device(opts_.device);
   cuda_ = device.is_cuda();
   if (cuda_ && !torch::cuda::is_available()) throw Error("-device " + opts_.device + ": CUDA is not available in this build/machine");
-  Amp amp = opts_.amp == Amp::Auto ? (cuda_ ? Amp::Fp16 : Amp::Off) : opts_.amp;
-  if (amp == Amp::Fp16 && !cuda_) throw Error("--amp fp16 needs -device cuda (CPU autocast supports bf16 only)");
-  autocast_ = amp != Amp::Off;
+  const AutocastSetting amp = autocast_setting(opts_.amp, cuda_);
+  autocast_ = amp.enabled;
+  autocast_dtype_ = amp.dtype;
 
   window_.patch_size.assign(cfg.patch_size.begin(), cfg.patch_size.end());
   window_.step_size = opts_.step_size;
@@ -67,7 +59,7 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
   bo.init_weights = false;
   for (FoldWeights& f : model_.folds) {
     models::SegmentationNetwork net =
-        models::build_network(cfg.architecture.raw, model_.in_channels, model_.num_classes, bo);
+        models::build_network_from_plan(cfg.architecture, model_.in_channels, model_.num_classes, bo);
     try {
       checkpoint::load_weights(*net, f.weights, /*strict=*/true);
     } catch (const std::exception& e) {
@@ -79,7 +71,6 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
     net->to(device);
     nets_->nets.push_back(net);
   }
-  autocast_dtype_ = amp == Amp::Bf16 ? at::kBFloat16 : at::kHalf;
 }
 
 Predictor::~Predictor() = default;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/amp.h"
 #include "core/torch_settings.h"
 #include "inference/export.h"
 #include "inference/model_folder.h"
@@ -19,14 +20,11 @@
 
 namespace medseg::inference {
 
-enum class Amp { Auto, Off, Fp16, Bf16 };
-Amp parse_amp(const std::string& s);  // "auto", "off", "fp16", "bf16"; throws Error otherwise
-
 struct PredictorOptions {
   double step_size = 0.5;
   bool mirroring = true;   // test-time augmentation over the model's mirroring axes
   std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
-  Amp amp = Amp::Auto;     // Auto: fp16 on CUDA, off on CPU
+  AmpMode amp = AmpMode::Auto;  // Auto: fp16 on CUDA, off on CPU
   int64_t tile_batch = 8;  // tiles x mirrored copies per forward pass
   int torch_threads = 0;   // at::set_num_threads when > 0
   bool progress = false;

@@ -36,7 +36,7 @@ static void check_file_ending(const std::string& ending, const std::string& file
   if (ending[0] != '.') throw FileError(file, "file_ending '" + printable(ending) + "' must start with '.' (e.g. \".nii.gz\")");
 }
 
-static std::vector<std::string> parse_channels(const json& j, const std::string& file) {
+std::vector<std::string> channel_names_from_json(const json& j, const std::string& file) {
   const char* key = j.contains("channel_names") ? "channel_names" : (j.contains("modality") ? "modality" : nullptr);
   if (!key) throw FileError(file, "missing key 'channel_names'");
   const json& c = j.at(key);
@@ -66,7 +66,7 @@ static int label_value(const json& x, const std::string& name, const std::string
   return static_cast<int>(v);
 }
 
-static std::vector<LabelDef> parse_labels(const json& j, const std::string& file) {
+std::vector<LabelDef> labels_from_json(const json& j, const std::string& file) {
   if (!j.contains("labels") || !j.at("labels").is_object() || j.at("labels").empty())
     throw FileError(file, "missing or empty 'labels' (expected {\"background\": 0, ...})");
   std::vector<LabelDef> out;
@@ -98,6 +98,17 @@ static std::vector<LabelDef> parse_labels(const json& j, const std::string& file
   return out;
 }
 
+int64_t network_outputs(const std::vector<LabelDef>& labels) {
+  const bool regions = std::any_of(labels.begin(), labels.end(), [](const LabelDef& l) { return l.values.size() != 1; });
+  int64_t n = 0;
+  for (const auto& l : labels) {
+    if (l.name == "ignore") continue;
+    if (regions && l.values.size() == 1 && l.values[0] == 0) continue;  // regions: background is no output
+    ++n;
+  }
+  return n;
+}
+
 DatasetInfo load_dataset_info(const std::string& dataset_folder) {
   const std::string file = (fs::path(dataset_folder) / "dataset.json").string();
   if (!fs::is_directory(dataset_folder)) throw FileError(dataset_folder, "dataset folder not found");
@@ -112,8 +123,8 @@ DatasetInfo dataset_info_from_json(const json& j, const std::string& file) {
   DatasetInfo info;
   info.raw = j;
   if (!info.raw.is_object()) throw FileError(file, "must be a JSON object");
-  info.channel_names = parse_channels(info.raw, file);
-  info.labels = parse_labels(info.raw, file);
+  info.channel_names = channel_names_from_json(info.raw, file);
+  info.labels = labels_from_json(info.raw, file);
   if (!info.raw.contains("numTraining") || !info.raw.at("numTraining").is_number_integer())
     throw FileError(file, "missing or non-integer 'numTraining'");
   info.num_training = info.raw.at("numTraining").get<int>();

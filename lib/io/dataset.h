@@ -1,5 +1,6 @@
 #pragma once
 // nnU-Net v2 raw dataset layout: DatasetXXX_Name/{dataset.json, imagesTr/, labelsTr/, imagesTs/}.
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +29,16 @@ struct DatasetInfo {
   std::vector<int> label_values() const;
   bool has_regions() const;
 };
+
+// The parts of dataset.json a network needs, for readers that do not need a whole raw dataset
+// (medseg_model_info). Throw FileError naming `file` and the key.
+std::vector<std::string> channel_names_from_json(const json& dataset, const std::string& file);  // legacy: modality
+std::vector<LabelDef> labels_from_json(const json& dataset, const std::string& file);
+
+// Outputs (segmentation heads) a network for these labels has: one per label, background included,
+// "ignore" excluded; for a region-based dataset one per region (background excluded).
+int64_t network_outputs(const std::vector<LabelDef>& labels);
+inline int64_t network_outputs(const DatasetInfo& dataset) { return network_outputs(dataset.labels); }
 
 // One case: its channel files in channel order, and its label file ("" when there is none).
 struct CaseFiles {

@@ -125,6 +125,25 @@ torch::nn::AnyModule make_avg_pool(int dims, const Shape& kernel_and_stride) {
   return torch::nn::AnyModule(torch::nn::AvgPool2d(torch::nn::AvgPool2dOptions(arr<2>(k)).stride(arr<2>(k))));
 }
 
+void print_shape(std::ostream& out, const std::vector<int64_t>& v) {
+  out << "[";
+  for (size_t i = 0; i < v.size(); ++i) out << (i ? ", " : "") << v[i];
+  out << "]";
+}
+
+void print_layer_options(std::ostream& out, const LayerOptions& o) {
+  out << "conv_bias=" << (o.conv_bias() ? "true" : "false") << ", norm=";
+  if (o.norm() == NormKind::kNone) out << "none";
+  else
+    out << (o.norm() == NormKind::kInstance ? "instance" : "batch") << "(eps=" << o.norm_eps()
+        << ", affine=" << (o.norm_affine() ? "true" : "false") << ")";
+  out << ", dropout=" << o.dropout_p() << ", nonlin=";
+  if (o.nonlin() == NonlinKind::kNone) out << "none";
+  else if (o.nonlin() == NonlinKind::kReLU) out << "relu";
+  else out << "leaky_relu(" << o.negative_slope() << ")";
+  out << ", inplace=" << (o.inplace() ? "true" : "false");
+}
+
 void he_init(torch::nn::Module& root, double neg_slope) {
   torch::NoGradGuard no_grad;
   auto init = [&](torch::Tensor& w, torch::Tensor& b) {

@@ -2,11 +2,13 @@
 // Dimension-generic factories for the torch::nn layers the networks are made of. A network is 2D or
 // 3D at run time (plans say Conv2d or Conv3d), so layers are created here and held as AnyModule;
 // the concrete torch::nn module is registered under the reference name (e.g. "conv", "norm").
+#include <torch/arg.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -18,18 +20,24 @@ enum class NormKind { kNone, kInstance, kBatch };
 enum class NonlinKind { kNone, kLeakyReLU, kReLU };
 
 // The per-layer settings nnU-Net's arch_kwargs carry (conv_bias, norm_op(_kwargs), dropout_op(_kwargs),
-// nonlin(_kwargs)) plus medseg's in-place switch.
-struct LayerConfig {
-  int dims = 3;
-  bool conv_bias = true;
-  NormKind norm = NormKind::kInstance;
-  double norm_eps = 1e-5;
-  bool norm_affine = true;
-  double dropout_p = 0.0;  // 0: no dropout layer (dropout_op None)
-  NonlinKind nonlin = NonlinKind::kLeakyReLU;
-  double negative_slope = 1e-2;
-  bool inplace = true;
+// nonlin(_kwargs)) plus medseg's in-place switch; shared by every conv block of a U-Net.
+struct LayerOptions {
+  TORCH_ARG(int, dims) = 3;
+  TORCH_ARG(bool, conv_bias) = true;
+  TORCH_ARG(NormKind, norm) = NormKind::kInstance;
+  TORCH_ARG(double, norm_eps) = 1e-5;
+  TORCH_ARG(bool, norm_affine) = true;
+  TORCH_ARG(double, dropout_p) = 0.0;  // 0: no dropout layer (dropout_op None)
+  TORCH_ARG(NonlinKind, nonlin) = NonlinKind::kLeakyReLU;
+  TORCH_ARG(double, negative_slope) = 1e-2;
+  TORCH_ARG(bool, inplace) = true;
 };
+
+// "conv_bias=true, norm=instance(eps=1e-05, affine=true), dropout=0, nonlin=leaky_relu(0.01), inplace=true":
+// the part of a block's pretty_print that comes from its LayerOptions.
+void print_layer_options(std::ostream& out, const LayerOptions& o);
+// "[3, 3, 3]"
+void print_shape(std::ostream& out, const std::vector<int64_t>& v);
 
 // Instance normalisation with exactly the arithmetic of torch's InstanceNorm{2,3}d (batch norm over
 // the (1, B*C, ...) reshape: biased variance, no running statistics), but whose output is not an

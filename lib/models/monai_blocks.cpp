@@ -9,17 +9,30 @@ torch::nn::Sequential monai_conv(torch::nn::AnyModule conv) {
   return s;
 }
 
+void print_block(std::ostream& stream, const char* name, const UnetrBlockOptions& o, bool with_inplace = true) {
+  stream << "medseg::models::" << name << "(" << o.in_channels() << ", " << o.out_channels()
+         << ", spatial_dims=" << o.spatial_dims();
+  if (with_inplace) stream << ", inplace=" << (o.inplace() ? "true" : "false");
+  stream << ")";
+}
+
 }  // namespace
 
-UnetResBlockImpl::UnetResBlockImpl(int dims, int64_t in, int64_t out, bool inplace) : inplace_(inplace) {
+UnetResBlockImpl::UnetResBlockImpl(UnetrBlockOptions options_) : options(std::move(options_)) { reset(); }
+
+void UnetResBlockImpl::reset() {
+  const int dims = options.spatial_dims();
+  const int64_t in = options.in_channels(), out = options.out_channels();
   conv1_ = register_module("conv1", monai_conv(make_conv(dims, in, out, {3}, {1}, false)));
   conv2_ = register_module("conv2", monai_conv(make_conv(dims, out, out, {3}, {1}, false)));
-  lrelu_ = make_nonlin(NonlinKind::kLeakyReLU, 0.01, inplace);
+  lrelu_ = make_nonlin(NonlinKind::kLeakyReLU, 0.01, options.inplace());
   register_module("lrelu", lrelu_.ptr());
   norm1_ = make_norm(dims, NormKind::kInstance, out, 1e-5, false);
   norm2_ = make_norm(dims, NormKind::kInstance, out, 1e-5, false);
   register_module("norm1", norm1_.ptr());
   register_module("norm2", norm2_.ptr());
+  conv3_ = nullptr;
+  norm3_ = {};
   if (in != out) {
     conv3_ = register_module("conv3", monai_conv(make_conv(dims, in, out, {1}, {1}, false)));
     norm3_ = make_norm(dims, NormKind::kInstance, out, 1e-5, false);
@@ -27,29 +40,45 @@ UnetResBlockImpl::UnetResBlockImpl(int dims, int64_t in, int64_t out, bool inpla
   }
 }
 
+void UnetResBlockImpl::pretty_print(std::ostream& stream) const { print_block(stream, "UnetResBlock", options); }
+
 torch::Tensor UnetResBlockImpl::forward(torch::Tensor x) {
   torch::Tensor out = lrelu_.forward(norm1_.forward(conv1_->forward(x)));
   out = norm2_.forward(conv2_->forward(out));
   torch::Tensor residual = conv3_ ? norm3_.forward(conv3_->forward(x)) : x;
-  out = inplace_ ? out.add_(residual) : out + residual;
+  out = options.inplace() ? out.add_(residual) : out + residual;
   return lrelu_.forward(out);
 }
 
-UnetrBasicBlockImpl::UnetrBasicBlockImpl(int dims, int64_t in, int64_t out, bool inplace) {
-  layer_ = register_module("layer", UnetResBlock(dims, in, out, inplace));
+UnetrBasicBlockImpl::UnetrBasicBlockImpl(UnetrBlockOptions options_) : options(std::move(options_)) { reset(); }
+
+void UnetrBasicBlockImpl::reset() { layer_ = register_module("layer", UnetResBlock(options)); }
+
+void UnetrBasicBlockImpl::pretty_print(std::ostream& stream) const { print_block(stream, "UnetrBasicBlock", options); }
+
+UnetrUpBlockImpl::UnetrUpBlockImpl(UnetrBlockOptions options_) : options(std::move(options_)) { reset(); }
+
+void UnetrUpBlockImpl::reset() {
+  const int dims = options.spatial_dims();
+  const int64_t out = options.out_channels();
+  transp_conv_ =
+      register_module("transp_conv", monai_conv(make_conv_transpose(dims, options.in_channels(), out, {2}, false)));
+  conv_block_ = register_module("conv_block", UnetResBlock(UnetrBlockOptions(dims, 2 * out, out).inplace(options.inplace())));
 }
 
-UnetrUpBlockImpl::UnetrUpBlockImpl(int dims, int64_t in, int64_t out, bool inplace) {
-  transp_conv_ = register_module("transp_conv", monai_conv(make_conv_transpose(dims, in, out, {2}, false)));
-  conv_block_ = register_module("conv_block", UnetResBlock(dims, 2 * out, out, inplace));
-}
+void UnetrUpBlockImpl::pretty_print(std::ostream& stream) const { print_block(stream, "UnetrUpBlock", options); }
 
 torch::Tensor UnetrUpBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& skip) {
   return conv_block_->forward(torch::cat({transp_conv_->forward(x), skip}, 1));
 }
 
-UnetOutBlockImpl::UnetOutBlockImpl(int dims, int64_t in, int64_t out) {
-  conv_ = register_module("conv", monai_conv(make_conv(dims, in, out, {1}, {1}, true)));
+UnetOutBlockImpl::UnetOutBlockImpl(UnetrBlockOptions options_) : options(std::move(options_)) { reset(); }
+
+void UnetOutBlockImpl::reset() {
+  conv_ = register_module(
+      "conv", monai_conv(make_conv(options.spatial_dims(), options.in_channels(), options.out_channels(), {1}, {1}, true)));
 }
+
+void UnetOutBlockImpl::pretty_print(std::ostream& stream) const { print_block(stream, "UnetOutBlock", options, false); }
 
 }  // namespace medseg::models

@@ -2,7 +2,8 @@
 // MONAI's convolutional UNETR blocks (dynunet_block.py / unetr_block.py) with MONAI's submodule names:
 // a MONAI `Convolution` is an nn.Sequential whose conv is named "conv", hence keys like
 // encoder1.layer.conv1.conv.weight. Norms are InstanceNorm (affine=False, no parameters).
-#include <torch/nn/module.h>
+#include <torch/arg.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
@@ -11,24 +12,41 @@
 
 namespace medseg::models {
 
+// The options of every block below (UnetOutBlock ignores `inplace`).
+struct UnetrBlockOptions {
+  UnetrBlockOptions(int spatial_dims, int64_t in_channels, int64_t out_channels)
+      : spatial_dims_(spatial_dims), in_channels_(in_channels), out_channels_(out_channels) {}
+  TORCH_ARG(int, spatial_dims);
+  TORCH_ARG(int64_t, in_channels);
+  TORCH_ARG(int64_t, out_channels);
+  TORCH_ARG(bool, inplace) = true;  // LeakyReLU and the residual addition in place
+};
+
 // conv3 -> IN -> LeakyReLU(0.01) -> conv3 -> IN; skip = 1x1 conv + IN when channels change; add; LeakyReLU.
-class UnetResBlockImpl : public torch::nn::Module {
+class UnetResBlockImpl : public torch::nn::Cloneable<UnetResBlockImpl> {
  public:
-  UnetResBlockImpl(int dims, int64_t in, int64_t out, bool inplace);
+  explicit UnetResBlockImpl(UnetrBlockOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(torch::Tensor x);
 
+  UnetrBlockOptions options;
+
  private:
-  bool inplace_;
-  torch::nn::Sequential conv1_, conv2_, conv3_{nullptr};
+  torch::nn::Sequential conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
   torch::nn::AnyModule norm1_, norm2_, norm3_, lrelu_;
 };
 TORCH_MODULE(UnetResBlock);
 
 // UnetrBasicBlock(res_block=True): keys layer.*
-class UnetrBasicBlockImpl : public torch::nn::Module {
+class UnetrBasicBlockImpl : public torch::nn::Cloneable<UnetrBasicBlockImpl> {
  public:
-  UnetrBasicBlockImpl(int dims, int64_t in, int64_t out, bool inplace);
+  explicit UnetrBasicBlockImpl(UnetrBlockOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(const torch::Tensor& x) { return layer_->forward(x); }
+
+  UnetrBlockOptions options;
 
  private:
   UnetResBlock layer_{nullptr};
@@ -36,25 +54,33 @@ class UnetrBasicBlockImpl : public torch::nn::Module {
 TORCH_MODULE(UnetrBasicBlock);
 
 // UnetrUpBlock: transp_conv (k=2, s=2, no bias) -> cat(skip) -> UnetResBlock(2*out -> out).
-class UnetrUpBlockImpl : public torch::nn::Module {
+class UnetrUpBlockImpl : public torch::nn::Cloneable<UnetrUpBlockImpl> {
  public:
-  UnetrUpBlockImpl(int dims, int64_t in, int64_t out, bool inplace);
+  explicit UnetrUpBlockImpl(UnetrBlockOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& skip);
 
+  UnetrBlockOptions options;
+
  private:
-  torch::nn::Sequential transp_conv_;
+  torch::nn::Sequential transp_conv_{nullptr};
   UnetResBlock conv_block_{nullptr};
 };
 TORCH_MODULE(UnetrUpBlock);
 
 // UnetOutBlock: 1x1 conv with bias. Keys conv.conv.*
-class UnetOutBlockImpl : public torch::nn::Module {
+class UnetOutBlockImpl : public torch::nn::Cloneable<UnetOutBlockImpl> {
  public:
-  UnetOutBlockImpl(int dims, int64_t in, int64_t out);
+  explicit UnetOutBlockImpl(UnetrBlockOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(const torch::Tensor& x) { return conv_->forward(x); }
 
+  UnetrBlockOptions options;
+
  private:
-  torch::nn::Sequential conv_;
+  torch::nn::Sequential conv_{nullptr};
 };
 TORCH_MODULE(UnetOutBlock);
 

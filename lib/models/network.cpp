@@ -20,27 +20,34 @@ std::string short_class_name(const std::string& network_class_name) {
 }
 
 SegmentationNetwork build_network(const nlohmann::json& architecture, int64_t in_channels, int64_t num_classes,
-                                  const NetworkBuildOptions& opts) {
-  if (!architecture.is_object() || !architecture.contains("network_class_name"))
+                                  const NetworkBuildOptions& opts, const std::string& source) {
+  if (!architecture.is_object() || !architecture.contains("network_class_name") ||
+      !architecture.at("network_class_name").is_string())
     throw Error("network: architecture block needs 'network_class_name' and 'arch_kwargs'");
   const std::string full = architecture.at("network_class_name").get<std::string>();
   const std::string name = short_class_name(full);
-  const nlohmann::json kw = architecture.value("arch_kwargs", nlohmann::json::object());
-  if (name == "PlainConvUNet" || name == "ResidualEncoderUNet") {
-    const bool residual = name == "ResidualEncoderUNet";
-    UNetOptions o = unet_options_from_json(kw, in_channels, num_classes, residual);
+  if (name != "PlainConvUNet" && name != "ResidualEncoderUNet" && name != "SwinUNETR")
+    throw Error("network: unknown network_class_name '" + full + "'");
+  return build_network_from_plan(planning::architecture_from_json(architecture, source), in_channels, num_classes, opts);
+}
+
+SegmentationNetwork build_network_from_plan(const planning::ArchitecturePlan& plan, int64_t in_channels, int64_t num_classes,
+                                  const NetworkBuildOptions& opts) {
+  if (plan.is_plain_unet() || plan.is_residual_encoder_unet()) {
+    const bool residual = plan.is_residual_encoder_unet();
+    UNetOptions o = unet_options(plan, in_channels, num_classes);
     o.deep_supervision(opts.deep_supervision).inplace(opts.inplace).checkpoint_encoder(opts.checkpoint_encoder);
     o.init_weights(opts.init_weights);
     if (residual) return as_network(std::make_shared<ResidualEncoderUNetImpl>(o));
     return as_network(std::make_shared<PlainConvUNetImpl>(o));
   }
-  if (name == "SwinUNETR") {
-    SwinUNETROptions o = swin_options_from_json(kw, in_channels, num_classes);
+  if (plan.is_swin_unetr()) {
+    SwinUNETROptions o = swin_options(plan, in_channels, num_classes);
     o.inplace(opts.inplace);
     if (opts.use_checkpoint_override >= 0) o.use_checkpoint(opts.use_checkpoint_override == 1);
     return as_network(std::make_shared<SwinUNETRImpl>(o));
   }
-  throw Error("network: unknown network_class_name '" + full + "'");
+  throw Error("network: unknown network_class_name '" + plan.network_class_name + "'");
 }
 
 }  // namespace medseg::models

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "planning/plans.h"
+
 namespace medseg::models {
 
 class SegmentationNetworkImpl : public torch::nn::Module {
@@ -35,9 +37,15 @@ struct NetworkBuildOptions {
 };
 
 // `architecture` = {"network_class_name": ..., "arch_kwargs": {...}} as in nnU-Net's plans.json
-// (full python path or short name: PlainConvUNet, ResidualEncoderUNet; medseg.SwinUNETR / SwinUNETR).
-// Throws medseg::Error for unknown classes or malformed kwargs.
+// (full python path or short name: PlainConvUNet, ResidualEncoderUNet; medseg.SwinUNETR / SwinUNETR),
+// read by planning::architecture_from_json. Throws medseg::Error for unknown classes, a FileError
+// naming `source` for malformed kwargs.
 SegmentationNetwork build_network(const nlohmann::json& architecture, int64_t in_channels, int64_t num_classes,
+                                  const NetworkBuildOptions& opts = {},
+                                  const std::string& source = "architecture block");
+// The same from an already parsed block (a ConfigurationPlan's `architecture`). Its own name: a braced
+// JSON literal must not be ambiguous between the two.
+SegmentationNetwork build_network_from_plan(const planning::ArchitecturePlan& plan, int64_t in_channels, int64_t num_classes,
                                   const NetworkBuildOptions& opts = {});
 
 // "dynamic_network_architectures.architectures.unet.PlainConvUNet" -> "PlainConvUNet".

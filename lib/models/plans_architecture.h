@@ -1,7 +1,8 @@
 #pragma once
-// The few plans.json / dataset.json facts the network factory needs, read without lib/planning:
-// a configuration's architecture block and patch size (with `inherits_from` resolved), and the
-// input-channel / output-class counts of a dataset.
+// The few plans.json facts the network factory needs, without reading the whole plans file (whose
+// other keys medseg_model_info does not need): a configuration's architecture block and patch size,
+// its `inherits_from` chain resolved by planning's one resolver. The dataset side (channels, output
+// count) is io/dataset.h's.
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -21,11 +22,5 @@ struct PlanNetworkSpec {
 // Throws medseg::Error naming `source` for unknown configurations, cycles or a missing architecture.
 PlanNetworkSpec plan_network_spec(const nlohmann::json& plans, const std::string& config,
                                   const std::string& source = "plans.json");
-
-// len(channel_names) (legacy key: modality).
-int64_t dataset_input_channels(const nlohmann::json& dataset, const std::string& source = "dataset.json");
-// Segmentation heads: one per label (background included), or one per foreground region for
-// region-based datasets; the "ignore" label is not a head.
-int64_t dataset_num_classes(const nlohmann::json& dataset, const std::string& source = "dataset.json");
 
 }  // namespace medseg::models

@@ -132,23 +132,33 @@ torch::Tensor drop_path(const torch::Tensor& x, double p, bool training) {
   return x * r;
 }
 
-WindowAttentionImpl::WindowAttentionImpl(int64_t dim, int64_t heads, const Shape& window, bool qkv_bias,
-                                         double attn_drop, double proj_drop)
-    : heads_(heads), scale_(std::pow(static_cast<double>(dim / heads), -0.5)), attn_drop_(attn_drop),
-      proj_drop_(proj_drop) {
+WindowAttentionImpl::WindowAttentionImpl(WindowAttentionOptions options_) : options(std::move(options_)) { reset(); }
+
+void WindowAttentionImpl::reset() {
+  const int64_t dim = options.dim(), heads = options.num_heads();
+  scale_ = std::pow(static_cast<double>(dim / heads), -0.5);
   int64_t table = 1;
-  for (int64_t w : window) table *= 2 * w - 1;
+  for (int64_t w : options.window_size()) table *= 2 * w - 1;
   table_ = register_parameter("relative_position_bias_table", torch::zeros({table, heads}));
-  index_ = register_buffer("relative_position_index", relative_position_index(window));
-  qkv_ = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(dim, 3 * dim).bias(qkv_bias)));
+  index_ = register_buffer("relative_position_index", relative_position_index(options.window_size()));
+  qkv_ = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(dim, 3 * dim).bias(options.qkv_bias())));
   proj_ = register_module("proj", torch::nn::Linear(dim, dim));
   torch::NoGradGuard ng;
   table_.normal_(0.0, 0.02).clamp_(-2.0, 2.0);  // trunc_normal_(std=0.02, a=-2, b=2)
 }
 
+void WindowAttentionImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::WindowAttention(dim=" << options.dim() << ", num_heads=" << options.num_heads()
+         << ", window_size=";
+  print_shape(stream, options.window_size());
+  stream << ", qkv_bias=" << (options.qkv_bias() ? "true" : "false") << ", attn_drop=" << options.attn_drop()
+         << ", proj_drop=" << options.proj_drop() << ")";
+}
+
 torch::Tensor WindowAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
   const int64_t b = x.size(0), n = x.size(1), c = x.size(2);
-  auto qkv = qkv_(x).reshape({b, n, 3, heads_, c / heads_}).permute({2, 0, 3, 1, 4});
+  const int64_t heads = options.num_heads();
+  auto qkv = qkv_(x).reshape({b, n, 3, heads, c / heads}).permute({2, 0, 3, 1, 4});
   auto q = qkv[0] * scale_;
   auto attn = q.matmul(qkv[1].transpose(-2, -1));
   // MONAI takes the top-left n x n block of the full-window index when the window shrank.
@@ -161,31 +171,54 @@ torch::Tensor WindowAttentionImpl::forward(const torch::Tensor& x, const torch::
   attn.add_(bias.unsqueeze(0).to(attn.dtype()));
   if (mask.defined()) {
     const int64_t nw = mask.size(0);
-    attn.view({b / nw, nw, heads_, n, n}).add_(mask.unsqueeze(1).to(attn.dtype()));
+    attn.view({b / nw, nw, options.num_heads(), n, n}).add_(mask.unsqueeze(1).to(attn.dtype()));
   }
-  attn = torch::dropout(torch::softmax(attn, -1), attn_drop_, is_training()).to(qkv.dtype());
+  attn = torch::dropout(torch::softmax(attn, -1), options.attn_drop(), is_training()).to(qkv.dtype());
   auto out = attn.matmul(qkv[2]).transpose(1, 2).reshape({b, n, c});
-  return torch::dropout(proj_(out), proj_drop_, is_training());
+  return torch::dropout(proj_(out), options.proj_drop(), is_training());
 }
 
-SwinMlpImpl::SwinMlpImpl(int64_t dim, int64_t hidden, double drop) : drop_(drop) {
-  linear1_ = register_module("linear1", torch::nn::Linear(dim, hidden));
-  linear2_ = register_module("linear2", torch::nn::Linear(hidden, dim));
+SwinMlpImpl::SwinMlpImpl(SwinMlpOptions options_) : options(std::move(options_)) { reset(); }
+
+void SwinMlpImpl::reset() {
+  linear1_ = register_module("linear1", torch::nn::Linear(options.dim(), options.hidden_dim()));
+  linear2_ = register_module("linear2", torch::nn::Linear(options.hidden_dim(), options.dim()));
+}
+
+void SwinMlpImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::SwinMlp(dim=" << options.dim() << ", hidden_dim=" << options.hidden_dim()
+         << ", dropout=" << options.dropout() << ")";
 }
 
 torch::Tensor SwinMlpImpl::forward(const torch::Tensor& x) {
-  auto h = torch::dropout(torch::gelu(linear1_(x)), drop_, is_training());
-  return torch::dropout(linear2_(h), drop_, is_training());
+  auto h = torch::dropout(torch::gelu(linear1_(x)), options.dropout(), is_training());
+  return torch::dropout(linear2_(h), options.dropout(), is_training());
 }
 
-SwinTransformerBlockImpl::SwinTransformerBlockImpl(int64_t dim, int64_t heads, const Shape& window, const Shape& shift,
-                                                   double mlp_ratio, double drop, double attn_drop, double dp,
-                                                   bool use_checkpoint)
-    : window_(window), shift_(shift), drop_path_(dp), use_checkpoint_(use_checkpoint) {
+SwinTransformerBlockImpl::SwinTransformerBlockImpl(SwinTransformerBlockOptions options_) : options(std::move(options_)) {
+  reset();
+}
+
+void SwinTransformerBlockImpl::reset() {
+  const int64_t dim = options.dim();
   norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
-  attn_ = register_module("attn", WindowAttention(dim, heads, window, true, attn_drop, drop));
+  attn_ = register_module("attn", WindowAttention(WindowAttentionOptions(dim, options.num_heads(), options.window_size())
+                                                      .attn_drop(options.attn_drop())
+                                                      .proj_drop(options.drop())));
   norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
-  mlp_ = register_module("mlp", SwinMlp(dim, static_cast<int64_t>(dim * mlp_ratio), drop));
+  mlp_ = register_module(
+      "mlp", SwinMlp(SwinMlpOptions(dim, static_cast<int64_t>(dim * options.mlp_ratio())).dropout(options.drop())));
+}
+
+void SwinTransformerBlockImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::SwinTransformerBlock(dim=" << options.dim() << ", num_heads=" << options.num_heads()
+         << ", window_size=";
+  print_shape(stream, options.window_size());
+  stream << ", shift_size=";
+  print_shape(stream, options.shift_size());
+  stream << ", mlp_ratio=" << options.mlp_ratio() << ", drop=" << options.drop() << ", attn_drop=" << options.attn_drop()
+         << ", drop_path=" << options.drop_path() << ", use_checkpoint=" << (options.use_checkpoint() ? "true" : "false")
+         << ")";
 }
 
 torch::Tensor SwinTransformerBlockImpl::forward_part1(const torch::Tensor& input, const torch::Tensor& mask) {
@@ -193,7 +226,7 @@ torch::Tensor SwinTransformerBlockImpl::forward_part1(const torch::Tensor& input
   const Shape sizes = input.sizes().slice(1, d).vec();
   const int64_t b = input.size(0), c = input.size(-1);
   auto x = norm1_(input);
-  auto [w, s] = get_window_size(sizes, window_, shift_);
+  auto [w, s] = get_window_size(sizes, options.window_size(), options.shift_size());
   Shape pads(d);
   bool padded = false;
   std::vector<int64_t> pad_arg{0, 0};  // F.pad order: last dim first
@@ -229,36 +262,38 @@ torch::Tensor SwinTransformerBlockImpl::forward_part1(const torch::Tensor& input
 }
 
 torch::Tensor SwinTransformerBlockImpl::forward_part2(const torch::Tensor& x) {
-  return drop_path(mlp_(norm2_(x)), drop_path_, is_training());
+  return drop_path(mlp_(norm2_(x)), options.drop_path(), is_training());
 }
 
 torch::Tensor SwinTransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
-  const bool ckpt = use_checkpoint_ && is_training();
+  const bool ckpt = options.use_checkpoint() && is_training();
   torch::Tensor y;
   if (ckpt) {
     std::vector<torch::Tensor> p1;
     for (auto& p : norm1_->parameters()) p1.push_back(p);
     for (auto& p : attn_->parameters()) p1.push_back(p);
-    auto self = std::static_pointer_cast<SwinTransformerBlockImpl>(shared_from_this());
+    auto self = std::dynamic_pointer_cast<SwinTransformerBlockImpl>(shared_from_this());
     y = activation_checkpoint([self](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{self->forward_part1(in[0], in[1])}; },
                    {x, mask}, p1)[0];
   } else {
     y = forward_part1(x, mask);
   }
-  auto h = x + drop_path(y, drop_path_, is_training());
+  auto h = x + drop_path(y, options.drop_path(), is_training());
   if (ckpt) {
     std::vector<torch::Tensor> p2;
     for (auto& p : norm2_->parameters()) p2.push_back(p);
     for (auto& p : mlp_->parameters()) p2.push_back(p);
-    auto self = std::static_pointer_cast<SwinTransformerBlockImpl>(shared_from_this());
+    auto self = std::dynamic_pointer_cast<SwinTransformerBlockImpl>(shared_from_this());
     return h + activation_checkpoint([self](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{self->forward_part2(in[0])}; },
                           {h}, p2)[0];
   }
   return h + forward_part2(h);
 }
 
-PatchMergingImpl::PatchMergingImpl(int64_t dim, int dims) : dims_(dims) {
-  const int64_t m = dims == 3 ? 8 : 4;
+PatchMergingImpl::PatchMergingImpl(PatchMergingOptions options_) : options(std::move(options_)) { reset(); }
+
+void PatchMergingImpl::reset() {
+  const int64_t m = options.spatial_dims() == 3 ? 8 : 4, dim = options.dim();
   norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({m * dim})));
   reduction_ = register_module("reduction", torch::nn::Linear(torch::nn::LinearOptions(m * dim, 2 * dim).bias(false)));
 }
@@ -286,32 +321,51 @@ torch::Tensor merge_subgrids(torch::Tensor x, int dims) {
   return torch::cat(parts, -1);
 }
 
-torch::Tensor PatchMergingImpl::forward(torch::Tensor x) { return reduction_(norm_(merge_subgrids(x, dims_))); }
+void PatchMergingImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::PatchMerging(dim=" << options.dim() << ", spatial_dims=" << options.spatial_dims() << ")";
+}
 
-BasicLayerImpl::BasicLayerImpl(int64_t dim, int64_t depth, int64_t heads, const Shape& window,
-                               const std::vector<double>& dpr, double mlp_ratio, double drop, double attn_drop,
-                               bool use_checkpoint)
-    : window_(window) {
+torch::Tensor PatchMergingImpl::forward(torch::Tensor x) {
+  return reduction_(norm_(merge_subgrids(x, options.spatial_dims())));
+}
+
+BasicLayerImpl::BasicLayerImpl(BasicLayerOptions options_) : options(std::move(options_)) { reset(); }
+
+void BasicLayerImpl::reset() {
+  const Shape& window = options.window_size();
+  shift_.clear();
   for (int64_t w : window) shift_.push_back(w / 2);
   const Shape no_shift(window.size(), 0);
-  for (int64_t i = 0; i < depth; ++i) {
-    SwinTransformerBlock blk(dim, heads, window, i % 2 == 0 ? no_shift : shift_, mlp_ratio, drop, attn_drop, dpr[i],
-                             use_checkpoint);
-    blocks_->push_back(blk);
-    block_list_.push_back(blk);
-  }
+  blocks_ = torch::nn::ModuleList();
+  for (int64_t i = 0; i < options.depth(); ++i)
+    blocks_->push_back(SwinTransformerBlock(SwinTransformerBlockOptions(options.dim(), options.num_heads(), window)
+                                                .shift_size(i % 2 == 0 ? no_shift : shift_)
+                                                .mlp_ratio(options.mlp_ratio())
+                                                .drop(options.drop())
+                                                .attn_drop(options.attn_drop())
+                                                .drop_path(options.drop_path()[i])
+                                                .use_checkpoint(options.use_checkpoint())));
   register_module("blocks", blocks_);
-  downsample_ = register_module("downsample", PatchMerging(dim, static_cast<int>(window.size())));
+  downsample_ = register_module("downsample", PatchMerging(PatchMergingOptions(options.dim(), static_cast<int>(window.size()))));
+}
+
+void BasicLayerImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::BasicLayer(dim=" << options.dim() << ", depth=" << options.depth()
+         << ", num_heads=" << options.num_heads() << ", window_size=";
+  print_shape(stream, options.window_size());
+  stream << ", mlp_ratio=" << options.mlp_ratio() << ", drop=" << options.drop() << ", attn_drop=" << options.attn_drop()
+         << ", use_checkpoint=" << (options.use_checkpoint() ? "true" : "false") << ")";
 }
 
 void BasicLayerImpl::set_checkpointing(bool on) {
-  for (auto& b : block_list_) b->set_checkpointing(on);
+  options.use_checkpoint(on);
+  for (const auto& b : *blocks_) b->as<SwinTransformerBlockImpl>()->options.use_checkpoint(on);
 }
 
 torch::Tensor BasicLayerImpl::forward(const torch::Tensor& input) {
   const int64_t d = input.dim() - 2;
   const Shape sizes = input.sizes().slice(2).vec();
-  auto [w, s] = get_window_size(sizes, window_, shift_);
+  auto [w, s] = get_window_size(sizes, options.window_size(), shift_);
   Shape to_last{0}, to_first{0, d + 1}, padded;
   for (int64_t a = 0; a < d; ++a) {
     to_last.push_back(a + 2);
@@ -321,7 +375,7 @@ torch::Tensor BasicLayerImpl::forward(const torch::Tensor& input) {
   to_last.push_back(1);
   auto mask = compute_mask(padded, w, s, input.device());
   auto x = input.permute(to_last);
-  for (auto& blk : block_list_) x = blk->forward(x, mask);
+  for (const auto& blk : *blocks_) x = blk->as<SwinTransformerBlockImpl>()->forward(x, mask);
   Shape view{input.size(0)};
   view.insert(view.end(), sizes.begin(), sizes.end());
   view.push_back(-1);

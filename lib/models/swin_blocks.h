@@ -1,7 +1,8 @@
 #pragma once
 // The Swin transformer parts of MONAI's SwinUNETR (monai/networks/nets/swin_unetr.py), 2D and 3D.
 // Tensors inside a stage are channels-last: (B, D, H, W, C) or (B, H, W, C).
-#include <torch/nn/module.h>
+#include <torch/arg.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
@@ -27,38 +28,79 @@ torch::Tensor merge_subgrids(torch::Tensor x, int dims);
 // Stochastic depth: zeroes whole samples with probability p, scales the rest by 1/(1-p).
 torch::Tensor drop_path(const torch::Tensor& x, double p, bool training);
 
-class WindowAttentionImpl : public torch::nn::Module {
+struct WindowAttentionOptions {
+  WindowAttentionOptions(int64_t dim, int64_t num_heads, Shape window_size)
+      : dim_(dim), num_heads_(num_heads), window_size_(std::move(window_size)) {}
+  TORCH_ARG(int64_t, dim);
+  TORCH_ARG(int64_t, num_heads);
+  TORCH_ARG(Shape, window_size);
+  TORCH_ARG(bool, qkv_bias) = true;
+  TORCH_ARG(double, attn_drop) = 0.0;
+  TORCH_ARG(double, proj_drop) = 0.0;
+};
+
+// Multi-head self-attention inside each window, with a learned relative position bias.
+class WindowAttentionImpl : public torch::nn::Cloneable<WindowAttentionImpl> {
  public:
-  WindowAttentionImpl(int64_t dim, int64_t heads, const Shape& window, bool qkv_bias, double attn_drop,
-                      double proj_drop);
+  explicit WindowAttentionImpl(WindowAttentionOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
 
+  WindowAttentionOptions options;
+
  private:
-  int64_t heads_;
-  double scale_, attn_drop_, proj_drop_;
+  double scale_ = 1.0;
   torch::Tensor table_, index_;
   torch::nn::Linear qkv_{nullptr}, proj_{nullptr};
 };
 TORCH_MODULE(WindowAttention);
 
+struct SwinMlpOptions {
+  SwinMlpOptions(int64_t dim, int64_t hidden_dim) : dim_(dim), hidden_dim_(hidden_dim) {}
+  TORCH_ARG(int64_t, dim);
+  TORCH_ARG(int64_t, hidden_dim);
+  TORCH_ARG(double, dropout) = 0.0;
+};
+
 // MONAI's MLPBlock in "swin" dropout mode: linear1 -> GELU -> dropout -> linear2 -> dropout.
-class SwinMlpImpl : public torch::nn::Module {
+class SwinMlpImpl : public torch::nn::Cloneable<SwinMlpImpl> {
  public:
-  SwinMlpImpl(int64_t dim, int64_t hidden, double drop);
+  explicit SwinMlpImpl(SwinMlpOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(const torch::Tensor& x);
 
+  SwinMlpOptions options;
+
  private:
-  double drop_;
   torch::nn::Linear linear1_{nullptr}, linear2_{nullptr};
 };
 TORCH_MODULE(SwinMlp);
 
-class SwinTransformerBlockImpl : public torch::nn::Module {
+struct SwinTransformerBlockOptions {
+  SwinTransformerBlockOptions(int64_t dim, int64_t num_heads, Shape window_size)
+      : dim_(dim), num_heads_(num_heads), window_size_(window_size), shift_size_(Shape(window_size.size(), 0)) {}
+  TORCH_ARG(int64_t, dim);
+  TORCH_ARG(int64_t, num_heads);
+  TORCH_ARG(Shape, window_size);
+  TORCH_ARG(Shape, shift_size);  // zeros: no shift
+  TORCH_ARG(double, mlp_ratio) = 4.0;
+  TORCH_ARG(double, drop) = 0.0;
+  TORCH_ARG(double, attn_drop) = 0.0;
+  TORCH_ARG(double, drop_path) = 0.0;
+  // Recompute both halves in backward (MONAI's use_checkpoint), in training only.
+  TORCH_ARG(bool, use_checkpoint) = false;
+};
+
+class SwinTransformerBlockImpl : public torch::nn::Cloneable<SwinTransformerBlockImpl> {
  public:
-  SwinTransformerBlockImpl(int64_t dim, int64_t heads, const Shape& window, const Shape& shift, double mlp_ratio,
-                           double drop, double attn_drop, double drop_path, bool use_checkpoint);
+  explicit SwinTransformerBlockImpl(SwinTransformerBlockOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
-  void set_checkpointing(bool on) { use_checkpoint_ = on; }
+
+  SwinTransformerBlockOptions options;
 
  private:
   // norm1 + (shift) + window attention + (reverse shift); checkpointed as one piece like MONAI.
@@ -66,42 +108,65 @@ class SwinTransformerBlockImpl : public torch::nn::Module {
   // drop_path(mlp(norm2(x))); the second checkpointed piece.
   torch::Tensor forward_part2(const torch::Tensor& x);
 
-  Shape window_, shift_;
-  double drop_path_;
-  bool use_checkpoint_;
   torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
   WindowAttention attn_{nullptr};
   SwinMlp mlp_{nullptr};
 };
 TORCH_MODULE(SwinTransformerBlock);
 
+struct PatchMergingOptions {
+  PatchMergingOptions(int64_t dim, int spatial_dims) : dim_(dim), spatial_dims_(spatial_dims) {}
+  TORCH_ARG(int64_t, dim);
+  TORCH_ARG(int, spatial_dims);
+};
+
 // Concatenates the 2^dims sub-grids -> LayerNorm -> Linear(2^dims * dim -> 2 * dim, no bias).
 // The 3D sub-grid order is MONAI >= 1.5's fixed "merging" (all 8 offsets; MONAI <= 1.4 repeated two).
-class PatchMergingImpl : public torch::nn::Module {
+class PatchMergingImpl : public torch::nn::Cloneable<PatchMergingImpl> {
  public:
-  PatchMergingImpl(int64_t dim, int dims);
+  explicit PatchMergingImpl(PatchMergingOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(torch::Tensor x);
 
+  PatchMergingOptions options;
+
  private:
-  int dims_;
   torch::nn::LayerNorm norm_{nullptr};
   torch::nn::Linear reduction_{nullptr};
 };
 TORCH_MODULE(PatchMerging);
 
+struct BasicLayerOptions {
+  BasicLayerOptions(int64_t dim, int64_t depth, int64_t num_heads, Shape window_size)
+      : dim_(dim), depth_(depth), num_heads_(num_heads), window_size_(std::move(window_size)),
+        drop_path_(static_cast<size_t>(depth), 0.0) {}
+  TORCH_ARG(int64_t, dim);
+  TORCH_ARG(int64_t, depth);
+  TORCH_ARG(int64_t, num_heads);
+  TORCH_ARG(Shape, window_size);
+  TORCH_ARG(std::vector<double>, drop_path);  // one rate per block
+  TORCH_ARG(double, mlp_ratio) = 4.0;
+  TORCH_ARG(double, drop) = 0.0;
+  TORCH_ARG(double, attn_drop) = 0.0;
+  TORCH_ARG(bool, use_checkpoint) = false;
+};
+
 // One Swin stage: `depth` blocks (odd ones shifted by window/2), then patch merging.
 // Input and output are channels-first.
-class BasicLayerImpl : public torch::nn::Module {
+class BasicLayerImpl : public torch::nn::Cloneable<BasicLayerImpl> {
  public:
-  BasicLayerImpl(int64_t dim, int64_t depth, int64_t heads, const Shape& window, const std::vector<double>& dpr,
-                 double mlp_ratio, double drop, double attn_drop, bool use_checkpoint);
+  explicit BasicLayerImpl(BasicLayerOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(const torch::Tensor& x);
   void set_checkpointing(bool on);
 
+  BasicLayerOptions options;
+
  private:
-  Shape window_, shift_;
-  torch::nn::ModuleList blocks_;
-  std::vector<SwinTransformerBlock> block_list_;
+  Shape shift_;
+  torch::nn::ModuleList blocks_{nullptr};
   PatchMerging downsample_{nullptr};
 };
 TORCH_MODULE(BasicLayer);

@@ -3,7 +3,10 @@
 // use_v2), 2D and 3D, patch size 2, with MONAI's state-dict names (swinViT.layers1.0.blocks.0...,
 // encoder1.layer.conv1.conv.weight, decoder5.transp_conv.conv.weight, out.conv.conv.weight).
 #include <torch/arg.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/modules/container/modulelist.h>
+
+#include <array>
 
 #include "models/monai_blocks.h"
 #include "models/network.h"
@@ -32,34 +35,42 @@ struct SwinUNETROptions {
 
 // The hierarchical Swin encoder: patch embedding then four stages; returns the five (optionally
 // layer-normalised) hidden states at 1/2 ... 1/32 resolution.
-class SwinTransformerImpl : public torch::nn::Module {
+class SwinTransformerImpl : public torch::nn::Cloneable<SwinTransformerImpl> {
  public:
-  explicit SwinTransformerImpl(const SwinUNETROptions& o);
-  std::vector<torch::Tensor> forward(const torch::Tensor& x, bool normalize);
+  explicit SwinTransformerImpl(SwinUNETROptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
+  std::vector<torch::Tensor> forward(const torch::Tensor& x);
   void set_checkpointing(bool on);
 
+  SwinUNETROptions options;
+
  private:
-  double drop_rate_;
-  torch::nn::Sequential patch_embed_;  // keys patch_embed.proj.*
-  std::vector<BasicLayer> stages_;
-  std::vector<UnetrBasicBlock> v2_blocks_;  // layers{1..4}c when use_v2
+  torch::nn::Sequential patch_embed_{nullptr};  // keys patch_embed.proj.*
+  // MONAI keeps each stage in a one-element ModuleList, layers1 ... layers4 (keys layers1.0.*), and
+  // with use_v2 a UnetrBasicBlock before it in layers1c ... layers4c. These are those four members.
+  std::array<torch::nn::ModuleList, 4> layers_{nullptr, nullptr, nullptr, nullptr};
+  std::array<torch::nn::ModuleList, 4> layers_c_{nullptr, nullptr, nullptr, nullptr};
 };
 TORCH_MODULE(SwinTransformer);
 
 class SwinUNETRImpl : public SegmentationNetworkImpl {
  public:
-  explicit SwinUNETRImpl(const SwinUNETROptions& o);
+  explicit SwinUNETRImpl(SwinUNETROptions options_);
+  // Checks the options (medseg::Error) and builds the network.
+  void reset();
+  void pretty_print(std::ostream& stream) const override;
   // Throws medseg::Error unless every spatial size is divisible by 32.
   std::vector<torch::Tensor> forward(const torch::Tensor& x) override;
   void set_deep_supervision(bool) override {}  // single-scale output
   bool deep_supervision() const override { return false; }
   std::string class_name() const override { return "SwinUNETR"; }
-  int spatial_dims() const override { return dims_; }
-  void set_checkpointing(bool on) { swin_vit_->set_checkpointing(on); }
+  int spatial_dims() const override { return options.spatial_dims(); }
+  void set_checkpointing(bool on);
+
+  SwinUNETROptions options;
 
  private:
-  int dims_;
-  bool normalize_;
   SwinTransformer swin_vit_{nullptr};
   UnetrBasicBlock encoder1_{nullptr}, encoder2_{nullptr}, encoder3_{nullptr}, encoder4_{nullptr},
       encoder10_{nullptr};
@@ -68,9 +79,7 @@ class SwinUNETRImpl : public SegmentationNetworkImpl {
 };
 TORCH_MODULE(SwinUNETR);
 
-// SwinUNETROptions from a plans-style arch_kwargs object (feature_size, depths, num_heads, window_size,
-// use_v2, use_checkpoint, drop_rate, attn_drop_rate, dropout_path_rate, normalize, spatial_dims).
-SwinUNETROptions swin_options_from_json(const nlohmann::json& arch_kwargs, int64_t in_channels,
-                                        int64_t out_channels);
+// "in_channels=1, out_channels=2, feature_size=24, depths=[2, 2, 2, 2], ..."
+void print_swin_options(std::ostream& out, const SwinUNETROptions& o);
 
 }  // namespace medseg::models

@@ -5,18 +5,46 @@
 
 namespace medseg::models {
 
-LayerConfig UNetOptions::layer_config() const {
-  LayerConfig c;
-  c.dims = spatial_dims_;
-  c.conv_bias = conv_bias_;
-  c.norm = norm_;
-  c.norm_eps = norm_eps_;
-  c.norm_affine = norm_affine_;
-  c.dropout_p = dropout_p_;
-  c.nonlin = nonlin_;
-  c.negative_slope = negative_slope_;
-  c.inplace = inplace_;
-  return c;
+LayerOptions UNetOptions::layer_options() const {
+  return LayerOptions()
+      .dims(spatial_dims_)
+      .conv_bias(conv_bias_)
+      .norm(norm_)
+      .norm_eps(norm_eps_)
+      .norm_affine(norm_affine_)
+      .dropout_p(dropout_p_)
+      .nonlin(nonlin_)
+      .negative_slope(negative_slope_)
+      .inplace(inplace_);
+}
+
+namespace {
+void print_list(std::ostream& out, const char* name, const std::vector<int64_t>& v) {
+  out << ", " << name << "=";
+  print_shape(out, v);
+}
+void print_shapes(std::ostream& out, const char* name, const std::vector<Shape>& v) {
+  out << ", " << name << "=[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out << ", ";
+    print_shape(out, v[i]);
+  }
+  out << "]";
+}
+}  // namespace
+
+void print_unet_options(std::ostream& out, const UNetOptions& o) {
+  out << "in_channels=" << o.input_channels() << ", num_classes=" << o.num_classes();
+  print_list(out, "features_per_stage", o.features_per_stage());
+  print_shapes(out, "kernel_sizes", o.kernel_sizes());
+  print_shapes(out, "strides", o.strides());
+  if (!o.n_conv_per_stage().empty()) print_list(out, "n_conv_per_stage", o.n_conv_per_stage());
+  if (!o.n_blocks_per_stage().empty()) print_list(out, "n_blocks_per_stage", o.n_blocks_per_stage());
+  print_list(out, "n_conv_per_stage_decoder", o.n_conv_per_stage_decoder());
+  out << ", ";
+  print_layer_options(out, o.layer_options());
+  out << ", deep_supervision=" << (o.deep_supervision() ? "true" : "false")
+      << ", checkpoint_encoder=" << (o.checkpoint_encoder() ? "true" : "false");
 }
 
 void UNetOptions::validate(const std::string& blocks_key) const {
@@ -39,108 +67,148 @@ void UNetOptions::validate(const std::string& blocks_key) const {
   if (input_channels_ < 1 || num_classes_ < 1) throw Error("network: input channels and classes must be >= 1");
 }
 
-UNetEncoderImpl::UNetEncoderImpl(const UNetOptions& o, bool residual) : checkpoint_(o.checkpoint_encoder()) {
-  const LayerConfig cfg = o.layer_config();
+UNetEncoderImpl::UNetEncoderImpl(UNetEncoderOptions options_) : options(std::move(options_)) { reset(); }
+
+void UNetEncoderImpl::reset() {
+  const UNetOptions& o = options.unet();
+  const LayerOptions layers = o.layer_options();
   const auto& f = o.features_per_stage();
   int64_t in = o.input_channels();
-  if (residual) {
-    stem_ = register_module("stem", StackedConvBlocks(cfg, 1, in, f[0], o.kernel_sizes()[0], Shape{1}));
+  stem_ = nullptr;
+  if (options.residual()) {
+    stem_ = register_module("stem", StackedConvBlocks(StackedConvBlocksOptions(in, f[0], o.kernel_sizes()[0], layers)));
     in = f[0];
   }
+  stages_ = torch::nn::ModuleList();
   for (int64_t s = 0; s < o.n_stages(); ++s) {
     const Shape& k = o.kernel_sizes()[s];
     const Shape& st = o.strides()[s];
-    if (residual) {
-      StackedResidualBlocks stage(cfg, o.n_blocks_per_stage()[s], in, f[s], k, st);
-      stages_->push_back(stage);
-      res_stages_.push_back(stage);
-      stage_mods_.push_back(stage.ptr());
-      stage_fns_.emplace_back([m = stage.ptr()](const torch::Tensor& x) { return m->forward(x); });
+    if (options.residual()) {
+      stages_->push_back(StackedResidualBlocks(
+          StackedResidualBlocksOptions(in, f[s], k, layers).n_blocks(o.n_blocks_per_stage()[s]).initial_stride(st)));
     } else {
       // PlainConvEncoder wraps each stage's StackedConvBlocks in an nn.Sequential: keys stages.<s>.0.convs.*
-      torch::nn::Sequential stage;
-      stage->push_back(StackedConvBlocks(cfg, o.n_conv_per_stage()[s], in, f[s], k, st));
-      stages_->push_back(stage);
-      stage_mods_.push_back(stage.ptr());
-      stage_fns_.emplace_back([m = stage.ptr()](const torch::Tensor& x) { return m->forward(x); });
+      stages_->push_back(torch::nn::Sequential(StackedConvBlocks(
+          StackedConvBlocksOptions(in, f[s], k, layers).num_convs(o.n_conv_per_stage()[s]).initial_stride(st))));
     }
     in = f[s];
   }
   register_module("stages", stages_);
 }
 
+void UNetEncoderImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::" << (options.residual() ? "ResidualEncoder(" : "PlainConvEncoder(");
+  print_unet_options(stream, options.unet());
+  stream << ")";
+}
+
 std::vector<torch::Tensor> UNetEncoderImpl::forward(torch::Tensor x) {
   if (stem_) x = stem_->forward(x);
   std::vector<torch::Tensor> skips;
-  skips.reserve(stage_fns_.size());
-  const bool ckpt = checkpoint_ && is_training();
-  for (size_t s = 0; s < stage_fns_.size(); ++s) {
-    x = ckpt ? activation_checkpoint(stage_fns_[s], x, *stage_mods_[s]) : stage_fns_[s](x);
+  skips.reserve(stages_->size());
+  const bool ckpt = options.unet().checkpoint_encoder() && is_training();
+  for (size_t s = 0; s < stages_->size(); ++s) {
+    const auto run = stage_fn(s);
+    x = ckpt ? activation_checkpoint(run, x, *stages_[s]) : run(x);
     skips.push_back(x);
   }
   return skips;
 }
 
-void UNetEncoderImpl::zero_last_norms() {
-  for (auto& s : res_stages_) s->zero_last_norms();
+std::function<torch::Tensor(const torch::Tensor&)> UNetEncoderImpl::stage_fn(size_t s) const {
+  // The closure owns its stage: a checkpointed stage runs again in backward.
+  if (options.residual())
+    return [m = stages_->ptr<StackedResidualBlocksImpl>(s)](const torch::Tensor& t) { return m->forward(t); };
+  return [m = stages_->ptr<torch::nn::SequentialImpl>(s)](const torch::Tensor& t) { return m->forward(t); };
 }
 
-UNetDecoderImpl::UNetDecoderImpl(const UNetOptions& o) {
-  const LayerConfig cfg = o.layer_config();
-  const auto& f = o.features_per_stage();
-  const int64_t n = o.n_stages();
+void UNetEncoderImpl::zero_last_norms() {
+  if (!options.residual()) return;
+  for (const auto& stage : stages_->children()) stage->as<StackedResidualBlocksImpl>()->zero_last_norms();
+}
+
+UNetDecoderImpl::UNetDecoderImpl(UNetOptions options_) : options(std::move(options_)) { reset(); }
+
+void UNetDecoderImpl::reset() {
+  const LayerOptions layers = options.layer_options();
+  const auto& f = options.features_per_stage();
+  const int64_t n = options.n_stages();
+  stages_ = torch::nn::ModuleList();
+  transpconvs_ = torch::nn::Sequential();
+  seg_layers_ = torch::nn::Sequential();
   for (int64_t s = 1; s < n; ++s) {
     const int64_t below = f[n - s], skip = f[n - s - 1];
-    auto tc = make_conv_transpose(cfg.dims, below, skip, o.strides()[n - s], o.conv_bias());
-    transpconvs_->push_back(tc.ptr());
-    transp_list_.push_back(tc);
-    StackedConvBlocks st(cfg, o.n_conv_per_stage_decoder()[s - 1], 2 * skip, skip, o.kernel_sizes()[n - s - 1], Shape{1});
-    stages_->push_back(st);
-    stage_list_.push_back(st);
+    transpconvs_->push_back(make_conv_transpose(layers.dims(), below, skip, options.strides()[n - s], layers.conv_bias()));
+    stages_->push_back(StackedConvBlocks(StackedConvBlocksOptions(2 * skip, skip, options.kernel_sizes()[n - s - 1], layers)
+                                             .num_convs(options.n_conv_per_stage_decoder()[s - 1])));
     // Heads for every scale are always built so that weights load with deep supervision on or off.
-    auto seg = make_conv(cfg.dims, skip, o.num_classes(), {1}, {1}, /*bias=*/true);
-    seg_layers_->push_back(seg.ptr());
-    seg_list_.push_back(seg);
+    seg_layers_->push_back(make_conv(layers.dims(), skip, options.num_classes(), {1}, {1}, /*bias=*/true));
   }
   register_module("stages", stages_);
   register_module("transpconvs", transpconvs_);
   register_module("seg_layers", seg_layers_);
 }
 
-std::vector<torch::Tensor> UNetDecoderImpl::forward(const std::vector<torch::Tensor>& skips, bool deep_supervision) {
-  const size_t n = stage_list_.size();
+void UNetDecoderImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::UNetDecoder(";
+  print_unet_options(stream, options);
+  stream << ")";
+}
+
+std::vector<torch::Tensor> UNetDecoderImpl::forward(const std::vector<torch::Tensor>& skips) {
+  const size_t n = stages_->size();
   if (skips.size() != n + 1) throw Error("network: decoder expects one skip per encoder stage");
   torch::Tensor x = skips.back();
   std::vector<torch::Tensor> outs;
   for (size_t s = 0; s < n; ++s) {
-    x = transp_list_[s].forward(x);
+    x = transpconvs_->begin()[s].forward(x);
     x = torch::cat({x, skips[skips.size() - s - 2]}, 1);
-    x = stage_list_[s]->forward(x);
-    if (deep_supervision || s == n - 1) outs.push_back(seg_list_[s].forward(x));
+    x = stages_->at<StackedConvBlocksImpl>(s).forward(x);
+    if (options.deep_supervision() || s == n - 1) outs.push_back(seg_layers_->begin()[s].forward(x));
   }
   std::reverse(outs.begin(), outs.end());
   return outs;
 }
 
-UNetBaseImpl::UNetBaseImpl(const UNetOptions& o, bool residual)
-    : deep_supervision_(o.deep_supervision()), dims_(o.spatial_dims()) {
-  o.validate(residual ? "n_blocks_per_stage" : "n_conv_per_stage");
-  encoder_ = register_module("encoder", UNetEncoder(o, residual));
-  decoder_ = register_module("decoder", UNetDecoder(o));
-  if (o.init_weights()) {
+UNetBaseImpl::UNetBaseImpl(UNetOptions options_, bool residual) : options(std::move(options_)), residual_(residual) {
+  reset();
+}
+
+void UNetBaseImpl::reset() {
+  options.validate(residual_ ? "n_blocks_per_stage" : "n_conv_per_stage");
+  encoder_ = register_module("encoder", UNetEncoder(UNetEncoderOptions(options).residual(residual_)));
+  decoder_ = register_module("decoder", UNetDecoder(options));
+  if (options.init_weights()) {
     he_init(*this, 1e-2);
-    if (residual) encoder_->zero_last_norms();
+    encoder_->zero_last_norms();
   }
 }
 
-std::vector<torch::Tensor> UNetBaseImpl::forward(const torch::Tensor& x) {
-  if (x.dim() != dims_ + 2)
-    throw Error("network: " + class_name() + " expects a " + std::to_string(dims_ + 2) + "-D input (N, C, spatial), got " +
-                std::to_string(x.dim()) + "-D");
-  return decoder_->forward(encoder_->forward(x), deep_supervision_);
+void UNetBaseImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::" << class_name() << "(";
+  print_unet_options(stream, options);
+  stream << ")";
 }
 
-PlainConvUNetImpl::PlainConvUNetImpl(const UNetOptions& o) : UNetBaseImpl(o, false) {}
-ResidualEncoderUNetImpl::ResidualEncoderUNetImpl(const UNetOptions& o) : UNetBaseImpl(o, true) {}
+void UNetBaseImpl::set_deep_supervision(bool on) {
+  options.deep_supervision(on);
+  decoder_->options.deep_supervision(on);
+}
+
+void UNetBaseImpl::set_checkpoint_encoder(bool on) {
+  options.checkpoint_encoder(on);
+  encoder_->options.unet().checkpoint_encoder(on);
+}
+
+std::vector<torch::Tensor> UNetBaseImpl::forward(const torch::Tensor& x) {
+  const int dims = options.spatial_dims();
+  if (x.dim() != dims + 2)
+    throw Error("network: " + class_name() + " expects a " + std::to_string(dims + 2) + "-D input (N, C, spatial), got " +
+                std::to_string(x.dim()) + "-D");
+  return decoder_->forward(encoder_->forward(x));
+}
+
+PlainConvUNetImpl::PlainConvUNetImpl(UNetOptions options_) : UNetBaseImpl(std::move(options_), false) {}
+ResidualEncoderUNetImpl::ResidualEncoderUNetImpl(UNetOptions options_) : UNetBaseImpl(std::move(options_), true) {}
 
 }  // namespace medseg::models

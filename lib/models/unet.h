@@ -4,6 +4,7 @@
 // decoder.stages.*, decoder.transpconvs.*, decoder.seg_layers.* (no decoder.encoder.* or
 // all_modules aliases: every tensor is registered once).
 #include <torch/arg.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -22,7 +23,7 @@ struct UNetOptions {
   UNetOptions(int64_t input_channels, int64_t num_classes, std::vector<int64_t> features_per_stage)
       : input_channels_(input_channels), num_classes_(num_classes), features_per_stage_(std::move(features_per_stage)) {}
   int64_t n_stages() const { return static_cast<int64_t>(features_per_stage_.size()); }
-  LayerConfig layer_config() const;
+  LayerOptions layer_options() const;
   // Throws medseg::Error when list lengths do not match n_stages (`blocks_key` names the per-stage list).
   void validate(const std::string& blocks_key) const;
 
@@ -46,67 +47,90 @@ struct UNetOptions {
   TORCH_ARG(bool, inplace) = true;
   TORCH_ARG(bool, checkpoint_encoder) = false;
   TORCH_ARG(bool, init_weights) = true;
-
 };
 
-// Encoder stages; each stage's output is a skip. Runs each stage checkpointed when enabled.
-class UNetEncoderImpl : public torch::nn::Module {
+// "in_channels=1, num_classes=2, features_per_stage=[4, 8], ..., deep_supervision=true"
+void print_unet_options(std::ostream& out, const UNetOptions& o);
+
+struct UNetEncoderOptions {
+  explicit UNetEncoderOptions(UNetOptions unet) : unet_(std::move(unet)) {}
+  TORCH_ARG(UNetOptions, unet);
+  // false: PlainConvEncoder (stages.<s>.0.convs...); true: ResidualEncoder (stem + stages.<s>.blocks...).
+  TORCH_ARG(bool, residual) = false;
+};
+
+// Encoder stages; each stage's output is a skip. Runs each stage checkpointed when
+// unet().checkpoint_encoder() is set (training only).
+class UNetEncoderImpl : public torch::nn::Cloneable<UNetEncoderImpl> {
  public:
-  // residual=false: PlainConvEncoder (stages.<s>.0.convs...); true: ResidualEncoder (stem + stages.<s>.blocks...).
-  UNetEncoderImpl(const UNetOptions& o, bool residual);
+  explicit UNetEncoderImpl(UNetEncoderOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   std::vector<torch::Tensor> forward(torch::Tensor x);
-  void set_checkpointing(bool on) { checkpoint_ = on; }
   void zero_last_norms();
 
+  UNetEncoderOptions options;
+
  private:
-  bool checkpoint_ = false;
+  std::function<torch::Tensor(const torch::Tensor&)> stage_fn(size_t s) const;
+
   StackedConvBlocks stem_{nullptr};
-  torch::nn::ModuleList stages_;
-  std::vector<std::function<torch::Tensor(const torch::Tensor&)>> stage_fns_;
-  std::vector<std::shared_ptr<torch::nn::Module>> stage_mods_;
-  std::vector<StackedResidualBlocks> res_stages_;
+  // A Sequential of stages in dynamic-network-architectures; a list here because a plain stage is
+  // itself a Sequential (which AnyModule cannot hold) and each stage's output is a skip. Same keys.
+  torch::nn::ModuleList stages_{nullptr};
 };
 TORCH_MODULE(UNetEncoder);
 
-class UNetDecoderImpl : public torch::nn::Module {
+class UNetDecoderImpl : public torch::nn::Cloneable<UNetDecoderImpl> {
  public:
-  explicit UNetDecoderImpl(const UNetOptions& o);
-  // skips in encoder order (bottleneck last). Outputs highest resolution first.
-  std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& skips, bool deep_supervision);
+  explicit UNetDecoderImpl(UNetOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
+  // skips in encoder order (bottleneck last). Outputs highest resolution first; with deep
+  // supervision off only the full-resolution one.
+  std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& skips);
+
+  UNetOptions options;
 
  private:
-  torch::nn::ModuleList stages_, transpconvs_, seg_layers_;
-  std::vector<StackedConvBlocks> stage_list_;
-  std::vector<torch::nn::AnyModule> transp_list_, seg_list_;
+  torch::nn::ModuleList stages_{nullptr};
+  // ModuleLists in Python. Sequential here only because it keeps its children callable (AnyModule:
+  // the conv type depends on the dimension); they are indexed, never run as a chain. Same keys.
+  torch::nn::Sequential transpconvs_{nullptr}, seg_layers_{nullptr};
 };
 TORCH_MODULE(UNetDecoder);
 
 class UNetBaseImpl : public SegmentationNetworkImpl {
  public:
+  // Builds encoder and decoder from `options` (and re-initialises them like nnU-Net when
+  // options.init_weights() is set).
+  void reset();
+  void pretty_print(std::ostream& stream) const override;
   std::vector<torch::Tensor> forward(const torch::Tensor& x) override;
-  void set_deep_supervision(bool on) override { deep_supervision_ = on; }
-  bool deep_supervision() const override { return deep_supervision_; }
-  int spatial_dims() const override { return dims_; }
-  void set_checkpoint_encoder(bool on) { encoder_->set_checkpointing(on); }
+  void set_deep_supervision(bool on) override;
+  bool deep_supervision() const override { return options.deep_supervision(); }
+  int spatial_dims() const override { return options.spatial_dims(); }
+  void set_checkpoint_encoder(bool on);
+
+  UNetOptions options;
 
  protected:
-  UNetBaseImpl(const UNetOptions& o, bool residual);
+  UNetBaseImpl(UNetOptions options_, bool residual);
+  bool residual_;
   UNetEncoder encoder_{nullptr};
   UNetDecoder decoder_{nullptr};
-  bool deep_supervision_;
-  int dims_;
 };
 
 class PlainConvUNetImpl : public UNetBaseImpl {
  public:
-  explicit PlainConvUNetImpl(const UNetOptions& o);
+  explicit PlainConvUNetImpl(UNetOptions options_);
   std::string class_name() const override { return "PlainConvUNet"; }
 };
 TORCH_MODULE(PlainConvUNet);
 
 class ResidualEncoderUNetImpl : public UNetBaseImpl {
  public:
-  explicit ResidualEncoderUNetImpl(const UNetOptions& o);
+  explicit ResidualEncoderUNetImpl(UNetOptions options_);
   std::string class_name() const override { return "ResidualEncoderUNet"; }
 };
 TORCH_MODULE(ResidualEncoderUNet);

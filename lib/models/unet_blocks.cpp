@@ -1,26 +1,45 @@
 #include "models/unet_blocks.h"
 
-#include <torch/nn/modules/batchnorm.h>
-
 namespace medseg::models {
 
-ConvDropoutNormReLUImpl::ConvDropoutNormReLUImpl(const LayerConfig& cfg, int64_t in, int64_t out, const Shape& kernel,
-                                                 const Shape& stride, bool conv_bias, bool with_dropout,
-                                                 bool with_nonlin) {
-  conv_ = make_conv(cfg.dims, in, out, kernel, stride, conv_bias);
+ConvDropoutNormReLUImpl::ConvDropoutNormReLUImpl(ConvDropoutNormReLUOptions options_) : options(std::move(options_)) {
+  reset();
+}
+
+void ConvDropoutNormReLUImpl::reset() {
+  const LayerOptions& l = options.layers();
+  conv_ = make_conv(l.dims(), options.in_channels(), options.out_channels(), options.kernel_size(), options.stride(),
+                    l.conv_bias());
   register_module("conv", conv_.ptr());
-  if (with_dropout && cfg.dropout_p > 0) {
-    dropout_ = make_dropout(cfg.dims, cfg.dropout_p);
+  dropout_ = {};
+  if (options.with_dropout() && l.dropout_p() > 0) {
+    dropout_ = make_dropout(l.dims(), l.dropout_p());
     register_module("dropout", dropout_.ptr());
   }
-  if (cfg.norm != NormKind::kNone) {
-    norm_ = make_norm(cfg.dims, cfg.norm, out, cfg.norm_eps, cfg.norm_affine);
-    norm_ptr_ = register_module("norm", norm_.ptr());
+  norm_ = {};
+  if (l.norm() != NormKind::kNone) {
+    norm_ = make_norm(l.dims(), l.norm(), options.out_channels(), l.norm_eps(), l.norm_affine());
+    register_module("norm", norm_.ptr());
   }
-  if (with_nonlin && cfg.nonlin != NonlinKind::kNone) {
-    nonlin_ = make_nonlin(cfg.nonlin, cfg.negative_slope, cfg.inplace);
+  nonlin_ = {};
+  if (options.with_nonlin() && l.nonlin() != NonlinKind::kNone) {
+    nonlin_ = make_nonlin(l.nonlin(), l.negative_slope(), l.inplace());
     register_module("nonlin", nonlin_.ptr());
   }
+}
+
+void ConvDropoutNormReLUImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::ConvDropoutNormReLU(" << options.in_channels() << ", " << options.out_channels()
+         << ", kernel_size=";
+  print_shape(stream, options.kernel_size());
+  stream << ", stride=";
+  print_shape(stream, options.stride());
+  stream << ", ";
+  LayerOptions shown = options.layers();
+  if (!options.with_dropout()) shown.dropout_p(0.0);
+  if (!options.with_nonlin()) shown.nonlin(NonlinKind::kNone);
+  print_layer_options(stream, shown);
+  stream << ")";
 }
 
 torch::Tensor ConvDropoutNormReLUImpl::forward(torch::Tensor x) {
@@ -32,51 +51,88 @@ torch::Tensor ConvDropoutNormReLUImpl::forward(torch::Tensor x) {
 }
 
 torch::Tensor ConvDropoutNormReLUImpl::norm_weight() const {
-  if (!norm_ptr_) return {};
-  auto* p = norm_ptr_->named_parameters(false).find("weight");
+  if (norm_.is_empty()) return {};
+  auto* p = norm_.ptr()->named_parameters(false).find("weight");
   return p ? *p : torch::Tensor();
 }
 
 torch::Tensor ConvDropoutNormReLUImpl::norm_bias() const {
-  if (!norm_ptr_) return {};
-  auto* p = norm_ptr_->named_parameters(false).find("bias");
+  if (norm_.is_empty()) return {};
+  auto* p = norm_.ptr()->named_parameters(false).find("bias");
   return p ? *p : torch::Tensor();
 }
 
-StackedConvBlocksImpl::StackedConvBlocksImpl(const LayerConfig& cfg, int64_t num_convs, int64_t in, int64_t out,
-                                             const Shape& kernel, const Shape& initial_stride) {
-  for (int64_t i = 0; i < num_convs; ++i) {
-    const Shape stride = i == 0 ? initial_stride : Shape{1};
-    convs_->push_back(ConvDropoutNormReLU(cfg, i == 0 ? in : out, out, kernel, stride, cfg.conv_bias, true, true));
-  }
+StackedConvBlocksImpl::StackedConvBlocksImpl(StackedConvBlocksOptions options_) : options(std::move(options_)) {
+  reset();
+}
+
+void StackedConvBlocksImpl::reset() {
+  convs_ = torch::nn::Sequential();
+  for (int64_t i = 0; i < options.num_convs(); ++i)
+    convs_->push_back(ConvDropoutNormReLU(
+        ConvDropoutNormReLUOptions(i == 0 ? options.in_channels() : options.out_channels(), options.out_channels(),
+                                   options.kernel_size(), options.layers())
+            .stride(i == 0 ? options.initial_stride() : Shape{1})));
   register_module("convs", convs_);
 }
 
-torch::Tensor StackedConvBlocksImpl::forward(torch::Tensor x) { return convs_->forward(x); }
+void StackedConvBlocksImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::StackedConvBlocks(" << options.in_channels() << ", " << options.out_channels()
+         << ", num_convs=" << options.num_convs() << ", kernel_size=";
+  print_shape(stream, options.kernel_size());
+  stream << ", initial_stride=";
+  print_shape(stream, options.initial_stride());
+  stream << ", ";
+  print_layer_options(stream, options.layers());
+  stream << ")";
+}
 
-BasicBlockDImpl::BasicBlockDImpl(const LayerConfig& cfg, int64_t in, int64_t out, const Shape& kernel,
-                                 const Shape& stride)
-    : inplace_(cfg.inplace) {
-  conv1_ = register_module("conv1", ConvDropoutNormReLU(cfg, in, out, kernel, stride, cfg.conv_bias, true, true));
-  conv2_ = register_module("conv2", ConvDropoutNormReLU(cfg, out, out, kernel, Shape{1}, cfg.conv_bias, false, false));
-  if (cfg.nonlin != NonlinKind::kNone) {
-    nonlin2_ = make_nonlin(cfg.nonlin, cfg.negative_slope, cfg.inplace);
+BasicBlockDImpl::BasicBlockDImpl(BasicBlockDOptions options_) : options(std::move(options_)) { reset(); }
+
+void BasicBlockDImpl::reset() {
+  const LayerOptions& l = options.layers();
+  const int64_t in = options.in_channels(), out = options.out_channels();
+  conv1_ = register_module(
+      "conv1", ConvDropoutNormReLU(ConvDropoutNormReLUOptions(in, out, options.kernel_size(), l).stride(options.stride())));
+  conv2_ = register_module("conv2", ConvDropoutNormReLU(ConvDropoutNormReLUOptions(out, out, options.kernel_size(), l)
+                                                            .with_dropout(false)
+                                                            .with_nonlin(false)));
+  nonlin2_ = {};
+  if (l.nonlin() != NonlinKind::kNone) {
+    nonlin2_ = make_nonlin(l.nonlin(), l.negative_slope(), l.inplace());
     register_module("nonlin2", nonlin2_.ptr());
   }
   bool strided = false;
-  for (int64_t s : stride) strided |= s != 1;
+  for (int64_t s : options.stride()) strided |= s != 1;
+  skip_ = nullptr;
   if (strided || in != out) {
     skip_ = torch::nn::Sequential();
-    if (strided) skip_->push_back(make_avg_pool(cfg.dims, stride));
-    if (in != out) skip_->push_back(ConvDropoutNormReLU(cfg, in, out, Shape{1}, Shape{1}, /*conv_bias=*/false, false, false));
+    if (strided) skip_->push_back(make_avg_pool(l.dims(), options.stride()));
+    if (in != out) {
+      LayerOptions projection = l;
+      projection.conv_bias(false);
+      skip_->push_back(ConvDropoutNormReLU(
+          ConvDropoutNormReLUOptions(in, out, Shape{1}, projection).with_dropout(false).with_nonlin(false)));
+    }
     register_module("skip", skip_);
   }
+}
+
+void BasicBlockDImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::BasicBlockD(" << options.in_channels() << ", " << options.out_channels()
+         << ", kernel_size=";
+  print_shape(stream, options.kernel_size());
+  stream << ", stride=";
+  print_shape(stream, options.stride());
+  stream << ", ";
+  print_layer_options(stream, options.layers());
+  stream << ")";
 }
 
 torch::Tensor BasicBlockDImpl::forward(torch::Tensor x) {
   torch::Tensor residual = skip_ ? skip_->forward(x) : x;
   torch::Tensor out = conv2_->forward(conv1_->forward(x));
-  out = inplace_ ? out.add_(residual) : out + residual;
+  out = options.layers().inplace() ? out.add_(residual) : out + residual;
   return nonlin2_.is_empty() ? out : nonlin2_.forward(out);
 }
 
@@ -86,20 +142,33 @@ void BasicBlockDImpl::zero_last_norm() {
   if (auto b = conv2_->norm_bias(); b.defined()) b.zero_();
 }
 
-StackedResidualBlocksImpl::StackedResidualBlocksImpl(const LayerConfig& cfg, int64_t n_blocks, int64_t in,
-                                                     int64_t out, const Shape& kernel, const Shape& initial_stride) {
-  for (int64_t i = 0; i < n_blocks; ++i) {
-    BasicBlockD b(cfg, i == 0 ? in : out, out, kernel, i == 0 ? initial_stride : Shape{1});
-    blocks_->push_back(b);
-    block_list_.push_back(b);
-  }
+StackedResidualBlocksImpl::StackedResidualBlocksImpl(StackedResidualBlocksOptions options_)
+    : options(std::move(options_)) {
+  reset();
+}
+
+void StackedResidualBlocksImpl::reset() {
+  blocks_ = torch::nn::Sequential();
+  for (int64_t i = 0; i < options.n_blocks(); ++i)
+    blocks_->push_back(BasicBlockD(BasicBlockDOptions(i == 0 ? options.in_channels() : options.out_channels(),
+                                                      options.out_channels(), options.kernel_size(), options.layers())
+                                       .stride(i == 0 ? options.initial_stride() : Shape{1})));
   register_module("blocks", blocks_);
 }
 
-torch::Tensor StackedResidualBlocksImpl::forward(torch::Tensor x) { return blocks_->forward(x); }
+void StackedResidualBlocksImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::StackedResidualBlocks(" << options.in_channels() << ", " << options.out_channels()
+         << ", n_blocks=" << options.n_blocks() << ", kernel_size=";
+  print_shape(stream, options.kernel_size());
+  stream << ", initial_stride=";
+  print_shape(stream, options.initial_stride());
+  stream << ", ";
+  print_layer_options(stream, options.layers());
+  stream << ")";
+}
 
 void StackedResidualBlocksImpl::zero_last_norms() {
-  for (auto& b : block_list_) b->zero_last_norm();
+  for (const auto& block : blocks_->children()) block->as<BasicBlockDImpl>()->zero_last_norm();
 }
 
 }  // namespace medseg::models

@@ -1,7 +1,9 @@
 #pragma once
 // Building blocks of dynamic-network-architectures' U-Nets, with the same submodule names so that
 // state-dict keys match nnU-Net's (minus the `all_modules` alias, which is not registered here).
-#include <torch/nn/module.h>
+// Written as torch::nn modules are: an Options struct, children built in reset(), pretty_print.
+#include <torch/arg.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
@@ -10,63 +12,122 @@
 
 namespace medseg::models {
 
+struct ConvDropoutNormReLUOptions {
+  ConvDropoutNormReLUOptions(int64_t in_channels, int64_t out_channels, Shape kernel_size, LayerOptions layers)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(std::move(kernel_size)),
+        layers_(std::move(layers)) {}
+  TORCH_ARG(int64_t, in_channels);
+  TORCH_ARG(int64_t, out_channels);
+  TORCH_ARG(Shape, kernel_size);
+  TORCH_ARG(Shape, stride) = Shape{1};
+  TORCH_ARG(LayerOptions, layers);
+  // false: no dropout layer even when layers().dropout_p() > 0 (conv2 of a residual block).
+  TORCH_ARG(bool, with_dropout) = true;
+  // false: conv -> norm only (conv2 of a residual block, the projection skip).
+  TORCH_ARG(bool, with_nonlin) = true;
+};
+
 // conv -> [dropout] -> [norm] -> [nonlin]. Keys: conv.*, norm.*.
-class ConvDropoutNormReLUImpl : public torch::nn::Module {
+class ConvDropoutNormReLUImpl : public torch::nn::Cloneable<ConvDropoutNormReLUImpl> {
  public:
-  // `with_nonlin` false gives conv -> norm only (conv2 of a residual block, the projection skip).
-  ConvDropoutNormReLUImpl(const LayerConfig& cfg, int64_t in, int64_t out, const Shape& kernel, const Shape& stride,
-                          bool conv_bias, bool with_dropout, bool with_nonlin);
+  explicit ConvDropoutNormReLUImpl(ConvDropoutNormReLUOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(torch::Tensor x);
   // The norm's affine parameters (undefined when there is no affine norm); ResEnc zero-initialises them.
   torch::Tensor norm_weight() const;
   torch::Tensor norm_bias() const;
 
+  ConvDropoutNormReLUOptions options;
+
  private:
   torch::nn::AnyModule conv_, dropout_, norm_, nonlin_;
-  std::shared_ptr<torch::nn::Module> norm_ptr_;
 };
 TORCH_MODULE(ConvDropoutNormReLU);
 
-// n ConvDropoutNormReLU; the first one carries the stride. Keys: convs.<i>.*
-class StackedConvBlocksImpl : public torch::nn::Module {
+struct StackedConvBlocksOptions {
+  StackedConvBlocksOptions(int64_t in_channels, int64_t out_channels, Shape kernel_size, LayerOptions layers)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(std::move(kernel_size)),
+        layers_(std::move(layers)) {}
+  TORCH_ARG(int64_t, num_convs) = 1;
+  TORCH_ARG(int64_t, in_channels);
+  TORCH_ARG(int64_t, out_channels);
+  TORCH_ARG(Shape, kernel_size);
+  TORCH_ARG(Shape, initial_stride) = Shape{1};  // the first conv's; the others have stride 1
+  TORCH_ARG(LayerOptions, layers);
+};
+
+// num_convs ConvDropoutNormReLU; the first one carries the stride. Keys: convs.<i>.*
+class StackedConvBlocksImpl : public torch::nn::Cloneable<StackedConvBlocksImpl> {
  public:
-  StackedConvBlocksImpl(const LayerConfig& cfg, int64_t num_convs, int64_t in, int64_t out, const Shape& kernel,
-                        const Shape& initial_stride);
-  torch::Tensor forward(torch::Tensor x);
+  explicit StackedConvBlocksImpl(StackedConvBlocksOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
+  torch::Tensor forward(torch::Tensor x) { return convs_->forward(x); }
+
+  StackedConvBlocksOptions options;
 
  private:
-  torch::nn::Sequential convs_;
+  torch::nn::Sequential convs_{nullptr};
 };
 TORCH_MODULE(StackedConvBlocks);
 
+struct BasicBlockDOptions {
+  BasicBlockDOptions(int64_t in_channels, int64_t out_channels, Shape kernel_size, LayerOptions layers)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(std::move(kernel_size)),
+        layers_(std::move(layers)) {}
+  TORCH_ARG(int64_t, in_channels);
+  TORCH_ARG(int64_t, out_channels);
+  TORCH_ARG(Shape, kernel_size);
+  TORCH_ARG(Shape, stride) = Shape{1};
+  TORCH_ARG(LayerOptions, layers);
+};
+
 // ResNet-D basic block: conv1 (conv-norm-act, strided) -> conv2 (conv-norm); skip = [avg-pool(stride)] +
 // [1x1 conv (no bias) + norm] when stride != 1 or channels change; out += skip; nonlin2.
-class BasicBlockDImpl : public torch::nn::Module {
+class BasicBlockDImpl : public torch::nn::Cloneable<BasicBlockDImpl> {
  public:
-  BasicBlockDImpl(const LayerConfig& cfg, int64_t in, int64_t out, const Shape& kernel, const Shape& stride);
+  explicit BasicBlockDImpl(BasicBlockDOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(torch::Tensor x);
   // init_last_bn_before_add_to_0: conv2.norm.weight = conv2.norm.bias = 0.
   void zero_last_norm();
 
+  BasicBlockDOptions options;
+
  private:
-  bool inplace_;
   ConvDropoutNormReLU conv1_{nullptr}, conv2_{nullptr};
   torch::nn::AnyModule nonlin2_;
   torch::nn::Sequential skip_{nullptr};  // null: identity
 };
 TORCH_MODULE(BasicBlockD);
 
-// n BasicBlockD, the first with the stage stride. Keys: blocks.<i>.*
-class StackedResidualBlocksImpl : public torch::nn::Module {
+struct StackedResidualBlocksOptions {
+  StackedResidualBlocksOptions(int64_t in_channels, int64_t out_channels, Shape kernel_size, LayerOptions layers)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(std::move(kernel_size)),
+        layers_(std::move(layers)) {}
+  TORCH_ARG(int64_t, n_blocks) = 1;
+  TORCH_ARG(int64_t, in_channels);
+  TORCH_ARG(int64_t, out_channels);
+  TORCH_ARG(Shape, kernel_size);
+  TORCH_ARG(Shape, initial_stride) = Shape{1};  // the first block's; the others have stride 1
+  TORCH_ARG(LayerOptions, layers);
+};
+
+// n_blocks BasicBlockD, the first with the stage stride. Keys: blocks.<i>.*
+class StackedResidualBlocksImpl : public torch::nn::Cloneable<StackedResidualBlocksImpl> {
  public:
-  StackedResidualBlocksImpl(const LayerConfig& cfg, int64_t n_blocks, int64_t in, int64_t out, const Shape& kernel,
-                            const Shape& initial_stride);
-  torch::Tensor forward(torch::Tensor x);
+  explicit StackedResidualBlocksImpl(StackedResidualBlocksOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
+  torch::Tensor forward(torch::Tensor x) { return blocks_->forward(x); }
   void zero_last_norms();
 
+  StackedResidualBlocksOptions options;
+
  private:
-  torch::nn::Sequential blocks_;
-  std::vector<BasicBlockD> block_list_;
+  torch::nn::Sequential blocks_{nullptr};
 };
 TORCH_MODULE(StackedResidualBlocks);
 

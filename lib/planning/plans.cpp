@@ -273,6 +273,11 @@ static void check_patch_and_batch(const std::vector<int>& patch, int batch, cons
   }
 }
 
+json resolve_configuration(const json& configurations, const std::string& name, const std::string& source) {
+  std::vector<std::string> visited;
+  return resolve_configuration(configurations, name, visited, Where{source, ""});
+}
+
 ArchitecturePlan architecture_from_json(const json& arch, const std::string& source, const std::string& scope) {
   Where w{source, scope};
   ArchitecturePlan a;
@@ -315,9 +320,14 @@ ArchitecturePlan architecture_from_json(const json& arch, const std::string& sou
   a.dropout_op_kwargs = k.value("dropout_op_kwargs", json(nullptr));
   a.nonlin_kwargs = k.value("nonlin_kwargs", json(nullptr));
   a.norm_eps = get_or<double>(a.norm_op_kwargs, "eps", 1e-5, w);
-  a.norm_affine = get_or<bool>(a.norm_op_kwargs, "affine", false, w);  // torch's InstanceNorm default
+  const bool batch_norm = after_last_dot(a.norm_op).rfind("BatchNorm", 0) == 0;
+  a.norm_affine = get_or<bool>(a.norm_op_kwargs, "affine", batch_norm, w);  // torch's defaults
   a.nonlin_inplace = get_or<bool>(a.nonlin_kwargs, "inplace", false, w);
   a.nonlin_negative_slope = get_or<double>(a.nonlin_kwargs, "negative_slope", 0.01, w);
+  if (!a.dropout_op.empty()) a.dropout_p = get_or<double>(a.dropout_op_kwargs, "p", 0.5, w);
+  a.block = get_or<std::string>(k, "block", "", w);
+  if (k.contains("stem_channels") && !k.at("stem_channels").is_null()) a.stem_channels = get<int>(k, "stem_channels", w);
+  a.nonlin_first = get_or<bool>(k, "nonlin_first", false, w);
   check_unet_ranges(a, w);
   return a;
 }

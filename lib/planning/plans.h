@@ -16,7 +16,7 @@ namespace medseg::planning {
 
 // MONAI SwinUNETR hyper-parameters (network_class_name "medseg.SwinUNETR").
 struct SwinPlan {
-  int feature_size = 48;
+  int feature_size = 24;  // MONAI's default, what models builds when the key is absent
   std::vector<int> depths{2, 2, 2, 2};
   std::vector<int> num_heads{3, 6, 12, 24};
   int window_size = 7;
@@ -41,9 +41,13 @@ struct ArchitecturePlan {
   std::string conv_op, norm_op, dropout_op, nonlin;  // dropout_op empty for None
   json norm_op_kwargs, dropout_op_kwargs, nonlin_kwargs;
   double norm_eps = 1e-5;
-  bool norm_affine = true;
+  bool norm_affine = false;  // torch's default: false for InstanceNorm, true for BatchNorm
   double nonlin_negative_slope = 0.01;
   bool nonlin_inplace = true;
+  double dropout_p = 0.0;            // dropout_op_kwargs.p (torch's 0.5 when absent); 0 without dropout_op
+  std::string block;                 // ResidualEncoderUNet's block class; empty: BasicBlockD
+  std::optional<int> stem_channels;  // ResidualEncoderUNet; absent: features_per_stage[0]
+  bool nonlin_first = false;
   std::vector<std::string> kw_requires_import;
   std::optional<SwinPlan> swin;  // set for medseg.SwinUNETR
   json raw;                      // the whole "architecture" object
@@ -122,7 +126,15 @@ Plans load_plans(const std::string& path);
 json plans_to_json(const Plans& plans);
 json configuration_to_json(const ConfigurationPlan& c);  // resolved (no inheritance)
 
-// `source` names the file in error messages, `scope` the place inside it (e.g. "configuration '2d'").
+// configurations[name] with its inherits_from chain merged like nnU-Net's PlansManager: shallow, the
+// child's keys win (its "inherits_from" stays). The one resolver of medseg: plans_from_json and
+// models::plan_network_spec use it. Throws FileError naming `source` for an unknown configuration, a
+// non-object or a cycle.
+json resolve_configuration(const json& configurations, const std::string& name, const std::string& source);
+
+// The one arch_kwargs parser: plans_from_json and models::build_network read the architecture block
+// through it. `source` names the file in error messages, `scope` the place inside it (e.g.
+// "configuration '2d'").
 ArchitecturePlan architecture_from_json(const json& arch, const std::string& source, const std::string& scope = "");
 ConfigurationPlan configuration_from_json(const json& resolved, const std::string& name, const std::string& source);
 

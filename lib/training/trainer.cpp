@@ -102,15 +102,6 @@ struct Trainer::State {
 
 namespace {
 
-c10::ScalarType parse_amp(const std::string& amp, bool cuda, bool& on) {
-  on = true;
-  if (amp == "fp16") return at::kHalf;
-  if (amp == "bf16") return at::kBFloat16;
-  if (amp == "auto" && cuda) return at::kHalf;
-  on = false;
-  return at::kFloat;
-}
-
 void copy_run_files(const RunInputs& in, const TrainerConfig& cfg) {
   fs::create_directories(in.folders.fold_folder);
   const fs::path m(in.folders.model_folder);
@@ -127,14 +118,15 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.in = std::move(inputs);
   s.cfg = std::move(config);
   s.opt = std::move(options);
-  if (!s.opt.amp.empty()) s.cfg.amp = s.opt.amp;
+  if (s.opt.amp) s.cfg.amp = *s.opt.amp;
 
   s.device = torch::Device(s.opt.device);
   s.cuda = s.device.is_cuda();
   if (s.cuda && !torch::cuda::is_available())
     throw Error("-device " + s.opt.device + " requested but CUDA is not available in this build/machine");
-  s.amp_dtype = parse_amp(s.cfg.amp, s.cuda, s.amp_on);
-  if (s.amp_on && s.amp_dtype == at::kHalf && !s.cuda) throw Error("--amp fp16 needs CUDA; use --amp bf16 on CPU");
+  const AutocastSetting amp = autocast_setting(s.cfg.amp, s.cuda);
+  s.amp_on = amp.enabled;
+  s.amp_dtype = amp.dtype;
   TorchSettings torch_settings;
   torch_settings.threads = s.opt.threads > 0 ? s.opt.threads : static_cast<int>(std::thread::hardware_concurrency());
   torch_settings.cudnn_benchmark = s.opt.cudnn_benchmark == "on";
@@ -157,7 +149,7 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   nb.deep_supervision = s.cfg.deep_supervision;
   nb.checkpoint_encoder = s.cfg.checkpoint_encoder;
   nb.use_checkpoint_override = s.cfg.use_checkpoint;
-  s.net = models::build_network(plan.architecture.raw, s.in.in_channels, s.in.num_classes, nb);
+  s.net = models::build_network_from_plan(plan.architecture, s.in.in_channels, s.in.num_classes, nb);
   s.net->to(s.device);
   s.optimizer = make_optimizer(*s.net, s.cfg.optimizer);
   s.params = unique_parameters(*s.net);

@@ -18,7 +18,7 @@ namespace medseg::training {
 
 struct TrainOptions {
   std::string device = "cpu";          // cpu | cuda | cuda:N
-  std::string amp = "";                // overrides the config: fp16 | bf16 | off
+  std::optional<AmpMode> amp;          // overrides the config's when set
   std::string cudnn_benchmark = "on";  // on | off (CUDA only)
   bool deterministic = false;
   bool resume = false;                 // --c

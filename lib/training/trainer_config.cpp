@@ -29,7 +29,7 @@ json TrainerConfig::to_json() const {
           {"optimizer", opt}, {"poly_exponent", poly_exponent}, {"grad_clip", grad_clip},
           {"oversample_foreground", oversample_foreground}, {"deep_supervision", deep_supervision},
           {"augment", augment}, {"checkpoint_every", checkpoint_every}, {"ema_momentum", ema_momentum},
-          {"seed", seed}, {"amp", amp}, {"num_workers", num_workers}, {"checkpoint_encoder", checkpoint_encoder},
+          {"seed", seed}, {"amp", to_string(amp)}, {"num_workers", num_workers}, {"checkpoint_encoder", checkpoint_encoder},
           {"use_checkpoint", use_checkpoint}};
 }
 
@@ -130,8 +130,7 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   c.augment = r.boolean("augment", c.augment);
   c.checkpoint_encoder = r.boolean("checkpoint_encoder", c.checkpoint_encoder);
   if (r.has("seed")) c.seed = json_as<uint64_t>(j.at("seed"), "key 'seed'", src);
-  if (r.has("amp"))
-    c.amp = r.choice<std::string>("amp", {{"auto", "auto"}, {"fp16", "fp16"}, {"bf16", "bf16"}, {"off", "off"}});
+  if (r.has("amp")) c.amp = parse_amp(r.choice<std::string>("amp", {{"auto", "auto"}, {"fp16", "fp16"}, {"bf16", "bf16"}, {"off", "off"}}), "amp", src);
   if (r.has("optimizer")) c.optimizer = read_optimizer(r.object("optimizer", true));
   return c;
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/amp.h"
 #include "core/json_io.h"
 #include "training/optimizer.h"
 
@@ -23,7 +24,7 @@ struct TrainerConfig {
   int64_t checkpoint_every = 5;        // epochs between checkpoint_latest writes
   double ema_momentum = 0.9;
   uint64_t seed = 12345;               // data pipeline + weight init
-  std::string amp = "auto";            // auto (fp16 on CUDA, off on CPU), fp16, bf16, off
+  AmpMode amp = AmpMode::Auto;         // auto (fp16 on CUDA, off on CPU), fp16, bf16, off
   int num_workers = 2;                 // data pipeline threads
   bool checkpoint_encoder = false;     // gradient checkpointing of encoder stages (U-Nets)
   int use_checkpoint = -1;             // SwinUNETR blocks: -1 as planned, 0 off, 1 on

@@ -31,7 +31,7 @@ const Graph& allowed() {
       {"preprocessing", {"core", "io", "fingerprint", "planning"}},
       {"evaluation", {"core", "io"}},
       {"data", {"core", "planning", "preprocessing"}},
-      {"models", {"core"}},
+      {"models", {"core", "planning"}},
       {"checkpoint", {"core"}},
       {"inference", {"core", "io", "fingerprint", "planning", "preprocessing", "models", "checkpoint"}},
       {"training",

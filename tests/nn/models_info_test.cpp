@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/json_io.h"
+#include "io/dataset.h"
 #include "models/plans_architecture.h"
 #include "nn/models_test_util.h"
 #include "support/test_support.h"
@@ -41,11 +42,11 @@ TEST(ModelsInfo, PlansHelpers) {
   EXPECT_THROW(models::plan_network_spec(small_plans(), "2d"), Error);
   const nlohmann::json ds = {{"channel_names", {{"0", "T2"}, {"1", "ADC"}}},
                              {"labels", {{"background", 0}, {"PZ", 1}, {"TZ", 2}}}};
-  EXPECT_EQ(models::dataset_input_channels(ds), 2);
-  EXPECT_EQ(models::dataset_num_classes(ds), 3);
+  EXPECT_EQ(io::channel_names_from_json(ds, "dataset.json").size(), 2u);
+  EXPECT_EQ(io::network_outputs(io::labels_from_json(ds, "dataset.json")), 3);
   const nlohmann::json regions = {{"channel_names", {{"0", "FLAIR"}}},
                                   {"labels", {{"background", 0}, {"whole", {1, 2, 3}}, {"core", {2, 3}}, {"ignore", 4}}}};
-  EXPECT_EQ(models::dataset_num_classes(regions), 2);
+  EXPECT_EQ(io::network_outputs(io::labels_from_json(regions, "dataset.json")), 2);
 }
 
 TEST(ModelsInfo, CliOnPlans) {

@@ -193,7 +193,7 @@ TEST(ModelsSwin, CheckpointCutsActivationMemory) {
 TEST(ModelsSwin, WindowAttentionEqualsNaiveFormula) {
   torch::manual_seed(3);
   const int64_t dim = 6, heads = 2, hd = dim / heads, n = 8, nw = 8, batch = 2;
-  models::WindowAttention attn(dim, heads, Shape{2, 2, 2}, true, 0.0, 0.0);
+  models::WindowAttention attn(models::WindowAttentionOptions(dim, heads, Shape{2, 2, 2}));
   auto params = attn->named_parameters();
   auto table = params["relative_position_bias_table"];
   {
