@@ -28,15 +28,15 @@ json options_json(const torch::optim::OptimizerOptions& o) {
 void apply_options(torch::optim::OptimizerOptions& o, const json& j) {
   auto d = [&](const char* k) { return j.at(k).get<double>(); };
   auto b = [&](const char* k) { return j.at(k).get<bool>(); };
-  if (auto* s = dynamic_cast<torch::optim::SGDOptions*>(&o)) {
-    s->lr(d("lr")).momentum(d("momentum")).dampening(d("dampening"));
-    s->weight_decay(d("weight_decay")).nesterov(b("nesterov"));
-  } else if (auto* a = dynamic_cast<torch::optim::AdamWOptions*>(&o)) {
-    a->lr(d("lr")).betas(std::make_tuple(d("beta1"), d("beta2"))).eps(d("eps"));
-    a->weight_decay(d("weight_decay")).amsgrad(b("amsgrad"));
-  } else if (auto* a = dynamic_cast<torch::optim::AdamOptions*>(&o)) {
-    a->lr(d("lr")).betas(std::make_tuple(d("beta1"), d("beta2"))).eps(d("eps"));
-    a->weight_decay(d("weight_decay")).amsgrad(b("amsgrad"));
+  if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&o)) {
+    sgd->lr(d("lr")).momentum(d("momentum")).dampening(d("dampening"));
+    sgd->weight_decay(d("weight_decay")).nesterov(b("nesterov"));
+  } else if (auto* adamw = dynamic_cast<torch::optim::AdamWOptions*>(&o)) {
+    adamw->lr(d("lr")).betas(std::make_tuple(d("beta1"), d("beta2"))).eps(d("eps"));
+    adamw->weight_decay(d("weight_decay")).amsgrad(b("amsgrad"));
+  } else if (auto* adam = dynamic_cast<torch::optim::AdamOptions*>(&o)) {
+    adam->lr(d("lr")).betas(std::make_tuple(d("beta1"), d("beta2"))).eps(d("eps"));
+    adam->weight_decay(d("weight_decay")).amsgrad(b("amsgrad"));
   }
 }
 
@@ -101,12 +101,12 @@ OptimizerState capture_optimizer_state(torch::optim::Optimizer& opt, const torch
       auto it = state.find(compat::optimizer_state_key(state, p));
       if (it == state.end()) continue;  // no step taken yet for this parameter
       const auto* raw = it->second.get();
-      if (auto* s = dynamic_cast<const torch::optim::SGDParamState*>(raw)) {
-        put(out.buffers[n->second], "momentum_buffer", s->momentum_buffer());
-      } else if (auto* s = dynamic_cast<const torch::optim::AdamWParamState*>(raw)) {
-        capture_adam(*s, n->second, out);
-      } else if (auto* s = dynamic_cast<const torch::optim::AdamParamState*>(raw)) {
-        capture_adam(*s, n->second, out);
+      if (auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(raw)) {
+        put(out.buffers[n->second], "momentum_buffer", sgd->momentum_buffer());
+      } else if (auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(raw)) {
+        capture_adam(*adamw, n->second, out);
+      } else if (auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(raw)) {
+        capture_adam(*adam, n->second, out);
       }
     }
     out.groups.push_back({{"options", options_json(group.options())}, {"params", params}});

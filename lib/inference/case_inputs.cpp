@@ -48,7 +48,8 @@ std::string channel_name(const std::string& id, int c, const std::string& ending
 }
 
 CaseInput make_case(const std::string& id, const Scanned& s, const std::string& ending, int n) {
-  CaseInput c{id, {}, ""};
+  CaseInput c;
+  c.id = id;
   if (!s.plain.empty()) {
     if (n != 1) {
       c.error = s.plain[0] + ": a file without the _XXXX channel suffix, but the model takes " + std::to_string(n) +

@@ -111,11 +111,11 @@ at::Tensor onednn_conv3d(const at::Tensor& x, const at::Tensor& weight, const at
 }
 
 OneDnnConv3dImpl::OneDnnConv3dImpl(int64_t in, int64_t out, std::vector<int64_t> kernel, std::vector<int64_t> stride,
-                                   std::vector<int64_t> padding, bool bias)
+                                   std::vector<int64_t> padding, bool with_bias)
     : torch::nn::Conv3dImpl(torch::nn::Conv3dOptions(in, out, torch::ExpandingArray<3>(at::IntArrayRef(kernel)))
                                 .stride(torch::ExpandingArray<3>(at::IntArrayRef(stride)))
                                 .padding(torch::ExpandingArray<3>(at::IntArrayRef(padding)))
-                                .bias(bias)),
+                                .bias(with_bias)),
       padding_(std::move(padding)) {}
 
 torch::Tensor OneDnnConv3dImpl::forward(const torch::Tensor& input) {

@@ -19,7 +19,7 @@ class OneDnnConv3dImpl : public torch::nn::Conv3dImpl {
  public:
   // Zero padding, dilation 1, groups 1: the convs the U-Nets and SwinUNETR are made of.
   OneDnnConv3dImpl(int64_t in, int64_t out, std::vector<int64_t> kernel, std::vector<int64_t> stride,
-                   std::vector<int64_t> padding, bool bias);
+                   std::vector<int64_t> padding, bool with_bias);
   torch::Tensor forward(const torch::Tensor& input);
 
  private:

@@ -144,8 +144,8 @@ SwinPlan swin_from_json(const json& k, const Where& w) {
   if (s.patch_size != 2) w.fail(w.key("patch_size") + " is " + std::to_string(s.patch_size) + " (only 2 is supported)");
   const std::pair<const char*, double> rates[] = {
       {"drop_rate", s.drop_rate}, {"attn_drop_rate", s.attn_drop_rate}, {"dropout_path_rate", s.dropout_path_rate}};
-  for (const auto& [k, r] : rates)
-    if (!(r >= 0 && r < 1)) w.fail(w.key(k) + " is " + json(r).dump() + " (must be in [0, 1))");
+  for (const auto& [key, r] : rates)
+    if (!(r >= 0 && r < 1)) w.fail(w.key(key) + " is " + json(r).dump() + " (must be in [0, 1))");
   return s;
 }
 

@@ -36,8 +36,8 @@ void set_learning_rate(torch::optim::Optimizer& opt, double lr) {
   for (auto& g : opt.param_groups()) {
     auto& o = g.options();
     if (auto* s = dynamic_cast<torch::optim::SGDOptions*>(&o)) s->lr(lr);
-    else if (auto* a = dynamic_cast<torch::optim::AdamWOptions*>(&o)) a->lr(lr);
-    else if (auto* a = dynamic_cast<torch::optim::AdamOptions*>(&o)) a->lr(lr);
+    else if (auto* adamw = dynamic_cast<torch::optim::AdamWOptions*>(&o)) adamw->lr(lr);
+    else if (auto* adam = dynamic_cast<torch::optim::AdamOptions*>(&o)) adam->lr(lr);
     else throw Error("set_learning_rate: unsupported optimizer");
   }
 }

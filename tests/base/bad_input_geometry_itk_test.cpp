@@ -296,7 +296,7 @@ TEST_P(NiftiHugeDims, AreRefusedBeforeItkReads) {
 INSTANTIATE_TEST_SUITE_P(Rows, NiftiHugeDims,
                          ::testing::Values(HugeDimsRow{"voxels_wrap_to_zero", int64_t{1} << 32, int64_t{1} << 32, 1},
                                            HugeDimsRow{"bytes_wrap_to_zero", int64_t{1} << 31, int64_t{1} << 31, 2}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& row) { return std::string(row.param.name); });
 
 // Other formats: the geometry ITK reports from the header gets the same checks (ITK's own
 // messages were "cannot read voxel data (truncated or corrupt file?)").

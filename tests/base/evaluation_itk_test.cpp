@@ -42,8 +42,8 @@ TEST(Metrics, IgnoreLabelCountsNowhere) {
 }
 
 TEST(Metrics, SummaryMeansSkipNaNCases) {
-  CaseResult a{"r1", "p1", {{2, 0, 0, 10}, {0, 0, 0, 12}}};  // label 2 absent: NaN
-  CaseResult b{"r2", "p2", {{1, 1, 0, 10}, {1, 0, 1, 10}}};
+  CaseResult a{"r1", "p1", {{2, 0, 0, 10, std::nullopt}, {0, 0, 0, 12, std::nullopt}}};  // label 2 absent: NaN
+  CaseResult b{"r2", "p2", {{1, 1, 0, 10, std::nullopt}, {1, 0, 1, 10, std::nullopt}}};
   const json s = summary_json({a, b}, {"1", "2"});
   EXPECT_DOUBLE_EQ(s["mean"]["1"]["Dice"].get<double>(), (1.0 + 2.0 / 3.0) / 2);
   EXPECT_DOUBLE_EQ(s["mean"]["2"]["Dice"].get<double>(), 2.0 / 3.0);  // only case b counts

@@ -96,9 +96,9 @@ INSTANTIATE_TEST_SUITE_P(
                       RoundTripCase{".nii.gz", PixelType::Float32, 2}, RoundTripCase{".nii.gz", PixelType::Float64, 3},
                       RoundTripCase{".nii", PixelType::Int16, 3}, RoundTripCase{".nii", PixelType::Float32, 1},
                       RoundTripCase{".nrrd", PixelType::Float32, 3}, RoundTripCase{".mha", PixelType::Int16, 2}),
-    [](const ::testing::TestParamInfo<RoundTripCase>& info) {  // e.g. nii_gz_uint8_dir0 (0 LPS, 1 RAS, 2 LAS, 3 oblique)
-      std::string name = info.param.ending.substr(1) + "_" + pixel_type_name(info.param.type) + "_dir" +
-                         std::to_string(info.param.orientation);
+    [](const ::testing::TestParamInfo<RoundTripCase>& row) {  // e.g. nii_gz_uint8_dir0 (0 LPS, 1 RAS, 2 LAS, 3 oblique)
+      std::string name = row.param.ending.substr(1) + "_" + pixel_type_name(row.param.type) + "_dir" +
+                         std::to_string(row.param.orientation);
       for (char& c : name)
         if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
       return name;

@@ -95,7 +95,7 @@ TEST(Layering, CycleFinderSeesACycle) {
 
 TEST(Layering, EveryStageFolderIsDeclared) {
   for (const auto& e : fs::directory_iterator(medseg::test::source_path("lib")))
-    if (e.is_directory()) EXPECT_TRUE(allowed().count(e.path().filename().string())) << e.path();
+    if (e.is_directory()) { EXPECT_TRUE(allowed().count(e.path().filename().string())) << e.path(); }
 }
 
 TEST(Layering, EveryIncludeFollowsTheDeclaredGraph) {

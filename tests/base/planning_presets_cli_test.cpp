@@ -202,7 +202,7 @@ TEST_P(BadPresetCli, OneLineNamingFileAndKey) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, BadPresetCli, ::testing::ValuesIn(kBadPresets),
-                         [](const auto& info) { return info.param.name; });
+                         [](const auto& row) { return row.param.name; });
 
 // plans/examples/Dataset900_Demo/nnUNetPlans.json documents what the planner makes of the demo dataset
 // (scripts/demo.sh); it must stay what medseg_plan_experiment writes for that fingerprint.

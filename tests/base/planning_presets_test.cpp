@@ -88,7 +88,7 @@ TEST_P(ShippedUNetPreset, HoldsNnunetsConstants) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, ShippedUNetPreset, ::testing::ValuesIn(kUNetPresets),
-                         [](const auto& info) { return info.param.name; });
+                         [](const auto& row) { return row.param.name; });
 
 TEST(ShippedPresets, SwinUNETRPlanner) {
   const PlannerSpec s = find_planner_preset("SwinUNETRPlanner");

@@ -61,7 +61,7 @@ TEST(PlanningBytesModel, PatchAndBatchFitTheBudget) {
     EXPECT_LE(peak(c, c.batch_size, 1, 14), budget) << name;
     // Either the 5% cap stopped the batch or one more sample would not fit.
     const int64_t cap = static_cast<int64_t>(400.0 * 400 * 400 * 50 * 0.05 / (c.dim() == 3 ? double(c.patch_size[0]) * c.patch_size[1] * c.patch_size[2] : double(c.patch_size[0]) * c.patch_size[1]) + 0.5);
-    if (c.batch_size < cap) EXPECT_GT(peak(c, c.batch_size + 1, 1, 14), budget) << name;
+    if (c.batch_size < cap) { EXPECT_GT(peak(c, c.batch_size + 1, 1, 14), budget) << name; }
   }
   // A larger target never gives a smaller 3d patch.
   o.gpu_memory_target_gb = 40;
@@ -136,7 +136,7 @@ TEST(PlanningSwin, CheckpointingOnlyWhenItIsWhatFits) {
     o.gpu_memory_target_gb = gb;
     const auto c = config_of(plan(kIsoFp, kIsoDs, o), "3d_fullres");
     const double budget = gb * usable;
-    if (c.architecture.swin->use_checkpoint) EXPECT_GT(peak(c, 2, 1, 14, 0), budget);
+    if (c.architecture.swin->use_checkpoint) { EXPECT_GT(peak(c, 2, 1, 14, 0), budget); }
     EXPECT_LE(peak(c, 2, 1, 14), budget);
   }
 }

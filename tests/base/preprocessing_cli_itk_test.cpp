@@ -96,8 +96,9 @@ TEST(PreprocessingCli, PlanAndPreprocessTinyDataset) {
     ASSERT_GE(b, 0);
     const double scale = (c.data()[b] - c.data()[a]) / (double(raw_crop[b]) - raw_crop[a]);
     for (int64_t i = 0; i < c.voxels(); ++i)
-      if (!masked || c.seg_int8()[i] >= 0)
+      if (!masked || c.seg_int8()[i] >= 0) {
         ASSERT_NEAR(c.data()[i], c.data()[a] + scale * (raw_crop[i] - raw_crop[a]), 1e-3);
+      }
 
     for (const ClassLocations& cl : p.class_locations)
       for (const Location& l : cl.locations) ASSERT_EQ(std::to_string(c.seg_at(l[1], l[2], l[3])), cl.key);

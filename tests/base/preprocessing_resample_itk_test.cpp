@@ -150,8 +150,8 @@ TEST(PreprocessingResample, MinusOneIsKeptAsALabel) {
     for (int64_t y = 0; y < 12; ++y)
       for (int64_t x = 0; x < 12; ++x) {
         const int16_t v = out[idx(os, z, y, x)];
-        if (z < 3) ASSERT_EQ(v, -1);
-        if (z >= 3 && z < 6) ASSERT_EQ(v, 0);
+        if (z < 3) { ASSERT_EQ(v, -1); }
+        if (z >= 3 && z < 6) { ASSERT_EQ(v, 0); }
       }
   EXPECT_EQ(out[idx(os, 7, 7, 7)], 1);  // c = 2 exactly on the labelled voxel
 }

@@ -146,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(Rows, PreprocessingNpyHugeShape,
                          ::testing::Values(HugeShapeRow{"wraps_to_zero", {1, int64_t{1} << 40, int64_t{1} << 40, int64_t{1} << 40}},
                                            HugeShapeRow{"wraps_to_small", {3, int64_t{1} << 32, int64_t{1} << 32, 1}},
                                            HugeShapeRow{"just_over_2_56", {(int64_t{1} << 28) + 1, int64_t{1} << 28}}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& row) { return std::string(row.param.name); });
 
 TEST(PreprocessingNpy, ItemSizesBeyondNumpysAreUnknownNotHuge) {
   NpyHeader h;
@@ -206,7 +206,7 @@ TEST(PreprocessingStore, RoundTripAndPatchesWithPadding) {
         for (int64_t x = 2; x < 6; ++x, ++i) {
           const bool inside = z >= 0 && y < 3 && x < 4;
           EXPECT_EQ(patch[i], inside ? 1000 * ch + 100 * z + 10 * y + x : -7.0f) << ch << z << y << x;
-          if (ch == 0) EXPECT_EQ(seg[i], inside ? (z + y + x) % 3 - 1 : -1);
+          if (ch == 0) { EXPECT_EQ(seg[i], inside ? (z + y + x) % 3 - 1 : -1); }
         }
   // A box entirely outside is all padding.
   box.lo = {5, 5, 5};

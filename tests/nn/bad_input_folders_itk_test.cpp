@@ -122,7 +122,7 @@ TEST_P(InitModel, NeverReplacesACheckpointUnasked) {
   EXPECT_NE(r.output.find(row.message), std::string::npos) << r.output;
   EXPECT_EQ(error_lines(r.output), 1) << r.output;
   EXPECT_EQ(snapshot(model), before) << "a refused init_model changed the model folder";
-  if (!row.absent.empty()) EXPECT_FALSE(fs::exists(model + "/" + row.absent)) << row.absent;
+  if (!row.absent.empty()) { EXPECT_FALSE(fs::exists(model + "/" + row.absent)) << row.absent; }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -135,7 +135,7 @@ INSTANTIATE_TEST_SUITE_P(
                       InitRow{"word_fold", "abc", false, false, "'abc'", "fold_abc"},
                       InitRow{"fraction_fold", "1.5", false, false, "'1.5'", "fold_1.5"},
                       InitRow{"path_fold", "../x", true, false, "'../x'", "fold_.."}),
-    [](const ::testing::TestParamInfo<InitRow>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<InitRow>& row) { return row.param.name; });
 
 TEST(InitModelFresh, NegativeFoldLeavesNoFolder) {
   test::TempDir d("initm2");
@@ -175,7 +175,7 @@ INSTANTIATE_TEST_SUITE_P(
                       OccupiedRow{"only_best", {"checkpoint_best.ckpt"}},
                       OccupiedRow{"only_metrics", {"metrics.jsonl"}},
                       OccupiedRow{"finished_run", {"checkpoint_best.ckpt", "checkpoint_final.ckpt", "metrics.jsonl"}}),
-    [](const ::testing::TestParamInfo<OccupiedRow>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<OccupiedRow>& row) { return row.param.name; });
 
 // --- medseg_train --val without the checkpoint --------------------------------------------------
 
@@ -212,7 +212,7 @@ INSTANTIATE_TEST_SUITE_P(
                              "checkpoint_final.ckpt"},
                       ValRow{"val_best_without_best", "0", "--val --val_best", {"fold_0/checkpoint_final.ckpt"},
                              "checkpoint_best.ckpt"}),
-    [](const ::testing::TestParamInfo<ValRow>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<ValRow>& row) { return row.param.name; });
 
 // --- medseg_train --c with corrupt checkpoints --------------------------------------------------
 

@@ -42,7 +42,7 @@ void run_rows(const std::vector<Row>& rows) {
     const auto r = test::run_cli(row.app, args, "MEDSEG_RAW=" + (dir / "raw") + " MEDSEG_PREPROCESSED=" + (dir / "pp") +
                                                     " MEDSEG_NUM_THREADS=1");
     test::expect_refused(r, row.app, row.fragments);
-    if (row.whole_output_one_line) EXPECT_EQ(test::lines_of(r.output).size(), 1u) << r.output;
+    if (row.whole_output_one_line) { EXPECT_EQ(test::lines_of(r.output).size(), 1u) << r.output; }
   }
 }
 

@@ -19,6 +19,9 @@ namespace {
 enum Cli { kPreprocess = 1, kTrain = 2, kPredict = 4, kModelInfo = 8, kAll = 15, kNoModelInfo = 7 };
 
 struct PlansRow {
+  // A constructor, not an aggregate: most rows leave the CLI mask and the environment at their defaults.
+  PlansRow(std::string n, std::string p, json v, std::vector<std::string> f, int c = kAll, std::string e = "")
+      : name(std::move(n)), pointer(std::move(p)), value(std::move(v)), fragments(std::move(f)), clis(c), env(std::move(e)) {}
   std::string name;
   std::string pointer;  // JSON pointer; relative to configurations/3d_fullres unless it starts with '!'
   json value;

@@ -171,7 +171,7 @@ INSTANTIATE_TEST_SUITE_P(
     Rows, TrainingCheckpointBadBlob,
     ::testing::Values(BlobRow{"offset_plus_size_overflows", std::numeric_limits<int64_t>::max() - 63, 64, std::string(64, 'x')},
                       BlobRow{"negative_offset_into_padding", -32, 32, std::string(32, 'x')}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& row) { return std::string(row.param.name); });
 
 TEST(TrainingCheckpointFormat, HandMadeContainerIsReadable) {
   // The control for the rows above: the same hand-made file with sane offsets loads.

@@ -76,7 +76,7 @@ TEST(DataAugment, MirrorFlipsExactly) {
       for (int64_t y = 0; y < 4; ++y)
         for (int64_t x = 0; x < 5; ++x) {
           EXPECT_EQ(s.data[c][z][y][x].item<float>(), orig.data[c][2 - z][y][4 - x].item<float>());
-          if (c == 0) EXPECT_EQ(s.seg[0][z][y][x].item<int16_t>(), orig.seg[0][2 - z][y][4 - x].item<int16_t>());
+          if (c == 0) { EXPECT_EQ(s.seg[0][z][y][x].item<int16_t>(), orig.seg[0][2 - z][y][4 - x].item<int16_t>()); }
         }
 }
 

@@ -134,7 +134,7 @@ TEST(DataSampler, BordersArePaddedWithZeroDataAndMinusOneSeg) {
           const size_t o = static_cast<size_t>(((ch * bs[0] + z) * bs[1] + y) * bs[2] + x);
           const int src_idx = (cz * 3 + cy) * 4 + cx;
           EXPECT_EQ(d[o], inside ? float(ch * 24 + src_idx + 1) : 0.f);
-          if (ch == 0) EXPECT_EQ(sg[o], inside ? src_idx % 3 : -1);
+          if (ch == 0) { EXPECT_EQ(sg[o], inside ? src_idx % 3 : -1); }
         }
 }
 

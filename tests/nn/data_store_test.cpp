@@ -83,7 +83,7 @@ TEST(DataStore, ReadsValuesPaddingAndLocations) {
           const bool inside = z >= 0 && x < 6;
           const int64_t v = (z * 4 + y) * 6 + x;
           EXPECT_EQ(d[o], inside ? static_cast<float>(c * n + v + 1) : 0.f);
-          if (c == 0) EXPECT_EQ(s[o], inside ? (v == 5 ? 1 : 0) : -1);
+          if (c == 0) { EXPECT_EQ(s[o], inside ? (v == 5 ? 1 : 0) : -1); }
         }
 }
 

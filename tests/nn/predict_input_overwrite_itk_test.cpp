@@ -98,7 +98,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Row{"continue_prediction", "in", "in", "--continue_prediction"},
                       Row{"other_part", "in", "in", "--num_parts 2 --part_id 1"},
                       Row{"input_of_another_case", "in2", "in2", ""}),
-    [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<Row>& row) { return row.param.name; });
 
 TEST(PredictOverwrite, OutputIntoTheInputFolderWithoutCollisionStillWorks) {
   test::TempDir d("povw2");
