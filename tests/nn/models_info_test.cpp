@@ -7,6 +7,7 @@
 #include "core/json_io.h"
 #include "io/dataset.h"
 #include "models/plans_architecture.h"
+#include "nn/inference_test_util.h"
 #include "nn/models_test_util.h"
 #include "support/test_support.h"
 
@@ -18,12 +19,19 @@ const std::vector<int64_t> kF{8, 16, 32, 32};
 const test::Shapes kK{{1, 3, 3}, {3, 3, 3}, {3, 3, 3}, {3, 3, 3}};
 const test::Shapes kS{{1, 1, 1}, {1, 2, 2}, {2, 2, 2}, {2, 2, 2}};
 
+// A complete plans file (the CLI checks every key as training would), with a small ResEnc network
+// and a configuration that inherits from it.
 nlohmann::json small_plans() {
-  auto arch = test::unet_arch("ResidualEncoderUNet", 3, kF, kK, kS, {1, 2, 2, 2}, {1, 1, 1});
-  return {{"plans_name", "nnUNetResEncUNetMPlans"},
-          {"configurations",
-           {{"3d_fullres", {{"patch_size", {16, 32, 24}}, {"batch_size", 2}, {"architecture", arch}}},
-            {"3d_fullres_bs4", {{"inherits_from", "3d_fullres"}, {"batch_size", 4}}}}}};
+  test::TinyModelSpec spec;
+  spec.channels = 2;
+  spec.patch = {16, 32, 24};
+  nlohmann::json plans = test::tiny_plans_json(spec);
+  nlohmann::json cfg = plans.at("configurations").at("3d_fullres");
+  cfg["architecture"] = test::unet_arch("ResidualEncoderUNet", 3, kF, kK, kS, {1, 2, 2, 2}, {1, 1, 1});
+  cfg["batch_size"] = 2;
+  plans["plans_name"] = "nnUNetResEncUNetMPlans";
+  plans["configurations"] = {{"3d_fullres", cfg}, {"3d_fullres_bs4", {{"inherits_from", "3d_fullres"}, {"batch_size", 4}}}};
+  return plans;
 }
 
 nlohmann::json run_json(const std::string& args) {
