@@ -150,9 +150,10 @@ void load_weights(torch::nn::Module& model, const NamedTensors& weights, bool st
   std::set<std::string> used;
   for (const auto& [name, t] : dst)
     if (!src.count(name)) missing.push_back(name);
-  for (const auto& [name, t] : weights)
-    if (!std::any_of(dst.begin(), dst.end(), [&](const auto& d) { return d.first == name; }))
-      unexpected.push_back(name);
+  for (const auto& w : weights) {
+    const std::string& name = w.first;  // a named reference: C++17 lambdas cannot capture a structured binding
+    if (!std::any_of(dst.begin(), dst.end(), [&](const auto& d) { return d.first == name; })) unexpected.push_back(name);
+  }
   if (strict && !missing.empty()) throw Error("checkpoint: weights missing for " + list_some(missing));
   if (strict && !unexpected.empty()) throw Error("checkpoint: unexpected weights " + list_some(unexpected));
 
