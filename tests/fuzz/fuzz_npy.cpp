@@ -51,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   fuzz::write_scratch(as_seg ? "case_seg.npy" : "case.npy", data + 1, size - 1);
   fuzz::refuse_or_accept([&] {
     const PreprocessedCase c = open_preprocessed_case(dir, "case");
-    Box3 all;
+    Box all;
     all.hi = c.shape();
     std::vector<float> img(static_cast<std::size_t>(c.num_channels() * all.numel()));
     std::vector<int16_t> seg(static_cast<std::size_t>(all.numel()));
