@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/json_object_reader.h"
 
 namespace medseg::fingerprint {
 
@@ -83,7 +84,8 @@ template <class T>
 std::array<T, 3> triple(const json& v, const std::string& src, const std::string& what) {
   if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number())
     throw FileError(src, what + " must be a list of 3 numbers (z, y, x)");
-  return {v[0].get<T>(), v[1].get<T>(), v[2].get<T>()};
+  // Checked: a float such as 1e57 must not be cast into an integer (undefined behaviour, found by fuzzing).
+  return {json_as<T>(v[0], what + "[0]", src), json_as<T>(v[1], what + "[1]", src), json_as<T>(v[2], what + "[2]", src)};
 }
 
 template <class T>
@@ -98,7 +100,7 @@ std::vector<std::array<T, 3>> triples(const json& j, const std::string& key, con
 void medseg_from_json(const json& m, const std::string& src, DatasetFingerprint& fp) {
   const std::string w = "medseg.";
   fp.has_medseg = true;
-  fp.version = need(m, "version", src, w).get<int>();
+  fp.version = json_as<int>(need(m, "version", src, w), "key 'medseg.version'", src);
   if (fp.version > kFingerprintVersion)
     throw FileError(src, "fingerprint version " + std::to_string(fp.version) + " is newer than this medseg (" +
                              std::to_string(kFingerprintVersion) + ")");
@@ -113,8 +115,8 @@ void medseg_from_json(const json& m, const std::string& src, DatasetFingerprint&
     const json& b = need(c, "bbox", src, w + "cases[].");
     if (!b.is_array() || b.size() != 3) throw FileError(src, "medseg.cases[].bbox must be [[z0,z1],[y0,y1],[x0,x1]]");
     for (int a = 0; a < 3; ++a) {
-      r.bbox.lo[a] = b[a].at(0).get<int64_t>();
-      r.bbox.hi[a] = b[a].at(1).get<int64_t>();
+      r.bbox.lo[a] = json_as<int64_t>(b[a].at(0), "medseg.cases[].bbox", src);
+      r.bbox.hi[a] = json_as<int64_t>(b[a].at(1), "medseg.cases[].bbox", src);
     }
     r.relative_size_after_cropping = get_num(c, "relative_size_after_cropping", src, w + "cases[].");
     r.num_foreground_voxels = c.value("num_foreground_voxels", int64_t{0});

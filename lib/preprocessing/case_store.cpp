@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/atomic_writer.h"
+#include "core/json_object_reader.h"
 #include "preprocessing/npy.h"
 
 namespace fs = std::filesystem;
@@ -75,7 +76,9 @@ CaseProperties case_properties_from_json(const json& j, const std::string& sourc
   if (!j.is_object()) throw FileError(source, "properties must be a JSON object");
   CaseProperties p;
   try {
-    p.version = json_get<int>(j, "version", source);
+    // json_as, not get<int>: a float such as 1e55 must not be cast into an int (undefined
+    // behaviour, found by fuzzing).
+    p.version = json_as<int>(j.contains("version") ? j.at("version") : json(), "key 'version'", source);
     if (p.version != kCasePropertiesVersion)
       throw FileError(source, "properties version " + std::to_string(p.version) + " is not supported (expected " +
                                   std::to_string(kCasePropertiesVersion) + ")");
@@ -87,7 +90,7 @@ CaseProperties case_properties_from_json(const json& j, const std::string& sourc
     p.original_geometry.origin = get_array<double, 3>(g, "origin", source);
     p.original_geometry.direction = get_array<double, 9>(g, "direction", source);
     // Absent before 2D files were told apart (stores written then hold 3D files only).
-    p.original_geometry.file_dimension = g.contains("file_dimension") ? json_get<int>(g, "file_dimension", source) : 3;
+    p.original_geometry.file_dimension = g.contains("file_dimension") ? json_as<int>(g.at("file_dimension"), "key 'file_dimension'", source) : 3;
     if (p.original_geometry.file_dimension != 2 && p.original_geometry.file_dimension != 3)
       throw FileError(source, "original_geometry.file_dimension must be 2 or 3");
     p.transpose_forward = get_array<int, 3>(j, "transpose_forward", source);
@@ -96,8 +99,8 @@ CaseProperties case_properties_from_json(const json& j, const std::string& sourc
     const json& bbox = j.at("bbox_used_for_cropping");
     if (!bbox.is_array() || bbox.size() != 3) throw FileError(source, "bbox_used_for_cropping must be 3 [lo, hi] pairs");
     for (int a = 0; a < 3; ++a) {
-      p.bbox_used_for_cropping.lo[a] = bbox[a].at(0).get<int64_t>();
-      p.bbox_used_for_cropping.hi[a] = bbox[a].at(1).get<int64_t>();
+      p.bbox_used_for_cropping.lo[a] = json_as<int64_t>(bbox[a].at(0), "bbox_used_for_cropping", source);
+      p.bbox_used_for_cropping.hi[a] = json_as<int64_t>(bbox[a].at(1), "bbox_used_for_cropping", source);
     }
     p.shape_after_cropping_and_before_resampling =
         get_array<int64_t, 3>(j, "shape_after_cropping_and_before_resampling", source);

@@ -115,6 +115,20 @@ TEST(FingerprintJson, OurFileHasNnUNetKeysOnlyOutsideMedseg) {
   EXPECT_FALSE(fingerprint_to_json(plain).contains("medseg"));
 }
 
+// Found by fuzzing: 5e57 as a shape was cast into int64 (undefined behaviour, any value).
+TEST(FingerprintJson, FloatsBeyondIntegerRangeAreRefused) {
+  test::TempDir d("fpjson_range");
+  save_fingerprint(d / "fp.json", small_fingerprint());
+  json j = read_json(d / "fp.json");
+  j["shapes_after_crop"][0][1] = 5e57;
+  try {
+    fingerprint_from_json(j, "x.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("shapes_after_crop[0][1]"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FingerprintJson, ErrorsNameFileAndKey) {
   json j = json::parse(fingerprint_to_json(small_fingerprint()).dump());
   j.erase("spacings");

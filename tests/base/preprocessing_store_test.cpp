@@ -3,6 +3,8 @@
 // class-location sampling rule with hand-computed counts.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -269,6 +271,27 @@ TEST(PreprocessingStore, PropertiesJsonRoundTripAndVersion) {
   EXPECT_EQ(q.class_locations.at(0).locations, p.class_locations.at(0).locations);
   j["version"] = 99;
   EXPECT_THROW(case_properties_from_json(j, "x.json"), FileError);
+}
+
+// Found by fuzzing: a float too large for the integer it fills was cast (undefined behaviour, any
+// value); it must be refused naming the file and the key.
+TEST(PreprocessingStore, PropertiesFloatsBeyondIntegerRangeAreRefused) {
+  const json good = case_properties_to_json(hand_props("x", {2, 3, 4}));
+  const std::pair<const char*, std::function<void(json&)>> rows[] = {
+      {"version", [](json& j) { j["version"] = 1e55; }},
+      {"bbox_used_for_cropping", [](json& j) { j["bbox_used_for_cropping"][0][1] = 5e57; }},
+  };
+  for (const auto& [key, spoil] : rows) {
+    SCOPED_TRACE(key);
+    json j = good;
+    spoil(j);
+    try {
+      case_properties_from_json(j, "x.json");
+      ADD_FAILURE() << "accepted";
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(PreprocessingClassLocations, CountsFollowTheMinMaxRule) {
