@@ -15,21 +15,6 @@ using namespace medseg;
 
 namespace {
 
-// "<size> bytes, hash <h>": byte-identical files give the same text, and failures print short.
-std::string digest(const std::string& path) {
-  const std::string bytes = test::read_text(path);
-  return std::to_string(bytes.size()) + " bytes, hash " + std::to_string(std::hash<std::string>{}(bytes));
-}
-
-// relative path -> size and hash of the bytes of every file under `folder` (folders as "<dir>"; {} when missing).
-std::map<std::string, std::string> snapshot(const std::string& folder) {
-  std::map<std::string, std::string> files;
-  if (!fs::exists(folder)) return files;
-  for (const auto& e : fs::recursive_directory_iterator(folder))
-    files[fs::relative(e.path(), folder).string()] = e.is_regular_file() ? digest(e.path().string()) : "<dir>";
-  return files;
-}
-
 std::vector<std::string> entries(const std::string& folder) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(folder)) names.push_back(e.path().filename().string());
@@ -45,14 +30,14 @@ TEST(MakeDataset, TakenIdIsRefusedNamingTheExistingFolder) {
   test::TempDir d("mkid");
   auto r = test::run_cli("medseg_make_dataset", "-o " + (d / "raw") + " -d 953 -n First" + kTiny);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto before = snapshot(d / "raw");
+  const auto before = test::folder_snapshot(d / "raw");
   for (const char* flags : {"", " --overwrite"}) {
     SCOPED_TRACE(flags);
     r = test::run_cli("medseg_make_dataset", "-o " + (d / "raw") + " -d 953 -n Second" + kTiny + flags);
     EXPECT_NE(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("Dataset953_First: dataset id 953 is taken"), std::string::npos) << r.output;
     EXPECT_EQ(entries(d / "raw"), std::vector<std::string>{"Dataset953_First"});
-    EXPECT_EQ(snapshot(d / "raw"), before);
+    EXPECT_EQ(test::folder_snapshot(d / "raw"), before);
   }
 }
 
@@ -71,10 +56,10 @@ TEST(MakeDataset, FailedMakeLeavesNothingAndKeepsTheOldDataset) {
       const auto r = test::run_cli("medseg_make_dataset", "-o " + raw + " -d 954 -n Tiny" + kTiny);
       ASSERT_EQ(r.exit_code, 0) << r.output;
     }
-    const auto before = snapshot(raw);
+    const auto before = test::folder_snapshot(raw);
     const auto r = test::run_cli("medseg_make_dataset", "-o " + raw + " -d 954 -n Tiny --file-ending .xyz --overwrite" + kTiny);
     EXPECT_NE(r.exit_code, 0) << r.output;
-    EXPECT_EQ(snapshot(raw), before) << "no partial folder, no temporary folder, the old dataset intact";
+    EXPECT_EQ(test::folder_snapshot(raw), before) << "no partial folder, no temporary folder, the old dataset intact";
   }
 }
 
@@ -87,13 +72,13 @@ TEST(Preprocess, FailedRunKeepsThePreviousDataAndLeavesNoPartialFolder) {
   r = test::run_cli("medseg_plan_and_preprocess", "-d 955 -c 3d_fullres --np 1 --no_pbar", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string pp = d / "pp/Dataset955_Tiny";
-  const auto before = snapshot(pp);
+  const auto before = test::folder_snapshot(pp);
   ASSERT_EQ(before.count("nnUNetPlans_3d_fullres/case_002.npy"), 1u);
   std::ofstream(d / "raw/Dataset955_Tiny/imagesTr/case_002_0000.nii.gz", std::ios::binary) << "not an image";
   r = test::run_cli("medseg_preprocess", "-d 955 -c 3d_fullres --np 1 --no-progress", env);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("case_002_0000.nii.gz"), std::string::npos) << r.output;
-  EXPECT_EQ(snapshot(pp), before) << "the previous preprocessed data must survive a failed run, with nothing added";
+  EXPECT_EQ(test::folder_snapshot(pp), before) << "the previous preprocessed data must survive a failed run, with nothing added";
 }
 
 // Each row fails on bad input while its output would go into a folder that does not exist yet.

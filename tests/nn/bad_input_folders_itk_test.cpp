@@ -49,21 +49,6 @@ std::string model_dir(const std::string& results) {
 const char* kTrainFlags = " --iters-per-epoch 2 --val-iters-per-epoch 1 --num-workers 0 --threads 1 --deterministic "
                           "--checkpoint-every 1 --no_pbar";
 
-// "<size> bytes, hash <h>": byte-identical files give the same text, and failures print short.
-std::string digest(const std::string& path) {
-  const std::string bytes = test::read_text(path);
-  return std::to_string(bytes.size()) + " bytes, hash " + std::to_string(std::hash<std::string>{}(bytes));
-}
-
-// relative path -> size and hash of the bytes of every file under `folder` ({} when it does not exist).
-std::map<std::string, std::string> snapshot(const std::string& folder) {
-  std::map<std::string, std::string> files;
-  if (!fs::exists(folder)) return files;
-  for (const auto& e : fs::recursive_directory_iterator(folder))
-    files[fs::relative(e.path(), folder).string()] = e.is_regular_file() ? digest(e.path().string()) : "<dir>";
-  return files;
-}
-
 void write_text(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());
   std::ofstream(path, std::ios::binary) << text;
@@ -107,7 +92,7 @@ TEST_P(InitModel, NeverReplacesACheckpointUnasked) {
   const std::string model = d / "model";
   auto r = test::run_cli("medseg_init_model", "-d 952 -c 3d_fullres -f 0 --seed 1 -o " + model, env(d / "results"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto before = snapshot(model);
+  const auto before = test::folder_snapshot(model);
   const std::string final0 = test::read_text(model + "/fold_0/checkpoint_final.ckpt");
 
   r = test::run_cli("medseg_init_model", "-d 952 -c 3d_fullres -f " + row.folds + " --seed 2 -o " + model +
@@ -121,7 +106,7 @@ TEST_P(InitModel, NeverReplacesACheckpointUnasked) {
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(row.message), std::string::npos) << r.output;
   EXPECT_EQ(error_lines(r.output), 1) << r.output;
-  EXPECT_EQ(snapshot(model), before) << "a refused init_model changed the model folder";
+  EXPECT_EQ(test::folder_snapshot(model), before) << "a refused init_model changed the model folder";
   if (!row.absent.empty()) { EXPECT_FALSE(fs::exists(model + "/" + row.absent)) << row.absent; }
 }
 
@@ -159,13 +144,13 @@ TEST_P(TrainOccupied, FreshRunIsRefusedAndChangesNothing) {
   test::TempDir d("occ");
   const std::string results = d / "results", fold = model_dir(results) + "/fold_0";
   for (const auto& f : GetParam().files) write_text(fold + "/" + f, "the old run's " + f + "\n");
-  const auto before = snapshot(results);
+  const auto before = test::folder_snapshot(results);
   const auto r = test::run_cli("medseg_train", std::string("952 3d_fullres 0 --epochs 1") + kTrainFlags, env(results));
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("fold_0: already holds a training run (" + GetParam().files[0]), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("use --c to continue it"), std::string::npos) << r.output;
   EXPECT_EQ(error_lines(r.output), 1) << r.output;
-  EXPECT_EQ(snapshot(results), before) << "nothing may be written: no plans.json copies, no training_log.txt";
+  EXPECT_EQ(test::folder_snapshot(results), before) << "nothing may be written: no plans.json copies, no training_log.txt";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -197,12 +182,12 @@ TEST_P(TrainValUntrained, LeavesNoFolderBehind) {
   const std::string results = d / "results";
   fs::create_directories(results);
   for (const auto& f : row.existing) write_text(model_dir(results) + "/" + f, "kept\n");
-  const auto before = snapshot(results);
+  const auto before = test::folder_snapshot(results);
   const auto r = test::run_cli("medseg_train", "952 3d_fullres " + row.fold + " " + row.flags + kTrainFlags, env(results));
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("fold_" + row.fold + "/" + row.missing + ": checkpoint not found"), std::string::npos) << r.output;
   EXPECT_EQ(error_lines(r.output), 1) << r.output;
-  EXPECT_EQ(snapshot(results), before) << "a failed --val must leave the results folder as it was";
+  EXPECT_EQ(test::folder_snapshot(results), before) << "a failed --val must leave the results folder as it was";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -260,13 +245,13 @@ TEST_F(TrainResumeFallback, CorruptBestIsSkippedAndLatestResumes) {
 TEST_F(TrainResumeFallback, AllCorruptIsOneErrorNamingTheFiles) {
   const std::string results = prepare("all_corrupt"), fold = model_dir(results) + "/fold_0";
   corrupt(fold + "/checkpoint_latest.ckpt");
-  const auto before = snapshot(results);
+  const auto before = test::folder_snapshot(results);
   const auto r = test::run_cli("medseg_train", std::string("952 3d_fullres 0 --epochs 3 --c") + kTrainFlags, env(results));
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_EQ(error_lines(r.output), 1) << r.output;
   EXPECT_NE(r.output.find("checkpoint_latest.ckpt: checksum mismatch"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("checkpoint_best.ckpt: checksum mismatch"), std::string::npos) << r.output;
-  EXPECT_EQ(snapshot(results), before) << "the corrupt files and the folder stay as they were";
+  EXPECT_EQ(test::folder_snapshot(results), before) << "the corrupt files and the folder stay as they were";
 }
 
 TEST(TrainResumeWithoutCheckpoint, OldMetricsLinesAreDropped) {

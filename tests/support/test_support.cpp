@@ -34,6 +34,21 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
+std::map<std::string, std::string> folder_snapshot(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::map<std::string, std::string> files;
+  if (!fs::exists(folder)) return files;
+  for (const auto& e : fs::recursive_directory_iterator(folder)) {
+    std::string entry = "<dir>";
+    if (e.is_regular_file()) {
+      const std::string bytes = read_text(e.path().string());
+      entry = std::to_string(bytes.size()) + " bytes, hash " + std::to_string(std::hash<std::string>{}(bytes));
+    }
+    files[fs::relative(e.path(), folder).string()] = entry;
+  }
+  return files;
+}
+
 static std::string bin_dir() {
   const char* d = std::getenv("MEDSEG_BIN_DIR");
   if (!d) throw std::runtime_error("MEDSEG_BIN_DIR is not set (run the tests through ctest)");

@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the tests: scratch folders, and running the built CLIs.
+#include <map>
 #include <string>
 
 namespace medseg::test {
@@ -26,6 +27,10 @@ CmdResult run_cli(const std::string& app, const std::string& args, const std::st
 
 // The whole file as text ("" when missing): for failure messages.
 std::string read_text(const std::string& path);
+
+// Relative path -> "<size> bytes, hash <h>" for every file under `folder` ("<dir>" for folders; {}
+// when it does not exist): byte-identical trees give equal maps, and a failure prints short.
+std::map<std::string, std::string> folder_snapshot(const std::string& folder);
 
 // Path of a source-tree file (MEDSEG_SOURCE_DIR).
 std::string source_path(const std::string& rel);
