@@ -2,6 +2,7 @@
 // Shared by the libFuzzer targets (docs/hardening.md). The readers under test take paths, so each
 // input is written to a scratch file first (on tmpfs when /dev/shm exists, which keeps this cheap).
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -36,6 +37,18 @@ inline std::string write_scratch(const std::string& name, const void* data, std:
   const std::string path = scratch_dir() + "/" + name;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+  return path;
+}
+
+// The input after its first byte as a scratch NIfTI file: image.nii.gz (gzip-compressed, so the
+// fuzzer need not produce valid deflate streams) when the first byte is odd, else image.nii.
+// `size` must be at least 1.
+inline std::string write_scratch_nifti(const uint8_t* data, std::size_t size) {
+  if (!(data[0] & 1)) return write_scratch("image.nii", data + 1, size - 1);
+  const std::string path = scratch_dir() + "/image.nii.gz";
+  gzFile f = gzopen(path.c_str(), "wb1");
+  if (size > 1) gzwrite(f, data + 1, static_cast<unsigned>(size - 1));
+  gzclose(f);
   return path;
 }
 
