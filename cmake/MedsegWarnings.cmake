@@ -5,7 +5,9 @@ option(MEDSEG_WERROR "Treat warnings as errors" OFF)
 if(MEDSEG_WARNINGS)
   add_compile_options(-Wall -Wextra -Wshadow)
   if(MEDSEG_WERROR)
-    add_compile_options(-Werror)
+    # gcc 12's -Wnonnull fires once in a while inside libstdc++'s stl_algobase.h at -O3 (seen once,
+    # not reproducible on the same file): it stays a warning, not a CI failure.
+    add_compile_options(-Werror -Wno-error=nonnull)
   endif()
 endif()
 

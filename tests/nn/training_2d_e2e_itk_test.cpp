@@ -121,7 +121,9 @@ void check_probabilities(const Roots& r, const std::vector<std::string>& val, co
       const int64_t k_seg = it - labels.begin();
       // The segmentation is the argmax of the logits; softmax keeps the order, but two logits a few
       // ulp apart can round to one probability: then both must be that maximum.
-      if (k_seg != best) ASSERT_EQ(p[k_seg * n + v], p[best * n + v]) << "voxel " << v;
+      if (k_seg != best) {
+        ASSERT_EQ(p[k_seg * n + v], p[best * n + v]) << "voxel " << v;
+      }
     }
     const json meta = read_json(base + "_probabilities.json");
     EXPECT_EQ(meta.at("shape"), json(h.shape));
