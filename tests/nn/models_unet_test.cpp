@@ -167,8 +167,9 @@ TEST(ModelsUNet, HeInitAndZeroedLastNorm) {
   EXPECT_EQ(p.find("encoder.stages.4.blocks.1.conv1.conv.bias")->abs().sum().item<double>(), 0.0);
   EXPECT_EQ(p.find("decoder.seg_layers.0.bias")->abs().sum().item<double>(), 0.0);
   for (const auto& kv : p) {
-    if (kv.key().find("conv2.norm.") != std::string::npos)
+    if (kv.key().find("conv2.norm.") != std::string::npos) {
       EXPECT_EQ(kv.value().abs().sum().item<double>(), 0.0) << kv.key();
+    }
   }
   EXPECT_EQ(p.find("encoder.stages.4.blocks.1.conv1.norm.weight")->min().item<double>(), 1.0);
 }
