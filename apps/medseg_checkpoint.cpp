@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -55,12 +56,15 @@ int info(const std::string& path) {
   return 0;
 }
 
-int diff(const std::string& pa, const std::string& pb) {
+// --rtol/--atol: a tensor "differs" when max|A - B| > atol + rtol * max|B|; the exit status is then 1.
+// (atol is for tensors whose values are only rounding noise, such as the bias of a convolution that
+// an instance norm follows: its true gradient is zero.) Without --rtol the exit status is 0.
+int diff(const std::string& pa, const std::string& pb, double rtol, double atol) {
   const TensorArchive a = read_archive(pa), b = read_archive(pb);
   std::map<std::string, at::Tensor> mb(b.tensors.begin(), b.tensors.end());
   std::set<std::string> in_a;
-  double overall = 0;
-  int differing = 0, problems = 0;
+  double overall = 0, overall_rel = 0;
+  int differing = 0, problems = 0, beyond = 0;
   for (const auto& [name, ta] : a.tensors) {
     in_a.insert(name);
     const auto it = mb.find(name);
@@ -75,12 +79,20 @@ int diff(const std::string& pa, const std::string& pb) {
       ++problems;
       continue;
     }
-    const double d = ta.numel() == 0 ? 0.0 : (ta.to(at::kDouble) - tb.to(at::kDouble)).abs().max().item<double>();
+    const bool numeric = ta.numel() > 0 && !ta.is_complex();
+    const double d = numeric ? (ta.to(at::kDouble) - tb.to(at::kDouble)).abs().max().item<double>() : 0.0;
+    const double scale = numeric ? tb.to(at::kDouble).abs().max().item<double>() : 0.0;
+    const double rel = d == 0 ? 0.0 : scale > 0 ? d / scale : std::numeric_limits<double>::infinity();
     if (d != 0) {
-      std::printf("  %-48s max abs difference %.6g\n", name.c_str(), d);
+      std::printf("  %-48s max abs difference %.6g (relative %.3g)\n", name.c_str(), d, rel);
       ++differing;
     }
+    if (rtol >= 0 && d > atol + rtol * scale) {
+      std::printf("  beyond tolerance: %s\n", name.c_str());
+      ++beyond;
+    }
     overall = std::max(overall, d);
+    overall_rel = std::max(overall_rel, rel);
   }
   for (const auto& [name, t] : b.tensors)
     if (!in_a.count(name)) {
@@ -90,6 +102,12 @@ int diff(const std::string& pa, const std::string& pb) {
   if (a.meta != b.meta) std::printf("metadata differs\n");
   std::printf("%d tensors differ, %d missing or mismatched keys\n", differing, problems);
   std::printf("max abs difference: %.9g\n", overall);
+  std::printf("max relative difference: %.3g\n", overall_rel);
+  if (rtol < 0) return 0;
+  if (beyond > 0 || problems > 0) {
+    std::printf("%d tensors differ by more than --atol %g + --rtol %g times their largest value\n", beyond, atol, rtol);
+    return 1;
+  }
   return 0;
 }
 
@@ -99,18 +117,22 @@ int main(int argc, char** argv) {
   CLI::App app{"Inspect, compare and average medseg checkpoints", "medseg_checkpoint"};
   app.require_subcommand(1);
   std::string file, a, b, out;
+  double rtol = -1, atol = 0;
   std::vector<std::string> inputs;
   auto* info_cmd = app.add_subcommand("info", "Format version, epoch, tensors, sizes and aliasing");
   info_cmd->add_option("file", file, "checkpoint")->required();
   auto* diff_cmd = app.add_subcommand("diff", "Per-tensor max abs difference and missing keys");
   diff_cmd->add_option("a", a, "first checkpoint")->required();
   diff_cmd->add_option("b", b, "second checkpoint")->required();
+  diff_cmd->add_option("--rtol", rtol, "Exit 1 when a tensor's max|A-B| exceeds rtol * max|B| (or keys differ)")
+      ->check(CLI::Range(0.0, 1.0));
+  diff_cmd->add_option("--atol", atol, "With --rtol: absolute floor of the tolerance (default 0)")->check(CLI::Range(0.0, 1.0));
   auto* avg_cmd = app.add_subcommand("average", "Average the weights of checkpoints (federated averaging)");
   avg_cmd->add_option("inputs", inputs, "checkpoints (two or more)")->required()->expected(2, -1);
   avg_cmd->add_option("-o,--output", out, "output checkpoint")->required();
   return cli::run(argc, argv, app, [&]() {
     if (*info_cmd) return info(file);
-    if (*diff_cmd) return diff(a, b);
+    if (*diff_cmd) return diff(a, b, rtol, atol);
     average_checkpoints(inputs, out);
     std::printf("wrote %s (average of %zu checkpoints)\n", out.c_str(), inputs.size());
     return 0;

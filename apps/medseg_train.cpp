@@ -1,5 +1,7 @@
 // medseg_train: trains one fold of a configuration on preprocessed data (nnU-Net's nnUNetv2_train).
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 #include "checkpoint/checkpoint.h"
 #include "cli_common.h"
@@ -7,7 +9,12 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "core/strings.h"
+#include "core/torch_compat.h"
 #include "core/torch_info.h"
+#include "distributed/launch.h"
+#include "distributed/process_group.h"
+#include "distributed/world.h"
 #include "training/run_folder.h"
 #include "training/trainer.h"
 #include "training/trainer_config.h"
@@ -19,7 +26,8 @@ int main(int argc, char** argv) {
   bool resume = false, val = false, val_best = false, no_pbar = false;
   medseg::training::TrainOptions opt;
   int64_t epochs = 0, iters = 0, val_iters = 0, ckpt_every = 0;
-  int workers = 0;
+  int workers = 0, nproc = 0, num_gpus = 0, dist_timeout = 60;
+  std::string inplace;
   app.add_option("dataset", dataset, "Dataset id or name")->required();
   app.add_option("configuration", configuration, "Configuration (2d, 3d_fullres, 3d_lowres, ...)")->required();
   app.add_option("fold", fold, "Fold 0-4, or 'all'")->required();
@@ -44,8 +52,22 @@ int main(int argc, char** argv) {
   app.add_option("--preprocessed", preprocessed, "Preprocessed root (default: $MEDSEG_PREPROCESSED)");
   app.add_option("--results", results, "Results root (default: $MEDSEG_RESULTS)");
   app.add_flag("--no_pbar", no_pbar, "No progress bar");
+  app.add_option("--nproc_per_node", nproc, "Data parallelism: start N local ranks (re-executes itself; docs/distributed.md)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--num_gpus", num_gpus, "nnU-Net's -num_gpus: N local ranks, one GPU each (--device cuda)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--dist-timeout", dist_timeout, "Seconds a rank waits for the others before it gives up (1..86400)")
+      ->check(CLI::Range(1, 86400))->capture_default_str();
+  app.add_option("--inplace", inplace, "In-place activations: auto (on for one process, off with several ranks), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   return medseg::cli::run(argc, argv, app, [&] {
     if (resume && val) throw medseg::Error("--c and --val are mutually exclusive");
+    if (nproc > 0 && num_gpus > 0 && nproc != num_gpus)
+      throw medseg::Error("--nproc_per_node " + std::to_string(nproc) + " and -num_gpus " + std::to_string(num_gpus) +
+                          " disagree");
+    const int local_ranks = std::max(nproc, num_gpus);
+    if (num_gpus > 0 && device == "cpu") device = "cuda";
+    if (!inplace.empty()) opt.inplace = medseg::training::parse_inplace(inplace, "--inplace");
     if (!amp.empty()) opt.amp = medseg::parse_amp(amp, "--amp");
     // An override that was given is range-checked like the config key it replaces: --epochs 0 is an
     // error, not the config's default.
@@ -62,13 +84,54 @@ int main(int argc, char** argv) {
     if (given(o_workers, "num_workers", workers)) cfg.num_workers = workers;
     if (given(o_ckpt, "checkpoint_every", static_cast<double>(ckpt_every))) cfg.checkpoint_every = ckpt_every;
     given(o_threads, "threads", opt.threads);
+    // The launcher: checked its flags above, now starts the ranks (which find RANK set and train).
+    if (local_ranks > 1 && std::getenv("RANK") == nullptr) {
+      medseg::distributed::LaunchOptions lo;
+      lo.nproc = local_ranks;
+      lo.grace = std::chrono::seconds(dist_timeout);
+      lo.program_name = "medseg_train";
+      return medseg::distributed::launch_local_ranks(std::vector<std::string>(argv, argv + argc), lo);
+    }
+    const auto world = medseg::distributed::world_from_environment();
+    if (world.distributed()) {
+      // One GPU per rank; the host's cores shared between the local ranks unless --threads says.
+      if (device == "cuda") device = "cuda:" + std::to_string(world.local_rank);
+      if (o_threads->count() == 0) {
+        const char* lws = std::getenv("LOCAL_WORLD_SIZE");
+        const int local = lws ? std::max(1, std::atoi(lws)) : 1;
+        opt.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
+      }
+      if (world.rank != 0) {  // rank 0 speaks for the run; the others only warn and fail
+        spdlog::set_level(spdlog::level::warn);
+        spdlog::set_pattern("[rank " + std::to_string(world.rank) + "] %l: %v");
+        no_pbar = true;
+      }
+      medseg::distributed::ProcessGroupOptions po;
+      po.timeout = std::chrono::seconds(dist_timeout);
+      po.cuda = device.rfind("cuda", 0) == 0;
+      opt.group = medseg::distributed::ProcessGroup::connect(world, po);
+      spdlog::info("medseg_train: {} ranks joined on {}:{}", world.world_size, world.master_addr, world.master_port);
+    }
     opt.device = device;
     opt.cudnn_benchmark = cudnn;
     opt.resume = resume;
     opt.progress_bar = !no_pbar;
     medseg::set_progress_bars_enabled(!no_pbar);
     spdlog::info("medseg_train: {}", medseg::torch_build_summary());
-    auto inputs = medseg::training::resolve_run(dataset, configuration, fold, plans, cfg.name, preprocessed, results);
+    // LibTorch's warnings as log lines. DDP's note that a gradient's strides differ from its
+    // bucket's (the first convolution's weight gradient with one input channel) costs one copy
+    // and nothing else: --verbose only.
+    const medseg::compat::ScopedTorchWarnings torch_warnings([](const std::string& msg) {
+      if (msg.find("Grad strides do not match bucket view strides") != std::string::npos)
+        spdlog::debug("LibTorch: {}", medseg::one_line(msg));
+      else
+        spdlog::warn("LibTorch: {}", medseg::one_line(msg));
+    });
+    medseg::training::RunInputs inputs;
+    // Rank 0 first: a missing splits_final.json is written once, then read by the others.
+    medseg::distributed::agree(opt.group.get(), "reading the run's inputs", [&] {
+      inputs = medseg::training::resolve_run(dataset, configuration, fold, plans, cfg.name, preprocessed, results);
+    }, /*rank0_first=*/true);
     medseg::training::Trainer t(std::move(inputs), cfg, opt);
     if (val) {
       t.validate(val_best ? medseg::checkpoint::kCheckpointBest : medseg::checkpoint::kCheckpointFinal);

@@ -5,11 +5,13 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/core/Generator.h>
 #include <c10/core/ScalarType.h>
+#include <c10/util/Exception.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -146,3 +148,81 @@ inline void set_cuda_rng_states(const std::vector<at::Tensor>& states) {
 }
 
 }  // namespace medseg::compat
+
+// --- LibTorch warnings ----------------------------------------------------------------------------
+// Routes TORCH_WARN messages of this thread (and of autograd's, which replays them here) to `sink`
+// while it lives. 1.13: c10::Warning:: and process(location, msg, verbatim); 2.0 moved both to
+// c10::WarningUtils:: and process(const c10::Warning&).
+namespace medseg::compat {
+
+class ScopedTorchWarnings {
+ public:
+  explicit ScopedTorchWarnings(std::function<void(const std::string&)> sink) : handler_(std::move(sink)) {
+#if MEDSEG_TORCH_AT_LEAST(2, 0)
+    previous_ = c10::WarningUtils::get_warning_handler();
+    c10::WarningUtils::set_warning_handler(&handler_);
+#else
+    previous_ = c10::Warning::get_warning_handler();
+    c10::Warning::set_warning_handler(&handler_);
+#endif
+  }
+  ~ScopedTorchWarnings() {
+#if MEDSEG_TORCH_AT_LEAST(2, 0)
+    c10::WarningUtils::set_warning_handler(previous_);
+#else
+    c10::Warning::set_warning_handler(previous_);
+#endif
+  }
+  ScopedTorchWarnings(const ScopedTorchWarnings&) = delete;
+  ScopedTorchWarnings& operator=(const ScopedTorchWarnings&) = delete;
+
+ private:
+  class Handler : public c10::WarningHandler {
+   public:
+    explicit Handler(std::function<void(const std::string&)> sink) : sink_(std::move(sink)) {}
+#if MEDSEG_TORCH_AT_LEAST(2, 0)
+    void process(const c10::Warning& warning) override { sink_(warning.msg()); }
+#else
+    void process(const c10::SourceLocation&, const std::string& msg, const bool) override { sink_(msg); }
+#endif
+   private:
+    std::function<void(const std::string&)> sink_;
+  };
+  Handler handler_;
+  c10::WarningHandler* previous_ = nullptr;
+};
+
+}  // namespace medseg::compat
+
+// --- c10d (distributed/) ------------------------------------------------------------------------
+// Only a file that defines MEDSEG_TORCH_COMPAT_C10D before its first include sees this part, so
+// the c10d headers stay out of every other translation unit. NCCL exists only in CUDA builds of
+// LibTorch (USE_C10D_NCCL); Debian's CPU package has Gloo alone.
+#if defined(MEDSEG_TORCH_COMPAT_C10D)
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#if defined(USE_C10D_NCCL) && defined(MEDSEG_WITH_CUDA)
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+#include <chrono>
+#include <stdexcept>
+
+namespace medseg::compat {
+
+inline c10::intrusive_ptr<c10d::ProcessGroup> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                              int size, std::chrono::milliseconds timeout) {
+#if defined(USE_C10D_NCCL) && defined(MEDSEG_WITH_CUDA)
+  auto o = c10d::ProcessGroupNCCL::Options::create();
+  o->timeout = timeout;
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("nccl", store);
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, rank, size, o);
+#else
+  (void)store, (void)rank, (void)size, (void)timeout;
+  throw std::runtime_error("training on CUDA with several ranks needs NCCL, and this LibTorch has none "
+                           "(build against PyTorch's CUDA LibTorch, -DTorch_DIR=...)");
+#endif
+}
+
+}  // namespace medseg::compat
+#endif

@@ -66,12 +66,21 @@ PipelineConfig validation_pipeline(const planning::ConfigurationPlan& plan, bool
   return cfg;
 }
 
+BatchShare batch_share(int64_t batch, int rank, int ranks) {
+  if (ranks < 1 || rank < 0 || rank >= ranks) throw Error("batch_share: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
+  return {batch * rank / ranks, batch * (rank + 1) / ranks};
+}
+
 Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t seed, int64_t epoch, int64_t index,
                   bool pin_memory) {
   if (cases.size() == 0) throw Error("data loader: no cases to sample from");
   // Pinned host memory makes the trainer's host-to-device copies asynchronous; it needs CUDA.
   const bool pin = pin_memory && torch::cuda::is_available();
   const int64_t B = cfg.batch_size, C = cases.channels();
+  const int64_t first = cfg.share_end < 0 ? 0 : cfg.share_begin, last = cfg.share_end < 0 ? B : cfg.share_end;
+  if (first < 0 || last > B || first >= last)
+    throw Error("data loader: share [" + std::to_string(first) + ", " + std::to_string(last) + ") of a batch of " +
+                std::to_string(B));
   const Shape3& P = cfg.final_patch;
   const Shape3& L = cfg.loader_patch;
   const uint64_t bseed = batch_seed(seed, epoch, index);
@@ -82,10 +91,11 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
   std::vector<int64_t> picks;  // cases drawn with replacement, like nnU-Net's DataLoader
   for (int64_t j = 0; j < B; ++j) picks.push_back(batch_rng.randint(0, cases.size() - 1));
 
-  at::Tensor data = at::empty({B, C, P[0], P[1], P[2]}, at::TensorOptions().dtype(at::kFloat).pinned_memory(pin));
-  at::Tensor seg = at::empty({B, 1, P[0], P[1], P[2]}, at::TensorOptions().dtype(at::kShort).pinned_memory(pin));
+  const int64_t n = last - first;
+  at::Tensor data = at::empty({n, C, P[0], P[1], P[2]}, at::TensorOptions().dtype(at::kFloat).pinned_memory(pin));
+  at::Tensor seg = at::empty({n, 1, P[0], P[1], P[2]}, at::TensorOptions().dtype(at::kShort).pinned_memory(pin));
   const PatchSampler sampler(L, P);
-  for (int64_t j = 0; j < B; ++j) {
+  for (int64_t j = first; j < last; ++j) {
     const int64_t ci = picks[static_cast<size_t>(j)];
     out.keys.push_back(cases.id(ci));
     try {
@@ -102,8 +112,8 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
       cases.read_seg(ci, choice.box, s.seg.data_ptr<int16_t>(), -1);
       s = cfg.augment ? augment::augment_training_sample(s, cfg.aug, rng, gen)
                       : augment::prepare_validation_sample(std::move(s));
-      data[j].copy_(s.data);
-      seg[j].copy_(s.seg);
+      data[j - first].copy_(s.data);
+      seg[j - first].copy_(s.seg);
     } catch (const std::exception& e) {
       throw Error("data loader: case '" + cases.id(ci) + "' (epoch " + std::to_string(epoch) + ", batch " +
                   std::to_string(index) + ", sample " + std::to_string(j) + "): " + one_line(e.what()));

@@ -27,7 +27,19 @@ struct PipelineConfig {
   augment::AugmentConfig aug;
   std::vector<augment::Scale3> ds_scales;  // empty: a single full-resolution target
   bool is_2d = false;                      // 2D configuration: batch tensors drop the z axis
+  // Under data parallelism a rank builds only its share of the global batch, samples
+  // [share_begin, share_end); the draws stay those of the global batch (same cases, patches,
+  // augmentation and foreground rule as on one process). share_end < 0: the whole batch.
+  int64_t share_begin = 0, share_end = -1;
 };
+
+// Rank `rank` of `ranks`'s contiguous share of a batch of `batch` samples: sizes differ by at most
+// one, and the shares of all ranks tile [0, batch) in rank order.
+struct BatchShare {
+  int64_t begin = 0, end = 0;
+  int64_t size() const { return end - begin; }
+};
+BatchShare batch_share(int64_t batch, int rank, int ranks);
 
 // nnU-Net's training pipeline for a plan configuration: rotation +-30 deg in 3D, +-180 deg for
 // dummy-2D (max(patch) / patch[0] > 3) and 2D, +-15 deg for 2D patches with aspect > 1.5; loader

@@ -9,6 +9,7 @@
 #include "inference/sliding_window.h"
 #include "io/dataset.h"
 #include "preprocessing/case_store.h"
+#include "training/data_parallel.h"
 
 namespace fs = std::filesystem;
 
@@ -18,8 +19,10 @@ namespace medseg::training {
 // original grid exactly as medseg_predict does, then score the exported files against the raw labels
 // copied to gt_segmentations/ during preprocessing.
 double run_final_validation(models::SegmentationNetworkImpl& net, const RunInputs& in, const torch::Device& device,
-                            const std::vector<int64_t>& mirror_axes, bool save_probabilities) {
+                            const std::vector<int64_t>& mirror_axes, bool save_probabilities, const DataParallel* dp) {
   if (in.val_ids.empty()) return std::nan("");
+  const std::vector<std::string> mine = dp ? dp->my_cases(in.val_ids) : in.val_ids;
+  const bool writer = !dp || dp->writer();
   const auto& plan = in.plans.configuration(in.configuration);
   const io::DatasetInfo ds = io::dataset_info_from_json(in.dataset_json, in.folders.dataset_json_file);
   const inference::LabelMapping labels = inference::label_mapping(ds, in.folders.dataset_json_file);
@@ -39,8 +42,8 @@ double run_final_validation(models::SegmentationNetworkImpl& net, const RunInput
   o.device = device;
   auto fn = [&](const at::Tensor& x) { return net.forward(x)[0]; };
 
-  ProgressBar bar("final validation", static_cast<int64_t>(in.val_ids.size()));
-  for (const auto& id : in.val_ids) {
+  ProgressBar bar("final validation", static_cast<int64_t>(mine.size()), writer);
+  for (const auto& id : mine) {
     const auto c = preprocessing::open_preprocessed_case(in.folders.data_folder, id);
     const auto shape = c.shape();
     at::Tensor image = at::empty({c.num_channels(), shape[0], shape[1], shape[2]}, at::kFloat);
@@ -52,6 +55,10 @@ double run_final_validation(models::SegmentationNetworkImpl& net, const RunInput
   }
   bar.finish();
   net.set_deep_supervision(ds_on);
+  // Every rank's cases are on disk before rank 0 scores the folder. Ranks finish up to one case
+  // apart, and one case may take longer than the run's timeout: wait up to a day here.
+  if (dp) dp->barrier(std::chrono::hours(24));
+  if (!writer) return std::nan("");
 
   evaluation::EvaluateOptions eo;
   evaluation::labels_from_dataset_json(in.dataset_json, eo);

@@ -14,8 +14,12 @@
 
 namespace medseg::training {
 
-// Returns the mean foreground Dice.
+class DataParallel;
+
+// Returns the mean foreground Dice. Under data parallelism (`dp` given) each rank predicts every
+// R-th case, and rank 0 scores the folder once all have written theirs (the others return NaN).
 double run_final_validation(models::SegmentationNetworkImpl& net, const RunInputs& in, const torch::Device& device,
-                            const std::vector<int64_t>& mirror_axes, bool save_probabilities = false);
+                            const std::vector<int64_t>& mirror_axes, bool save_probabilities = false,
+                            const DataParallel* dp = nullptr);
 
 }  // namespace medseg::training

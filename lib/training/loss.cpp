@@ -60,6 +60,13 @@ at::Tensor soft_dice_loss(const at::Tensor& logits, const at::Tensor& target, co
     intersect = intersect.sum(0);
     sum_pred = sum_pred.sum(0);
     sum_gt = sum_gt.sum(0);
+    if (o.batch_sum) {
+      // One collective for the three: the counts of the global batch, gradients to every share.
+      const at::Tensor pooled = o.batch_sum(at::stack({intersect, sum_pred, sum_gt.to(intersect.scalar_type())}));
+      intersect = pooled[0];
+      sum_pred = pooled[1];
+      sum_gt = pooled[2];
+    }
   }
   const at::Tensor dc = (2 * intersect + o.smooth) / at::clamp_min(sum_gt + sum_pred + o.smooth, 1e-8);
   return -dc.mean();

@@ -6,9 +6,14 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace medseg::training {
+
+// Sums a tensor over the ranks of a data-parallel run, keeping the gradient path (identity for
+// one process): batch Dice pools tp/fp/fn over the global batch, not the rank's share.
+using BatchSumFn = std::function<at::Tensor(const at::Tensor&)>;
 
 struct DiceCeOptions {
   bool batch_dice = false;   // pool tp/fp/fn over the batch before the Dice (plans' batch_dice)
@@ -17,6 +22,7 @@ struct DiceCeOptions {
   double weight_ce = 1.0;
   double weight_dice = 1.0;
   int64_t ignore_label = -1;  // voxels with this target value contribute to neither term
+  BatchSumFn batch_sum;       // with batch_dice: pools the counts over ranks (empty: one process)
 };
 
 // logits: (B, C, *spatial). target: (B, 1, *spatial) or (B, *spatial), integer or float labels.

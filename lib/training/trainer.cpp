@@ -22,8 +22,10 @@
 #include "core/torch_settings.h"
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
+#include "distributed/process_group.h"
 #include "models/network.h"
 #include "planning/memory_check.h"
+#include "training/data_parallel.h"
 #include "training/final_validation.h"
 #include "training/grad_scaler.h"
 #include "training/interrupt.h"
@@ -65,6 +67,7 @@ struct Trainer::State {
   c10::ScalarType amp_dtype = at::kFloat;
   models::SegmentationNetwork net{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<DataParallel> dp;  // the process group part; identity for one process
   std::vector<at::Tensor> params;
   GradScaler scaler{GradScalerOptions{}};
   DiceCeOptions loss_opts;
@@ -102,6 +105,15 @@ struct Trainer::State {
 
 namespace {
 
+// What every rank of a run must agree on before the first step.
+std::string run_digest(const RunInputs& in, const TrainerConfig& cfg) {
+  const std::string all = in.plans_json.dump() + in.dataset_json.dump() + cfg.to_json().dump() + in.configuration +
+                          in.fold + json(in.train_ids).dump() + json(in.val_ids).dump();
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : all) h = (h ^ c) * 1099511628211ULL;
+  return std::to_string(h);
+}
+
 void copy_run_files(const RunInputs& in, const TrainerConfig& cfg) {
   fs::create_directories(in.folders.fold_folder);
   const fs::path m(in.folders.model_folder);
@@ -135,6 +147,8 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.torch_settings = std::make_unique<ScopedTorchSettings>(torch_settings);
 
   const auto& plan = s.in.plans.configuration(s.in.configuration);
+  s.dp = std::make_unique<DataParallel>(s.opt.group, plan.batch_size);
+  if (s.opt.inplace) s.cfg.inplace = *s.opt.inplace;
   // Refuse a plan that cannot fit before the network is built (planning/memory_check.h).
   planning::TrainingStep step{static_cast<int>(s.in.in_channels), static_cast<int>(s.in.num_classes), {}};
   step.options.amp = s.amp_on;
@@ -142,13 +156,14 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   step.options.deep_supervision = s.cfg.deep_supervision;
   step.options.checkpointing = plan.architecture.swin ? s.cfg.use_checkpoint : (s.cfg.checkpoint_encoder ? 1 : 0);
   step.options.device = s.cuda ? planning::StepDevice::Cuda : planning::StepDevice::Cpu;
-  planning::check_training_fits(plan.architecture, plan.patch_size, plan.batch_size, step,
+  planning::check_training_fits(plan.architecture, plan.patch_size, s.dp->largest_share(), step,
                                 device_memory_limit(s.opt.device), s.in.folders.plans_file,
                                 "configuration '" + s.in.configuration + "'");
   models::NetworkBuildOptions nb;
   nb.deep_supervision = s.cfg.deep_supervision;
   nb.checkpoint_encoder = s.cfg.checkpoint_encoder;
   nb.use_checkpoint_override = s.cfg.use_checkpoint;
+  nb.inplace = resolve_inplace(s.cfg.inplace, plan.architecture.nonlin_inplace, s.dp->active());
   s.net = models::build_network_from_plan(plan.architecture, s.in.in_channels, s.in.num_classes, nb);
   s.net->to(s.device);
   s.optimizer = make_optimizer(*s.net, s.cfg.optimizer);
@@ -158,14 +173,20 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.scaler = GradScaler(gs);
 
   s.loss_opts.batch_dice = plan.batch_dice;
+  s.loss_opts.batch_sum = s.dp->batch_sum();
   s.train_pipe = data::training_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground);
   s.val_pipe = data::validation_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground);
+  for (auto* p : {&s.train_pipe, &s.val_pipe}) {
+    p->share_begin = s.dp->share().begin;
+    p->share_end = s.dp->share().end;
+  }
   if (!s.cfg.augment) s.train_pipe.aug.disabled();
   s.ds_weights = deep_supervision_weights(static_cast<int>(std::max<size_t>(1, s.train_pipe.ds_scales.size())));
   for (int a : s.train_pipe.aug.mirror_axes) s.mirror_axes.push_back(a - (s.train_pipe.is_2d ? 1 : 0));
 
   s.train_src = std::make_shared<data::PreprocessedCaseSource>(s.in.folders.data_folder, s.in.train_ids);
   s.val_src = std::make_shared<data::PreprocessedCaseSource>(s.in.folders.data_folder, s.in.val_ids);
+  s.dp->check_same("plans, dataset.json, trainer config and split", run_digest(s.in, s.cfg));
   // Nothing is written yet: run() and validate() check the fold folder first (open_run_folder).
 }
 
@@ -236,7 +257,7 @@ void Trainer::State::restore(const Checkpoint& ck) {
   best_ema = (ck.ema.is_object() && !ck.ema.at("best_ema").is_null()) ? ck.ema.at("best_ema").get<double>()
                                                                         : -std::numeric_limits<double>::infinity();
   // Lines appended after this checkpoint was written belong to epochs that will be redone.
-  if (fs::exists(metrics_path())) truncate_metrics(metrics_path(), static_cast<int64_t>(log.size()));
+  if (dp->writer() && fs::exists(metrics_path())) truncate_metrics(metrics_path(), static_cast<int64_t>(log.size()));
 }
 
 // A checkpoint that does not load (corrupt, truncated, another format) is skipped, not fatal: an
@@ -272,7 +293,7 @@ void Trainer::State::resume_from(ResumePoint& from) {
   if (!from.checkpoint) {
     spdlog::warn("--c: no checkpoint in {}; starting a new training", in.folders.fold_folder);
     // Lines of epochs that ended before any checkpoint was written: they will be redone.
-    if (fs::exists(metrics_path())) truncate_metrics(metrics_path(), 0);
+    if (dp->writer() && fs::exists(metrics_path())) truncate_metrics(metrics_path(), 0);
     return;
   }
   restore(*from.checkpoint);
@@ -281,6 +302,7 @@ void Trainer::State::resume_from(ResumePoint& from) {
 }
 
 void Trainer::State::save(const char* name) {
+  if (!dp->writer()) return;
   const auto t0 = Clock::now();
   save_checkpoint(path(name), to_checkpoint());
   spdlog::debug("wrote {} in {:.2f}s", name, std::chrono::duration<double>(Clock::now() - t0).count());
@@ -302,12 +324,12 @@ void Trainer::State::start_loaders() {
 bool Trainer::State::train_epoch() {
   net->train();
   set_learning_rate(*optimizer, poly_lr(cfg.optimizer.lr, epoch, cfg.num_epochs, cfg.poly_exponent));
-  ProgressBar bar("epoch " + std::to_string(epoch), cfg.iterations_per_epoch, opt.progress_bar);
+  ProgressBar bar("epoch " + std::to_string(epoch), cfg.iterations_per_epoch, opt.progress_bar && dp->writer());
   bar.tick(next_iter);
   const auto t_start = Clock::now();
   const int64_t first = next_iter;
   for (; next_iter < cfg.iterations_per_epoch; ++next_iter) {
-    if (interrupt_requested()) return false;
+    if (dp->agree_to_stop(interrupt_requested())) return false;
     data::Batch b = train_loader->next();
     const at::Tensor x = b.data.to(device, /*non_blocking=*/true);
     std::vector<at::Tensor> targets;
@@ -315,18 +337,20 @@ bool Trainer::State::train_epoch() {
     // Gradients dropped, not zeroed: the same on 1.13 (whose Optimizer::zero_grad keeps zeros) and
     // 2.x, and 4 bytes per parameter less between steps, as the planner's memory model assumes.
     net->zero_grad(/*set_to_none=*/true);
+    dp->before_forward();
     at::Tensor loss;
     {
       AutocastGuard autocast(cuda, amp_on, amp_dtype);
       const auto outputs = net->forward(x);
       loss = deep_supervision_loss(outputs, targets, ds_weights, loss_opts);
     }
-    scaler.scale(loss).backward();
+    // This rank's share of the batch-mean loss (training/data_parallel.h); 1 on one process.
+    dp->backward(scaler.scale(dp->active() ? loss * dp->loss_weight() : loss));
     scaler.unscale(*optimizer);
     clip_gradients(params, cfg.grad_clip);
     scaler.step(*optimizer);
     scaler.update();
-    loss_sum += loss.item<double>();
+    loss_sum += dp->batch_mean(loss.item<double>());
     bar.set_postfix("loss " + std::to_string(loss_sum / static_cast<double>(next_iter + 1)).substr(0, 7));
     bar.tick();
   }
@@ -349,9 +373,10 @@ void Trainer::State::validate_epoch(EpochMetrics& m) {
     for (const auto& t : b.target) targets.push_back(t.to(device, true));
     AutocastGuard autocast(cuda, amp_on, amp_dtype);
     const auto outputs = net->forward(x);
-    vloss += deep_supervision_loss(outputs, targets, ds_weights, loss_opts).item<double>();
+    vloss += dp->batch_mean(deep_supervision_loss(outputs, targets, ds_weights, loss_opts).item<double>());
     counts += global_dice_counts(outputs[0].to(at::kFloat), targets[0]);
   }
+  counts = dp->sum(counts);
   m.val_loss = vloss / static_cast<double>(cfg.val_iterations_per_epoch);
   m.pseudo_dice = counts.dice();
   m.mean_fg_dice = nanmean(m.pseudo_dice);
@@ -369,8 +394,10 @@ void Trainer::State::end_epoch(EpochMetrics& m, double seconds) {
   spdlog::info("epoch {}: train_loss {:.4f}  val_loss {:.4f}  pseudo Dice [{}]  EMA {:.4f}  lr {:.2e}  {:.1f}s", epoch,
                m.train_loss, m.val_loss, dice, m.ema_pseudo_dice, m.lr, m.epoch_time);
   log.push_back(m);
-  append_metrics(metrics_path(), m);
-  write_progress_plot(path("progress.png"), log);
+  if (dp->writer()) {
+    append_metrics(metrics_path(), m);
+    write_progress_plot(path("progress.png"), log);
+  }
   ++epoch;
   next_iter = 0;
   loss_sum = 0;
@@ -386,13 +413,17 @@ TrainOutcome Trainer::run() {
   State& s = *s_;
   // Checked before anything is written: a refused command leaves the folder as it found it.
   ResumePoint from;
-  if (s.opt.resume)
-    from = s.newest_valid_checkpoint();
-  else
-    refuse_used_fold_folder(s.in.folders.fold_folder);
-  s.open_run_folder();
+  distributed::agree(s.dp->group(), "checking the fold folder", [&] {
+    if (s.opt.resume)
+      from = s.newest_valid_checkpoint();
+    else
+      refuse_used_fold_folder(s.in.folders.fold_folder);
+  });
+  if (s.dp->writer()) s.open_run_folder();
   const ScopedInterruptHandler interrupt_handler;
   if (s.opt.resume) s.resume_from(from);
+  s.dp->check_same("resume point (epoch, iteration)", std::to_string(s.epoch) + "/" + std::to_string(s.next_iter));
+  s.dp->synchronise(*s.net, s.params);
   if (s.epoch >= s.cfg.num_epochs) {
     spdlog::info("training already finished ({} epochs); nothing to do", s.epoch);
     return TrainOutcome::Finished;
@@ -401,7 +432,8 @@ TrainOutcome Trainer::run() {
   while (s.epoch < s.cfg.num_epochs) {
     const auto t0 = Clock::now();
     if (!s.train_epoch()) {
-      spdlog::warn("interrupted at epoch {}, iteration {}: saving {}", s.epoch, s.next_iter, kCheckpointLatest);
+      if (s.dp->writer())  // the ranks stopped together; one of them saves
+        spdlog::warn("interrupted at epoch {}, iteration {}: saving {}", s.epoch, s.next_iter, kCheckpointLatest);
       s.save(kCheckpointLatest);
       return TrainOutcome::Interrupted;
     }
@@ -412,10 +444,12 @@ TrainOutcome Trainer::run() {
   s.train_loader.reset();
   s.val_loader.reset();
   s.save(kCheckpointFinal);
-  std::error_code ec;
-  fs::remove(s.path(kCheckpointLatest), ec);
+  if (s.dp->writer()) {
+    std::error_code ec;
+    fs::remove(s.path(kCheckpointLatest), ec);
+  }
   spdlog::info("training finished: {}", s.path(kCheckpointFinal));
-  run_final_validation(*s.net, s.in, s.device, s.mirror_axes, s.opt.save_probabilities);
+  run_final_validation(*s.net, s.in, s.device, s.mirror_axes, s.opt.save_probabilities, s.dp.get());
   return TrainOutcome::Finished;
 }
 
@@ -429,8 +463,9 @@ double Trainer::validate(const std::string& checkpoint_name) {
   if (!fs::exists(file)) throw FileError(file, "checkpoint not found (has this fold finished training?)");
   const Checkpoint ck = load_checkpoint(file);
   load_weights(*s.net, ck.weights, true);
-  s.open_run_folder();
-  return run_final_validation(*s.net, s.in, s.device, s.mirror_axes, s.opt.save_probabilities);
+  s.dp->check_same("weights of " + checkpoint_name, weights_digest(*s.net));
+  if (s.dp->writer()) s.open_run_folder();
+  return run_final_validation(*s.net, s.in, s.device, s.mirror_axes, s.opt.save_probabilities, s.dp.get());
 }
 
 }  // namespace medseg::training

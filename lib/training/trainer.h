@@ -14,6 +14,10 @@
 #include "training/run_folder.h"
 #include "training/trainer_config.h"
 
+namespace medseg::distributed {
+class ProcessGroup;
+}
+
 namespace medseg::training {
 
 struct TrainOptions {
@@ -25,6 +29,10 @@ struct TrainOptions {
   int threads = 0;                     // torch intra-op threads (0: all cores)
   bool progress_bar = true;
   bool save_probabilities = false;     // --npz: final validation also writes CASE_probabilities.npy/.json
+  std::optional<InplaceMode> inplace;  // --inplace; overrides the config's when set
+  // The ranks of a data-parallel run (null: one process). Every rank constructs a Trainer with the
+  // same inputs; rank 0 alone writes (training/data_parallel.h).
+  std::shared_ptr<distributed::ProcessGroup> group;
 };
 
 enum class TrainOutcome { Finished, Interrupted };

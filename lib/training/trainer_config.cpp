@@ -30,7 +30,28 @@ json TrainerConfig::to_json() const {
           {"oversample_foreground", oversample_foreground}, {"deep_supervision", deep_supervision},
           {"augment", augment}, {"checkpoint_every", checkpoint_every}, {"ema_momentum", ema_momentum},
           {"seed", seed}, {"amp", to_string(amp)}, {"num_workers", num_workers}, {"checkpoint_encoder", checkpoint_encoder},
-          {"use_checkpoint", use_checkpoint}};
+          {"use_checkpoint", use_checkpoint}, {"inplace", to_string(inplace)}};
+}
+
+InplaceMode parse_inplace(const std::string& value, const std::string& where) {
+  for (InplaceMode m : {InplaceMode::Auto, InplaceMode::On, InplaceMode::Off})
+    if (value == to_string(m)) return m;
+  throw Error(where + " must be auto, on or off, got '" + value + "'");
+}
+
+std::string to_string(InplaceMode m) {
+  return m == InplaceMode::On ? "on" : m == InplaceMode::Off ? "off" : "auto";
+}
+
+bool resolve_inplace(InplaceMode mode, bool plans_inplace, bool data_parallel) {
+  if (mode != InplaceMode::Auto) return mode == InplaceMode::On;
+  // One process: nnU-Net's default (in place, one activation buffer per block less). Several ranks:
+  // off. In-place ops bump the version of tensors autograd saved; under data parallelism the
+  // gradient engine's hooks and our own autograd collectives (batch Dice) also run inside backward,
+  // and this is where users met "modified by an inplace operation" (MONAI's ResNet grew an
+  // `inplace` switch for it; nnU-Net #2070). Off costs memory, never correctness: the gradients are
+  // the same either way (tests/nn/models_inplace_test.cpp).
+  return data_parallel ? false : plans_inplace;
 }
 
 namespace {
@@ -112,7 +133,7 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   r.check_keys({"format", "version", "name", "num_epochs", "iterations_per_epoch", "val_iterations_per_epoch",
                 "optimizer", "poly_exponent", "grad_clip", "oversample_foreground", "deep_supervision", "augment",
                 "checkpoint_every", "ema_momentum", "seed", "amp", "num_workers", "checkpoint_encoder",
-                "use_checkpoint", "description"});
+                "use_checkpoint", "inplace", "description"});
   TrainerConfig c;
   c.source = src;
   if (r.has("name")) c.name = r.file_name("name");  // like the trainer name, a name and never a path
@@ -131,6 +152,9 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   c.checkpoint_encoder = r.boolean("checkpoint_encoder", c.checkpoint_encoder);
   if (r.has("seed")) c.seed = json_as<uint64_t>(j.at("seed"), "key 'seed'", src);
   if (r.has("amp")) c.amp = parse_amp(r.choice<std::string>("amp", {{"auto", "auto"}, {"fp16", "fp16"}, {"bf16", "bf16"}, {"off", "off"}}), "amp", src);
+  if (r.has("inplace"))
+    c.inplace = parse_inplace(r.choice<std::string>("inplace", {{"auto", "auto"}, {"on", "on"}, {"off", "off"}}),
+                              src + ": key 'inplace'");
   if (r.has("optimizer")) c.optimizer = read_optimizer(r.object("optimizer", true));
   return c;
 }

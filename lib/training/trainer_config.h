@@ -10,6 +10,14 @@
 
 namespace medseg::training {
 
+// In-place LeakyReLU and residual additions (nnU-Net's nonlin_kwargs.inplace). auto: the plans'
+// setting on one process, off under data parallelism (see resolve_inplace).
+enum class InplaceMode { Auto, On, Off };
+InplaceMode parse_inplace(const std::string& value, const std::string& where);
+std::string to_string(InplaceMode m);
+// What the network is built with: On/Off as given; Auto = off with several ranks, else `plans_inplace`.
+bool resolve_inplace(InplaceMode mode, bool plans_inplace, bool data_parallel);
+
 struct TrainerConfig {
   std::string name = "nnUNetTrainer";
   int64_t num_epochs = 1000;
@@ -28,6 +36,7 @@ struct TrainerConfig {
   int num_workers = 2;                 // data pipeline threads
   bool checkpoint_encoder = false;     // gradient checkpointing of encoder stages (U-Nets)
   int use_checkpoint = -1;             // SwinUNETR blocks: -1 as planned, 0 off, 1 on
+  InplaceMode inplace = InplaceMode::Auto;
   std::string source;                  // where it was read from
 
   json to_json() const;

@@ -34,8 +34,10 @@ const Graph& allowed() {
       {"models", {"core", "planning"}},
       {"checkpoint", {"core"}},
       {"inference", {"core", "io", "fingerprint", "planning", "preprocessing", "models", "checkpoint"}},
+      {"distributed", {"core"}},
       {"training",
-       {"core", "io", "planning", "preprocessing", "evaluation", "data", "models", "checkpoint", "inference"}},
+       {"core", "io", "planning", "preprocessing", "evaluation", "data", "models", "checkpoint", "inference",
+        "distributed"}},
   };
   return g;
 }

@@ -289,3 +289,38 @@ TEST(DataLoader, DestructorStopsBusyWorkers) {
   EXPECT_EQ(cases->reads(), reads_after) << "a worker kept reading after the destructor returned";
   EXPECT_EQ(cases->in_flight(), 0);
 }
+
+// Data parallelism: the shares of the ranks, concatenated in rank order, are the global batch
+// sample for sample (the same cases, patches, augmentation and forced foreground), for batch sizes
+// that do and do not divide by the number of ranks.
+TEST(DataLoader, RankSharesTileTheGlobalBatch) {
+  const auto cases = small_cases();
+  for (const auto& [batch, ranks] : std::vector<std::pair<int64_t, int>>{{4, 2}, {3, 2}, {5, 3}, {2, 2}}) {
+    SCOPED_TRACE("batch " + std::to_string(batch) + ", " + std::to_string(ranks) + " ranks");
+    PipelineConfig whole = training_pipeline(plan_3d({16, 16, 16}, static_cast<int>(batch)));
+    for (int64_t index = 0; index < 3; ++index) {
+      const Batch all = build_batch(*cases, whole, 7, 1, index);
+      std::vector<at::Tensor> data, seg0;
+      std::vector<std::string> keys;
+      std::vector<int> forced;
+      for (int r = 0; r < ranks; ++r) {
+        const BatchShare s = batch_share(batch, r, ranks);
+        EXPECT_GE(s.size(), batch / ranks);
+        EXPECT_LE(s.size(), batch / ranks + 1);
+        PipelineConfig mine = whole;
+        mine.share_begin = s.begin;
+        mine.share_end = s.end;
+        const Batch b = build_batch(*cases, mine, 7, 1, index);
+        ASSERT_EQ(b.data.size(0), s.size());
+        data.push_back(b.data);
+        seg0.push_back(b.target[0]);
+        keys.insert(keys.end(), b.keys.begin(), b.keys.end());
+        forced.insert(forced.end(), b.forced_label.begin(), b.forced_label.end());
+      }
+      EXPECT_TRUE(at::cat(data).equal(all.data));
+      EXPECT_TRUE(at::cat(seg0).equal(all.target[0]));
+      EXPECT_EQ(keys, all.keys);
+      EXPECT_EQ(forced, all.forced_label);
+    }
+  }
+}

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "core/error.h"
 #include "models/network.h"
+#include "training/trainer_config.h"
 #include "nn/models_test_util.h"
 
 using namespace medseg;
@@ -54,4 +56,20 @@ TEST(ModelsInplace, ResEncGradientsIdentical) {
 TEST(ModelsInplace, PlainConvGradientsIdentical) {
   torch::manual_seed(3);
   expect_same_grads(small_unet("PlainConvUNet"), torch::randn({2, 1, 16, 16, 16}));
+}
+
+// --inplace / the trainer config's "inplace": auto follows the plans' nonlin_kwargs.inplace on one
+// process and is off under data parallelism; on/off are what they say.
+TEST(ModelsInplace, TrainerSettingResolves) {
+  using medseg::training::InplaceMode;
+  using medseg::training::resolve_inplace;
+  EXPECT_TRUE(resolve_inplace(InplaceMode::Auto, true, false));
+  EXPECT_FALSE(resolve_inplace(InplaceMode::Auto, false, false));
+  EXPECT_FALSE(resolve_inplace(InplaceMode::Auto, true, true));
+  EXPECT_TRUE(resolve_inplace(InplaceMode::On, false, true));
+  EXPECT_FALSE(resolve_inplace(InplaceMode::Off, true, false));
+  const auto cfg = medseg::training::trainer_config_from_json({{"inplace", "off"}}, "t.json");
+  EXPECT_EQ(cfg.inplace, InplaceMode::Off);
+  EXPECT_EQ(cfg.to_json().at("inplace"), "off");
+  EXPECT_THROW(medseg::training::trainer_config_from_json({{"inplace", "maybe"}}, "t.json"), medseg::Error);
 }

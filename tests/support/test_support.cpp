@@ -49,7 +49,7 @@ std::map<std::string, std::string> folder_snapshot(const std::string& folder) {
   return files;
 }
 
-static std::string bin_dir() {
+std::string bin_dir() {
   const char* d = std::getenv("MEDSEG_BIN_DIR");
   if (!d) throw std::runtime_error("MEDSEG_BIN_DIR is not set (run the tests through ctest)");
   return d;

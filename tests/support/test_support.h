@@ -22,6 +22,9 @@ struct CmdResult {
   std::string output;  // stdout and stderr together
 };
 
+// The build's bin folder (MEDSEG_BIN_DIR, set by ctest).
+std::string bin_dir();
+
 // Runs a CLI from the build's bin folder (MEDSEG_BIN_DIR) with a shell-quoted argument string.
 CmdResult run_cli(const std::string& app, const std::string& args, const std::string& env = "");
 

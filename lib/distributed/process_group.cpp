@@ -1,0 +1,204 @@
+#define MEDSEG_TORCH_COMPAT_C10D  // core/torch_compat.h: make_nccl_group
+#include "distributed/process_group.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <cstdlib>
+
+#include "core/error.h"
+#include "core/strings.h"
+#include "core/torch_compat.h"
+#include "distributed/backend.h"
+
+namespace medseg::distributed {
+namespace {
+
+std::shared_ptr<::gloo::transport::Device> gloo_device(const World& w) {
+  // GLOO_SOCKET_IFNAME as in PyTorch; a loopback run stays on 127.0.0.1 whatever the host name
+  // resolves to; otherwise the address the host name resolves to (torchrun's default).
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  if (w.master_addr == "127.0.0.1" || w.master_addr == "localhost")
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+void wait(ProcessGroup::Backend& b, const char* op, const c10::intrusive_ptr<c10d::Work>& work,
+          std::chrono::seconds timeout = std::chrono::seconds(0)) {
+  try {
+    work->wait(std::chrono::duration_cast<std::chrono::milliseconds>(timeout.count() > 0 ? timeout : b.timeout));
+  } catch (const std::exception& e) {
+    b.fail(op, e);
+  }
+}
+
+}  // namespace
+
+void ProcessGroup::Backend::fail(const std::string& op, const std::exception& e) const {
+  throw Error(world.label() + ": " + op + " failed: another rank exited or did not answer within " +
+              std::to_string(timeout.count()) + " s (" + one_line(e.what()) + ")");
+}
+
+ProcessGroup::ProcessGroup(std::unique_ptr<Backend> b) : b_(std::move(b)) {}
+ProcessGroup::~ProcessGroup() = default;
+
+std::shared_ptr<ProcessGroup> ProcessGroup::connect(const World& world, const ProcessGroupOptions& options) {
+  auto b = std::make_unique<Backend>();
+  b->world = world;
+  b->timeout = options.timeout;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout);
+  const std::string where = world.master_addr + ":" + std::to_string(world.master_port);
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<uint16_t>(world.master_port);
+    so.isServer = world.rank == 0;
+    so.numWorkers = static_cast<size_t>(world.world_size);
+    so.waitWorkers = true;
+    so.timeout = ms;
+    b->store = c10::make_intrusive<c10d::TCPStore>(world.master_addr, so);
+  } catch (const std::exception& e) {
+    const std::string why = one_line(e.what());
+    if (world.rank == 0)
+      throw Error(world.label() + ": cannot serve the rendezvous on " + where + " (port in use? " + why + ")");
+    throw Error(world.label() + ": cannot reach rank 0's rendezvous on " + where + " within " +
+                std::to_string(options.timeout.count()) + " s (" + why + ")");
+  }
+  try {
+    auto go = c10d::ProcessGroupGloo::Options::create(ms);
+    go->devices.push_back(gloo_device(world));
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>("gloo", b->store);
+    b->cpu = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, world.rank, world.world_size, go);
+    if (options.cuda) b->cuda = compat::make_nccl_group(b->store, world.rank, world.world_size, ms);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    b->fail("joining the process group", e);
+  }
+  return std::shared_ptr<ProcessGroup>(new ProcessGroup(std::move(b)));
+}
+
+int ProcessGroup::rank() const { return b_->world.rank; }
+int ProcessGroup::size() const { return b_->world.world_size; }
+std::chrono::seconds ProcessGroup::timeout() const { return b_->timeout; }
+ProcessGroup::Backend& ProcessGroup::backend() { return *b_; }
+
+void ProcessGroup::all_reduce_sum(at::Tensor& t) {
+  std::vector<at::Tensor> v{t};
+  c10d::AllreduceOptions o;
+  o.reduceOp = c10d::ReduceOp::SUM;
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = b_->group_for(t).allreduce(v, o);
+  } catch (const std::exception& e) {
+    b_->fail("all-reduce", e);
+  }
+  wait(*b_, "all-reduce", work);
+}
+
+void ProcessGroup::broadcast(std::vector<at::Tensor>& tensors, int root) {
+  if (tensors.empty()) return;
+  // One flat buffer per call: Gloo broadcasts one tensor per collective, and one message is faster.
+  std::vector<at::Tensor> flat_parts;
+  for (const auto& t : tensors) flat_parts.push_back(t.detach().reshape({-1}).to(at::kDouble));
+  std::vector<at::Tensor> buf{at::cat(flat_parts).to(tensors.front().device())};
+  c10d::BroadcastOptions o;
+  o.rootRank = root;
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = b_->group_for(buf[0]).broadcast(buf, o);
+  } catch (const std::exception& e) {
+    b_->fail("broadcast", e);
+  }
+  wait(*b_, "broadcast", work);
+  int64_t at_elem = 0;
+  at::NoGradGuard no_grad;
+  for (auto& t : tensors) {
+    t.detach().copy_(buf[0].slice(0, at_elem, at_elem + t.numel()).view(t.sizes()));
+    at_elem += t.numel();
+  }
+}
+
+std::vector<std::string> ProcessGroup::all_gather(const std::string& value) {
+  const std::string key = "gather/" + std::to_string(b_->gathers++) + "/";
+  std::vector<std::string> out;
+  try {
+    b_->store->set(key + std::to_string(rank()), std::vector<uint8_t>(value.begin(), value.end()));
+    for (int r = 0; r < size(); ++r) {
+      const auto bytes = b_->store->get(key + std::to_string(r));
+      out.emplace_back(bytes.begin(), bytes.end());
+    }
+  } catch (const std::exception& e) {
+    b_->fail("exchanging run settings", e);
+  }
+  return out;
+}
+
+void ProcessGroup::barrier(std::chrono::seconds timeout) {
+  c10d::BarrierOptions o;
+  if (timeout.count() > 0) o.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = b_->cpu->barrier(o);
+  } catch (const std::exception& e) {
+    b_->fail("barrier", e);
+  }
+  wait(*b_, "barrier", work, timeout);
+}
+
+namespace {
+
+struct AllReduceSum : public torch::autograd::Function<AllReduceSum> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& t, ProcessGroup* group) {
+    ctx->saved_data["group"] = reinterpret_cast<int64_t>(group);
+    at::Tensor out = t.clone();
+    group->all_reduce_sum(out);
+    return out;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto* group = reinterpret_cast<ProcessGroup*>(ctx->saved_data["group"].toInt());
+    at::Tensor g = grads[0].clone();
+    group->all_reduce_sum(g);
+    return {g, at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor all_reduce_sum_with_grad(const at::Tensor& t, ProcessGroup* group) {
+  if (!group || group->size() == 1) return t;
+  return AllReduceSum::apply(t, group);
+}
+
+void agree(ProcessGroup* group, const std::string& what, const std::function<void()>& step, bool rank0_first) {
+  if (!group) return step();
+  std::string mine;
+  const auto run = [&] {
+    try {
+      step();
+    } catch (const std::exception& e) {
+      mine = one_line(e.what());
+    }
+  };
+  if (!rank0_first || group->rank() == 0) run();
+  std::vector<std::string> first;
+  if (rank0_first) {
+    first = group->all_gather(mine);
+    if (!first[0].empty()) {
+      if (group->rank() == 0) throw Error(first[0]);
+      throw Error(group->backend().world.label() + ": " + what + " failed on rank 0: " + first[0]);
+    }
+    if (group->rank() != 0) run();
+  }
+  const auto all = group->all_gather(mine);
+  if (!mine.empty()) throw Error(mine);
+  for (size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty())
+      throw Error(group->backend().world.label() + ": " + what + " failed on rank " + std::to_string(r) + ": " + all[r]);
+}
+
+}  // namespace medseg::distributed
