@@ -199,10 +199,11 @@ class ScopedTorchWarnings {
 // the c10d headers stay out of every other translation unit. NCCL exists only in CUDA builds of
 // LibTorch (USE_C10D_NCCL); Debian's CPU package has Gloo alone.
 #if defined(MEDSEG_TORCH_COMPAT_C10D)
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #if defined(USE_C10D_NCCL) && defined(MEDSEG_WITH_CUDA)
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 #include <chrono>
@@ -210,13 +211,37 @@ class ScopedTorchWarnings {
 
 namespace medseg::compat {
 
+// 1.13: ProcessGroupGloo is a c10d::ProcessGroup. 2.x split the two: a backend (Gloo, NCCL) is
+// registered on a ProcessGroup per device type, and the Reducer takes the ProcessGroup. (The 2.x
+// branch follows PyTorch's own init_process_group; it is not built on this machine.)
+inline c10::intrusive_ptr<c10d::ProcessGroup> wrap_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                           int size, c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo) {
+#if MEDSEG_TORCH_AT_LEAST(2, 1)
+  auto pg = c10::make_intrusive<c10d::ProcessGroup>(store, rank, size);
+  pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
+  return pg;
+#else
+  (void)store, (void)rank, (void)size;
+  return gloo;
+#endif
+}
+
 inline c10::intrusive_ptr<c10d::ProcessGroup> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                               int size, std::chrono::milliseconds timeout) {
 #if defined(USE_C10D_NCCL) && defined(MEDSEG_WITH_CUDA)
   auto o = c10d::ProcessGroupNCCL::Options::create();
   o->timeout = timeout;
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>("nccl", store);
-  return c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, rank, size, o);
+  auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, rank, size, o);
+#if MEDSEG_TORCH_AT_LEAST(2, 1)
+  auto pg = c10::make_intrusive<c10d::ProcessGroup>(prefixed, rank, size);
+  pg->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
+  pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, nccl);
+  return pg;
+#else
+  return nccl;
+#endif
 #else
   (void)store, (void)rank, (void)size, (void)timeout;
   throw std::runtime_error("training on CUDA with several ranks needs NCCL, and this LibTorch has none "

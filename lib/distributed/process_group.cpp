@@ -71,7 +71,8 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const World& world, const Pr
     auto go = c10d::ProcessGroupGloo::Options::create(ms);
     go->devices.push_back(gloo_device(world));
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>("gloo", b->store);
-    b->cpu = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, world.rank, world.world_size, go);
+    b->cpu = compat::wrap_backend(b->store, world.rank, world.world_size,
+                                  c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, world.rank, world.world_size, go));
     if (options.cuda) b->cuda = compat::make_nccl_group(b->store, world.rank, world.world_size, ms);
   } catch (const Error&) {
     throw;
