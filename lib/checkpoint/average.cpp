@@ -37,10 +37,13 @@ void average_checkpoints(const std::vector<std::string>& inputs, const std::stri
     updates.emplace_back(t, (sum / static_cast<double>(inputs.size())).to(t.scalar_type()));
   }
   for (std::size_t i = 0; i < others.size(); ++i)
-    for (const auto& [name, t] : others[i])
+    for (const auto& entry : others[i]) {
+      // Not a structured binding: C++17 lambdas cannot capture one (clang refuses, gcc allows).
+      const std::string& name = entry.first;
       if (name.compare(0, prefix.size(), prefix) == 0 &&
           std::none_of(base.tensors.begin(), base.tensors.end(), [&](const auto& b) { return b.first == name; }))
         throw FileError(inputs[i + 1], "has tensor '" + name + "', which " + inputs[0] + " lacks");
+    }
   for (auto& [target, mean] : updates) target.copy_(mean);
   base.meta["averaged_from"] = inputs;
   write_archive(output, base);
