@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "core/digest.h"
 #include "core/error.h"
 #include "distributed/gradient_sync.h"
 #include "distributed/process_group.h"
@@ -116,11 +117,10 @@ void DataParallel::barrier(std::chrono::seconds timeout) const {
 }
 
 std::string weights_digest(const torch::nn::Module& model) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = kFnv1aSeed;
   const auto mix = [&h](const at::Tensor& t) {
     const at::Tensor c = t.detach().to(at::kCPU).contiguous();
-    const auto* p = static_cast<const unsigned char*>(c.data_ptr());
-    for (size_t i = 0; i < c.nbytes(); ++i) h = (h ^ p[i]) * 1099511628211ULL;
+    h = fnv1a(c.data_ptr(), c.nbytes(), h);
   };
   for (const auto& kv : model.named_parameters()) mix(kv.value());
   for (const auto& kv : model.named_buffers()) mix(kv.value());

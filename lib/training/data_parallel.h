@@ -76,7 +76,7 @@ class DataParallel {
   data::BatchShare share_;
 };
 
-// FNV-1a over the bytes of every parameter and buffer (what check_same compares after a resume).
+// A digest (core/digest.h) of the bytes of every parameter and buffer (what check_same compares after a resume).
 std::string weights_digest(const torch::nn::Module& model);
 
 }  // namespace medseg::training

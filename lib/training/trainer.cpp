@@ -14,6 +14,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/optimizer_state.h"
 #include "core/autocast.h"
+#include "core/digest.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -109,9 +110,7 @@ namespace {
 std::string run_digest(const RunInputs& in, const TrainerConfig& cfg) {
   const std::string all = in.plans_json.dump() + in.dataset_json.dump() + cfg.to_json().dump() + in.configuration +
                           in.fold + json(in.train_ids).dump() + json(in.val_ids).dump();
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : all) h = (h ^ c) * 1099511628211ULL;
-  return std::to_string(h);
+  return std::to_string(fnv1a(all));
 }
 
 void copy_run_files(const RunInputs& in, const TrainerConfig& cfg) {
