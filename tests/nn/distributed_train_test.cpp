@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "core/json_io.h"
+#include "distributed/launch.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -198,17 +199,8 @@ int wait_for(pid_t pid, std::chrono::seconds limit) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+// The launcher's own choice of a free loopback port.
+int free_port() { return distributed::free_loopback_port(); }
 
 }  // namespace
 
