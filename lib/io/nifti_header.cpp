@@ -58,11 +58,25 @@ void parse_v2(const unsigned char* h, bool s, NiftiHeader& r) {
 
 const char* const kAxis[] = {"x", "y", "z"};
 
-// "NaN" or "Inf" for the first non-finite value, "" when all are finite.
+// Geometry values (millimetres, or quaternion parts) larger than this describe no scanner. It
+// is also far below where ITK's float SVD of the orientation overflows: a pixdim or sform entry
+// near FLT_MAX made vnl_svd<float> loop forever (tests/fuzz/findings/image_read_itk_svd_hang.bin).
+constexpr double kMaxGeometryValue = 1e9;
+
+std::string beyond_limit(double x) {
+  std::ostringstream o;
+  o << x << " (beyond +-" << kMaxGeometryValue << ")";
+  return o.str();
+}
+
+// "NaN" or "Inf" for the first non-finite value, the value itself for the first one too large
+// to be geometry, "" when all are fine.
 template <size_t N>
-std::string non_finite(const std::array<double, N>& v) {
+std::string bad_value(const std::array<double, N>& v) {
   for (double x : v)
     if (!std::isfinite(x)) return std::isnan(x) ? "NaN" : "Inf";
+  for (double x : v)
+    if (std::abs(x) > kMaxGeometryValue) return beyond_limit(x);
   return "";
 }
 
@@ -70,10 +84,12 @@ std::string spacing_problem(const NiftiHeader& h) {
   const int64_t axes = std::min<int64_t>(h.ndim, 3);
   for (int64_t i = 1; i <= axes; ++i) {
     const double d = h.pixdim[static_cast<size_t>(i)];
-    if (std::isfinite(d) && d > 0) continue;
+    if (std::isfinite(d) && d > 0 && d <= kMaxGeometryValue) continue;
     std::ostringstream o;
     o << "spacing ";
-    if (std::isfinite(d))
+    if (d > kMaxGeometryValue && std::isfinite(d))
+      o << beyond_limit(d);
+    else if (std::isfinite(d))
       o << d;
     else
       o << (std::isnan(d) ? "NaN" : "Inf");
@@ -128,13 +144,13 @@ NiftiHeader parse_nifti_header(const std::string& path, const unsigned char* h, 
 
 std::string nifti_geometry_problem(const NiftiHeader& h) {
   if (h.sform_code > 0) {
-    const std::string bad = non_finite(h.srow);
+    const std::string bad = bad_value(h.srow);
     if (!bad.empty()) return "sform matrix holds " + bad;
   }
   if (h.qform_code > 0) {
-    std::string bad = non_finite(h.quatern);
+    std::string bad = bad_value(h.quatern);
     if (!bad.empty()) return "qform quaternion holds " + bad;
-    bad = non_finite(h.qoffset);
+    bad = bad_value(h.qoffset);
     if (!bad.empty()) return "qform offset holds " + bad;
   }
   const std::string spacing = spacing_problem(h);

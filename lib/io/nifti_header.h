@@ -27,9 +27,10 @@ struct NiftiHeader {
 // fewer bytes than a header or the size field is neither 348 nor 540 in either byte order.
 NiftiHeader parse_nifti_header(const std::string& path, const unsigned char* bytes, size_t n);
 
-// What is wrong with the header's geometry, "" when nothing: non-finite sform, quaternion or
-// offset; non-finite, zero or negative spacing along an axis the image has; a singular sform.
-// ITK abort()s on a non-finite sform and silently takes spacing 1 for a bad pixdim.
+// What is wrong with the header's geometry, "" when nothing: non-finite or absurdly large
+// (beyond 1e9) sform, quaternion or offset; non-finite, zero, negative or absurdly large spacing
+// along an axis the image has; a singular sform. ITK abort()s on a non-finite sform, silently
+// takes spacing 1 for a bad pixdim and hangs in its SVD on values near FLT_MAX.
 std::string nifti_geometry_problem(const NiftiHeader& h);
 
 }  // namespace medseg::io

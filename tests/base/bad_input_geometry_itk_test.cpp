@@ -76,6 +76,18 @@ const GeoRow kRows[] = {
        for (size_t row : {nii::kSrowX, nii::kSrowY, nii::kSrowZ}) nii::poke(b, row + 8, 0.0f);
      },
      "its z axis is zero"},
+    // Values near FLT_MAX made ITK's orientation SVD loop forever (fuzz finding, hardening.md).
+    {"SformHugeOffset_nii", ".nii", false, [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowX + 12, 3e38f); },
+     "sform matrix holds 3e+38 (beyond +-1e+09)"},
+    {"SformHugePixdim_gz", ".nii.gz", false,
+     [](std::string& b) {
+       nii::poke<int16_t>(b, nii::kQformCode, 1);
+       nii::poke<int16_t>(b, nii::kSformCode, 1);
+       nii::poke(b, nii::kPixdim + 4, 3e38f);
+     },
+     "spacing 3e+38 (beyond +-1e+09) along x"},
+    {"QformHugeOffset_nii", ".nii", false,
+     [](std::string& b) { qform_only(b); nii::poke(b, nii::kQoffsetX + 8, -2e10f); }, "qform offset holds -2e+10"},
     {"QformNaNQuaternion_gz", ".nii.gz", false,
      [](std::string& b) { qform_only(b); nii::poke(b, nii::kQuaternB, nii::kNaN); }, "qform quaternion holds NaN"},
     {"QformInfOffset_nii", ".nii", false,
@@ -297,6 +309,25 @@ INSTANTIATE_TEST_SUITE_P(Rows, NiftiHugeDims,
                          ::testing::Values(HugeDimsRow{"voxels_wrap_to_zero", int64_t{1} << 32, int64_t{1} << 32, 1},
                                            HugeDimsRow{"bytes_wrap_to_zero", int64_t{1} << 31, int64_t{1} << 31, 2}),
                          [](const auto& row) { return std::string(row.param.name); });
+
+// The file libFuzzer found (image_read target): a 4x3 image with an sform offset of 2^127. ITK's
+// NiftiImageIO ran vnl_svd<float> on its orientation and never returned; now the header check
+// refuses it before ITK opens the file. The finding's first byte is the fuzzer's mode byte.
+TEST(NiftiFuzzFinding, ItkSvdHangIsRefusedBeforeItkReads) {
+  const std::string finding = test::read_text(test::source_path("tests/fuzz/findings/image_read_itk_svd_hang.bin"));
+  ASSERT_EQ(finding.size(), 365u);
+  test::TempDir d("niisvd");
+  const std::string path = d / "hang.nii";
+  nii::write_bytes(path, finding.substr(1));
+  try {
+    io::read_image(path);
+    ADD_FAILURE() << "accepted";
+  } catch (const FileError& e) {
+    EXPECT_EQ(e.path(), path);
+    EXPECT_NE(std::string(e.what()).find("sform matrix holds 1.70141e+38 (beyond +-1e+09)"), std::string::npos)
+        << e.what();
+  }
+}
 
 // Other formats: the geometry ITK reports from the header gets the same checks (ITK's own
 // messages were "cannot read voxel data (truncated or corrupt file?)").
