@@ -45,6 +45,17 @@ void average_checkpoints(const std::vector<std::string>& inputs, const std::stri
         throw FileError(inputs[i + 1], "has tensor '" + name + "', which " + inputs[0] + " lacks");
     }
   for (auto& [target, mean] : updates) target.copy_(mean);
+  // Training state of the first input would make the average look resumable: drop all of it.
+  base.tensors.erase(std::remove_if(base.tensors.begin(), base.tensors.end(),
+                                    [&](const auto& t) { return t.first.compare(0, prefix.size(), prefix) != 0; }),
+                     base.tensors.end());
+  base.meta["optimizer"] = {{"type", ""}, {"groups", nlohmann::json::array()}, {"scalars", nlohmann::json::object()}};
+  base.meta["grad_scaler"] = nlohmann::json::object();
+  base.meta["rng"] = {{"cuda_devices", 0}, {"workers", 0}};
+  base.meta["sampler"] = nlohmann::json::object();
+  base.meta["logs"] = nlohmann::json::array();
+  base.meta["ema"] = nullptr;
+  base.meta["weights_only"] = true;
   base.meta["averaged_from"] = inputs;
   write_archive(output, base);
 }

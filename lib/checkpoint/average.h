@@ -1,6 +1,8 @@
 #pragma once
 // Federated averaging of checkpoints: the mean of every floating-point "weights/" tensor over the
-// inputs; everything else (integer buffers, optimizer state, RNG, metadata) comes from the first.
+// inputs; integer buffers and the JSON copies (plans, dataset, trainer config) come from the first.
+// The result is weights-only (meta.weights_only): no optimizer, grad scaler, RNG, sampler, logs or
+// EMA, because none of the inputs' states belongs to the average, so --c refuses it.
 // Alias-aware: the output keeps the first file's storage sharing, so its size does not grow.
 #include <string>
 #include <vector>

@@ -58,6 +58,7 @@ TensorArchive to_archive(const Checkpoint& ck) {
             {"trainer_config", ck.trainer_config},
             {"fingerprint", ck.fingerprint},
             {"extra", ck.extra}};
+  if (ck.weights_only) a.meta["weights_only"] = true;
   return a;
 }
 
@@ -104,6 +105,7 @@ Checkpoint from_archive(const std::string& path, const TensorArchive& a) {
     ck.trainer_config = m.value("trainer_config", json());
     ck.fingerprint = m.value("fingerprint", json());
     ck.extra = m.value("extra", json::object());
+    ck.weights_only = m.value("weights_only", false);
     for (const auto& [key, t] : a.tensors) {
       if (starts_with(key, kWeightsPrefix)) {
         ck.weights.emplace_back(key.substr(std::string(kWeightsPrefix).size()), t);

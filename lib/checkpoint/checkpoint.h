@@ -25,6 +25,8 @@ struct Checkpoint {
   nlohmann::json ema = nullptr;                       // EMA pseudo Dice etc.
   nlohmann::json plans, dataset, trainer_config, fingerprint;  // copies of the JSON files
   nlohmann::json extra = nlohmann::json::object();    // trainer name, best EMA, mirroring axes...
+  // Weights and the JSON copies only (medseg_checkpoint average): predicts, never continues a run.
+  bool weights_only = false;
 };
 
 // Saves atomically; SIGKILL at any moment leaves either the previous file or the new one.

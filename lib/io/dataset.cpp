@@ -109,6 +109,12 @@ int64_t network_outputs(const std::vector<LabelDef>& labels) {
   return n;
 }
 
+std::optional<int> ignore_label(const std::vector<LabelDef>& labels) {
+  for (const auto& l : labels)
+    if (l.name == "ignore" && l.values.size() == 1) return l.values[0];
+  return std::nullopt;
+}
+
 DatasetInfo load_dataset_info(const std::string& dataset_folder) {
   const std::string file = (fs::path(dataset_folder) / "dataset.json").string();
   if (!fs::is_directory(dataset_folder)) throw FileError(dataset_folder, "dataset folder not found");

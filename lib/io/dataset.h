@@ -2,6 +2,7 @@
 // nnU-Net v2 raw dataset layout: DatasetXXX_Name/{dataset.json, imagesTr/, labelsTr/, imagesTs/}.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ std::vector<LabelDef> labels_from_json(const json& dataset, const std::string& f
 // Outputs (segmentation heads) a network for these labels has: one per label, background included,
 // "ignore" excluded; for a region-based dataset one per region (background excluded).
 int64_t network_outputs(const std::vector<LabelDef>& labels);
+// The value of the ignore label (nnU-Net: the key "ignore" in labels), when the dataset has one:
+// voxels holding it are unannotated and take no part in loss or metrics.
+std::optional<int> ignore_label(const std::vector<LabelDef>& labels);
 inline int64_t network_outputs(const DatasetInfo& dataset) { return network_outputs(dataset.labels); }
 
 // One case: its channel files in channel order, and its label file ("" when there is none).

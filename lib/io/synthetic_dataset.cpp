@@ -82,7 +82,7 @@ std::string channel_name(const SyntheticDatasetOptions& o, int c) {
 }
 
 void write_case(const std::string& img_dir, const std::string& lbl_dir, const std::string& id,
-                const SyntheticDatasetOptions& o, uint64_t seed) {
+                const SyntheticDatasetOptions& o, uint64_t seed, bool partially_annotated) {
   Rng r(seed);
   std::array<int64_t, 3> shape{};
   for (int a = 0; a < 3; ++a) shape[a] = r.integer(o.min_shape[a], o.max_shape[a]);
@@ -148,6 +148,11 @@ void write_case(const std::string& img_dir, const std::string& lbl_dir, const st
         for (int c = 0; c < o.num_channels; ++c)
           chans[c][static_cast<size_t>(i)] = chan_base[c] + chan_step[c] * lab + o.noise_std * r.normal() + 1e-3;
       }
+  if (partially_annotated) {
+    const int64_t from_x = shape[2] - shape[2] / 3;
+    for (int64_t v = 0; v < n; ++v)
+      if (v % shape[2] >= from_x) label[static_cast<size_t>(v)] = o.num_labels + 1;
+  }
   char buf[16];
   for (int c = 0; c < o.num_channels; ++c) {
     std::snprintf(buf, sizeof buf, "_%04d", c);
@@ -190,7 +195,7 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
     char id[32];
     std::snprintf(id, sizeof id, "%s_%03d", test ? "test" : "case", static_cast<int>(test ? k - o.num_cases : k));
     write_case((folder / (test ? "imagesTs" : "imagesTr")).string(), (folder / (test ? "labelsTs" : "labelsTr")).string(),
-               id, o, o.seed * 1000003ULL + static_cast<uint64_t>(k));
+               id, o, o.seed * 1000003ULL + static_cast<uint64_t>(k), o.ignore_label && !test);
   });
 
   json ds;
@@ -198,6 +203,7 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
   json labels = json::object();
   labels["background"] = 0;
   for (int l = 1; l <= o.num_labels; ++l) labels["class" + std::to_string(l)] = l;
+  if (o.ignore_label) labels["ignore"] = o.num_labels + 1;
   ds["labels"] = labels;
   ds["numTraining"] = o.num_cases;
   ds["file_ending"] = o.file_ending;

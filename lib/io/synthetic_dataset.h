@@ -22,6 +22,9 @@ struct SyntheticDatasetOptions {
   int num_channels = 1;
   std::vector<std::string> channel_names{};               // default: "MRI", "MRI1", ...
   int num_labels = 2;                                     // foreground classes
+  // nnU-Net's partially annotated data: labels gain "ignore" = num_labels + 1, and every training
+  // label map is unannotated (ignore) in the last third of its x axis; labelsTs stays complete.
+  bool ignore_label = false;
   bool random_direction = false;                          // random rotations / axis flips
   bool two_d = false;                                     // 2D files: one slice, z of the shapes ignored
   double noise_std = 0.1;

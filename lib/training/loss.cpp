@@ -32,6 +32,11 @@ std::vector<int64_t> spatial_axes(const at::Tensor& x) {
 
 }  // namespace
 
+at::Tensor ignore_label_as_padding(const at::Tensor& target, std::optional<int> dataset_ignore_label) {
+  if (!dataset_ignore_label) return target;
+  return target.masked_fill(target.eq(*dataset_ignore_label), -1);
+}
+
 at::Tensor soft_dice_loss(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o) {
   const at::Tensor labels = labels_of(logits, target);
   at::Tensor onehot, mask;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace medseg::training {
@@ -31,6 +32,11 @@ at::Tensor soft_dice_loss(const at::Tensor& logits, const at::Tensor& target, co
 
 // Cross-entropy averaged over the non-ignored voxels (0 if every voxel is ignored).
 at::Tensor robust_cross_entropy(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o = {});
+
+// A dataset's ignore label (dataset.json "ignore": K) as the loss's ignore value: voxels holding K
+// become -1, which padding outside the image already holds. `target` is returned unchanged when
+// the dataset has no ignore label.
+at::Tensor ignore_label_as_padding(const at::Tensor& target, std::optional<int> dataset_ignore_label);
 
 // weight_ce * CE + weight_dice * soft_dice_loss.
 at::Tensor dice_ce_loss(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o = {});

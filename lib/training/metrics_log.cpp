@@ -63,9 +63,9 @@ double nanmean(const std::vector<double>& v) {
   return n ? s / n : std::numeric_limits<double>::quiet_NaN();
 }
 
-double update_ema(std::optional<double> previous, double value) {
+double update_ema(std::optional<double> previous, double value, double momentum) {
   if (!previous || std::isnan(*previous)) return value;
-  return 0.9 * *previous + 0.1 * value;
+  return momentum * *previous + (1.0 - momentum) * value;
 }
 
 void append_metrics(const std::string& path, const EpochMetrics& m) {

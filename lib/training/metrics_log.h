@@ -28,8 +28,9 @@ std::vector<EpochMetrics> metrics_from_json_array(const nlohmann::json& j);
 // Mean of the non-NaN values; NaN if there are none (numpy.nanmean).
 double nanmean(const std::vector<double>& v);
 
-// nnU-Net: the first value as is, then 0.9 * previous + 0.1 * value.
-double update_ema(std::optional<double> previous, double value);
+// nnU-Net's EMA of the pseudo Dice: the first value as is, then
+// momentum * previous + (1 - momentum) * value (nnU-Net's momentum: 0.9, the config's ema_momentum).
+double update_ema(std::optional<double> previous, double value, double momentum = 0.9);
 
 // Appends one line per epoch to `path` (created with its folder when missing).
 void append_metrics(const std::string& path, const EpochMetrics& m);

@@ -99,6 +99,7 @@ struct Trainer::State {
   void open_run_folder();
   void save(const char* name);
   void start_loaders();
+  std::vector<at::Tensor> device_targets(const data::Batch& b) const;
   bool train_epoch();  // false when interrupted
   void validate_epoch(EpochMetrics& m);
   void end_epoch(EpochMetrics& m, double seconds);
@@ -295,6 +296,10 @@ void Trainer::State::resume_from(ResumePoint& from) {
     if (dp->writer() && fs::exists(metrics_path())) truncate_metrics(metrics_path(), 0);
     return;
   }
+  if (from.checkpoint->weights_only)
+    throw FileError(path(from.name.c_str()), "--c: this is a weights-only checkpoint (e.g. from medseg_checkpoint "
+                                             "average): it holds no optimizer, RNG or progress to continue from; use it "
+                                             "with medseg_predict, or move it aside to continue from another");
   restore(*from.checkpoint);
   from.checkpoint.reset();
   spdlog::info("resumed from {} (epoch {}, iteration {})", from.name, epoch, next_iter);
@@ -320,6 +325,13 @@ void Trainer::State::start_loaders() {
   }
 }
 
+// The batch's targets on the device, with the dataset's ignore label left out of loss and Dice.
+std::vector<at::Tensor> Trainer::State::device_targets(const data::Batch& b) const {
+  std::vector<at::Tensor> targets;
+  for (const auto& t : b.target) targets.push_back(ignore_label_as_padding(t.to(device, /*non_blocking=*/true), in.ignore_label));
+  return targets;
+}
+
 bool Trainer::State::train_epoch() {
   net->train();
   set_learning_rate(*optimizer, poly_lr(cfg.optimizer.lr, epoch, cfg.num_epochs, cfg.poly_exponent));
@@ -331,8 +343,7 @@ bool Trainer::State::train_epoch() {
     if (dp->agree_to_stop(interrupt_requested())) return false;
     data::Batch b = train_loader->next();
     const at::Tensor x = b.data.to(device, /*non_blocking=*/true);
-    std::vector<at::Tensor> targets;
-    for (const auto& t : b.target) targets.push_back(t.to(device, true));
+    const std::vector<at::Tensor> targets = device_targets(b);
     // Gradients dropped, not zeroed: the same on 1.13 (whose Optimizer::zero_grad keeps zeros) and
     // 2.x, and 4 bytes per parameter less between steps, as the planner's memory model assumes.
     net->zero_grad(/*set_to_none=*/true);
@@ -368,8 +379,7 @@ void Trainer::State::validate_epoch(EpochMetrics& m) {
   for (int64_t i = 0; i < cfg.val_iterations_per_epoch; ++i) {
     data::Batch b = val_loader->next();
     const at::Tensor x = b.data.to(device, true);
-    std::vector<at::Tensor> targets;
-    for (const auto& t : b.target) targets.push_back(t.to(device, true));
+    const std::vector<at::Tensor> targets = device_targets(b);
     AutocastGuard autocast(cuda, amp_on, amp_dtype);
     const auto outputs = net->forward(x);
     vloss += dp->batch_mean(deep_supervision_loss(outputs, targets, ds_weights, loss_opts).item<double>());
@@ -379,7 +389,7 @@ void Trainer::State::validate_epoch(EpochMetrics& m) {
   m.val_loss = vloss / static_cast<double>(cfg.val_iterations_per_epoch);
   m.pseudo_dice = counts.dice();
   m.mean_fg_dice = nanmean(m.pseudo_dice);
-  if (!std::isnan(m.mean_fg_dice)) ema = update_ema(ema, m.mean_fg_dice);
+  if (!std::isnan(m.mean_fg_dice)) ema = update_ema(ema, m.mean_fg_dice, cfg.ema_momentum);
   m.ema_pseudo_dice = ema ? *ema : std::nan("");
 }
 

@@ -60,6 +60,23 @@ TEST(TrainingLoss, IgnoreLabelIsMaskedInDiceAndCrossEntropy) {
   EXPECT_NEAR(soft_dice_loss(logits, all_ignored).item<double>(), -1.0, 1e-6);
 }
 
+// nnU-Net's ignore label is a dataset value (here 2, after background 0 and class 1): the same
+// hand values as above once it is turned into the loss's ignore value, and padding (-1) stays
+// ignored beside it.
+TEST(TrainingLoss, DatasetIgnoreLabelIsMaskedLikePadding) {
+  const auto logits = two_class_logits({0.75f, 0.25f, 0.5f, 0.8f});
+  const auto target = torch::tensor({1, 2, 1, 0}).reshape({1, 1, 2, 2});
+  const auto masked = ignore_label_as_padding(target, 2);
+  EXPECT_TRUE(masked.equal(torch::tensor({1, -1, 1, 0}).reshape({1, 1, 2, 2})));
+  EXPECT_TRUE(target.equal(torch::tensor({1, 2, 1, 0}).reshape({1, 1, 2, 2}))) << "the batch is not changed";
+  EXPECT_TRUE(ignore_label_as_padding(target, std::nullopt).equal(target));
+  const double dice = (2.5 + kSmooth) / (4.05 + kSmooth);
+  const double ce = (-std::log(0.75) - std::log(0.5) - std::log(0.2)) / 3;
+  EXPECT_NEAR(dice_ce_loss(logits, masked).item<double>(), ce - dice, 1e-6);
+  const auto with_padding = ignore_label_as_padding(torch::tensor({1, 2, 1, -1}).reshape({1, 1, 2, 2}), 2);
+  EXPECT_NEAR(robust_cross_entropy(logits, with_padding).item<double>(), (-std::log(0.75) - std::log(0.5)) / 2, 1e-6);
+}
+
 // Two samples: the one above and p_fg = 0.5 everywhere with an all-background target
 // (I = 0, sum_pred = 2, sum_gt = 0).
 TEST(TrainingLoss, BatchDicePoolsOverTheBatch) {

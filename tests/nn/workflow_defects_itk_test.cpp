@@ -1,0 +1,189 @@
+// Defects of the nnU-Net workflow found when medseg was tried as a new user would (issue 13), each
+// run through the CLIs on a tiny synthetic dataset:
+// - an ignore-label dataset trained one output too many (labels.size()), and medseg_predict then
+//   refused the model;
+// - region labels and a 3d_cascade_fullres configuration trained silently as something else;
+// - the trainer config's ema_momentum was read and ignored (0.9 hard-coded);
+// - medseg_checkpoint average copied the first input's optimizer, RNG and progress, so the average
+//   looked resumable.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "checkpoint/checkpoint.h"
+#include "core/json_io.h"
+#include "core/volume.h"
+#include "io/image_io.h"
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using namespace medseg;
+
+namespace {
+
+// A raw dataset made by medseg_make_dataset with `make_args`, planned and preprocessed for
+// 3d_fullres, in its own scratch folder.
+class Workflow {
+ public:
+  Workflow(const std::string& tag, const std::string& make_args) : dir_(tag) {
+    fs::create_directories(dir_ / "raw");
+    auto r = test::run_cli("medseg_make_dataset",
+                           "-d 951 -n Flow --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5 " + make_args, env());
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    r = test::run_cli("medseg_plan_and_preprocess", "-d 951 -c 3d_fullres --np 2 --no_pbar", env());
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  }
+  std::string env() const {
+    return "MEDSEG_RAW=" + dir_ / "raw" + " MEDSEG_PREPROCESSED=" + dir_ / "pre" + " MEDSEG_RESULTS=" + dir_ / "results";
+  }
+  std::string raw() const { return dir_ / "raw/Dataset951_Flow"; }
+  std::string pre() const { return dir_ / "pre/Dataset951_Flow"; }
+  std::string results() const { return dir_ / "results"; }
+  std::string fold(const std::string& trainer = "nnUNetTrainer", const std::string& config = "3d_fullres") const {
+    return dir_ / ("results/Dataset951_Flow/" + trainer + "__nnUNetPlans__" + config + "/fold_0");
+  }
+  test::CmdResult train(const std::string& extra = "", const std::string& config = "3d_fullres", int epochs = 1) const {
+    return test::run_cli("medseg_train", "951 " + config + " 0 --epochs " + std::to_string(epochs) +
+                                         " --iters-per-epoch 2 --num-workers 1 --threads 1 --no_pbar " + extra, env());
+  }
+  const test::TempDir& dir() const { return dir_; }
+
+ private:
+  test::TempDir dir_;
+};
+
+std::vector<json> metrics_lines(const std::string& file) {
+  std::vector<json> out;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(json::parse(line));
+  return out;
+}
+
+}  // namespace
+
+// labels {background 0, class1 1, class2 2, ignore 3}: three outputs, not four. Before the fix the
+// checkpoint said num_classes 4, the pseudo Dice had a third "class" (the ignore label) and
+// medseg_predict refused the model ("has 4 outputs but dataset.json's labels need 3").
+TEST(WorkflowDefects, IgnoreLabelDatasetTrainsThreeOutputsAndPredicts) {
+  Workflow w("wf_ignore", "--labels 2 --ignore-label");
+  const json ds = read_json(w.raw() + "/dataset.json");
+  ASSERT_EQ(ds.at("labels").at("ignore"), 3);
+  auto r = w.train("--val-iters-per-epoch 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto ck = checkpoint::load_checkpoint(w.fold() + "/checkpoint_final.ckpt");
+  EXPECT_EQ(ck.extra.at("num_classes"), 3);
+  const auto lines = metrics_lines(w.fold() + "/metrics.jsonl");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].at("pseudo_dice").size(), 2u) << lines[0].dump();  // class1, class2
+
+  r = test::run_cli("medseg_predict", "-i " + w.raw() + "/imagesTr -o " + w.dir() / "pred" +
+                                          " -d 951 -c 3d_fullres -f 0 --disable_tta --npp 0 --nps 0 --threads 1 "
+                                          "--disable_progress_bar", w.env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Volume seg = io::read_label(w.dir() / "pred/case_000.nii.gz");
+  std::set<int> values;
+  visit_pixels(seg, [&](const auto* p) {
+    for (int64_t i = 0; i < seg.numel(); ++i) values.insert(static_cast<int>(p[i]));
+  });
+  EXPECT_EQ(values.count(3), 0u) << "the ignore label is never a prediction";
+  for (int v : values) EXPECT_TRUE(v >= 0 && v <= 2) << v;
+}
+
+// Region labels (lists of values) are refused before anything is written: a softmax over them
+// would train the wrong model.
+TEST(WorkflowDefects, RegionLabelsAreRefusedUpFront) {
+  Workflow w("wf_regions", "--labels 2");
+  const std::string ds_file = w.pre() + "/dataset.json";
+  json ds = read_json(ds_file);
+  ds["labels"] = {{"background", 0}, {"whole", {1, 2}}, {"core", 2}};
+  ds["regions_class_order"] = {1, 2};
+  write_json(ds_file, ds);
+  const auto r = w.train();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(ds_file), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("label 'whole' is a region"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(w.results())) << "nothing written";
+}
+
+// A cascade stage needs the previous stage's predictions as input: training it as a plain
+// full-resolution model (what happened before) gives a model medseg_predict refuses.
+TEST(WorkflowDefects, CascadeStageIsRefusedUpFront) {
+  Workflow w("wf_cascade", "--labels 1");
+  const std::string plans_file = w.pre() + "/nnUNetPlans.json";
+  json plans = read_json(plans_file);
+  plans["configurations"]["3d_lowres"] = {{"inherits_from", "3d_fullres"}, {"next_stage", "3d_cascade_fullres"}};
+  plans["configurations"]["3d_cascade_fullres"] = {{"inherits_from", "3d_fullres"}, {"previous_stage", "3d_lowres"}};
+  write_json(plans_file, plans);
+  const auto r = w.train("", "3d_cascade_fullres");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("configuration '3d_cascade_fullres' is a cascade stage"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'3d_lowres'"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(w.results())) << "nothing written";
+}
+
+// ema_momentum 0.25: ema_1 = 0.25 * ema_0 + 0.75 * mean_fg_dice_1 (and ema_0 = mean_fg_dice_0).
+// With the hard-coded 0.9 of before, ema_1 = 0.9 * ema_0 + 0.1 * dice_1.
+TEST(WorkflowDefects, EmaMomentumOfTheTrainerConfigIsUsed) {
+  Workflow w("wf_ema", "--labels 1");
+  json cfg = read_json(test::source_path("configs/nnUNetTrainer.json"));
+  cfg["name"] = "EmaTrainer";
+  cfg["ema_momentum"] = 0.25;
+  const std::string cfg_file = w.dir() / "ema.json";
+  write_json(cfg_file, cfg);
+  const auto r = w.train("--tr " + cfg_file + " --val-iters-per-epoch 2", "3d_fullres", 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto lines = metrics_lines(w.fold("EmaTrainer") + "/metrics.jsonl");
+  ASSERT_EQ(lines.size(), 2u);
+  const double d0 = lines[0].at("mean_fg_dice"), d1 = lines[1].at("mean_fg_dice");
+  EXPECT_DOUBLE_EQ(lines[0].at("ema_pseudo_dice").get<double>(), d0);
+  EXPECT_NEAR(lines[1].at("ema_pseudo_dice").get<double>(), 0.25 * d0 + 0.75 * d1, 1e-12)
+      << "dice " << d0 << ", " << d1;
+  if (std::abs(d1 - d0) < 1e-9) GTEST_SKIP() << "equal Dice in both epochs cannot tell the momentum apart";
+}
+
+// The average of two checkpoints is weights only: no optimizer buffers, RNG, sampler position or
+// logs; medseg_predict takes it, --c refuses it with one line naming it and leaves it in place.
+TEST(WorkflowDefects, AveragedCheckpointIsWeightsOnlyAndContinueRefusesIt) {
+  Workflow w("wf_avg", "--labels 1");
+  auto r = w.train("--val-iters-per-epoch 1 --checkpoint-every 1", "3d_fullres", 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string fold = w.fold(), avg = w.dir() / "avg.ckpt";
+  const auto final_ck = checkpoint::load_checkpoint(fold + "/checkpoint_final.ckpt");
+  ASSERT_FALSE(final_ck.optimizer.buffers.empty()) << "a training checkpoint holds momentum buffers";
+  r = test::run_cli("medseg_checkpoint", "average " + fold + "/checkpoint_final.ckpt " + fold +
+                                             "/checkpoint_best.ckpt -o " + avg);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto a = checkpoint::load_checkpoint(avg);
+  EXPECT_TRUE(a.weights_only);
+  EXPECT_TRUE(a.optimizer.buffers.empty());
+  EXPECT_EQ(a.optimizer.type, "");
+  EXPECT_FALSE(a.rng.cpu.defined());
+  EXPECT_TRUE(a.rng.workers.empty());
+  EXPECT_TRUE(a.logs.empty());
+  EXPECT_TRUE(a.sampler.empty());
+  EXPECT_TRUE(a.ema.is_null());
+  EXPECT_EQ(a.weights.size(), final_ck.weights.size());
+  EXPECT_EQ(a.dataset, final_ck.dataset) << "the JSON copies stay: the average still predicts";
+
+  // The user puts the average where --c looks.
+  for (const char* n : {"checkpoint_final.ckpt", "checkpoint_best.ckpt", "checkpoint_latest.ckpt"})
+    fs::remove(fold + "/" + n);
+  fs::copy_file(avg, fold + "/checkpoint_latest.ckpt");
+  // training_log.txt records the refused attempt; every other file stays as it was.
+  const auto snapshot = [&] {
+    auto m = test::folder_snapshot(fold);
+    m.erase("training_log.txt");
+    return m;
+  };
+  const auto before = snapshot();
+  r = w.train("--val-iters-per-epoch 1 --c", "3d_fullres", 3);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(fold + "/checkpoint_latest.ckpt"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("weights-only checkpoint"), std::string::npos) << r.output;
+  EXPECT_EQ(snapshot(), before) << "the fold folder is left as it was";
+}
