@@ -58,10 +58,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   app.add_option("--dist-timeout", dist_timeout, "Seconds a rank waits for the others before it gives up (1..86400)")
       ->check(CLI::Range(1, 86400))->capture_default_str();
+  app.add_option("--pretrained_weights", opt.pretrained_weights,
+                 "Start a new run from this checkpoint's weights (fine-tuning; segmentation heads skipped when the labels "
+                 "differ)");
   app.add_option("--inplace", inplace, "In-place activations: auto (on for one process, off with several ranks), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   return medseg::cli::run(argc, argv, app, [&] {
     if (resume && val) throw medseg::Error("--c and --val are mutually exclusive");
+    if (!opt.pretrained_weights.empty() && (resume || val))
+      throw medseg::Error(std::string("-pretrained_weights starts a new run: it cannot be combined with ") +
+                          (resume ? "--c" : "--val"));
     if (nproc > 0 && num_gpus > 0 && nproc != num_gpus)
       throw medseg::Error("--nproc_per_node " + std::to_string(nproc) + " and -num_gpus " + std::to_string(num_gpus) +
                           " disagree");

@@ -22,6 +22,9 @@ class SegmentationNetworkImpl : public torch::nn::Module {
   // Python-style class name, e.g. "ResidualEncoderUNet", "SwinUNETR".
   virtual std::string class_name() const = 0;
   virtual int spatial_dims() const = 0;
+  // Where the segmentation heads' weights are named ("decoder.seg_layers." for the U-Nets, as in
+  // nnU-Net): the only layers whose shapes follow the labels, skipped when fine-tuning on others.
+  virtual std::string segmentation_head_prefix() const = 0;
   // Trainable elements, each tensor once (deep-supervision heads included).
   int64_t parameter_count() const;
 };

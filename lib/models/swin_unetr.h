@@ -66,6 +66,7 @@ class SwinUNETRImpl : public SegmentationNetworkImpl {
   bool deep_supervision() const override { return false; }
   std::string class_name() const override { return "SwinUNETR"; }
   int spatial_dims() const override { return options.spatial_dims(); }
+  std::string segmentation_head_prefix() const override { return "out."; }
   void set_checkpointing(bool on);
 
   SwinUNETROptions options;

@@ -110,6 +110,7 @@ class UNetBaseImpl : public SegmentationNetworkImpl {
   void set_deep_supervision(bool on) override;
   bool deep_supervision() const override { return options.deep_supervision(); }
   int spatial_dims() const override { return options.spatial_dims(); }
+  std::string segmentation_head_prefix() const override { return "decoder.seg_layers."; }
   void set_checkpoint_encoder(bool on);
 
   UNetOptions options;

@@ -32,6 +32,7 @@
 #include "training/interrupt.h"
 #include "training/loss.h"
 #include "training/metrics_log.h"
+#include "training/pretrained.h"
 #include "training/progress_plot.h"
 #include "training/schedule.h"
 
@@ -97,6 +98,7 @@ struct Trainer::State {
   ResumePoint newest_valid_checkpoint() const;
   void resume_from(ResumePoint& from);
   void open_run_folder();
+  void load_pretrained();
   void save(const char* name);
   void start_loaders();
   std::vector<at::Tensor> device_targets(const data::Batch& b) const;
@@ -236,6 +238,7 @@ Checkpoint Trainer::State::to_checkpoint() const {
   ck.extra = {{"configuration", in.configuration}, {"plans_name", in.plans_name}, {"trainer_name", cfg.name},
               {"fold", in.fold}, {"in_channels", in.in_channels}, {"num_classes", in.num_classes},
               {"inference_allowed_mirroring_axes", mirror_axes}, {"network_class_name", net->class_name()}};
+  if (!opt.pretrained_weights.empty()) ck.extra["pretrained_weights"] = opt.pretrained_weights;
   return ck;
 }
 
@@ -303,6 +306,16 @@ void Trainer::State::resume_from(ResumePoint& from) {
   restore(*from.checkpoint);
   from.checkpoint.reset();
   spdlog::info("resumed from {} (epoch {}, iteration {})", from.name, epoch, next_iter);
+}
+
+void Trainer::State::load_pretrained() {
+  const auto r = load_pretrained_weights(*net, opt.pretrained_weights, in.dataset_json.at("labels"));
+  spdlog::info("pretrained weights: {} tensors from {}", r.loaded, opt.pretrained_weights);
+  if (r.skipped_heads.empty()) return;
+  std::string names;
+  for (const auto& n : r.skipped_heads) names += (names.empty() ? "" : ", ") + n;
+  spdlog::info("pretrained weights: segmentation heads left as initialised ({}): {}",
+               r.same_labels ? "their shapes differ" : "the labels differ", names);
 }
 
 void Trainer::State::save(const char* name) {
@@ -427,6 +440,7 @@ TrainOutcome Trainer::run() {
       from = s.newest_valid_checkpoint();
     else
       refuse_used_fold_folder(s.in.folders.fold_folder);
+    if (!s.opt.pretrained_weights.empty()) s.load_pretrained();
   });
   if (s.dp->writer()) s.open_run_folder();
   const ScopedInterruptHandler interrupt_handler;

@@ -30,6 +30,7 @@ struct TrainOptions {
   bool progress_bar = true;
   bool save_probabilities = false;     // --npz: final validation also writes CASE_probabilities.npy/.json
   std::optional<InplaceMode> inplace;  // --inplace; overrides the config's when set
+  std::string pretrained_weights;      // -pretrained_weights: a checkpoint to start a new run from
   // The ranks of a data-parallel run (null: one process). Every rank constructs a Trainer with the
   // same inputs; rank 0 alone writes (training/data_parallel.h).
   std::shared_ptr<distributed::ProcessGroup> group;

@@ -1,5 +1,6 @@
-// Defects of the nnU-Net workflow found when medseg was tried as a new user would (issue 13), each
-// run through the CLIs on a tiny synthetic dataset:
+// nnU-Net's workflow beyond one configuration, run through the CLIs on tiny synthetic datasets:
+// fine-tuning from pretrained weights, and the defects found when medseg was tried as a new user
+// would:
 // - an ignore-label dataset trained one output too many (labels.size()), and medseg_predict then
 //   refused the model;
 // - region labels and a 3d_cascade_fullres configuration trained silently as something else;
@@ -7,10 +8,12 @@
 // - medseg_checkpoint average copied the first input's optimizer, RNG and progress, so the average
 //   looked resumable.
 #include <gtest/gtest.h>
+#include <ATen/ATen.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -29,12 +32,15 @@ namespace {
 // 3d_fullres, in its own scratch folder.
 class Workflow {
  public:
-  Workflow(const std::string& tag, const std::string& make_args) : dir_(tag) {
+  Workflow(const std::string& tag, const std::string& make_args) : dir_(tag) { add_dataset(951, make_args); }
+  // Another dataset beside the first, made the same way (same shapes: same plans).
+  void add_dataset(int id, const std::string& make_args) const {
     fs::create_directories(dir_ / "raw");
-    auto r = test::run_cli("medseg_make_dataset",
-                           "-d 951 -n Flow --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5 " + make_args, env());
+    const std::string d = std::to_string(id);
+    auto r = test::run_cli("medseg_make_dataset", "-d " + d + " -n Flow --cases 5 --min-shape 12 20 20 "
+                                                  "--max-shape 14 22 22 --seed 5 " + make_args, env());
     EXPECT_EQ(r.exit_code, 0) << r.output;
-    r = test::run_cli("medseg_plan_and_preprocess", "-d 951 -c 3d_fullres --np 2 --no_pbar", env());
+    r = test::run_cli("medseg_plan_and_preprocess", "-d " + d + " -c 3d_fullres --np 2 --no_pbar", env());
     EXPECT_EQ(r.exit_code, 0) << r.output;
   }
   std::string env() const {
@@ -43,11 +49,12 @@ class Workflow {
   std::string raw() const { return dir_ / "raw/Dataset951_Flow"; }
   std::string pre() const { return dir_ / "pre/Dataset951_Flow"; }
   std::string results() const { return dir_ / "results"; }
-  std::string fold(const std::string& trainer = "nnUNetTrainer", const std::string& config = "3d_fullres") const {
-    return dir_ / ("results/Dataset951_Flow/" + trainer + "__nnUNetPlans__" + config + "/fold_0");
+  std::string fold(const std::string& trainer = "nnUNetTrainer", int id = 951) const {
+    return dir_ / ("results/Dataset" + std::to_string(id) + "_Flow/" + trainer + "__nnUNetPlans__3d_fullres/fold_0");
   }
-  test::CmdResult train(const std::string& extra = "", const std::string& config = "3d_fullres", int epochs = 1) const {
-    return test::run_cli("medseg_train", "951 " + config + " 0 --epochs " + std::to_string(epochs) +
+  test::CmdResult train(const std::string& extra = "", const std::string& config = "3d_fullres", int epochs = 1,
+                        int id = 951) const {
+    return test::run_cli("medseg_train", std::to_string(id) + " " + config + " 0 --epochs " + std::to_string(epochs) +
                                          " --iters-per-epoch 2 --num-workers 1 --threads 1 --no_pbar " + extra, env());
   }
   const test::TempDir& dir() const { return dir_; }
@@ -186,4 +193,91 @@ TEST(WorkflowDefects, AveragedCheckpointIsWeightsOnlyAndContinueRefusesIt) {
   EXPECT_NE(r.output.find(fold + "/checkpoint_latest.ckpt"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("weights-only checkpoint"), std::string::npos) << r.output;
   EXPECT_EQ(snapshot(), before) << "the fold folder is left as it was";
+}
+
+namespace {
+
+// A trainer config whose learning rate (1e-12) leaves the weights where they started to ~1e-12:
+// what a run started from pretrained weights ends with is then what it started from.
+std::string frozen_config(const Workflow& w) {
+  json cfg = read_json(test::source_path("configs/nnUNetTrainer.json"));
+  cfg["name"] = "FineTune";
+  cfg["optimizer"]["lr"] = 1e-12;
+  const std::string file = w.dir() / "finetune.json";
+  write_json(file, cfg);
+  return file;
+}
+
+std::map<std::string, at::Tensor> weights_of(const std::string& checkpoint_file) {
+  const auto ck = checkpoint::load_checkpoint(checkpoint_file);
+  return {ck.weights.begin(), ck.weights.end()};
+}
+
+bool is_head(const std::string& name) { return name.rfind("decoder.seg_layers.", 0) == 0; }
+
+}  // namespace
+
+// Same labels: every tensor, heads included, comes from the pretrained run. A fresh He-initialised
+// network differs from it by O(1); the frozen run's drift is ~1e-12.
+TEST(WorkflowPretrained, SameLabelsLoadEveryTensor) {
+  Workflow w("wf_pre_same", "--labels 1");
+  auto r = w.train("--val-iters-per-epoch 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string source = w.fold() + "/checkpoint_final.ckpt";
+  r = w.train("--val-iters-per-epoch 1 --tr " + frozen_config(w) + " -pretrained_weights " + source);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("pretrained weights: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("left as initialised"), std::string::npos) << r.output;
+  const auto a = weights_of(source), b = weights_of(w.fold("FineTune") + "/checkpoint_final.ckpt");
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [name, t] : b) {
+    ASSERT_TRUE(a.count(name)) << name;
+    EXPECT_TRUE(at::allclose(t, a.at(name), 1e-6, 1e-9)) << name;
+  }
+  EXPECT_EQ(checkpoint::load_checkpoint(w.fold("FineTune") + "/checkpoint_final.ckpt").extra.at("pretrained_weights"),
+            source);
+}
+
+// Other labels (2 classes instead of 1): the heads keep their fresh initialisation and say so;
+// every other tensor comes from the pretrained run.
+TEST(WorkflowPretrained, OtherLabelsSkipTheSegmentationHeads) {
+  Workflow w("wf_pre_other", "--labels 1");
+  w.add_dataset(952, "--labels 2");
+  auto r = w.train("--val-iters-per-epoch 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string source = w.fold() + "/checkpoint_final.ckpt";
+  r = w.train("--val-iters-per-epoch 1 --tr " + frozen_config(w) + " -pretrained_weights " + source, "3d_fullres", 1, 952);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("segmentation heads left as initialised (the labels differ): decoder.seg_layers."),
+            std::string::npos) << r.output;
+  const auto a = weights_of(source), b = weights_of(w.fold("FineTune", 952) + "/checkpoint_final.ckpt");
+  int heads = 0;
+  for (const auto& [name, t] : b) {
+    ASSERT_TRUE(a.count(name)) << name;
+    if (is_head(name)) {
+      ++heads;
+      EXPECT_NE(t.sizes(), a.at(name).sizes()) << name;
+    } else {
+      EXPECT_TRUE(at::allclose(t, a.at(name), 1e-6, 1e-9)) << name;
+    }
+  }
+  EXPECT_GT(heads, 0);
+}
+
+// Another architecture (2 input channels against 1) is refused before anything is written, naming
+// the file and the tensor; so is -pretrained_weights with --c.
+TEST(WorkflowPretrained, OtherArchitectureAndContinueAreRefused) {
+  Workflow w("wf_pre_bad", "--labels 1");
+  w.add_dataset(953, "--labels 1 --channels 2");
+  auto r = w.train("--val-iters-per-epoch 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string source = w.fold() + "/checkpoint_final.ckpt";
+  r = w.train("-pretrained_weights " + source, "3d_fullres", 1, 953);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(source + ": tensor 'encoder."), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("has shape"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(w.results() + "/Dataset953_Flow")) << "nothing written";
+  r = w.train("--c -pretrained_weights " + source);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot be combined with --c"), std::string::npos) << r.output;
 }
