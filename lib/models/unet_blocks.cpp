@@ -52,13 +52,17 @@ torch::Tensor ConvDropoutNormReLUImpl::forward(torch::Tensor x) {
 
 torch::Tensor ConvDropoutNormReLUImpl::norm_weight() const {
   if (norm_.is_empty()) return {};
-  auto* p = norm_.ptr()->named_parameters(false).find("weight");
+  // named_parameters() returns a new dict: find() points into it, so it must outlive the lookup.
+  const auto params = norm_.ptr()->named_parameters(false);
+  const auto* p = params.find("weight");
   return p ? *p : torch::Tensor();
 }
 
 torch::Tensor ConvDropoutNormReLUImpl::norm_bias() const {
   if (norm_.is_empty()) return {};
-  auto* p = norm_.ptr()->named_parameters(false).find("bias");
+  // named_parameters() returns a new dict: find() points into it, so it must outlive the lookup.
+  const auto params = norm_.ptr()->named_parameters(false);
+  const auto* p = params.find("bias");
   return p ? *p : torch::Tensor();
 }
 
