@@ -38,6 +38,10 @@ void init_itk_globals() {
   itk::ImageFileReader<ImageT>::New();
   itk::ImageFileWriter<ImageT>::New();
   itk::ObjectFactoryBase::CreateAllInstance("itkImageIOBase");
+  // Made lazily by the first pipeline update (ShouldIReleaseData), i.e. inside the first
+  // Update/Write of every thread at once: ThreadSanitizer caught two threads inserting it into
+  // SingletonIndex's map (ImageFileWriter::Update -> SetGlobalInstancePrivate).
+  itk::DataObject::GetGlobalReleaseDataFlag();
 }
 
 }  // namespace
