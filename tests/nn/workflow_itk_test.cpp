@@ -213,6 +213,14 @@ std::map<std::string, at::Tensor> weights_of(const std::string& checkpoint_file)
   return {ck.weights.begin(), ck.weights.end()};
 }
 
+// The run every fine-tuning test starts from: dataset 951, one epoch; `source` is its
+// checkpoint_final.
+void train_pretrained_source(const Workflow& w, std::string& source) {
+  const auto r = w.train("--val-iters-per-epoch 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  source = w.fold() + "/checkpoint_final.ckpt";
+}
+
 bool is_head(const std::string& name) { return name.rfind("decoder.seg_layers.", 0) == 0; }
 
 }  // namespace
@@ -221,10 +229,9 @@ bool is_head(const std::string& name) { return name.rfind("decoder.seg_layers.",
 // network differs from it by O(1); the frozen run's drift is ~1e-12.
 TEST(WorkflowPretrained, SameLabelsLoadEveryTensor) {
   Workflow w("wf_pre_same", "--labels 1");
-  auto r = w.train("--val-iters-per-epoch 1");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string source = w.fold() + "/checkpoint_final.ckpt";
-  r = w.train("--val-iters-per-epoch 1 --tr " + frozen_config(w) + " -pretrained_weights " + source);
+  std::string source;
+  ASSERT_NO_FATAL_FAILURE(train_pretrained_source(w, source));
+  auto r = w.train("--val-iters-per-epoch 1 --tr " + frozen_config(w) + " -pretrained_weights " + source);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("pretrained weights: "), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("left as initialised"), std::string::npos) << r.output;
@@ -243,10 +250,9 @@ TEST(WorkflowPretrained, SameLabelsLoadEveryTensor) {
 TEST(WorkflowPretrained, OtherLabelsSkipTheSegmentationHeads) {
   Workflow w("wf_pre_other", "--labels 1");
   w.add_dataset(952, "--labels 2");
-  auto r = w.train("--val-iters-per-epoch 1");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string source = w.fold() + "/checkpoint_final.ckpt";
-  r = w.train("--val-iters-per-epoch 1 --tr " + frozen_config(w) + " -pretrained_weights " + source, "3d_fullres", 1, 952);
+  std::string source;
+  ASSERT_NO_FATAL_FAILURE(train_pretrained_source(w, source));
+  auto r = w.train("--val-iters-per-epoch 1 --tr " + frozen_config(w) + " -pretrained_weights " + source, "3d_fullres", 1, 952);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("segmentation heads left as initialised (the labels differ): decoder.seg_layers."),
             std::string::npos) << r.output;
@@ -269,10 +275,9 @@ TEST(WorkflowPretrained, OtherLabelsSkipTheSegmentationHeads) {
 TEST(WorkflowPretrained, OtherArchitectureAndContinueAreRefused) {
   Workflow w("wf_pre_bad", "--labels 1");
   w.add_dataset(953, "--labels 1 --channels 2");
-  auto r = w.train("--val-iters-per-epoch 1");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string source = w.fold() + "/checkpoint_final.ckpt";
-  r = w.train("-pretrained_weights " + source, "3d_fullres", 1, 953);
+  std::string source;
+  ASSERT_NO_FATAL_FAILURE(train_pretrained_source(w, source));
+  auto r = w.train("-pretrained_weights " + source, "3d_fullres", 1, 953);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find(source + ": tensor 'encoder."), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("has shape"), std::string::npos) << r.output;
