@@ -271,7 +271,7 @@ TEST(WorkflowPretrained, OtherLabelsSkipTheSegmentationHeads) {
 }
 
 // Another architecture (2 input channels against 1) is refused before anything is written, naming
-// the file and the tensor; so is -pretrained_weights with --c.
+// the file and the tensor; so are a missing or truncated checkpoint, and -pretrained_weights with --c.
 TEST(WorkflowPretrained, OtherArchitectureAndContinueAreRefused) {
   Workflow w("wf_pre_bad", "--labels 1");
   w.add_dataset(953, "--labels 1 --channels 2");
@@ -282,6 +282,16 @@ TEST(WorkflowPretrained, OtherArchitectureAndContinueAreRefused) {
   EXPECT_NE(r.output.find(source + ": tensor 'encoder."), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("has shape"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(w.results() + "/Dataset953_Flow")) << "nothing written";
+  // A missing or truncated checkpoint: one line naming it, nothing written.
+  const std::string missing = w.dir() / "missing.ckpt", truncated = w.dir() / "truncated.ckpt";
+  fs::copy_file(source, truncated);
+  fs::resize_file(truncated, fs::file_size(source) / 2);
+  for (const std::string& bad : {missing, truncated}) {
+    r = w.train("-pretrained_weights " + bad, "3d_fullres", 1, 953);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(bad + ": "), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(w.results() + "/Dataset953_Flow")) << "nothing written";
+  }
   r = w.train("--c -pretrained_weights " + source);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("cannot be combined with --c"), std::string::npos) << r.output;
