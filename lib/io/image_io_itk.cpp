@@ -39,6 +39,11 @@ Volume read_typed(const std::string& path, itk::ImageIOBase* io) {
   auto reader = itk::ImageFileReader<ImageT>::New();
   reader->SetFileName(path);
   reader->SetImageIO(io);
+  {
+    // The reader parses the header again; Update() below then finds its information current.
+    std::lock_guard<std::mutex> lock(itk_header_mutex());
+    reader->UpdateOutputInformation();
+  }
   reader->Update();
   typename ImageT::Pointer img = reader->GetOutput();
   const auto size = img->GetLargestPossibleRegion().GetSize();
@@ -155,6 +160,7 @@ Volume read_image(const std::string& path) {
   if (!io) throw FileError(path, "not a readable image (unknown format or corrupt header)");
   try {
     io->SetFileName(path);
+    std::lock_guard<std::mutex> lock(itk_header_mutex());
     io->ReadImageInformation();
   } catch (const itk::ExceptionObject& e) {
     throw FileError(path, "corrupt image header: " + itk_reason(e));

@@ -46,6 +46,11 @@ void init_itk_globals() {
 
 }  // namespace
 
+std::mutex& itk_header_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 void init_itk_globals_once() {
   static std::once_flag once;
   std::call_once(once, init_itk_globals);
