@@ -11,6 +11,7 @@
 #include "core/progress.h"
 #include "inference/case_inputs.h"
 #include "inference/model_folder.h"
+#include "postprocessing/postprocessing.h"
 #include "inference/output_collisions.h"
 #include "inference/predict_cases.h"
 #include "inference/predictor.h"
@@ -54,6 +55,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--continue_prediction", ro.continue_prediction, "Skip cases whose outputs exist");
   app.add_flag("--disable_progress_bar", no_progress, "No progress bar");
+  bool no_postprocessing = false;
+  app.add_flag("--disable_postprocessing", no_postprocessing,
+               "Ignore the model folder's postprocessing.json (medseg_determine_postprocessing -m)");
   return cli::run(argc, argv, app, [&] {
     if (model_folder.empty()) {
       if (dataset.empty() || configuration.empty()) throw Error("pass -d DATASET -c CONFIGURATION, or -m MODEL_FOLDER");
@@ -68,6 +72,12 @@ int main(int argc, char** argv) {
     if (!configuration.empty() && configuration != model.configuration)
       throw Error(model_folder + " holds configuration '" + model.configuration + "', not '" + configuration + "'");
     const std::string ending = model.dataset.file_ending;
+    const std::string pp_file = (fs::path(model_folder) / "postprocessing.json").string();
+    if (!no_postprocessing && fs::exists(pp_file)) {
+      ro.postprocessing = postprocessing::read_postprocessing(pp_file).steps;
+      spdlog::info("postprocessing from {}: {} step(s) (--disable_postprocessing skips it)", pp_file,
+                   ro.postprocessing.size());
+    }
     const int channels = static_cast<int>(model.in_channels);
     const json plans_json = model.plans_json, dataset_json = model.dataset_json;
     inference::Predictor predictor(std::move(model), po);

@@ -54,8 +54,8 @@ static std::vector<int32_t> as_int32(const Volume& v) {
   return out;
 }
 
-static CaseResult evaluate_case(const std::string& ref_file, const std::string& pred_file, const EvaluateOptions& o) {
-  const Volume ref = io::read_label(ref_file), pred = io::read_label(pred_file);
+CaseResult evaluate_volumes(const Volume& ref, const Volume& pred, const EvaluateOptions& o,
+                            const std::string& ref_file, const std::string& pred_file) {
   const std::string grid = io::grid_mismatch(ref, pred);
   if (!grid.empty())
     throw FileError(pred_file, "not on the grid of the reference " + ref_file + ": " + grid + " (reference vs prediction)");
@@ -78,6 +78,10 @@ static CaseResult evaluate_case(const std::string& ref_file, const std::string& 
     }
   }
   return c;
+}
+
+static CaseResult evaluate_case(const std::string& ref_file, const std::string& pred_file, const EvaluateOptions& o) {
+  return evaluate_volumes(io::read_label(ref_file), io::read_label(pred_file), o, ref_file, pred_file);
 }
 
 json evaluate_folder(const std::string& ref_folder, const std::string& pred_folder, const EvaluateOptions& o) {

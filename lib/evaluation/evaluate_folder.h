@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/json_io.h"
+#include "core/volume.h"
 #include "evaluation/metrics.h"
 
 namespace medseg::evaluation {
@@ -23,6 +24,11 @@ struct EvaluateOptions {
 // Labels/regions and keys from a dataset.json (background excluded), as nnU-Net's label manager;
 // the ignore label ("ignore" in labels, or a top-level "ignore"); every declared value.
 void labels_from_dataset_json(const json& dataset_json, EvaluateOptions& o);
+
+// Scores one prediction against its reference held in memory (the checks of evaluate_folder, the
+// files named only in errors and in the result).
+CaseResult evaluate_volumes(const Volume& reference, const Volume& prediction, const EvaluateOptions& o,
+                            const std::string& reference_file, const std::string& prediction_file);
 
 // Evaluates every reference file that has a prediction of the same name; throws FileError for a
 // missing prediction (unless chill), an unreadable file, a prediction on another grid than its

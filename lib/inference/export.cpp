@@ -171,6 +171,7 @@ Volume export_prediction(const at::Tensor& logits, const preprocessing::CaseProp
                  {"direction", g.direction}};
     write_json(base + "_probabilities.json", meta);
   }
+  if (!opts.postprocessing.empty()) seg = postprocessing::apply_postprocessing(seg, opts.postprocessing);
   io::write_image(base + file_ending, seg);
   return seg;
 }

@@ -19,6 +19,7 @@
 #include "core/volume.h"
 #include "io/dataset.h"
 #include "planning/plans.h"
+#include "postprocessing/postprocessing.h"
 #include "preprocessing/case_store.h"
 #include "preprocessing/preprocessor.h"
 
@@ -38,6 +39,8 @@ struct ExportOptions {
   preprocessing::ResampleSpec resample{{1, 0}, std::nullopt};  // resampling_fn_probabilities_kwargs
   bool save_probabilities = false;
   int threads = 1;  // classes resampled at once (and the bound on classes held in memory)
+  // Applied to the written segmentation only (probabilities stay the network's), as nnU-Net does.
+  std::vector<postprocessing::KeepLargestComponent> postprocessing;
 };
 
 // The probabilities resampling spec of a configuration (order 1 / order_z 0 by default).

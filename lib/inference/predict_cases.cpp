@@ -109,6 +109,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
   ExportOptions eo = predictor.export_defaults();
   eo.save_probabilities = o.save_probabilities;
   eo.threads = std::max(1, o.export_threads);
+  eo.postprocessing = o.postprocessing;
 
   auto prepare = [&](std::size_t i) {
     Prepared p;

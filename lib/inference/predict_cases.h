@@ -12,6 +12,7 @@
 
 #include "inference/case_inputs.h"
 #include "inference/predictor.h"
+#include "postprocessing/postprocessing.h"
 
 namespace medseg::inference {
 
@@ -24,6 +25,7 @@ struct RunOptions {
   int nps = 2;                       // export workers
   int export_threads = 1;            // classes resampled in parallel inside one export
   bool progress = true;
+  std::vector<postprocessing::KeepLargestComponent> postprocessing;  // the model folder's postprocessing.json
 };
 
 struct RunSummary {

@@ -10,6 +10,8 @@
 #include "core/json_io.h"
 #include "inference_test_util.h"
 #include "io/image_io.h"
+#include "postprocessing/components.h"
+#include "postprocessing/postprocessing.h"
 #include "support/test_support.h"
 
 using namespace medseg;
@@ -106,4 +108,59 @@ TEST(InferenceCli, UsageErrorsAreOneLine) {
   r = test::run_cli("medseg_predict", "-i " + (d / "in") + " -o " + (d / "out") + " -m " + model + " -f 3");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("fold_3"), std::string::npos) << r.output;
+}
+
+TEST(InferenceCli, ModelFolderPostprocessingIsAppliedUnlessDisabled) {
+  test::TempDir d("pcli");
+  // Seg-layer weights scaled up and no bias: the two logits swap order from voxel to voxel, so the
+  // segmentation is speckled with many components.
+  test::TinyModelSpec s;
+  s.channels = 2;
+  auto net = test::tiny_network(s, 11);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : net->named_parameters()) {
+      if (p.key().find("seg_layers") == std::string::npos) continue;
+      if (p.key().find("weight") != std::string::npos) p.value().mul_(50);
+      if (p.key().find("bias") != std::string::npos) p.value().zero_();
+    }
+  }
+  const std::string model = d / "results/Dataset999_Tiny/nnUNetTrainer__nnUNetPlans__3d_fullres";
+  test::write_model_folder(model, s, net, {"0"});
+  const std::string in = d / "in";
+  fs::create_directories(in);
+  Geometry g;
+  io::write_image(in + "/a_0000.nii.gz", blob(g));
+  io::write_image(in + "/a_0001.nii.gz", blob(g, 3.0f));
+  const std::string args = "-i " + in + " -m " + model + " --disable_tta --disable_progress_bar -o ";
+  auto r = test::run_cli("medseg_predict", args + (d / "plain"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Volume plain = io::read_image(d / "plain/a.nii.gz");
+  // The random network's segmentation has several foreground components (else this test shows nothing).
+  std::vector<uint8_t> fg(static_cast<size_t>(plain.numel()));
+  for (size_t i = 0; i < fg.size(); ++i) fg[i] = plain.data<uint8_t>()[i] != 0;
+  ASSERT_GT(postprocessing::connected_components(fg, plain.shape()).sizes.size(), 2u);
+
+  postprocessing::Postprocessing pp;
+  pp.steps = {{{1}}};
+  postprocessing::write_postprocessing(model + "/postprocessing.json", pp);
+  r = test::run_cli("medseg_predict", args + (d / "pp"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("postprocessing from " + model + "/postprocessing.json: 1 step(s)"), std::string::npos)
+      << r.output;
+  const Volume post = io::read_image(d / "pp/a.nii.gz");
+  EXPECT_EQ(post.to_double(), postprocessing::apply_postprocessing(plain, pp.steps).to_double());
+  EXPECT_NE(post.to_double(), plain.to_double());
+  EXPECT_EQ(geometry_mismatch(post.geometry(), post.shape(), plain.geometry(), plain.shape()), "");
+
+  r = test::run_cli("medseg_predict", args + (d / "off") + " --disable_postprocessing");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(io::read_image(d / "off/a.nii.gz").to_double(), plain.to_double());
+
+  // A broken postprocessing.json stops the run before anything is written, naming the file.
+  write_file_atomic(model + "/postprocessing.json", "{\"postprocessing_fns\": [");
+  r = test::run_cli("medseg_predict", args + (d / "broken"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find(model + "/postprocessing.json"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d / "broken"));
 }

@@ -1,0 +1,34 @@
+// medseg-app: itk
+// medseg_apply_postprocessing: applies a postprocessing.json (medseg_determine_postprocessing, or
+// nnU-Net's postprocessing.json) to a folder of segmentations (docs/postprocessing.md).
+#include <cstdio>
+#include <filesystem>
+
+#include "cli_common.h"
+#include "core/error.h"
+#include "postprocessing/postprocessing.h"
+
+namespace fs = std::filesystem;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Apply postprocessing to a folder of segmentations", "medseg_apply_postprocessing"};
+  std::string input, output, pp_file;
+  int threads = medseg::cli::default_threads();
+  app.add_option("-i,--input", input, "Folder of segmentations")->required();
+  app.add_option("-o,--output", output, "Output folder (not the input folder)")->required();
+  app.add_option("--pp_json", pp_file, "postprocessing.json (default: INPUT/postprocessing.json)");
+  app.add_option("--np", threads, "Threads")->capture_default_str();
+  return medseg::cli::run(argc, argv, app, [&] {
+    if (pp_file.empty()) pp_file = (fs::path(input) / "postprocessing.json").string();
+    const auto pp = medseg::postprocessing::read_postprocessing(pp_file);
+    const int64_t n = medseg::postprocessing::apply_postprocessing_to_folder(input, output, pp, threads);
+    // As nnU-Net: the folder stays self-describing for a later evaluation.
+    for (const char* f : {"dataset.json", "plans.json"}) {
+      const fs::path src = fs::path(input) / f;
+      if (fs::exists(src)) fs::copy_file(src, fs::path(output) / f, fs::copy_options::overwrite_existing);
+    }
+    std::printf("%lld segmentation(s) postprocessed (%zu step(s)) -> %s\n", static_cast<long long>(n),
+                pp.steps.size(), output.c_str());
+    return 0;
+  });
+}

@@ -1,0 +1,81 @@
+#include "postprocessing/crossval.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "core/error.h"
+#include "core/output_folder.h"
+#include "core/paths.h"
+#include "core/strings.h"
+
+namespace fs = std::filesystem;
+
+namespace medseg::postprocessing {
+namespace {
+
+std::vector<std::string> folds_with_validation(const fs::path& model) {
+  std::vector<int> ids;
+  for (const auto& e : fs::directory_iterator(model)) {
+    const std::string n = e.path().filename().string();
+    if (!e.is_directory() || n.rfind("fold_", 0) != 0 || !fs::is_directory(e.path() / "validation")) continue;
+    const std::string k = n.substr(5);
+    if (!k.empty() && std::all_of(k.begin(), k.end(), ::isdigit)) ids.push_back(std::stoi(k));
+  }
+  std::sort(ids.begin(), ids.end());
+  std::vector<std::string> out;
+  for (const int i : ids) out.push_back(std::to_string(i));
+  return out;
+}
+
+// The files of one case in a validation folder: the segmentation and its saved probabilities.
+bool belongs_to_case(const std::string& name, const std::string& file_ending) {
+  return (name.size() > file_ending.size() && ends_with(name, file_ending)) || ends_with(name, "_probabilities.npy") ||
+         ends_with(name, "_probabilities.json");
+}
+
+}  // namespace
+
+CrossvalResults gather_crossval(const std::string& model_folder, std::vector<std::string> folds,
+                                const std::string& references, const std::string& file_ending) {
+  const fs::path model(model_folder);
+  if (!fs::is_directory(model)) throw FileError(model_folder, "model folder not found");
+  if (folds.empty()) folds = folds_with_validation(model);
+  if (folds.empty())
+    throw FileError(model_folder, "no fold_K/validation folder: run the final validation (medseg_train ... --val) first");
+  CrossvalResults r;
+  r.folds = folds;
+  std::string name = "crossval_results_folds";
+  for (const auto& f : folds) name += "_" + f;
+  r.folder = (model / name).string();
+  r.references = references;
+  if (r.references.empty()) {
+    const std::string dataset = fs::absolute(model).lexically_normal().parent_path().filename().string();
+    r.references = (fs::path(root_folder(Root::Preprocessed)) / dataset / "gt_segmentations").string();
+  }
+  if (!fs::is_directory(r.references)) throw FileError(r.references, "reference folder not found");
+
+  std::map<std::string, std::string> origin;  // case file -> the fold it came from
+  StagedFolder staged(r.folder);
+  for (const auto& f : folds) {
+    const fs::path val = model / ("fold_" + f) / "validation";
+    if (!fs::is_directory(val))
+      throw FileError(val.string(), "not found: fold " + f + " has no validation results (medseg_train ... --val)");
+    for (const auto& e : fs::directory_iterator(val)) {
+      const std::string n = e.path().filename().string();
+      if (!e.is_regular_file() || !belongs_to_case(n, file_ending)) continue;
+      const auto [it, fresh] = origin.emplace(n, f);
+      if (!fresh)
+        throw FileError(e.path().string(), "also in fold " + it->second + "'s validation: the folds overlap");
+      fs::copy_file(e.path(), fs::path(staged.path()) / n);
+      r.cases += ends_with(n, file_ending);
+    }
+  }
+  if (r.cases == 0) throw FileError(model_folder, "the folds' validation folders hold no " + file_ending + " file");
+  for (const char* f : {"dataset.json", "plans.json"})
+    if (fs::exists(model / f)) fs::copy_file(model / f, fs::path(staged.path()) / f);
+  staged.commit();
+  return r;
+}
+
+}  // namespace medseg::postprocessing

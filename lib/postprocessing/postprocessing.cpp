@@ -1,0 +1,150 @@
+#include "postprocessing/postprocessing.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <type_traits>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "core/progress.h"
+#include "core/strings.h"
+#include "io/image_io.h"
+#include "postprocessing/components.h"
+
+namespace fs = std::filesystem;
+
+namespace medseg::postprocessing {
+namespace {
+
+// nnU-Net's name for the one step kind, kept so its users recognise the file.
+constexpr const char* kKeepLargest = "remove_all_but_largest_component_from_segmentation";
+constexpr const char* kFormat = "medseg.postprocessing";
+constexpr int kVersion = 1;
+
+template <class T>
+void keep_largest(T* seg, const std::array<int64_t, 3>& shape, const std::vector<int>& values) {
+  const size_t n = static_cast<size_t>(shape[0] * shape[1] * shape[2]);
+  std::vector<uint8_t> mask(n);
+  for (size_t i = 0; i < n; ++i)
+    mask[i] = std::find(values.begin(), values.end(), static_cast<int64_t>(seg[i])) != values.end();
+  const std::vector<uint8_t> keep = largest_component(mask, shape);
+  for (size_t i = 0; i < n; ++i)
+    if (mask[i] && !keep[i]) seg[i] = 0;
+}
+
+// labels_or_regions: an int, or a (nested) list of ints; the mask is the union either way.
+void collect_values(const json& j, std::vector<int>& out, const std::string& source) {
+  if (j.is_number_integer()) {
+    const int v = j.get<int>();
+    if (v <= 0) throw FileError(source, "labels_or_regions holds " + std::to_string(v) + " (only foreground labels > 0)");
+    out.push_back(v);
+  } else if (j.is_array()) {
+    for (const auto& e : j) collect_values(e, out, source);
+  } else {
+    throw FileError(source, "labels_or_regions must be a label, a region (list) or a list of them, not " + j.dump());
+  }
+}
+
+json values_json(const std::vector<int>& v) { return v.size() == 1 ? json(v[0]) : json(v); }
+
+}  // namespace
+
+Volume apply_postprocessing(const Volume& segmentation, const std::vector<KeepLargestComponent>& steps) {
+  Volume out = segmentation;
+  visit_pixels(out, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    if constexpr (std::is_floating_point_v<T>) {
+      throw Error("postprocessing needs an integer label map, got floating-point voxels");
+    } else {
+      for (const auto& s : steps) keep_largest(p, out.shape(), s.values);
+    }
+  });
+  return out;
+}
+
+json to_json(const Postprocessing& pp) {
+  json fns = json::array(), kwargs = json::array();
+  for (const auto& s : pp.steps) {
+    fns.push_back(kKeepLargest);
+    kwargs.push_back({{"labels_or_regions", values_json(s.values)}});
+  }
+  return {{"format", kFormat},           {"version", kVersion},    {"file_ending", pp.file_ending},
+          {"postprocessing_fns", fns},   {"postprocessing_kwargs", kwargs},
+          {"input_folder", pp.before},   {"postprocessed", pp.after}};
+}
+
+Postprocessing postprocessing_from_json(const json& j, const std::string& source) {
+  if (!j.is_object()) throw FileError(source, "not a postprocessing.json (expected a JSON object)");
+  if (j.contains("format") && j.at("format") != kFormat)
+    throw FileError(source, "format is " + j.at("format").dump() + ", expected \"" + kFormat + "\"");
+  if (j.contains("version") && (!j.at("version").is_number_integer() || j.at("version").get<int>() > kVersion))
+    throw FileError(source, "version " + j.at("version").dump() + " is newer than this medseg reads (" +
+                                std::to_string(kVersion) + ")");
+  for (const char* key : {"postprocessing_fns", "postprocessing_kwargs"})
+    if (!j.contains(key) || !j.at(key).is_array())
+      throw FileError(source, std::string("missing list '") + key + "': not a postprocessing.json");
+  const json& fns = j.at("postprocessing_fns");
+  const json& kwargs = j.at("postprocessing_kwargs");
+  if (fns.size() != kwargs.size())
+    throw FileError(source, std::to_string(fns.size()) + " postprocessing_fns but " +
+                                std::to_string(kwargs.size()) + " postprocessing_kwargs");
+  Postprocessing pp;
+  if (j.contains("file_ending")) {
+    if (!j.at("file_ending").is_string()) throw FileError(source, "file_ending must be a string");
+    pp.file_ending = j.at("file_ending").get<std::string>();
+  }
+  for (size_t i = 0; i < fns.size(); ++i) {
+    if (fns[i] != kKeepLargest)
+      throw FileError(source, "unknown postprocessing step " + fns[i].dump() + " (medseg knows " + kKeepLargest + ")");
+    if (!kwargs[i].is_object() || !kwargs[i].contains("labels_or_regions"))
+      throw FileError(source, "step " + std::to_string(i) + " has no labels_or_regions");
+    KeepLargestComponent s;
+    collect_values(kwargs[i].at("labels_or_regions"), s.values, source);
+    if (s.values.empty()) throw FileError(source, "step " + std::to_string(i) + " has no labels");
+    pp.steps.push_back(std::move(s));
+  }
+  pp.before = j.value("input_folder", json::object());
+  pp.after = j.value("postprocessed", json::object());
+  return pp;
+}
+
+Postprocessing read_postprocessing(const std::string& path) { return postprocessing_from_json(read_json(path), path); }
+
+void write_postprocessing(const std::string& path, const Postprocessing& pp) { write_json(path, to_json(pp)); }
+
+int64_t apply_postprocessing_to_folder(const std::string& input_folder, const std::string& output_folder,
+                                       const Postprocessing& pp, int threads) {
+  if (!fs::is_directory(input_folder)) throw FileError(input_folder, "input folder not found");
+  std::error_code ec;
+  if (fs::exists(output_folder) && fs::equivalent(input_folder, output_folder, ec))
+    throw FileError(output_folder, "is the input folder; postprocessing writes to another folder and never "
+                                   "overwrites predictions");
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(input_folder)) {
+    const std::string n = e.path().filename().string();
+    if (e.is_regular_file() && n.size() > pp.file_ending.size() && ends_with(n, pp.file_ending)) names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  if (names.empty()) throw FileError(input_folder, "holds no " + pp.file_ending + " segmentation");
+  fs::create_directories(output_folder, ec);
+  if (ec) throw FileError(output_folder, "cannot create the output folder: " + ec.message());
+  ProgressBar bar("postprocess", static_cast<int64_t>(names.size()));
+  parallel_for(static_cast<int64_t>(names.size()), threads, [&](int64_t i) {
+    const std::string in = (fs::path(input_folder) / names[static_cast<size_t>(i)]).string();
+    Volume seg = io::read_image(in);
+    try {
+      seg = apply_postprocessing(seg, pp.steps);
+    } catch (const FileError&) {
+      throw;
+    } catch (const Error& e) {
+      throw FileError(in, e.what());
+    }
+    io::write_image((fs::path(output_folder) / names[static_cast<size_t>(i)]).string(), seg);
+    bar.tick();
+  });
+  bar.finish();
+  return static_cast<int64_t>(names.size());
+}
+
+}  // namespace medseg::postprocessing
