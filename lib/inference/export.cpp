@@ -168,7 +168,8 @@ Volume export_prediction(const at::Tensor& logits, const preprocessing::CaseProp
                  {"shape", shape},
                  {"spacing", g.spacing},
                  {"origin", g.origin},
-                 {"direction", g.direction}};
+                 {"direction", g.direction},
+                 {"file_dimension", g.file_dimension}};
     write_json(base + "_probabilities.json", meta);
   }
   if (!opts.postprocessing.empty()) seg = postprocessing::apply_postprocessing(seg, opts.postprocessing);

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <fstream>
 
 #include "core/error.h"
 #include "core/atomic_writer.h"
@@ -174,6 +175,34 @@ void write_npy(const std::string& path, const std::string& descr, const std::vec
                const void* data, std::size_t nbytes, bool sync) {
   const std::string header = npy_header(descr, shape);
   write_parts_atomic(path, {{header.data(), header.size()}, {data, nbytes}}, sync);
+}
+
+std::vector<float> read_npy_float32(const std::string& path, std::vector<int64_t>& shape) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw FileError(path, "cannot open (missing file?)");
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const NpyHeader h = parse_npy_header(bytes.data(), bytes.size(), path);
+  if (h.descr != "<f4") throw FileError(path, "holds dtype " + h.descr + ", expected float32 ('<f4')");
+  if (h.fortran_order) throw FileError(path, "is in Fortran order; expected C order");
+  if (h.data_offset > bytes.size()) throw FileError(path, "truncated inside its header");
+  const std::size_t have = bytes.size() - h.data_offset;
+  const std::string truncated = "truncated: " + std::to_string(have) + " data bytes for the shape its header declares";
+  std::size_t count = 1;  // the header's element count, checked before it can overflow
+  for (const int64_t s : h.shape)
+    if (s < 0) throw FileError(path, "has a negative extent in its shape");
+  for (const int64_t s : h.shape) {
+    if (s == 0) {
+      count = 0;
+      break;
+    }
+    if (count > have / sizeof(float) / static_cast<std::size_t>(s)) throw FileError(path, truncated);
+    count *= static_cast<std::size_t>(s);
+  }
+  const std::size_t need = count * sizeof(float);
+  std::vector<float> out(count);
+  std::memcpy(out.data(), bytes.data() + h.data_offset, need);
+  shape = h.shape;
+  return out;
 }
 
 }  // namespace medseg::preprocessing

@@ -28,6 +28,10 @@ std::string npy_header(const std::string& descr, const std::vector<int64_t>& sha
 // missing magic, an unsupported version or a malformed dict.
 NpyHeader parse_npy_header(const char* bytes, std::size_t size, const std::string& path);
 
+// Reads a whole little-endian float32 ('<f4', C order) array, e.g. saved probabilities. Throws
+// FileError naming `path` for a missing file, another dtype, Fortran order or truncated data.
+std::vector<float> read_npy_float32(const std::string& path, std::vector<int64_t>& shape);
+
 // Writes header + data to `path` atomically (temp file in the same folder, renamed); fsyncs the
 // file first when `sync` (otherwise flush later with sync_filesystem, core/atomic_writer.h).
 void write_npy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,

@@ -31,6 +31,7 @@ const Graph& allowed() {
       {"preprocessing", {"core", "io", "fingerprint", "planning"}},
       {"evaluation", {"core", "io"}},
       {"postprocessing", {"core", "io", "evaluation"}},
+      {"selection", {"core", "io", "preprocessing", "evaluation", "postprocessing"}},
       {"data", {"core", "planning", "preprocessing"}},
       {"models", {"core", "planning"}},
       {"checkpoint", {"core"}},

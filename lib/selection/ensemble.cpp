@@ -1,0 +1,140 @@
+#include "selection/ensemble.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "core/error.h"
+#include "core/json_io.h"
+#include "core/output_folder.h"
+#include "core/parallel.h"
+#include "core/progress.h"
+#include "core/strings.h"
+#include "core/volume.h"
+#include "io/image_io.h"
+#include "preprocessing/npy.h"
+
+namespace fs = std::filesystem;
+
+namespace medseg::selection {
+namespace {
+
+constexpr const char* kSuffix = "_probabilities.npy";
+
+struct Probabilities {
+  json meta;
+  std::vector<int64_t> shape;  // (K, Z, Y, X)
+  std::vector<float> values;
+};
+
+Probabilities read_probabilities(const std::string& folder, const std::string& id) {
+  const std::string base = (fs::path(folder) / id).string();
+  Probabilities p;
+  p.meta = read_json(base + "_probabilities.json");
+  if (p.meta.value("format", "") != "medseg-probabilities")
+    throw FileError(base + "_probabilities.json", "not a medseg-probabilities file");
+  p.values = preprocessing::read_npy_float32(base + kSuffix, p.shape);
+  if (p.shape.size() != 4 || p.meta.value("shape", json()) != json(p.shape))
+    throw FileError(base + kSuffix, "shape " + json(p.shape).dump() + " does not match its .json (" +
+                                        p.meta.value("shape", json()).dump() + ")");
+  return p;
+}
+
+// The keys that must agree for probabilities to be averaged.
+std::string disagreement(const json& a, const json& b) {
+  for (const char* k : {"kind", "class_values", "shape", "spacing", "origin", "direction"})
+    if (a.value(k, json()) != b.value(k, json())) return std::string(k) + " " + b.value(k, json()).dump() + " vs " + a.value(k, json()).dump();
+  return "";
+}
+
+Volume segmentation_of(const Probabilities& p) {
+  const json& m = p.meta;
+  const auto values = m.at("class_values").get<std::vector<int>>();
+  const bool regions = m.value("kind", "") == "sigmoid per region";
+  Geometry g;
+  g.spacing = m.at("spacing").get<std::array<double, 3>>();
+  g.origin = m.at("origin").get<std::array<double, 3>>();
+  g.direction = m.at("direction").get<std::array<double, 9>>();
+  g.file_dimension = m.value("file_dimension", 3);
+  const int max_value = values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+  const auto k = static_cast<size_t>(p.shape[0]);
+  const size_t n = p.values.size() / std::max<size_t>(k, 1);
+  std::vector<double> seg(n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    if (regions) {
+      for (size_t c = 0; c < k; ++c)  // later regions win, as regions_class_order says
+        if (p.values[c * n + i] > 0.5f) seg[i] = values[c];
+    } else {
+      size_t best = 0;
+      for (size_t c = 1; c < k; ++c)
+        if (p.values[c * n + i] > p.values[best * n + i]) best = c;
+      seg[i] = values[best];
+    }
+  }
+  return Volume::from_values(max_value > 255 ? PixelType::UInt16 : PixelType::UInt8,
+                             {p.shape[1], p.shape[2], p.shape[3]}, g, seg);
+}
+
+std::set<std::string> case_ids(const std::string& folder) {
+  if (!fs::is_directory(folder)) throw FileError(folder, "input folder not found");
+  std::set<std::string> ids;
+  for (const auto& e : fs::directory_iterator(folder)) {
+    const std::string n = e.path().filename().string();
+    if (e.is_regular_file() && ends_with(n, kSuffix)) ids.insert(n.substr(0, n.size() - std::string(kSuffix).size()));
+  }
+  return ids;
+}
+
+}  // namespace
+
+int64_t ensemble_folders(const EnsembleOptions& o) {
+  if (o.inputs.size() < 2) throw Error("ensembling needs at least two input folders");
+  const std::set<std::string> ids = case_ids(o.inputs[0]);
+  if (ids.empty())
+    throw FileError(o.inputs[0], "holds no CASE_probabilities.npy (predict with --save_probabilities, or validate with --npz)");
+  for (size_t f = 1; f < o.inputs.size(); ++f) {
+    const auto other = case_ids(o.inputs[f]);
+    for (const auto& id : ids)
+      if (!other.count(id)) throw FileError((fs::path(o.inputs[f]) / (id + kSuffix)).string(), "missing: every folder must hold the same cases");
+    for (const auto& id : other)
+      if (!ids.count(id)) throw FileError((fs::path(o.inputs[0]) / (id + kSuffix)).string(), "missing: every folder must hold the same cases");
+  }
+  std::error_code ec;
+  for (const auto& in : o.inputs)
+    if (fs::exists(o.output) && fs::equivalent(in, o.output, ec))
+      throw FileError(o.output, "is one of the input folders; the ensemble goes to another folder");
+
+  const std::vector<std::string> list(ids.begin(), ids.end());
+  NewFolderGuard guard(o.output);
+  ProgressBar bar("ensemble", static_cast<int64_t>(list.size()));
+  parallel_for(static_cast<int64_t>(list.size()), o.threads, [&](int64_t i) {
+    const std::string& id = list[static_cast<size_t>(i)];
+    Probabilities sum = read_probabilities(o.inputs[0], id);
+    for (size_t f = 1; f < o.inputs.size(); ++f) {
+      const Probabilities p = read_probabilities(o.inputs[f], id);
+      const std::string why = disagreement(sum.meta, p.meta);
+      if (!why.empty())
+        throw FileError((fs::path(o.inputs[f]) / (id + "_probabilities.json")).string(),
+                        "cannot be averaged with " + o.inputs[0] + "'s: " + why);
+      for (size_t j = 0; j < sum.values.size(); ++j) sum.values[j] += p.values[j];
+    }
+    const float scale = 1.0f / static_cast<float>(o.inputs.size());
+    for (float& v : sum.values) v *= scale;
+    const std::string base = (fs::path(o.output) / id).string();
+    if (o.save_probabilities) {
+      preprocessing::write_npy(base + kSuffix, "<f4", sum.shape, sum.values.data(), sum.values.size() * sizeof(float));
+      write_json(base + "_probabilities.json", sum.meta);
+    }
+    io::write_image(base + o.file_ending, segmentation_of(sum));
+    bar.tick();
+  });
+  bar.finish();
+  for (const char* f : {"dataset.json", "plans.json"}) {
+    const fs::path src = fs::path(o.inputs[0]) / f;
+    if (fs::exists(src)) fs::copy_file(src, fs::path(o.output) / f, fs::copy_options::overwrite_existing);
+  }
+  guard.keep();
+  return static_cast<int64_t>(list.size());
+}
+
+}  // namespace medseg::selection

@@ -1,0 +1,164 @@
+#include "selection/find_best.h"
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/paths.h"
+#include "evaluation/evaluate_folder.h"
+#include "postprocessing/crossval.h"
+#include "postprocessing/determine.h"
+#include "selection/ensemble.h"
+
+#include <spdlog/spdlog.h>
+
+namespace fs = std::filesystem;
+
+namespace medseg::selection {
+namespace {
+
+struct Candidate {
+  std::string name;                 // "nnUNetTrainer__nnUNetPlans__3d_fullres" or "ensemble___A___B"
+  std::vector<std::string> models;  // the model folder(s)
+  std::vector<std::string> configurations;
+  std::string folder;               // its cross-validation predictions
+  double dice = std::nan("");
+};
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+double score(Candidate& c, const std::string& references, const evaluation::EvaluateOptions& eval) {
+  const json summary = evaluation::evaluate_folder(references, c.folder, eval);
+  write_json((fs::path(c.folder) / "summary.json").string(), summary);
+  const json& d = summary.at("foreground_mean").at("Dice");
+  c.dice = d.is_null() ? std::nan("") : d.get<double>();
+  spdlog::info("{}: mean foreground Dice {:.5f}", c.name, c.dice);
+  return c.dice;
+}
+
+bool has_probabilities(const std::string& folder) {
+  for (const auto& e : fs::directory_iterator(folder))
+    if (e.path().filename().string().find("_probabilities.npy") != std::string::npos) return true;
+  return false;
+}
+
+std::string instructions(const FindBestOptions& o, const std::string& dataset, const Candidate& best,
+                         const std::string& pp_file, const std::vector<std::string>& folds) {
+  std::ostringstream s;
+  s << "Best on the cross-validation of " << dataset << ": " << best.name << " (mean foreground Dice " << best.dice
+    << ")\n\nRun inference like this:\n\n";
+  const std::string f = " -f " + join(folds, " ");
+  if (best.configurations.size() == 1) {
+    s << "medseg_predict -d " << dataset << " -i INPUT_FOLDER -o OUTPUT_FOLDER -c " << best.configurations[0]
+      << " -tr " << o.trainer << " -p " << o.plans << f << "\n\n"
+      << "The model folder holds the chosen postprocessing (" << best.models[0]
+      << "/postprocessing.json): medseg_predict applies it.\n";
+    return s.str();
+  }
+  for (size_t i = 0; i < best.configurations.size(); ++i)
+    s << "medseg_predict -d " << dataset << " -i INPUT_FOLDER -o OUTPUT_FOLDER_MODEL_" << i + 1 << " -c "
+      << best.configurations[i] << " -tr " << o.trainer << " -p " << o.plans << f
+      << " --save_probabilities --disable_postprocessing\n";
+  s << "\nThe following command ensembles the predictions:\n\nmedseg_ensemble -i";
+  for (size_t i = 0; i < best.configurations.size(); ++i) s << " OUTPUT_FOLDER_MODEL_" << i + 1;
+  s << " -o OUTPUT_FOLDER_ENSEMBLE -np 8\n\nPostprocessing:\n\nmedseg_apply_postprocessing -i OUTPUT_FOLDER_ENSEMBLE "
+    << "-o OUTPUT_FOLDER_PP -pp_json " << pp_file << "\n";
+  return s.str();
+}
+
+}  // namespace
+
+json find_best_configuration(const FindBestOptions& o) {
+  if (o.configurations.empty()) throw Error("no configuration to compare (-c 2d 3d_fullres ...)");
+  const std::string results = root_folder(Root::Results);
+  const std::string dataset = find_dataset_name(results, o.dataset);
+  const std::string references =
+      (fs::path(root_folder(Root::Preprocessed)) / find_dataset_name(root_folder(Root::Preprocessed), o.dataset) /
+       "gt_segmentations").string();
+
+  std::vector<Candidate> candidates;
+  evaluation::EvaluateOptions eval;
+  std::vector<std::string> folds = o.folds;
+  for (const auto& c : o.configurations) {
+    Candidate m;
+    m.name = o.trainer + "__" + o.plans + "__" + c;
+    m.models = {(fs::path(results) / dataset / m.name).string()};
+    m.configurations = {c};
+    const std::string dj = (fs::path(m.models[0]) / "dataset.json").string();
+    if (!fs::exists(dj)) throw FileError(m.models[0], "no trained model here (dataset.json missing): train " + c + " first");
+    evaluation::labels_from_dataset_json(read_json(dj), eval);
+    const auto cv = postprocessing::gather_crossval(m.models[0], folds, references, eval.file_ending);
+    if (folds.empty()) folds = cv.folds;  // the first model's folds, required of the others
+    m.folder = cv.folder;
+    candidates.push_back(m);
+  }
+  eval.threads = o.threads;
+  eval.chill = true;
+  for (auto& c : candidates) score(c, references, eval);
+
+  if (o.ensembling && candidates.size() > 1) {
+    const size_t singles = candidates.size();
+    for (size_t i = 0; i < singles; ++i)
+      for (size_t j = i + 1; j < singles; ++j) {
+        const Candidate &a = candidates[i], &b = candidates[j];
+        if (!has_probabilities(a.folder) || !has_probabilities(b.folder)) {
+          spdlog::warn("no ensemble of {} and {}: their validation saved no probabilities (train with --npz, or "
+                       "medseg_train ... --val --npz)", a.name, b.name);
+          continue;
+        }
+        Candidate e;
+        e.name = "ensemble___" + a.name + "___" + b.name + "___" + join(folds, "_");
+        e.models = {a.models[0], b.models[0]};
+        e.configurations = {a.configurations[0], b.configurations[0]};
+        e.folder = (fs::path(results) / dataset / "ensembles" / e.name).string();
+        EnsembleOptions eo;
+        eo.inputs = {a.folder, b.folder};
+        eo.output = e.folder;
+        eo.file_ending = eval.file_ending;
+        eo.threads = o.threads;
+        if (fs::exists(e.folder)) fs::remove_all(e.folder);  // ours, rebuilt from the current folds
+        ensemble_folders(eo);
+        score(e, references, eval);
+        candidates.push_back(e);
+      }
+  }
+
+  size_t best = 0;
+  for (size_t i = 1; i < candidates.size(); ++i)
+    if (candidates[i].dice > candidates[best].dice) best = i;  // NaN never wins; ties keep the first
+  const Candidate& b = candidates[best];
+  spdlog::info("best: {} (mean foreground Dice {:.5f})", b.name, b.dice);
+
+  postprocessing::DetermineOptions d;
+  d.predictions = b.folder;
+  d.references = references;
+  d.evaluation = eval;
+  const auto pp = postprocessing::determine_postprocessing(d);
+  const std::string pp_file = (fs::path(b.folder) / "postprocessing.json").string();
+  if (b.models.size() == 1)
+    postprocessing::write_postprocessing((fs::path(b.models[0]) / "postprocessing.json").string(), pp);
+
+  json info = {{"dataset", dataset}, {"folds", folds}, {"considered_models", json::array()}};
+  for (const auto& c : candidates)
+    info["considered_models"].push_back({{"name", c.name},
+                                         {"configurations", c.configurations},
+                                         {"crossval_folder", c.folder},
+                                         {"foreground_mean_dice", std::isnan(c.dice) ? json() : json(c.dice)}});
+  info["best_model_or_ensemble"] = {{"name", b.name},
+                                    {"configurations", b.configurations},
+                                    {"model_folders", b.models},
+                                    {"postprocessing_file", pp_file},
+                                    {"postprocessing_steps", pp.steps.size()},
+                                    {"foreground_mean_dice_postprocessed", pp.after.at("foreground_mean").at("Dice")}};
+  const fs::path out = fs::path(results) / dataset;
+  write_json((out / "inference_information.json").string(), info);
+  write_file_atomic((out / "inference_instructions.txt").string(), instructions(o, dataset, b, pp_file, folds));
+  return info;
+}
+
+}  // namespace medseg::selection

@@ -1,0 +1,27 @@
+#pragma once
+// nnU-Net's find_best_configuration: the cross-validation results of several trained
+// configurations, and of every pair of them ensembled, scored against the references; the best by
+// mean foreground Dice, its postprocessing, and the commands that reproduce it on new images
+// (RESULTS/DatasetXXX/inference_instructions.txt and inference_information.json).
+#include <string>
+#include <vector>
+
+#include "core/json_io.h"
+
+namespace medseg::selection {
+
+struct FindBestOptions {
+  std::string dataset;                      // id or name
+  std::vector<std::string> configurations;  // e.g. 2d 3d_fullres
+  std::string plans = "nnUNetPlans";
+  std::string trainer = "nnUNetTrainer";
+  std::vector<std::string> folds;  // {} = every fold with validation results (the same in all models)
+  bool ensembling = true;
+  int threads = 1;
+};
+
+// Returns inference_information.json's content (also written). Throws FileError naming the folder
+// for a configuration that was not trained or validated.
+json find_best_configuration(const FindBestOptions& o);
+
+}  // namespace medseg::selection
