@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     medseg::postprocessing::DetermineOptions o;
     if (djfile.empty()) djfile = (fs::path(model.empty() ? input : model) / "dataset.json").string();
     if (!pfile.empty()) medseg::read_json(pfile);
-    medseg::evaluation::labels_from_dataset_json(medseg::read_json(djfile), o.evaluation);
+    medseg::evaluation::labels_from_dataset_json(medseg::read_json(djfile), o.evaluation, djfile);
     if (!model.empty()) {
       const auto cv = medseg::postprocessing::gather_crossval(model, folds, ref, o.evaluation.file_ending);
       std::printf("gathered %lld validation case(s) of %zu fold(s) -> %s\n", static_cast<long long>(cv.cases),

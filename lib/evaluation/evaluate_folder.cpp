@@ -9,6 +9,7 @@
 #include "core/strings.h"
 #include "evaluation/surface_distance.h"
 #include "io/case_loader.h"
+#include "io/dataset.h"
 #include "io/image_io.h"
 #include "io/label_check.h"
 
@@ -16,32 +17,36 @@ namespace fs = std::filesystem;
 
 namespace medseg::evaluation {
 
-void labels_from_dataset_json(const json& ds, EvaluateOptions& o) {
+void labels_from_dataset_json(const json& ds, EvaluateOptions& o, const std::string& source) {
+  // io's parser is the one reader of dataset.json labels (and refuses what nnU-Net refuses).
+  const std::vector<io::LabelDef> defs = io::labels_from_json(ds, source);
   o.labels.clear();
   o.label_keys.clear();
-  if (ds.contains("file_ending")) o.file_ending = ds.at("file_ending").get<std::string>();
-  if (ds.contains("ignore")) o.ignore_label = ds.at("ignore").get<int>();
-  o.declared = {};
-  for (auto it = ds.at("labels").begin(); it != ds.at("labels").end(); ++it) {
-    std::vector<int> v = it.value().is_array() ? it.value().get<std::vector<int>>() : std::vector<int>{it.value().get<int>()};
-    o.declared.insert(o.declared.end(), v.begin(), v.end());
-    if (it.key() == "ignore") {
-      o.ignore_label = v.at(0);
-      continue;
-    }
-    if (v.size() == 1 && v[0] == 0) continue;  // background
+  o.declared.clear();
+  if (ds.contains("file_ending")) {
+    if (!ds.at("file_ending").is_string()) throw FileError(source, "'file_ending' must be a string");
+    o.file_ending = ds.at("file_ending").get<std::string>();
+  }
+  o.ignore_label = io::ignore_label(defs);
+  // A top-level "ignore" (older medseg datasets) is read as io's DatasetInfo::label_values reads it.
+  if (!o.ignore_label && ds.contains("ignore") && ds.at("ignore").is_number_integer()) {
+    o.ignore_label = ds.at("ignore").get<int>();
+    o.declared.push_back(*o.ignore_label);
+  }
+  for (const auto& d : defs) {
+    o.declared.insert(o.declared.end(), d.values.begin(), d.values.end());
+    if (d.name == "ignore" || (d.values.size() == 1 && d.values[0] == 0)) continue;  // not scored
     std::string key;
-    if (v.size() == 1) {
-      key = std::to_string(v[0]);
-    } else {
+    if (d.values.size() == 1) {
+      key = std::to_string(d.values[0]);
+    } else {  // nnU-Net's key for a region: the tuple as Python prints it
       key = "(";
-      for (size_t i = 0; i < v.size(); ++i) key += (i ? ", " : "") + std::to_string(v[i]);
+      for (size_t i = 0; i < d.values.size(); ++i) key += (i ? ", " : "") + std::to_string(d.values[i]);
       key += ")";
     }
-    o.labels.push_back(v);
+    o.labels.push_back(d.values);
     o.label_keys.push_back(key);
   }
-  if (o.ignore_label) o.declared.push_back(*o.ignore_label);
   std::sort(o.declared.begin(), o.declared.end());
   o.declared.erase(std::unique(o.declared.begin(), o.declared.end()), o.declared.end());
 }

@@ -91,7 +91,7 @@ json find_best_configuration(const FindBestOptions& o) {
     m.configurations = {c};
     const std::string dj = (fs::path(m.models[0]) / "dataset.json").string();
     if (!fs::exists(dj)) throw FileError(m.models[0], "no trained model here (dataset.json missing): train " + c + " first");
-    evaluation::labels_from_dataset_json(read_json(dj), eval);
+    evaluation::labels_from_dataset_json(read_json(dj), eval, dj);
     const auto cv = postprocessing::gather_crossval(m.models[0], folds, references, eval.file_ending);
     if (folds.empty()) folds = cv.folds;  // the first model's folds, required of the others
     m.folder = cv.folder;
