@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "core/error.h"
+#include "io/image_folder.h"
 #include "postprocessing/postprocessing.h"
 
 namespace fs = std::filesystem;
@@ -23,10 +24,7 @@ int main(int argc, char** argv) {
     const auto pp = medseg::postprocessing::read_postprocessing(pp_file);
     const int64_t n = medseg::postprocessing::apply_postprocessing_to_folder(input, output, pp, threads);
     // As nnU-Net: the folder stays self-describing for a later evaluation.
-    for (const char* f : {"dataset.json", "plans.json"}) {
-      const fs::path src = fs::path(input) / f;
-      if (fs::exists(src)) fs::copy_file(src, fs::path(output) / f, fs::copy_options::overwrite_existing);
-    }
+    medseg::io::copy_dataset_jsons(input, output);
     std::printf("%lld segmentation(s) postprocessed (%zu step(s)) -> %s\n", static_cast<long long>(n),
                 pp.steps.size(), output.c_str());
     return 0;

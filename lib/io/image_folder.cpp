@@ -1,5 +1,6 @@
 #include "io/image_folder.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <regex>
@@ -27,6 +28,23 @@ ImageFolderScan scan_image_folder(const std::string& folder, const std::string& 
       scan.stray.push_back(e.path().string());
   }
   return scan;
+}
+
+std::vector<std::string> files_with_ending(const std::string& folder, const std::string& ending) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(folder)) {
+    const std::string n = e.path().filename().string();
+    if (e.is_regular_file() && n.size() > ending.size() && ends_with(n, ending)) names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void copy_dataset_jsons(const std::string& from, const std::string& to) {
+  for (const char* f : {"dataset.json", "plans.json"}) {
+    const fs::path src = fs::path(from) / f;
+    if (fs::exists(src)) fs::copy_file(src, fs::path(to) / f, fs::copy_options::overwrite_existing);
+  }
 }
 
 std::string channel_file(const std::string& folder, const std::string& id, int c, const std::string& ending) {

@@ -16,6 +16,14 @@ struct ImageFolderScan {
 // single-channel model's plain input files).
 ImageFolderScan scan_image_folder(const std::string& folder, const std::string& file_ending, bool allow_plain);
 
+// The names of the regular files directly in `folder` that end with `ending` and are longer than it
+// (segmentations, saved probabilities), sorted.
+std::vector<std::string> files_with_ending(const std::string& folder, const std::string& ending);
+
+// Copies dataset.json and plans.json, where `from` holds them, into `to` (replacing): result folders
+// (predictions, cross-validation, ensembles) carry them so that evaluation finds the labels.
+void copy_dataset_jsons(const std::string& from, const std::string& to);
+
 // folder/CASE_XXXX<file_ending>
 std::string channel_file(const std::string& folder, const std::string& id, int channel, const std::string& file_ending);
 

@@ -8,6 +8,7 @@
 #include "core/output_folder.h"
 #include "core/paths.h"
 #include "core/strings.h"
+#include "io/image_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -72,8 +73,7 @@ CrossvalResults gather_crossval(const std::string& model_folder, std::vector<std
     }
   }
   if (r.cases == 0) throw FileError(model_folder, "the folds' validation folders hold no " + file_ending + " file");
-  for (const char* f : {"dataset.json", "plans.json"})
-    if (fs::exists(model / f)) fs::copy_file(model / f, fs::path(staged.path()) / f);
+  io::copy_dataset_jsons(model_folder, staged.path());
   staged.commit();
   return r;
 }

@@ -7,7 +7,7 @@
 #include "core/log.h"
 #include "core/json_io.h"
 #include "core/parallel.h"
-#include "core/strings.h"
+#include "io/image_folder.h"
 #include "io/image_io.h"
 
 namespace fs = std::filesystem;
@@ -52,14 +52,13 @@ Postprocessing determine_postprocessing(const DetermineOptions& o) {
   EvaluateOptions eval = o.evaluation;
   eval.chill = true;  // as nnU-Net: score the cases that have a prediction, warn about the rest
   // The full check (grids, declared labels, missing references) happens here, once.
-  const json baseline = evaluation::evaluate_folder(o.references, o.predictions, eval);
+  const json baseline =
+      o.baseline.is_null() ? evaluation::evaluate_folder(o.references, o.predictions, eval) : o.baseline;
   std::vector<CasePair> cases;
   for (const auto& c : baseline.at("metric_per_case"))
     cases.push_back({c.at("reference_file").get<std::string>(), c.at("prediction_file").get<std::string>()});
   if (cases.empty()) throw FileError(o.predictions, "holds no " + eval.file_ending + " prediction to score");
-  int64_t refs = 0;
-  for (const auto& e : fs::directory_iterator(o.references))
-    refs += e.is_regular_file() && ends_with(e.path().filename().string(), eval.file_ending);
+  const auto refs = static_cast<int64_t>(io::files_with_ending(o.references, eval.file_ending).size());
   if (refs > static_cast<int64_t>(cases.size()))
     spdlog::warn("{} of {} reference(s) have no prediction in {}: postprocessing should be determined on all "
               "cross-validation cases", refs - static_cast<int64_t>(cases.size()), refs, o.predictions);

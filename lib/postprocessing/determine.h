@@ -20,6 +20,9 @@ struct DetermineOptions {
   std::string references;   // folder of reference segmentations (gt_segmentations)
   evaluation::EvaluateOptions evaluation;  // labels, ignore label, file ending, threads
   bool keep_postprocessed = true;          // write PREDICTIONS/postprocessed/
+  // The summary of PREDICTIONS against REFERENCES with these options (evaluate_folder, chill), when
+  // the caller has it already; null: computed here.
+  json baseline;
 };
 
 Postprocessing determine_postprocessing(const DetermineOptions& o);

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/progress.h"
-#include "core/strings.h"
+#include "io/image_folder.h"
 #include "io/image_io.h"
 #include "postprocessing/components.h"
 
@@ -120,12 +120,7 @@ int64_t apply_postprocessing_to_folder(const std::string& input_folder, const st
   if (fs::exists(output_folder) && fs::equivalent(input_folder, output_folder, ec))
     throw FileError(output_folder, "is the input folder; postprocessing writes to another folder and never "
                                    "overwrites predictions");
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(input_folder)) {
-    const std::string n = e.path().filename().string();
-    if (e.is_regular_file() && n.size() > pp.file_ending.size() && ends_with(n, pp.file_ending)) names.push_back(n);
-  }
-  std::sort(names.begin(), names.end());
+  const std::vector<std::string> names = io::files_with_ending(input_folder, pp.file_ending);
   if (names.empty()) throw FileError(input_folder, "holds no " + pp.file_ending + " segmentation");
   fs::create_directories(output_folder, ec);
   if (ec) throw FileError(output_folder, "cannot create the output folder: " + ec.message());

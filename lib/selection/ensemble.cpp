@@ -9,8 +9,8 @@
 #include "core/output_folder.h"
 #include "core/parallel.h"
 #include "core/progress.h"
-#include "core/strings.h"
 #include "core/volume.h"
+#include "io/image_folder.h"
 #include "io/image_io.h"
 #include "preprocessing/npy.h"
 
@@ -78,10 +78,7 @@ Volume segmentation_of(const Probabilities& p) {
 std::set<std::string> case_ids(const std::string& folder) {
   if (!fs::is_directory(folder)) throw FileError(folder, "input folder not found");
   std::set<std::string> ids;
-  for (const auto& e : fs::directory_iterator(folder)) {
-    const std::string n = e.path().filename().string();
-    if (e.is_regular_file() && ends_with(n, kSuffix)) ids.insert(n.substr(0, n.size() - std::string(kSuffix).size()));
-  }
+  for (const auto& n : io::files_with_ending(folder, kSuffix)) ids.insert(n.substr(0, n.size() - std::string(kSuffix).size()));
   return ids;
 }
 
@@ -129,10 +126,7 @@ int64_t ensemble_folders(const EnsembleOptions& o) {
     bar.tick();
   });
   bar.finish();
-  for (const char* f : {"dataset.json", "plans.json"}) {
-    const fs::path src = fs::path(o.inputs[0]) / f;
-    if (fs::exists(src)) fs::copy_file(src, fs::path(o.output) / f, fs::copy_options::overwrite_existing);
-  }
+  io::copy_dataset_jsons(o.inputs[0], o.output);
   guard.keep();
   return static_cast<int64_t>(list.size());
 }

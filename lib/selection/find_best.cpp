@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/paths.h"
 #include "evaluation/evaluate_folder.h"
+#include "io/image_folder.h"
 #include "postprocessing/crossval.h"
 #include "postprocessing/determine.h"
 #include "selection/ensemble.h"
@@ -23,6 +24,7 @@ struct Candidate {
   std::vector<std::string> models;  // the model folder(s)
   std::vector<std::string> configurations;
   std::string folder;               // its cross-validation predictions
+  json summary;                     // of `folder` against the references
   double dice = std::nan("");
 };
 
@@ -32,20 +34,16 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return s;
 }
 
-double score(Candidate& c, const std::string& references, const evaluation::EvaluateOptions& eval) {
-  const json summary = evaluation::evaluate_folder(references, c.folder, eval);
-  write_json((fs::path(c.folder) / "summary.json").string(), summary);
-  const json& d = summary.at("foreground_mean").at("Dice");
+void score(Candidate& c, const std::string& references, const evaluation::EvaluateOptions& eval) {
+  c.summary = evaluation::evaluate_folder(references, c.folder, eval);
+  write_json((fs::path(c.folder) / "summary.json").string(), c.summary);
+  const json& d = c.summary.at("foreground_mean").at("Dice");
   c.dice = d.is_null() ? std::nan("") : d.get<double>();
   spdlog::info("{}: mean foreground Dice {:.5f}", c.name, c.dice);
-  return c.dice;
 }
 
-bool has_probabilities(const std::string& folder) {
-  for (const auto& e : fs::directory_iterator(folder))
-    if (e.path().filename().string().find("_probabilities.npy") != std::string::npos) return true;
-  return false;
-}
+// What ensemble_folders reads: without these files a pair cannot be ensembled.
+bool has_probabilities(const std::string& folder) { return !io::files_with_ending(folder, "_probabilities.npy").empty(); }
 
 std::string instructions(const FindBestOptions& o, const std::string& dataset, const Candidate& best,
                          const std::string& pp_file, const std::vector<std::string>& folds) {
@@ -138,6 +136,7 @@ json find_best_configuration(const FindBestOptions& o) {
   d.predictions = b.folder;
   d.references = references;
   d.evaluation = eval;
+  d.baseline = b.summary;  // scored above with the same options
   const auto pp = postprocessing::determine_postprocessing(d);
   const std::string pp_file = (fs::path(b.folder) / "postprocessing.json").string();
   if (b.models.size() == 1)

@@ -39,14 +39,12 @@ struct GeoRow {
 // gtest prints a row by its name.
 void PrintTo(const GeoRow& r, std::ostream* os) { *os << r.name; }
 
-void sform_only(std::string& b) {
-  nii::poke<int16_t>(b, nii::kQformCode, 0);
-  nii::poke<int16_t>(b, nii::kSformCode, 1);
+void transform_codes(std::string& b, int16_t qform, int16_t sform) {
+  nii::poke<int16_t>(b, nii::kQformCode, qform);
+  nii::poke<int16_t>(b, nii::kSformCode, sform);
 }
-void qform_only(std::string& b) {
-  nii::poke<int16_t>(b, nii::kQformCode, 1);
-  nii::poke<int16_t>(b, nii::kSformCode, 0);
-}
+void sform_only(std::string& b) { transform_codes(b, 0, 1); }
+void qform_only(std::string& b) { transform_codes(b, 1, 0); }
 
 const GeoRow kRows[] = {
     {"SformNaN_gz", ".nii.gz", false, [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowX, nii::kNaN); },
@@ -54,11 +52,7 @@ const GeoRow kRows[] = {
     {"SformNaN_nii", ".nii", false, [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowX + 4, nii::kNaN); },
      "sform matrix holds NaN"},
     {"SformNaNWithQform_gz", ".nii.gz", false,
-     [](std::string& b) {
-       nii::poke<int16_t>(b, nii::kQformCode, 1);
-       nii::poke<int16_t>(b, nii::kSformCode, 1);
-       nii::poke(b, nii::kSrowZ + 8, nii::kNaN);
-     },
+     [](std::string& b) { transform_codes(b, 1, 1); nii::poke(b, nii::kSrowZ + 8, nii::kNaN); },
      "sform matrix holds NaN"},
     {"SformInf_gz", ".nii.gz", false, [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowY + 4, nii::kInf); },
      "sform matrix holds Inf"},
@@ -80,11 +74,7 @@ const GeoRow kRows[] = {
     {"SformHugeOffset_nii", ".nii", false, [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowX + 12, 3e38f); },
      "sform matrix holds 3e+38 (beyond +-1e+09)"},
     {"SformHugePixdim_gz", ".nii.gz", false,
-     [](std::string& b) {
-       nii::poke<int16_t>(b, nii::kQformCode, 1);
-       nii::poke<int16_t>(b, nii::kSformCode, 1);
-       nii::poke(b, nii::kPixdim + 4, 3e38f);
-     },
+     [](std::string& b) { transform_codes(b, 1, 1); nii::poke(b, nii::kPixdim + 4, 3e38f); },
      "spacing 3e+38 (beyond +-1e+09) along x"},
     {"QformHugeOffset_nii", ".nii", false,
      [](std::string& b) { qform_only(b); nii::poke(b, nii::kQoffsetX + 8, -2e10f); }, "qform offset holds -2e+10"},
@@ -101,11 +91,7 @@ const GeoRow kRows[] = {
     {"QformOnlyPixdimNegative_nii", ".nii", false,
      [](std::string& b) { qform_only(b); nii::poke(b, nii::kPixdim + 8, -1.5f); }, "spacing -1.5 along y"},
     {"NoTransformPixdimZero_gz", ".nii.gz", false,
-     [](std::string& b) {
-       nii::poke<int16_t>(b, nii::kQformCode, 0);
-       nii::poke<int16_t>(b, nii::kSformCode, 0);
-       nii::poke(b, nii::kPixdim + 4, 0.0f);
-     },
+     [](std::string& b) { transform_codes(b, 0, 0); nii::poke(b, nii::kPixdim + 4, 0.0f); },
      "spacing 0 along x"},
     {"LabelFileSformNaN_gz", ".nii.gz", true, [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowX, nii::kNaN); },
      "sform matrix holds NaN"},

@@ -54,6 +54,22 @@ double dice(const json& summary, const std::string& key) {
   return key == "fg" ? summary["foreground_mean"]["Dice"].get<double>() : summary["mean"][key]["Dice"].get<double>();
 }
 
+// d/ref/a.nii.gz holds reference(), d/pred/a.nii.gz `pred`, d/pred/dataset.json the labels.
+void write_case_folders(const test::TempDir& d, const Drawing& pred) {
+  fs::create_directories(d / "ref");
+  fs::create_directories(d / "pred");
+  write_dataset_json(d / "pred");
+  reference().write(d / "ref/a.nii.gz");
+  pred.write(d / "pred/a.nii.gz");
+}
+
+// reference() with a stray label-2 voxel far from everything.
+Drawing with_stray_label_2() {
+  Drawing pred = reference();
+  pred.voxel(2, 5, 0, 9);
+  return pred;
+}
+
 DetermineOptions options(const std::string& pred, const std::string& ref) {
   DetermineOptions o;
   o.predictions = pred;
@@ -98,13 +114,7 @@ TEST(DeterminePostprocessing, SpuriousComponentIsRemovedAndDiceRises) {
 
 TEST(DeterminePostprocessing, PerLabelStepWhenTheForegroundStepWouldHurt) {
   test::TempDir d("ppdet2");
-  fs::create_directories(d / "ref");
-  fs::create_directories(d / "pred");
-  write_dataset_json(d / "pred");
-  reference().write(d / "ref/a.nii.gz");
-  Drawing pred = reference();
-  pred.voxel(2, 5, 0, 9);  // a stray label-2 voxel
-  pred.write(d / "pred/a.nii.gz");
+  write_case_folders(d, with_stray_label_2());
   const Postprocessing pp = determine_postprocessing(options(d / "pred", d / "ref"));
   // Keeping the largest foreground component would drop label 1's true 8-voxel cube (Dice 54/62)
   // and all of label 2 (Dice 0): refused. Label 1 alone: drops the same true cube: refused.
@@ -119,11 +129,7 @@ TEST(DeterminePostprocessing, PerLabelStepWhenTheForegroundStepWouldHurt) {
 
 TEST(DeterminePostprocessing, NothingIsChosenWhenNothingHelps) {
   test::TempDir d("ppdet3");
-  fs::create_directories(d / "ref");
-  fs::create_directories(d / "pred");
-  write_dataset_json(d / "pred");
-  reference().write(d / "ref/a.nii.gz");
-  reference().write(d / "pred/a.nii.gz");
+  write_case_folders(d, reference());
   DetermineOptions o = options(d / "pred", d / "ref");
   o.keep_postprocessed = false;
   const Postprocessing pp = determine_postprocessing(o);
@@ -134,13 +140,7 @@ TEST(DeterminePostprocessing, NothingIsChosenWhenNothingHelps) {
 
 TEST(PostprocessingCli, DetermineThenApplyAsAUserWould) {
   test::TempDir d("ppcli");
-  fs::create_directories(d / "ref");
-  fs::create_directories(d / "pred");
-  write_dataset_json(d / "pred");
-  reference().write(d / "ref/a.nii.gz");
-  Drawing pred = reference();
-  pred.voxel(2, 5, 0, 9);
-  pred.write(d / "pred/a.nii.gz");
+  write_case_folders(d, with_stray_label_2());
   auto r = test::run_cli("medseg_determine_postprocessing", "-i " + d / "pred" + " -ref " + d / "ref" + " -np 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("1 step(s) chosen"), std::string::npos) << r.output;
@@ -197,9 +197,7 @@ TEST(PostprocessingCli, ModelFolderCrossValidationGivesPredictTheFile) {
     reference().write(gt + "/" + c);
     const std::string val = model + "/fold_" + fold_of[i] + "/validation";
     fs::create_directories(val);
-    Drawing pred = reference();
-    pred.voxel(2, 5, 0, 9);
-    pred.write(val + "/" + c);
+    with_stray_label_2().write(val + "/" + c);
   }
   write_json(model + "/fold_0/validation/summary.json", json::object());  // not a case: not gathered
   const auto r = test::run_cli("medseg_determine_postprocessing", "-m " + model, "MEDSEG_PREPROCESSED=" + d / "pre");
