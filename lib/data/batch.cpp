@@ -9,7 +9,9 @@
 #include "core/error.h"
 #include "core/strings.h"
 #include <torch/cuda.h>
+#include "data/augment/finish.h"
 #include "data/augment/pipeline.h"
+#include "data/augment/spatial.h"
 #include "data/patch_sampler.h"
 #include "data/rng.h"
 #include "planning/plans.h"
@@ -105,15 +107,32 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
       const bool force = force_foreground(j, B, cfg.oversample);
       const auto choice = sampler.choose(cases.shape(ci), force, cases.class_locations(ci), rng);
       out.forced_label.push_back(choice.label);
+      // Plan the spatial transform first and read only the part of the loader patch it touches.
+      augment::SpatialPlan plan;
+      Box read = choice.box;
+      if (cfg.augment) {
+        plan = augment::plan_spatial(L, P, augment::sample_spatial(cfg.aug, rng), cfg.aug.in_plane());
+        const Box part = plan.read_box();
+        for (int d = 0; d < 3; ++d) {
+          read.lo[d] = choice.box.lo[d] + part.lo[d];
+          read.hi[d] = choice.box.lo[d] + part.hi[d];
+        }
+      }
+      const Shape3 rs = read.shape();
       augment::Sample s;
-      s.data = at::empty({C, L[0], L[1], L[2]}, at::kFloat);
-      s.seg = at::empty({1, L[0], L[1], L[2]}, at::kShort);
-      cases.read_data(ci, choice.box, s.data.data_ptr<float>(), 0.f);
-      cases.read_seg(ci, choice.box, s.seg.data_ptr<int16_t>(), -1);
-      s = cfg.augment ? augment::augment_training_sample(s, cfg.aug, rng, gen)
-                      : augment::prepare_validation_sample(std::move(s));
-      data[j - first].copy_(s.data);
-      seg[j - first].copy_(s.seg);
+      s.data = at::empty({C, rs[0], rs[1], rs[2]}, at::kFloat);
+      s.seg = at::empty({1, rs[0], rs[1], rs[2]}, at::kShort);
+      cases.read_data(ci, read, s.data.data_ptr<float>(), 0.f);
+      cases.read_seg(ci, read, s.seg.data_ptr<int16_t>(), -1);
+      std::vector<int64_t> mirror_axes;
+      std::vector<int> mask_channels;
+      if (cfg.augment) {
+        s = augment::apply_spatial(s, plan);
+        mirror_axes = augment::augment_intensities(s, cfg.aug, rng, gen);
+        mask_channels = cfg.aug.mask_channels;
+      }
+      augment::finish_sample(s, mirror_axes, mask_channels, data[j - first].data_ptr<float>(),
+                             seg[j - first].data_ptr<int16_t>());
     } catch (const std::exception& e) {
       throw Error("data loader: case '" + cases.id(ci) + "' (epoch " + std::to_string(epoch) + ", batch " +
                   std::to_string(index) + ", sample " + std::to_string(j) + "): " + one_line(e.what()));

@@ -10,12 +10,11 @@
 #include "data/augment/brightness.h"
 #include "data/augment/contrast.h"
 #include "data/augment/deep_supervision.h"
+#include "data/augment/finish.h"
 #include "data/augment/gamma.h"
 #include "data/augment/gaussian_blur.h"
 #include "data/augment/gaussian_noise.h"
-#include "data/augment/labels.h"
 #include "data/augment/low_resolution.h"
-#include "data/augment/mirror.h"
 #include "data/augment/pipeline.h"
 #include "data/augment/spatial.h"
 
@@ -67,17 +66,37 @@ TEST(DataAugment, CentreCropPadsOutside) {
   EXPECT_EQ(s[0][1][0][0].item<int16_t>(), 0);
 }
 
+namespace {
+Sample finished(const Sample& s, const std::vector<int64_t>& axes, const std::vector<int>& mask) {
+  Sample out{at::empty_like(s.data), at::empty_like(s.seg)};
+  finish_sample(s, axes, mask, out.data.data_ptr<float>(), out.seg.data_ptr<int16_t>());
+  return out;
+}
+}  // namespace
+
 TEST(DataAugment, MirrorFlipsExactly) {
-  Sample s = ramp_sample(2, 3, 4, 5);
-  Sample orig{s.data.clone(), s.seg.clone()};
-  apply_mirror(s, {0, 2});
+  Sample orig = ramp_sample(2, 3, 4, 5);
+  Sample s = finished(orig, {0, 2}, {});
   for (int64_t c = 0; c < 2; ++c)
     for (int64_t z = 0; z < 3; ++z)
       for (int64_t y = 0; y < 4; ++y)
         for (int64_t x = 0; x < 5; ++x) {
           EXPECT_EQ(s.data[c][z][y][x].item<float>(), orig.data[c][2 - z][y][4 - x].item<float>());
-          if (c == 0) { EXPECT_EQ(s.seg[0][z][y][x].item<int16_t>(), orig.seg[0][2 - z][y][4 - x].item<int16_t>()); }
+          const int16_t l = orig.seg[0][2 - z][y][4 - x].item<int16_t>();
+          if (c == 0) { EXPECT_EQ(s.seg[0][z][y][x].item<int16_t>(), l == -1 ? 0 : l); }
         }
+  // Every combination of axes against torch's flip.
+  for (int bits = 0; bits < 8; ++bits) {
+    std::vector<int64_t> axes, dims;
+    for (int64_t a = 0; a < 3; ++a)
+      if (bits >> a & 1) {
+        axes.push_back(a);
+        dims.push_back(a + 1);
+      }
+    Sample f = finished(orig, axes, {});
+    EXPECT_TRUE(f.data.equal(dims.empty() ? orig.data : orig.data.flip(dims))) << bits;
+    EXPECT_TRUE(f.seg.equal((dims.empty() ? orig.seg : orig.seg.flip(dims)).clamp_min(0))) << bits;
+  }
 }
 
 TEST(DataAugment, Rotation90AboutEachAxisIsATransposeAndFlip) {
@@ -258,11 +277,16 @@ TEST(DataAugment, MaskImageAndRemoveLabel) {
   Sample s;
   s.data = at::ones({2, 1, 1, 3}, at::kFloat);
   s.seg = at::tensor({-1, 0, 2}, at::kShort).reshape({1, 1, 1, 3});
-  mask_image(s, {1});
-  EXPECT_TRUE(s.data[0].flatten().equal(at::ones({3})));
-  EXPECT_TRUE(s.data[1].flatten().equal(at::tensor({0.f, 1.f, 1.f})));
-  remove_label(s.seg);
-  EXPECT_TRUE(s.seg.flatten().equal(at::tensor({0, 0, 2}, at::kShort)));
+  Sample f = finished(s, {}, {1});
+  EXPECT_TRUE(f.data[0].flatten().equal(at::ones({3})));
+  EXPECT_TRUE(f.data[1].flatten().equal(at::tensor({0.f, 1.f, 1.f})));
+  EXPECT_TRUE(f.seg.flatten().equal(at::tensor({0, 0, 2}, at::kShort)));
+  // Masking follows the mirrored segmentation; other negative labels are masked but kept.
+  s.seg = at::tensor({-1, -2, 2}, at::kShort).reshape({1, 1, 1, 3});
+  f = finished(s, {2}, {0});
+  EXPECT_TRUE(f.data[0].flatten().equal(at::tensor({1.f, 0.f, 0.f})));
+  EXPECT_TRUE(f.data[1].flatten().equal(at::ones({3})));
+  EXPECT_TRUE(f.seg.flatten().equal(at::tensor({2, -2, 0}, at::kShort)));
 }
 
 TEST(DataAugment, FullPipelineProducesFinalPatchWithoutMinusOne) {

@@ -12,9 +12,14 @@
 //    voxel centres become -1. medseg allows 1e-3 voxel of rounding there (BG2 has no tolerance, so
 //    a 90-degree rotation can mark border voxels as outside).
 //  * Neither rotation nor scaling: a plain centred crop (start = floor(S/2) - P//2), padding 0 / -1.
+// The transform is planned before anything is read: the loader then reads only the part of the
+// case the output touches (the touched box, or the centred final patch), not the whole loader
+// patch, and resample.h does the rest in one pass.
 #include <array>
 
+#include "core/grid.h"
 #include "data/augment/config.h"
+#include "data/augment/resample.h"
 #include "data/augment/sample.h"
 #include "data/rng.h"
 
@@ -29,7 +34,24 @@ struct SpatialParams {
 
 SpatialParams sample_spatial(const AugmentConfig& cfg, Rng& rng);
 
-// `in`: loader patch; returns the final `patch`. `in_plane`: 2D / dummy-2D (input z == patch z).
+// What to read from a loader patch of shape `loader` and how to map it to the final `patch`.
+struct SpatialPlan {
+  bool active = false;  // rotation or scaling; otherwise a centred crop
+  SpatialMap map;       // map.lo / map.crop: the box of the loader patch that is read
+  Box read_box() const {
+    return {map.lo, {map.lo[0] + map.crop[0], map.lo[1] + map.crop[1], map.lo[2] + map.crop[2]}};
+  }
+};
+
+// `in_plane`: 2D / dummy-2D (loader z must equal patch z).
+SpatialPlan plan_spatial(const Shape3& loader, const Shape3& patch, const SpatialParams& p, bool in_plane);
+
+// `region`: the loader patch's `plan.read_box()` (data (C, box), seg (1, box)), as a case source
+// read of that box gives it (outside the case: 0 / -1). Returns the final patch; an inactive plan
+// hands `region` back as it is.
+Sample apply_spatial(const Sample& region, const SpatialPlan& plan);
+
+// The same from a whole loader patch (tests, callers that hold one). Never aliases `in`.
 Sample apply_spatial(const Sample& in, const Shape3& patch, const SpatialParams& p, bool in_plane);
 
 // Centred crop/pad of a (C, z, y, x) tensor to `patch` (BG2's crop_tensor around floor(S/2)).
