@@ -16,6 +16,7 @@
 #include "data/augment/gaussian_noise.h"
 #include "data/augment/low_resolution.h"
 #include "data/augment/pipeline.h"
+#include "data/augment/resize.h"
 #include "data/augment/spatial.h"
 
 using namespace medseg::data;
@@ -306,4 +307,74 @@ TEST(DataAugment, FullPipelineProducesFinalPatchWithoutMinusOne) {
     EXPECT_EQ(out.seg.lt(0).sum().item<int64_t>(), 0);
     EXPECT_LE(out.seg.max().item<int16_t>(), 2);
   }
+}
+
+// The hand-written intensity loops against the torch ops they replaced, on random volumes with odd,
+// anisotropic shapes.
+namespace {
+at::Tensor random_volume(int64_t c, int64_t z, int64_t y, int64_t x, uint64_t seed) {
+  at::manual_seed(static_cast<int64_t>(seed));
+  return at::randn({c, z, y, x}) * 3 + 1;
+}
+}  // namespace
+
+TEST(DataAugment, LowResolutionEqualsTorchInterpolate) {
+  at::Tensor d = random_volume(2, 9, 17, 12, 1);
+  LowResParams p;
+  p.channels = {1};
+  p.zooms = {{0.6, 0.75, 0.5}};
+  at::Tensor expect = d.clone();
+  const std::vector<int64_t> small{5, 13, 6}, full{9, 17, 12};  // round(S * zoom), half to even
+  at::Tensor down = resize_nearest_exact(d[1].unsqueeze(0).unsqueeze(0), small);
+  expect[1].copy_(at::upsample_trilinear3d(down, full, false)[0][0]);
+  apply_low_resolution(d, p);
+  EXPECT_TRUE(d.allclose(expect, 1e-5, 1e-5)) << (d - expect).abs().max().item<float>();
+}
+
+TEST(DataAugment, BlurEqualsTorchConvolutionWithReflectPadding) {
+  at::Tensor d = random_volume(1, 8, 13, 11, 2);
+  const std::array<double, 3> sigma{0.6, 0.9, 0.75};
+  at::Tensor x = d.unsqueeze(0);  // (1, 1, z, y, x)
+  for (int axis = 0; axis < 3; ++axis) {
+    const auto k = gaussian_kernel(sigma[static_cast<size_t>(axis)]);
+    const int64_t half = static_cast<int64_t>(k.size()) / 2;
+    std::vector<int64_t> pad(6, 0), shape{1, 1, 1, 1, 1};
+    pad[static_cast<size_t>(2 * (2 - axis))] = pad[static_cast<size_t>(2 * (2 - axis) + 1)] = half;
+    shape[static_cast<size_t>(2 + axis)] = static_cast<int64_t>(k.size());
+    at::Tensor w = at::tensor(k).reshape(shape);
+    x = at::conv3d(at::reflection_pad3d(x, pad), w);
+  }
+  BlurParams p;
+  p.channels = {0};
+  p.sigmas = {sigma};
+  apply_blur(d, p);
+  EXPECT_TRUE(d.allclose(x[0], 1e-5, 1e-5)) << (d - x[0]).abs().max().item<float>();
+}
+
+TEST(DataAugment, GammaAndContrastEqualTheTorchFormulation) {
+  for (bool invert : {false, true}) {
+    at::Tensor d = random_volume(2, 7, 9, 10, 3);
+    at::Tensor expect = d.clone();
+    const std::vector<double> g{0.8, 1.3};
+    for (int64_t c = 0; c < 2; ++c) {
+      at::Tensor v = expect[c].to(at::kDouble);
+      if (invert) v = -v;
+      const double m = v.mean().item<double>(), s = v.std().item<double>();
+      const double lo = v.min().item<double>(), r = v.max().item<double>() - lo;
+      v = ((v - lo) / r).pow(g[static_cast<size_t>(c)]) * r + lo;
+      v = (v - v.mean()) * (s / v.std()) + m;
+      expect[c].copy_(invert ? -v : v);
+    }
+    apply_gamma(d, g, invert);
+    EXPECT_TRUE(d.allclose(expect, 1e-4, 1e-4)) << invert << " " << (d - expect).abs().max().item<float>();
+  }
+  at::Tensor d = random_volume(2, 5, 6, 7, 4);
+  at::Tensor expect = d.clone();
+  for (int64_t c = 0; c < 2; ++c) {
+    at::Tensor v = expect[c];
+    const double m = v.to(at::kDouble).mean().item<double>();
+    expect[c].copy_(((v - m) * (c == 0 ? 1.2 : 0.8) + m).clamp(v.min().item<float>(), v.max().item<float>()));
+  }
+  apply_contrast(d, {1.2, 0.8});
+  EXPECT_TRUE(d.allclose(expect, 1e-5, 1e-5));
 }

@@ -2,16 +2,26 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
+#include "core/error.h"
 #include "data/augment/stats.h"
 
 namespace medseg::data::augment {
 
 void apply_contrast(at::Tensor& data, const std::vector<double>& factors, bool preserve_range) {
+  if (!data.is_contiguous() || data.scalar_type() != at::kFloat)
+    throw Error("contrast: expected a contiguous float32 (C, z, y, x) tensor");
+  const int64_t n = data[0].numel();
+  float* base = data.data_ptr<float>();  // (C, ...) contiguous: the pipeline guarantees it
   for (size_t c = 0; c < factors.size(); ++c) {
-    at::Tensor x = data[static_cast<int64_t>(c)];
-    const ChannelStats st = channel_stats(x);
-    x.sub_(st.mean).mul_(factors[c]).add_(st.mean);
-    if (preserve_range) x.clamp_(st.min, st.max);
+    float* x = base + static_cast<int64_t>(c) * n;
+    const ChannelStats st = channel_stats(x, n, false);
+    // (x - mean) * f + mean = x * f + mean * (1 - f), in float like the torch ops it replaces.
+    const float f = static_cast<float>(factors[c]), m = static_cast<float>(st.mean);
+    const float lo = preserve_range ? static_cast<float>(st.min) : -INFINITY;
+    const float hi = preserve_range ? static_cast<float>(st.max) : INFINITY;
+    for (int64_t i = 0; i < n; ++i) x[i] = std::min(std::max((x[i] - m) * f + m, lo), hi);
   }
 }
 

@@ -2,7 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/numeric.h"
 
@@ -25,25 +27,48 @@ int64_t reflect(int64_t i, int64_t n) {
   return i < n ? i : period - i;
 }
 
-// Convolves every line along one axis: `n` samples `stride` apart, lines starting at `starts`.
-void convolve_axis(float* x, const int64_t shape[3], int axis, const std::vector<float>& k) {
-  const int64_t n = shape[axis];
-  const int64_t stride = axis == 2 ? 1 : (axis == 1 ? shape[2] : shape[1] * shape[2]);
+// Reflected source index for every padded position -half .. n + half - 1 of a line of n.
+std::vector<int64_t> reflected(int64_t n, int64_t half) {
+  std::vector<int64_t> r;
+  for (int64_t i = -half; i < n + half; ++i) r.push_back(reflect(i, n));
+  return r;
+}
+
+// Along x (contiguous): each line copied once into a padded buffer, then a dot product per output.
+void convolve_rows(float* x, int64_t lines, int64_t n, const std::vector<float>& k) {
   const int64_t half = static_cast<int64_t>(k.size()) / 2;
-  std::vector<float> line(static_cast<size_t>(n + 2 * half));
-  const int64_t outer = axis == 0 ? 1 : (axis == 1 ? shape[0] : shape[0] * shape[1]);
-  const int64_t inner = stride;
-  const int64_t outer_step = n * stride;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t in = 0; in < inner; ++in) {
-      float* base = x + o * outer_step + in;
-      for (int64_t i = -half; i < n + half; ++i) line[static_cast<size_t>(i + half)] = base[reflect(i, n) * stride];
-      for (int64_t i = 0; i < n; ++i) {
-        float acc = 0.f;
-        for (size_t t = 0; t < k.size(); ++t) acc += k[t] * line[static_cast<size_t>(i) + t];
-        base[i * stride] = acc;
+  const std::vector<int64_t> src = reflected(n, half);
+  std::vector<float> line(src.size());
+  for (int64_t l = 0; l < lines; ++l) {
+    float* row = x + l * n;
+    for (size_t i = 0; i < src.size(); ++i) line[i] = row[src[i]];
+    for (int64_t i = 0; i < n; ++i) {
+      float acc = 0.f;
+      for (size_t t = 0; t < k.size(); ++t) acc += k[t] * line[static_cast<size_t>(i) + t];
+      row[i] = acc;
+    }
+  }
+}
+
+// Along an outer axis (y within a z-plane, or z): `n` slices of `inner` contiguous values, `outer`
+// times. Whole slices are combined, so the inner loop runs over contiguous memory and vectorises.
+void convolve_slices(float* x, int64_t outer, int64_t n, int64_t inner, const std::vector<float>& k) {
+  const int64_t half = static_cast<int64_t>(k.size()) / 2;
+  const std::vector<int64_t> src = reflected(n, half);
+  std::vector<float> block(static_cast<size_t>(n * inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    float* base = x + o * n * inner;
+    std::copy(base, base + n * inner, block.begin());
+    for (int64_t i = 0; i < n; ++i) {
+      float* dst = base + i * inner;
+      std::fill(dst, dst + inner, 0.f);
+      for (size_t t = 0; t < k.size(); ++t) {
+        const float* s = block.data() + src[static_cast<size_t>(i) + t] * inner;
+        const float w = k[t];
+        for (int64_t v = 0; v < inner; ++v) dst[v] += w * s[v];
       }
     }
+  }
 }
 
 }  // namespace
@@ -77,9 +102,11 @@ std::vector<float> gaussian_kernel(double sigma) {
 
 void blur_channel(at::Tensor& data, int64_t c, const std::array<double, 3>& sigma) {
   at::Tensor ch = data[c].contiguous();
-  const int64_t shape[3] = {ch.size(0), ch.size(1), ch.size(2)};
-  for (int axis = 0; axis < 3; ++axis)
-    if (shape[axis] > 1) convolve_axis(ch.data_ptr<float>(), shape, axis, gaussian_kernel(sigma[axis]));
+  float* x = ch.data_ptr<float>();
+  const int64_t Z = ch.size(0), Y = ch.size(1), X = ch.size(2);
+  if (Z > 1) convolve_slices(x, 1, Z, Y * X, gaussian_kernel(sigma[0]));
+  if (Y > 1) convolve_slices(x, Z, Y, X, gaussian_kernel(sigma[1]));
+  if (X > 1) convolve_rows(x, Z * Y, X, gaussian_kernel(sigma[2]));
   if (ch.data_ptr() != data[c].data_ptr()) data[c].copy_(ch);
 }
 

@@ -2,9 +2,18 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace medseg::data::augment {
+
+std::vector<int64_t> nearest_exact_indices(int64_t in, int64_t n) {
+  const float scale = static_cast<float>(in) / static_cast<float>(n);  // torch computes it in float
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    idx[static_cast<size_t>(i)] = std::min(static_cast<int64_t>(std::floor((static_cast<float>(i) + 0.5f) * scale)), in - 1);
+  return idx;
+}
 
 at::Tensor resize_nearest_exact(const at::Tensor& t, const std::vector<int64_t>& size) {
   at::Tensor out = t;
@@ -12,12 +21,8 @@ at::Tensor resize_nearest_exact(const at::Tensor& t, const std::vector<int64_t>&
   for (size_t a = 0; a < size.size(); ++a) {
     const int64_t dim = first + static_cast<int64_t>(a), in = t.size(dim), n = size[a];
     if (in == n) continue;
-    const float scale = static_cast<float>(in) / static_cast<float>(n);  // torch computes it in float
-    at::Tensor idx = at::empty({n}, at::kLong);
-    int64_t* p = idx.data_ptr<int64_t>();
-    for (int64_t i = 0; i < n; ++i)
-      p[i] = std::min(static_cast<int64_t>(std::floor((static_cast<float>(i) + 0.5f) * scale)), in - 1);
-    out = out.index_select(dim, idx);
+    const std::vector<int64_t> v = nearest_exact_indices(in, n);
+    out = out.index_select(dim, at::tensor(v, at::kLong));
   }
   return out;
 }

@@ -12,4 +12,7 @@ namespace medseg::data::augment {
 // Resizes the last size.size() axes of `t` to `size`.
 at::Tensor resize_nearest_exact(const at::Tensor& t, const std::vector<int64_t>& size);
 
+// The input index each of `out` outputs reads along one axis of length `in`.
+std::vector<int64_t> nearest_exact_indices(int64_t in, int64_t out);
+
 }  // namespace medseg::data::augment

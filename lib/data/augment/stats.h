@@ -1,7 +1,8 @@
 #pragma once
-// Channel statistics computed serially in double, so contrast and gamma give bit-identical results
-// whatever the intra-op thread count (a parallel torch reduction may sum in another order).
-#include <ATen/core/Tensor.h>
+// Channel statistics in double with a fixed summation order (four interleaved partial sums, then
+// combined), so contrast and gamma give bit-identical results whatever the intra-op thread count
+// (a parallel torch reduction may sum in another order).
+#include <cstdint>
 
 namespace medseg::data::augment {
 
@@ -9,7 +10,7 @@ struct ChannelStats {
   double mean = 0, std = 0, min = 0, max = 0;  // std: unbiased (n - 1), like torch.std
 };
 
-// `x`: a float32 tensor (any shape; made contiguous if needed).
-ChannelStats channel_stats(const at::Tensor& x);
+// Over `n` contiguous values. `with_std` false skips the second pass (std stays 0).
+ChannelStats channel_stats(const float* x, int64_t n, bool with_std = true);
 
 }  // namespace medseg::data::augment
