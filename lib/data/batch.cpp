@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "core/strings.h"
@@ -21,6 +22,22 @@ namespace medseg::data {
 namespace {
 
 constexpr double kDeg = 3.14159265358979323846 / 180.0;
+
+// Per-thread buffers for a sample's region read and spatial output, reused from sample to sample:
+// fresh multi-megabyte tensors cost page faults (zeroed pages) on every sample. Nothing built on
+// them leaves build_batch (finish_sample copies into the batch).
+struct Scratch {
+  std::vector<float> region_data, out_data;
+  std::vector<int16_t> region_seg, out_seg;
+};
+
+template <class T>
+at::Tensor view_of(std::vector<T>& buf, at::IntArrayRef sizes, at::ScalarType type) {
+  int64_t n = 1;
+  for (int64_t v : sizes) n *= v;
+  if (buf.size() < static_cast<size_t>(n)) buf.resize(static_cast<size_t>(n));
+  return at::from_blob(buf.data(), sizes, at::TensorOptions().dtype(type));
+}
 
 PipelineConfig base_pipeline(const planning::ConfigurationPlan& plan, bool deep_supervision, double oversample) {
   PipelineConfig cfg;
@@ -119,15 +136,20 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
         }
       }
       const Shape3 rs = read.shape();
+      thread_local Scratch scratch;
       augment::Sample s;
-      s.data = at::empty({C, rs[0], rs[1], rs[2]}, at::kFloat);
-      s.seg = at::empty({1, rs[0], rs[1], rs[2]}, at::kShort);
+      s.data = view_of(scratch.region_data, {C, rs[0], rs[1], rs[2]}, at::kFloat);
+      s.seg = view_of(scratch.region_seg, {1, rs[0], rs[1], rs[2]}, at::kShort);
       cases.read_data(ci, read, s.data.data_ptr<float>(), 0.f);
       cases.read_seg(ci, read, s.seg.data_ptr<int16_t>(), -1);
       std::vector<int64_t> mirror_axes;
       std::vector<int> mask_channels;
       if (cfg.augment) {
-        s = augment::apply_spatial(s, plan);
+        if (plan.active) {
+          augment::Sample into{view_of(scratch.out_data, {C, P[0], P[1], P[2]}, at::kFloat),
+                               view_of(scratch.out_seg, {1, P[0], P[1], P[2]}, at::kShort)};
+          s = augment::apply_spatial(s, plan, &into);
+        }
         mirror_axes = augment::augment_intensities(s, cfg.aug, rng, gen);
         mask_channels = cfg.aug.mask_channels;
       }

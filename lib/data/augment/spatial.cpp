@@ -114,7 +114,7 @@ SpatialPlan plan_spatial(const Shape3& loader, const Shape3& patch, const Spatia
   return plan;
 }
 
-Sample apply_spatial(const Sample& region, const SpatialPlan& plan) {
+Sample apply_spatial(const Sample& region, const SpatialPlan& plan, Sample* into) {
   const SpatialMap& mp = plan.map;
   const Shape3 rs{region.data.size(1), region.data.size(2), region.data.size(3)};
   if (rs != mp.crop || region.seg.sizes() != at::IntArrayRef({1, rs[0], rs[1], rs[2]}))
@@ -123,8 +123,16 @@ Sample apply_spatial(const Sample& region, const SpatialPlan& plan) {
   const int64_t C = region.data.size(0);
   const at::Tensor data = region.data.contiguous(), seg = region.seg.contiguous();
   Sample out;
-  out.data = at::empty({C, mp.patch[0], mp.patch[1], mp.patch[2]}, at::kFloat);
-  out.seg = at::empty({1, mp.patch[0], mp.patch[1], mp.patch[2]}, at::kShort);
+  if (into) {
+    out = *into;
+    if (out.data.sizes() != at::IntArrayRef({C, mp.patch[0], mp.patch[1], mp.patch[2]}) ||
+        out.seg.sizes() != at::IntArrayRef({1, mp.patch[0], mp.patch[1], mp.patch[2]}) || !out.data.is_contiguous() ||
+        !out.seg.is_contiguous())
+      throw Error("spatial transform: output buffers do not have the patch shape " + shape_str(mp.patch));
+  } else {
+    out.data = at::empty({C, mp.patch[0], mp.patch[1], mp.patch[2]}, at::kFloat);
+    out.seg = at::empty({1, mp.patch[0], mp.patch[1], mp.patch[2]}, at::kShort);
+  }
   resample(mp, data.data_ptr<float>(), C, seg.data_ptr<int16_t>(), out.data.data_ptr<float>(),
            out.seg.data_ptr<int16_t>());
   return out;

@@ -48,8 +48,9 @@ SpatialPlan plan_spatial(const Shape3& loader, const Shape3& patch, const Spatia
 
 // `region`: the loader patch's `plan.read_box()` (data (C, box), seg (1, box)), as a case source
 // read of that box gives it (outside the case: 0 / -1). Returns the final patch; an inactive plan
-// hands `region` back as it is.
-Sample apply_spatial(const Sample& region, const SpatialPlan& plan);
+// hands `region` back as it is. `into`: contiguous (C, patch) / (1, patch) tensors to write the
+// result to (a caller's reused buffers); otherwise new tensors.
+Sample apply_spatial(const Sample& region, const SpatialPlan& plan, Sample* into = nullptr);
 
 // The same from a whole loader patch (tests, callers that hold one). Never aliases `in`.
 Sample apply_spatial(const Sample& in, const Shape3& patch, const SpatialParams& p, bool in_plane);
