@@ -17,7 +17,8 @@ at::Tensor resize_nearest_exact(const at::Tensor& t, const std::vector<int64_t>&
     int64_t* p = idx.data_ptr<int64_t>();
     for (int64_t i = 0; i < n; ++i)
       p[i] = std::min(static_cast<int64_t>(std::floor((static_cast<float>(i) + 0.5f) * scale)), in - 1);
-    out = out.index_select(dim, idx);
+    // The index is built on the host; the gather runs where `t` lives (the device augmentation path).
+    out = out.index_select(dim, t.is_cpu() ? idx : idx.to(t.device()));
   }
   return out;
 }
