@@ -22,7 +22,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"Train one fold (nnU-Net's nnUNetv2_train)", "medseg_train"};
   std::string dataset, configuration, fold, plans = "nnUNetPlans", trainer = "nnUNetTrainer";
-  std::string amp, device = "cpu", cudnn = "on", preprocessed, results;
+  std::string amp, augment_device, device = "cpu", cudnn = "on", preprocessed, results;
   bool resume = false, val = false, val_best = false, no_pbar = false;
   medseg::training::TrainOptions opt;
   int64_t epochs = 0, iters = 0, val_iters = 0, ckpt_every = 0;
@@ -47,6 +47,10 @@ int main(int argc, char** argv) {
   auto* o_val_iters =
       app.add_option("--val-iters-per-epoch", val_iters, "Override validation iterations per epoch (0..1000000)");
   auto* o_workers = app.add_option("--num-workers", workers, "Data pipeline worker threads (0..1024)");
+  app.add_option("--augment_device", augment_device,
+                 "Where training augmentation runs: cpu (loader workers), cuda (on the batch on the GPU), cpu_batched "
+                 "(the batched path on CPU tensors) (default: the trainer config's)")
+      ->check(CLI::IsMember({"cpu", "cuda", "cpu_batched"}));
   auto* o_ckpt = app.add_option("--checkpoint-every", ckpt_every, "Epochs between checkpoint_latest writes (1..1000000)");
   auto* o_threads = app.add_option("--threads", opt.threads, "Torch intra-op threads, 1..4096 (default: all cores)");
   app.add_option("--preprocessed", preprocessed, "Preprocessed root (default: $MEDSEG_PREPROCESSED)");
@@ -88,6 +92,7 @@ int main(int argc, char** argv) {
     if (given(o_val_iters, "val_iterations_per_epoch", static_cast<double>(val_iters)))
       cfg.val_iterations_per_epoch = val_iters;
     if (given(o_workers, "num_workers", workers)) cfg.num_workers = workers;
+    if (!augment_device.empty()) cfg.augment_device = augment_device;
     if (given(o_ckpt, "checkpoint_every", static_cast<double>(ckpt_every))) cfg.checkpoint_every = ckpt_every;
     given(o_threads, "threads", opt.threads);
     // The launcher: checked its flags above, now starts the ranks (which find RANK set and train).

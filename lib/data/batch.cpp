@@ -111,8 +111,12 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
   for (int64_t j = 0; j < B; ++j) picks.push_back(batch_rng.randint(0, cases.size() - 1));
 
   const int64_t n = last - first;
-  at::Tensor data = at::empty({n, C, P[0], P[1], P[2]}, at::TensorOptions().dtype(at::kFloat).pinned_memory(pin));
-  at::Tensor seg = at::empty({n, 1, P[0], P[1], P[2]}, at::TensorOptions().dtype(at::kShort).pinned_memory(pin));
+  // The device path collates whole loader patches (fixed size) and augments them later.
+  const bool on_device = cfg.augment && cfg.device_augment;
+  const Shape3& S = on_device ? L : P;
+  at::Tensor data = at::empty({n, C, S[0], S[1], S[2]}, at::TensorOptions().dtype(at::kFloat).pinned_memory(pin));
+  at::Tensor seg = at::empty({n, 1, S[0], S[1], S[2]}, at::TensorOptions().dtype(at::kShort).pinned_memory(pin));
+  std::vector<augment::SampleDraw> draws;
   const PatchSampler sampler(L, P);
   for (int64_t j = first; j < last; ++j) {
     const int64_t ci = picks[static_cast<size_t>(j)];
@@ -120,10 +124,17 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
     try {
       const uint64_t sseed = sample_seed(bseed, j);
       Rng rng(sseed);
-      at::Generator gen = at::detail::createCPUGenerator(mix64(sseed ^ 0x6e6f697365ULL));
+      const uint64_t noise_seed = mix64(sseed ^ 0x6e6f697365ULL);
       const bool force = force_foreground(j, B, cfg.oversample);
       const auto choice = sampler.choose(cases.shape(ci), force, cases.class_locations(ci), rng);
       out.forced_label.push_back(choice.label);
+      if (on_device) {  // the same draws, in the same order, as the per-sample path below
+        draws.push_back(augment::draw_sample(cfg.aug, C, rng, noise_seed));
+        cases.read_data(ci, choice.box, data[j - first].data_ptr<float>(), 0.f);
+        cases.read_seg(ci, choice.box, seg[j - first].data_ptr<int16_t>(), -1);
+        continue;
+      }
+      at::Generator gen = at::detail::createCPUGenerator(noise_seed);
       // Plan the spatial transform first and read only the part of the loader patch it touches.
       augment::SpatialPlan plan;
       Box read = choice.box;
@@ -159,6 +170,10 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
       throw Error("data loader: case '" + cases.id(ci) + "' (epoch " + std::to_string(epoch) + ", batch " +
                   std::to_string(index) + ", sample " + std::to_string(j) + "): " + one_line(e.what()));
     }
+  }
+  if (on_device) {
+    out.device_input = augment::DeviceBatchInput{data, seg, std::move(draws)};
+    return out;
   }
   out.target = cfg.ds_scales.empty() ? std::vector<at::Tensor>{seg} : augment::downsample_targets(seg, cfg.ds_scales);
   for (auto& t : out.target)

@@ -5,11 +5,13 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "data/augment/config.h"
 #include "data/augment/deep_supervision.h"
+#include "data/augment/draw.h"
 #include "data/case_source.h"
 
 namespace medseg::planning {
@@ -31,6 +33,10 @@ struct PipelineConfig {
   // [share_begin, share_end); the draws stay those of the global batch (same cases, patches,
   // augmentation and foreground rule as on one process). share_end < 0: the whole batch.
   int64_t share_begin = 0, share_end = -1;
+  // Training augmentation on the collated batch (device_augment.h) instead of per sample in the
+  // workers: build_batch then draws the same parameters but returns the un-augmented loader
+  // patches in Batch::device_input. Ignored when `augment` is false (validation).
+  bool device_augment = false;
 };
 
 // Rank `rank` of `ranks`'s contiguous share of a batch of `batch` samples: sizes differ by at most
@@ -56,6 +62,9 @@ struct Batch {
   std::vector<at::Tensor> target;  // per deep-supervision scale, (B, 1, ...) int16 (nnU-Net's dtype)
   std::vector<std::string> keys;   // case id per sample
   std::vector<int> forced_label;   // per sample: the label its patch was centred on, -1 if random
+  // Set (and data / target left empty) by a device-augmentation pipeline: augment_on_device
+  // (device_augment.h) turns it into data and target.
+  std::optional<augment::DeviceBatchInput> device_input;
 };
 
 // Builds batch `index` of `epoch`. `pin_memory` is honoured when CUDA is available.

@@ -21,6 +21,7 @@
 #include "core/torch_compat.h"
 #include "core/torch_memory.h"
 #include "core/torch_settings.h"
+#include "data/augment/device_augment.h"
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
 #include "distributed/process_group.h"
@@ -65,6 +66,7 @@ struct Trainer::State {
   TrainerConfig cfg;
   TrainOptions opt;
   torch::Device device{torch::kCPU};
+  std::optional<torch::Device> augment_device;  // set: training batches augmented there (device_augment.h)
   bool cuda = false, amp_on = false;
   c10::ScalarType amp_dtype = at::kFloat;
   models::SegmentationNetwork net{nullptr};
@@ -138,6 +140,7 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.cuda = s.device.is_cuda();
   if (s.cuda && !torch::cuda::is_available())
     throw Error("-device " + s.opt.device + " requested but CUDA is not available in this build/machine");
+  s.augment_device = data::augment::resolve_augment_device(s.cfg.augment_device, s.device);
   const AutocastSetting amp = autocast_setting(s.cfg.amp, s.cuda);
   s.amp_on = amp.enabled;
   s.amp_dtype = amp.dtype;
@@ -183,6 +186,7 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
     p->share_end = s.dp->share().end;
   }
   if (!s.cfg.augment) s.train_pipe.aug.disabled();
+  s.train_pipe.device_augment = s.augment_device.has_value();  // validation batches are not augmented
   s.ds_weights = deep_supervision_weights(static_cast<int>(std::max<size_t>(1, s.train_pipe.ds_scales.size())));
   for (int a : s.train_pipe.aug.mirror_axes) s.mirror_axes.push_back(a - (s.train_pipe.is_2d ? 1 : 0));
 
@@ -355,6 +359,7 @@ bool Trainer::State::train_epoch() {
   for (; next_iter < cfg.iterations_per_epoch; ++next_iter) {
     if (dp->agree_to_stop(interrupt_requested())) return false;
     data::Batch b = train_loader->next();
+    if (b.device_input) b = data::augment::augment_batch_on_device(std::move(b), train_pipe, *augment_device);
     const at::Tensor x = b.data.to(device, /*non_blocking=*/true);
     const std::vector<at::Tensor> targets = device_targets(b);
     // Gradients dropped, not zeroed: the same on 1.13 (whose Optimizer::zero_grad keeps zeros) and

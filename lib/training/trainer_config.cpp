@@ -29,7 +29,8 @@ json TrainerConfig::to_json() const {
           {"optimizer", opt}, {"poly_exponent", poly_exponent}, {"grad_clip", grad_clip},
           {"oversample_foreground", oversample_foreground}, {"deep_supervision", deep_supervision},
           {"augment", augment}, {"checkpoint_every", checkpoint_every}, {"ema_momentum", ema_momentum},
-          {"seed", seed}, {"amp", to_string(amp)}, {"num_workers", num_workers}, {"checkpoint_encoder", checkpoint_encoder},
+          {"seed", seed}, {"amp", to_string(amp)}, {"num_workers", num_workers},
+          {"augment_device", augment_device}, {"checkpoint_encoder", checkpoint_encoder},
           {"use_checkpoint", use_checkpoint}, {"inplace", to_string(inplace)}};
 }
 
@@ -132,7 +133,7 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   const JsonObjectReader r(j, src, "", "a trainer config");
   r.check_keys({"format", "version", "name", "num_epochs", "iterations_per_epoch", "val_iterations_per_epoch",
                 "optimizer", "poly_exponent", "grad_clip", "oversample_foreground", "deep_supervision", "augment",
-                "checkpoint_every", "ema_momentum", "seed", "amp", "num_workers", "checkpoint_encoder",
+                "checkpoint_every", "ema_momentum", "seed", "amp", "num_workers", "augment_device", "checkpoint_encoder",
                 "use_checkpoint", "inplace", "description"});
   TrainerConfig c;
   c.source = src;
@@ -149,6 +150,9 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   c.ema_momentum = number_in_range(r, "", "ema_momentum", c.ema_momentum);
   c.deep_supervision = r.boolean("deep_supervision", c.deep_supervision);
   c.augment = r.boolean("augment", c.augment);
+  if (r.has("augment_device"))
+    c.augment_device = r.choice<std::string>("augment_device",
+                                             {{"cpu", "cpu"}, {"cuda", "cuda"}, {"cpu_batched", "cpu_batched"}});
   c.checkpoint_encoder = r.boolean("checkpoint_encoder", c.checkpoint_encoder);
   if (r.has("seed")) c.seed = json_as<uint64_t>(j.at("seed"), "key 'seed'", src);
   if (r.has("amp")) c.amp = parse_amp(r.choice<std::string>("amp", {{"auto", "auto"}, {"fp16", "fp16"}, {"bf16", "bf16"}, {"off", "off"}}), "amp", src);

@@ -34,6 +34,10 @@ struct TrainerConfig {
   uint64_t seed = 12345;               // data pipeline + weight init
   AmpMode amp = AmpMode::Auto;         // auto (fp16 on CUDA, off on CPU), fp16, bf16, off
   int num_workers = 2;                 // data pipeline threads
+  // Where training augmentation runs: "cpu" (per sample in the loader workers), "cuda" (on the
+  // collated batch on the training GPU; data/augment/device_augment.h) or "cpu_batched" (that
+  // batched path on CPU tensors: CI and tests).
+  std::string augment_device = "cpu";
   bool checkpoint_encoder = false;     // gradient checkpointing of encoder stages (U-Nets)
   int use_checkpoint = -1;             // SwinUNETR blocks: -1 as planned, 0 off, 1 on
   InplaceMode inplace = InplaceMode::Auto;

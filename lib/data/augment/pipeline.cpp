@@ -8,9 +8,7 @@
 #include "data/augment/gamma.h"
 #include "data/augment/gaussian_blur.h"
 #include "data/augment/gaussian_noise.h"
-#include "data/augment/intensity.h"
 #include "data/augment/low_resolution.h"
-#include "data/augment/mirror.h"
 #include "data/augment/spatial.h"
 
 namespace medseg::data::augment {
@@ -25,20 +23,20 @@ Sample augment_training_sample(const Sample& loader_patch, const AugmentConfig& 
 }
 
 std::vector<int64_t> augment_intensities(Sample& s, const AugmentConfig& cfg, Rng& rng, at::Generator& gen) {
+  const IntensityParams p = draw_intensities(cfg, s.data.size(0), rng);
+  apply_intensities(s, p, gen);
+  return p.mirror_axes;
+}
+
+void apply_intensities(Sample& s, const IntensityParams& p, at::Generator& gen) {
   if (!s.data.is_contiguous()) s.data = s.data.contiguous();
-  const int64_t C = s.data.size(0);
-  if (rng.bernoulli(cfg.p_noise)) add_gaussian_noise(s.data, sample_noise_std(cfg, rng), gen);
-  if (rng.bernoulli(cfg.p_blur)) apply_blur(s.data, sample_blur(cfg, C, rng));
-  if (rng.bernoulli(cfg.p_brightness))
-    apply_brightness(s.data, sample_channel_factors(C, cfg.brightness_lo, cfg.brightness_hi, rng));
-  if (rng.bernoulli(cfg.p_contrast))
-    apply_contrast(s.data, sample_channel_factors(C, cfg.contrast_lo, cfg.contrast_hi, rng));
-  if (rng.bernoulli(cfg.p_lowres)) apply_low_resolution(s.data, sample_low_resolution(cfg, C, rng));
-  if (rng.bernoulli(cfg.p_gamma_inverted))
-    apply_gamma(s.data, sample_channel_factors(C, cfg.gamma_lo, cfg.gamma_hi, rng), true);
-  if (rng.bernoulli(cfg.p_gamma))
-    apply_gamma(s.data, sample_channel_factors(C, cfg.gamma_lo, cfg.gamma_hi, rng), false);
-  return sample_mirror_axes(cfg, rng);
+  if (p.noise) add_gaussian_noise(s.data, p.noise_std, gen);
+  apply_blur(s.data, p.blur);
+  if (!p.brightness.empty()) apply_brightness(s.data, p.brightness);
+  if (!p.contrast.empty()) apply_contrast(s.data, p.contrast);
+  apply_low_resolution(s.data, p.lowres);
+  if (!p.gamma_inverted.empty()) apply_gamma(s.data, p.gamma_inverted, true);
+  if (!p.gamma.empty()) apply_gamma(s.data, p.gamma, false);
 }
 
 }  // namespace medseg::data::augment

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/augment/config.h"
+#include "data/augment/draw.h"
 #include "data/augment/sample.h"
 #include "data/rng.h"
 
@@ -30,5 +31,8 @@ Sample augment_training_sample(const Sample& loader_patch, const AugmentConfig& 
 //   finish_sample(s, axes, cfg.mask_channels, data_slot, seg_slot);  // finish.h
 // augment_intensities modifies `s.data` in place and returns the drawn mirror axes.
 std::vector<int64_t> augment_intensities(Sample& s, const AugmentConfig& cfg, Rng& rng, at::Generator& gen);
+
+// The intensity transforms of a drawn record (draw.h), noise voxels from `gen`; in place.
+void apply_intensities(Sample& s, const IntensityParams& p, at::Generator& gen);
 
 }  // namespace medseg::data::augment

@@ -21,8 +21,9 @@ at::Tensor resize_nearest_exact(const at::Tensor& t, const std::vector<int64_t>&
   for (size_t a = 0; a < size.size(); ++a) {
     const int64_t dim = first + static_cast<int64_t>(a), in = t.size(dim), n = size[a];
     if (in == n) continue;
-    const std::vector<int64_t> v = nearest_exact_indices(in, n);
-    out = out.index_select(dim, at::tensor(v, at::kLong));
+    const at::Tensor idx = at::tensor(nearest_exact_indices(in, n), at::kLong);
+    // The index is built on the host; the gather runs where `t` lives (the device augmentation path).
+    out = out.index_select(dim, t.is_cpu() ? idx : idx.to(t.device()));
   }
   return out;
 }
