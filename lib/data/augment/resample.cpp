@@ -109,8 +109,10 @@ MEDSEG_WIDE_CLONES void resample_3d(const SpatialMap& mp, const float* image, in
         const double pk = static_cast<double>(k) - geo.half[2];
         double q[3];
         for (int r = 0; r < 3; ++r) q[r] = row[r] + mp.m[r][2] * pk;
-        outside[k] = static_cast<char>((std::abs(q[0]) > geo.limit[0]) | (std::abs(q[1]) > geo.limit[1]) |
-                                       (std::abs(q[2]) > geo.limit[2]));
+        // Bitwise on ints, not ||: no branches, so the loop vectorises.
+        outside[k] = static_cast<char>(static_cast<int>(std::abs(q[0]) > geo.limit[0]) |
+                                       static_cast<int>(std::abs(q[1]) > geo.limit[1]) |
+                                       static_cast<int>(std::abs(q[2]) > geo.limit[2]));
         cz[k] = unnormalise_3d(normalised(q[0] + geo.centre[0], D), D);
         cy[k] = unnormalise_3d(normalised(q[1] + geo.centre[1], H), H);
         cx[k] = unnormalise_3d(normalised(q[2] + geo.centre[2], W), W);
