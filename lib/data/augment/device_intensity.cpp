@@ -74,15 +74,6 @@ void noise(at::Tensor& x, const std::vector<SampleDraw>& draws) {
   }
 }
 
-// gaussian_blur.cpp's reflect padding (numpy / torch 'reflect', repeated for long pads).
-int64_t reflect(int64_t i, int64_t n) {
-  if (n == 1) return 0;
-  const int64_t period = 2 * (n - 1);
-  i %= period;
-  if (i < 0) i += period;
-  return i < n ? i : period - i;
-}
-
 // One axis of the separable blur for all blurred rows at once: a grouped convolution whose
 // kernels are BG2's, zero-padded to the longest (zero taps add exact zeros).
 at::Tensor blur_axis(const at::Tensor& rows, int axis, const std::vector<double>& sigmas) {
@@ -95,9 +86,7 @@ at::Tensor blur_axis(const at::Tensor& rows, int axis, const std::vector<double>
   const int64_t R = rows.size(0), half = static_cast<int64_t>(K / 2), n = rows.size(1 + axis);
   std::vector<float> w(static_cast<size_t>(R) * K, 0.f);
   for (size_t r = 0; r < k.size(); ++r) std::copy(k[r].begin(), k[r].end(), w.begin() + static_cast<int64_t>(r * K + (K - k[r].size()) / 2));
-  std::vector<int64_t> idx;
-  for (int64_t i = -half; i < n + half; ++i) idx.push_back(reflect(i, n));
-  const at::Tensor padded = rows.index_select(1 + axis, host_longs(idx, rows.device()));
+  const at::Tensor padded = rows.index_select(1 + axis, host_longs(reflected_indices(n, half), rows.device()));
   std::vector<int64_t> wshape{R, 1, 1, 1, 1};
   wshape[static_cast<size_t>(2 + axis)] = static_cast<int64_t>(K);
   const at::Tensor weight = at::tensor(w, at::kFloat).view(wshape).to(rows.device());

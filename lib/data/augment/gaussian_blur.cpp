@@ -27,17 +27,10 @@ int64_t reflect(int64_t i, int64_t n) {
   return i < n ? i : period - i;
 }
 
-// Reflected source index for every padded position -half .. n + half - 1 of a line of n.
-std::vector<int64_t> reflected(int64_t n, int64_t half) {
-  std::vector<int64_t> r;
-  for (int64_t i = -half; i < n + half; ++i) r.push_back(reflect(i, n));
-  return r;
-}
-
 // Along x (contiguous): each line copied once into a padded buffer, then a dot product per output.
 void convolve_rows(float* x, int64_t lines, int64_t n, const std::vector<float>& k) {
   const int64_t half = static_cast<int64_t>(k.size()) / 2;
-  const std::vector<int64_t> src = reflected(n, half);
+  const std::vector<int64_t> src = reflected_indices(n, half);
   std::vector<float> line(src.size());
   for (int64_t l = 0; l < lines; ++l) {
     float* row = x + l * n;
@@ -54,7 +47,7 @@ void convolve_rows(float* x, int64_t lines, int64_t n, const std::vector<float>&
 // times. Whole slices are combined, so the inner loop runs over contiguous memory and vectorises.
 void convolve_slices(float* x, int64_t outer, int64_t n, int64_t inner, const std::vector<float>& k) {
   const int64_t half = static_cast<int64_t>(k.size()) / 2;
-  const std::vector<int64_t> src = reflected(n, half);
+  const std::vector<int64_t> src = reflected_indices(n, half);
   std::vector<float> block(static_cast<size_t>(n * inner));
   for (int64_t o = 0; o < outer; ++o) {
     float* base = x + o * n * inner;
@@ -72,6 +65,12 @@ void convolve_slices(float* x, int64_t outer, int64_t n, int64_t inner, const st
 }
 
 }  // namespace
+
+std::vector<int64_t> reflected_indices(int64_t n, int64_t half) {
+  std::vector<int64_t> r;
+  for (int64_t i = -half; i < n + half; ++i) r.push_back(reflect(i, n));
+  return r;
+}
 
 BlurParams sample_blur(const AugmentConfig& cfg, int64_t channels, Rng& rng) {
   BlurParams p;

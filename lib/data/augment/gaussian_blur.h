@@ -19,6 +19,9 @@ struct BlurParams {
 
 BlurParams sample_blur(const AugmentConfig& cfg, int64_t channels, Rng& rng);
 std::vector<float> gaussian_kernel(double sigma);
+// Source index of every padded position -half .. n + half - 1 of a line of n under reflect padding
+// (numpy / torch 'reflect', repeated for pads longer than the line).
+std::vector<int64_t> reflected_indices(int64_t n, int64_t half);
 // Blurs channel c of data (C, z, y, x) float32 in place with the given per-axis sigmas.
 void blur_channel(at::Tensor& data, int64_t c, const std::array<double, 3>& sigma);
 void apply_blur(at::Tensor& data, const BlurParams& p);
