@@ -14,24 +14,6 @@ namespace medseg::data::augment {
 
 namespace {
 
-Mat3 mul(const Mat3& a, const Mat3& b) {
-  Mat3 r{};
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-      for (int k = 0; k < 3; ++k) r[i][j] += a[i][k] * b[k][j];
-  return r;
-}
-
-Mat3 affine_3d(const std::array<double, 3>& a, double s) {
-  const double c0 = std::cos(a[0]), s0 = std::sin(a[0]), c1 = std::cos(a[1]), s1 = std::sin(a[1]);
-  const double c2 = std::cos(a[2]), s2 = std::sin(a[2]);
-  const Mat3 rx{{{1, 0, 0}, {0, c0, -s0}, {0, s0, c0}}};
-  const Mat3 ry{{{c1, 0, s1}, {0, 1, 0}, {-s1, 0, c1}}};
-  const Mat3 rz{{{c2, -s2, 0}, {s2, c2, 0}, {0, 0, 1}}};
-  const Mat3 sc{{{s, 0, 0}, {0, s, 0}, {0, 0, s}}};
-  return mul(mul(mul(rz, ry), rx), sc);
-}
-
 constexpr double kOutsideTolerance = 1e-3;  // voxels
 
 // Output offsets p (from the patch centre) map to input offsets q = m p (from the input centre).
@@ -126,7 +108,9 @@ Sample reference_spatial(const Sample& in, const Shape3& patch, const SpatialPar
     const double c = std::cos(p.angles[0]), sn = std::sin(p.angles[0]), f = p.scale_factor;
     mp.m = Mat3{{{c * f, -sn * f, 0}, {sn * f, c * f, 0}, {0, 0, 1}}};
   } else {
-    mp.m = affine_3d(p.angles, p.scale_factor);
+    // The matrix is the library's (its axes and signs are pinned by the right-angle tests in
+    // data_augment_test.cpp); the resampling below is what this file is the oracle for.
+    mp.m = plan_spatial(s, patch, p, false).map.m;
   }
   // Resample from the touched part of the loader patch only: small angles and scale factors below 1
   // look at much less than the whole loader patch, which is sized for the worst case.
