@@ -14,6 +14,16 @@
 // The resampling loops are also compiled for AVX2 and picked at run time (target_clones): the
 // coordinate and weight arithmetic then runs 8 floats / 4 doubles wide and floor is one
 // instruction. IEEE results are the same on either clone (no contraction, same roundings).
+// Not under sanitizers: the clones are picked by an ifunc resolver that runs while the dynamic
+// loader relocates, before a sanitizer runtime is ready (a TSan build crashed there).
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define MEDSEG_NO_TARGET_CLONES
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define MEDSEG_NO_TARGET_CLONES
+#endif
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(MEDSEG_NO_TARGET_CLONES)
 #define MEDSEG_WIDE_CLONES __attribute__((target_clones("avx2", "default")))
 #else
