@@ -5,10 +5,12 @@
 #include <ctime>
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/volume.h"
+#include "data/augment/device_augment.h"
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
 #include "data/synthetic_cases.h"
@@ -60,6 +62,7 @@ int main(int argc, char** argv) {
   int batch_size = 2, cases = 24, channels = 1, labels = 2, batches = 20, warmup = 2;
   uint64_t seed = 7;
   bool no_augment = false;
+  std::string augment_device = "cpu";
   app.add_option("--plans", plans_file, "plans.json: take patch, batch size and strides from it");
   app.add_option("-c,--configuration", config, "configuration in --plans")->capture_default_str();
   app.add_option("--preprocessed", folder, "folder of preprocessed cases (default: synthetic cases)");
@@ -75,6 +78,10 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed batches first")->capture_default_str();
   app.add_option("--seed", seed, "loader seed")->capture_default_str();
   app.add_flag("--no-augment", no_augment, "validation pipeline (crop only)");
+  app.add_option("--augment-device", augment_device,
+                 "cpu (per sample in the workers), cpu_batched or cuda (the batched torch path on the consumer "
+                 "thread, timed with it; docs/gpu_augmentation.md)")
+      ->capture_default_str();
   return cli::run(argc, argv, app, [&] {
     const auto plan = plan_from_args(plans_file, config, patch, batch_size);
     std::shared_ptr<const CaseSource> src;
@@ -84,11 +91,24 @@ int main(int argc, char** argv) {
       src = make_synthetic_source(cases, {min_shape[0], min_shape[1], min_shape[2]},
                                   {max_shape[0], max_shape[1], max_shape[2]}, channels, labels, seed);
     }
-    const PipelineConfig cfg = no_augment ? validation_pipeline(plan) : training_pipeline(plan);
+    PipelineConfig cfg = no_augment ? validation_pipeline(plan) : training_pipeline(plan);
+    const auto device = augment::resolve_augment_device(
+        augment_device, augment_device == "cuda" ? at::Device(at::kCUDA) : at::Device(at::kCPU));
+    cfg.device_augment = device.has_value() && !no_augment;
+    // The batched path's output; reading one value waits for a CUDA device to finish it.
+    auto take = [&](Batch b) {
+      if (!b.device_input) return;
+      const Batch out = augment::augment_batch_on_device(std::move(b), cfg, *device);
+      (void)out.data.view(-1)[0].item<float>();
+    };
+    const std::string mode = no_augment           ? "no augmentation"
+                             : cfg.device_augment ? "full augmentation, batched on " + device->str()
+                                                  : "full augmentation";
     std::printf("cases %lld (channels %lld), final patch %s, loader patch %s, batch %lld, %s%s\n",
                 static_cast<long long>(src->size()), static_cast<long long>(src->channels()),
                 shape_str(cfg.final_patch).c_str(), shape_str(cfg.loader_patch).c_str(),
-                static_cast<long long>(cfg.batch_size), no_augment ? "no augmentation" : "full augmentation",
+                static_cast<long long>(cfg.batch_size),
+                mode.c_str(),
                 cfg.aug.dummy_2d ? " (dummy 2D)" : "");
     std::printf("%8s %10s %12s %12s %14s %12s\n", "workers", "wall_s", "patches/s", "ms/batch", "patches/cpu_s",
                 "cpu_util");
@@ -97,10 +117,10 @@ int main(int argc, char** argv) {
       o.num_workers = w;
       o.batches_per_epoch = 1 << 20;
       DataLoader dl(src, cfg, o, {seed, 0, 0});
-      for (int i = 0; i < warmup; ++i) dl.next();
+      for (int i = 0; i < warmup; ++i) take(dl.next());
       const double cpu0 = process_cpu_seconds();
       const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < batches; ++i) dl.next();
+      for (int i = 0; i < batches; ++i) take(dl.next());
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double cpu = process_cpu_seconds() - cpu0;  // ahead-built work balances out
       const double patches = static_cast<double>(batches) * static_cast<double>(cfg.batch_size);
