@@ -123,6 +123,41 @@ void ProcessGroup::broadcast(std::vector<at::Tensor>& tensors, int root) {
   }
 }
 
+void ProcessGroup::exchange(std::vector<Transfer>& transfers, int tag) {
+  // c10d wants contiguous buffers; a receive into a strided view lands in a buffer and is copied back.
+  std::vector<std::vector<at::Tensor>> bufs(transfers.size());
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  const std::string what = "point-to-point exchange";
+  try {
+    for (size_t i = 0; i < transfers.size(); ++i) {
+      const Transfer& t = transfers[i];
+      if (t.peer < 0 || t.peer >= size() || t.peer == rank())
+        throw Error("peer rank " + std::to_string(t.peer) + " is not another rank of " + std::to_string(size()));
+      bufs[i].push_back(t.tensor.is_contiguous() ? t.tensor : t.tensor.contiguous());
+      auto& g = b_->group_for(bufs[i][0]);
+      works.push_back(t.send ? g.send(bufs[i], t.peer, tag) : g.recv(bufs[i], t.peer, tag));
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    b_->fail(what, e);
+  }
+  for (auto& w : works) wait(*b_, what.c_str(), w);
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < transfers.size(); ++i)
+    if (!transfers[i].send && !bufs[i][0].is_same(transfers[i].tensor)) transfers[i].tensor.copy_(bufs[i][0]);
+}
+
+void ProcessGroup::send(const at::Tensor& t, int dst, int tag) {
+  std::vector<Transfer> v{{dst, true, t}};
+  exchange(v, tag);
+}
+
+void ProcessGroup::recv(at::Tensor& t, int src, int tag) {
+  std::vector<Transfer> v{{src, false, t}};
+  exchange(v, tag);
+}
+
 std::vector<std::string> ProcessGroup::all_gather(const std::string& value) {
   const std::string key = "gather/" + std::to_string(b_->gathers++) + "/";
   std::vector<std::string> out;

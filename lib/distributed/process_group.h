@@ -37,6 +37,17 @@ class ProcessGroup {
   void all_reduce_sum(at::Tensor& t);
   // Rank `root`'s tensors overwrite everyone's (same shapes on every rank).
   void broadcast(std::vector<at::Tensor>& tensors, int root = 0);
+  // Point to point. Every send and receive in `transfers` is posted before any is waited for, so
+  // neighbours that exchange in both directions at once cannot deadlock. A receive fills its tensor
+  // in place (its shape and dtype must match the sender's). Ranks pair transfers by (peer, tag).
+  struct Transfer {
+    int peer = 0;
+    bool send = true;
+    at::Tensor tensor;
+  };
+  void exchange(std::vector<Transfer>& transfers, int tag = 0);
+  void send(const at::Tensor& t, int dst, int tag = 0);
+  void recv(at::Tensor& t, int src, int tag = 0);
   // Every rank's string, indexed by rank (through the store: any length, no tensors).
   std::vector<std::string> all_gather(const std::string& value);
   // `timeout` 0: the run's. Final validation waits longer: a dead rank still ends it at once (its
