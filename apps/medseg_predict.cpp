@@ -1,6 +1,8 @@
 // medseg-app: itk
 // medseg_predict: segment images with a trained model folder (nnUNetv2_predict's flags).
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "cli_common.h"
@@ -9,6 +11,9 @@
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/progress.h"
+#include "distributed/launch.h"
+#include "distributed/process_group.h"
+#include "distributed/world.h"
 #include "inference/case_inputs.h"
 #include "inference/model_folder.h"
 #include "postprocessing/postprocessing.h"
@@ -19,6 +24,30 @@
 namespace fs = std::filesystem;
 using namespace medseg;
 
+namespace {
+
+// A rank of a sharded prediction: joins the others; rank 0 speaks for the run.
+void join_ranks(const distributed::World& world, int timeout_s, bool threads_given, inference::PredictorOptions& po,
+                bool& no_progress) {
+  if (po.device == "cuda") po.device = "cuda:" + std::to_string(world.local_rank);
+  if (!threads_given) {  // the host's cores shared between the local ranks
+    const char* lws = std::getenv("LOCAL_WORLD_SIZE");
+    po.torch_threads = std::max(1, cli::default_threads() / (lws ? std::max(1, std::atoi(lws)) : 1));
+  }
+  if (world.rank != 0) {
+    spdlog::set_level(spdlog::level::warn);
+    spdlog::set_pattern("[rank " + std::to_string(world.rank) + "] %l: %v");
+    no_progress = true;
+  }
+  distributed::ProcessGroupOptions o;
+  o.timeout = std::chrono::seconds(timeout_s);
+  po.group = distributed::ProcessGroup::connect(world, o);
+  spdlog::info("medseg_predict: {} ranks share every case's tiles ({}:{})", world.world_size, world.master_addr,
+               world.master_port);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"Predict segmentations with a trained model (nnU-Net's nnUNetv2_predict)", "medseg_predict"};
   std::vector<std::string> inputs, folds;
@@ -27,7 +56,7 @@ int main(int argc, char** argv) {
   inference::PredictorOptions po;
   inference::RunOptions ro;
   bool disable_tta = false, no_progress = false;
-  int num_parts = 1, part_id = 0;
+  int num_parts = 1, part_id = 0, nproc = 0, dist_timeout = 600;
   po.torch_threads = cli::default_threads();
   app.add_option("-i,--input", inputs, "Input folder(s) of CASE_XXXX files, or image files")->required();
   app.add_option("-o,--output", output, "Output folder")->required();
@@ -53,6 +82,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--part_id", part_id, "Which part this process predicts: cases i with i % num_parts == part_id")
       ->capture_default_str();
+  app.add_option("--nproc_per_node", nproc,
+                 "Share every case's tiles among N local ranks (re-executes itself; docs/distributed.md)")
+      ->check(CLI::Range(1, 1024));
+  auto* o_threads_given = app.get_option("--threads");
+  app.add_option("--dist-timeout", dist_timeout, "Seconds a rank waits for the others before it gives up (1..86400)")
+      ->check(CLI::Range(1, 86400))->capture_default_str();
   app.add_flag("--continue_prediction", ro.continue_prediction, "Skip cases whose outputs exist");
   app.add_flag("--disable_progress_bar", no_progress, "No progress bar");
   bool no_postprocessing = false;
@@ -65,6 +100,15 @@ int main(int argc, char** argv) {
     }
     if (ro.npp < 0 || ro.nps < 0) throw Error("-npp and -nps must be >= 0");
     inference::check_part(num_parts, part_id);
+    if (nproc > 1 && std::getenv("RANK") == nullptr) {
+      distributed::LaunchOptions lo;
+      lo.nproc = nproc;
+      lo.grace = std::chrono::seconds(dist_timeout);
+      lo.program_name = "medseg_predict";
+      return distributed::launch_local_ranks(std::vector<std::string>(argv, argv + argc), lo);
+    }
+    const distributed::World world = distributed::world_from_environment();
+    if (world.distributed()) join_ranks(world, dist_timeout, o_threads_given->count() > 0, po, no_progress);
     po.mirroring = !disable_tta;
     po.amp = parse_amp(amp, "--amp");
     po.progress = false;
@@ -93,10 +137,13 @@ int main(int argc, char** argv) {
     const std::string dataset_copy = (fs::path(output) / "dataset.json").string();
     const std::string plans_copy = (fs::path(output) / "plans.json").string();
     inference::refuse_overwriting_inputs(all_cases, cases, ro, {dataset_copy, plans_copy});  // before any write
-    fs::create_directories(output);
-    write_json(dataset_copy, dataset_json);
-    write_json(plans_copy, plans_json);
+    if (world.rank == 0) {
+      fs::create_directories(output);
+      write_json(dataset_copy, dataset_json);
+      write_json(plans_copy, plans_json);
+    }
     const inference::RunSummary s = inference::predict_cases(predictor, cases, ro);
+    if (world.rank != 0) return 0;  // rank 0 wrote the outputs and reports every failure
 
     std::printf("%d case(s) written, %d skipped, %zu failed in %.1f s (%.1f s in the sliding window) -> %s\n", s.written,
                 s.skipped, s.failed.size(), s.seconds, s.predict_seconds, output.c_str());

@@ -1,10 +1,10 @@
 #include "inference/predict_cases.h"
 
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <mutex>
 #include <optional>
+#include <memory>
 #include <thread>
 
 #include "core/error.h"
@@ -51,11 +51,12 @@ struct Predicted {
 // Shared bookkeeping of one run; every member function is thread-safe.
 class Ledger {
  public:
-  Ledger(const std::vector<CaseInput>& cases, RunSummary& s, int64_t todo, bool progress)
-      : cases_(cases), s_(s), bar_("predict", todo, progress) {}
+  // `quiet`: a rank other than 0 of a sharded prediction (rank 0 reports every failure).
+  Ledger(const std::vector<CaseInput>& cases, RunSummary& s, int64_t todo, bool progress, bool quiet)
+      : cases_(cases), s_(s), bar_("predict", todo, progress), quiet_(quiet) {}
   void fail(std::size_t i, const std::string& why) {
     std::lock_guard<std::mutex> lk(mu_);
-    spdlog::error("case '{}' failed: {}", cases_[i].id, why);
+    if (!quiet_) spdlog::error("case '{}' failed: {}", cases_[i].id, why);
     s_.failed.emplace_back(cases_[i].id, why);
     bar_.tick();
   }
@@ -75,6 +76,7 @@ class Ledger {
   const std::vector<CaseInput>& cases_;
   RunSummary& s_;
   ProgressBar bar_;
+  bool quiet_;
   std::mutex mu_;
 };
 
@@ -82,6 +84,33 @@ bool outputs_exist(const RunOptions& o, const std::string& id) {
   for (const auto& f : output_files(o.output_folder, id, o.file_ending, o.save_probabilities))
     if (!fs::exists(f)) return false;
   return true;
+}
+
+// Ranks sharing the tiles must predict the same cases in the same order: rank 0's listing decides
+// (its --continue_prediction check may see files a moment before the others do).
+void adopt_rank0_todo(distributed::ProcessGroup& group, std::vector<std::size_t>& todo, int& skipped) {
+  std::string mine = std::to_string(skipped);
+  for (std::size_t i : todo) mine += "," + std::to_string(i);
+  const std::string first = group.all_gather(mine)[0];
+  todo.clear();
+  std::size_t at = first.find(',');
+  skipped = std::stoi(first.substr(0, at));
+  while (at != std::string::npos) {
+    const std::size_t next = first.find(',', at + 1);
+    todo.push_back(static_cast<std::size_t>(std::stoull(first.substr(at + 1, next - at - 1))));
+    at = next;
+  }
+}
+
+// With ranks, a case is predicted only if it was prepared on every rank; otherwise every rank skips
+// it and names the rank that failed.
+std::string agreed_error(distributed::ProcessGroup* group, const std::string& mine) {
+  if (!group) return mine;
+  const auto all = group->all_gather(mine);
+  if (!mine.empty()) return mine;
+  for (std::size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty()) return "rank " + std::to_string(r) + ": " + all[r];
+  return "";
 }
 
 }  // namespace
@@ -102,8 +131,11 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
       todo.push_back(i);
     }
   }
+  distributed::ProcessGroup* group = predictor.group();
+  if (group) adopt_rank0_todo(*group, todo, summary.skipped);
   if (summary.skipped) spdlog::info("{} case(s) already predicted, skipped (--continue_prediction)", summary.skipped);
-  Ledger ledger(cases, summary, static_cast<int64_t>(todo.size() + listing_errors.size()), o.progress);
+  Ledger ledger(cases, summary, static_cast<int64_t>(todo.size() + listing_errors.size()), o.progress,
+                group && group->rank() != 0);
   for (const auto& [i, why] : listing_errors) ledger.fail(i, why);
 
   ExportOptions eo = predictor.export_defaults();
@@ -132,25 +164,26 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     }
   };
 
+  // Producer k prepares cases k, k + npp, ... into its own queue of one, and the predict stage takes
+  // them in order: the order of the cases is the listing's on every rank (ranks that share tiles
+  // must agree), and host memory stays bounded as before.
   BoundedQueue<Predicted> export_q(static_cast<std::size_t>(std::max(1, o.nps)));
-  BoundedQueue<Prepared> prep_q(static_cast<std::size_t>(std::max(1, o.npp)));
+  std::vector<std::unique_ptr<BoundedQueue<Prepared>>> prep_q;
+  for (int k = 0; k < o.npp; ++k) prep_q.push_back(std::make_unique<BoundedQueue<Prepared>>(1));
   std::vector<std::thread> exporters, producers;
-  std::atomic<std::size_t> next{0};
-  std::atomic<int> producers_left{o.npp};
   for (int k = 0; k < o.nps; ++k)
     exporters.emplace_back([&] {
       while (auto item = export_q.pop()) do_export(std::move(*item));
     });
   for (int k = 0; k < o.npp; ++k)
-    producers.emplace_back([&] {
-      for (;;) {
-        const std::size_t j = next.fetch_add(1);
-        if (j >= todo.size() || !prep_q.push(prepare(todo[j]))) break;
-      }
-      if (producers_left.fetch_sub(1) == 1) prep_q.close();
+    producers.emplace_back([&, k] {
+      for (std::size_t j = static_cast<std::size_t>(k); j < todo.size(); j += static_cast<std::size_t>(o.npp))
+        if (!prep_q[static_cast<std::size_t>(k)]->push(prepare(todo[j]))) break;
+      prep_q[static_cast<std::size_t>(k)]->close();
     });
 
   auto predict_one = [&](Prepared p) {
+    p.error = agreed_error(group, p.error);
     if (!p.error.empty()) return ledger.fail(p.index, p.error);
     Predicted r;
     r.index = p.index;
@@ -163,6 +196,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     }
     ledger.add_predict_time(seconds_since(t));
     p.data.reset();  // the preprocessed image is no longer needed
+    if (!r.logits.defined()) return;  // a rank other than 0 of a sharded prediction: rank 0 exports
     if (o.nps > 0)
       export_q.push(std::move(r));
     else
@@ -170,7 +204,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
   };
 
   auto stop_all = [&] {
-    prep_q.close();
+    for (auto& q : prep_q) q->close();
     export_q.close();
     for (auto& t : producers) t.join();
     for (auto& t : exporters) t.join();
@@ -179,7 +213,11 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     if (o.npp == 0) {
       for (std::size_t i : todo) predict_one(prepare(i));
     } else {
-      while (auto item = prep_q.pop()) predict_one(std::move(*item));
+      for (std::size_t j = 0; j < todo.size(); ++j) {
+        auto item = prep_q[j % static_cast<std::size_t>(o.npp)]->pop();
+        if (!item) break;
+        predict_one(std::move(*item));
+      }
     }
   } catch (...) {
     stop_all();

@@ -1,11 +1,14 @@
 #pragma once
 // medseg_predict's case loop as a three-stage pipeline:
-//   preprocess (npp threads: read + preprocess the next cases)  -> queue of at most max(npp,1) cases
+//   preprocess (npp threads: read + preprocess the next cases)  -> one slot per thread, taken in order
 //   predict    (the calling thread: sliding window on the device)
 //   export     (nps threads: resample, argmax, uncrop, write)   -> queue of at most nps cases
 // With npp = 0 / nps = 0 that stage runs inline on the calling thread. Host memory is bounded by the
-// queue capacities: at most npp + max(npp,1) preprocessed cases and nps + nps full-size logits
-// (queued + being exported) exist at once. A failing case is recorded and skipped; the others run.
+// queue capacities: at most 2 npp preprocessed cases (in a slot + being prepared) and nps + nps
+// full-size logits (queued + being exported) exist at once. A failing case is recorded and skipped;
+// the others run. With the predictor's process group (sharded prediction) every rank runs this
+// with the same cases: they take rank 0's listing, predict in listing order, skip a case that failed
+// to load on any rank, and only rank 0 exports.
 #include <string>
 #include <utility>
 #include <vector>

@@ -10,6 +10,7 @@
 #include "core/strings.h"
 #include "core/log.h"
 #include "core/torch_memory.h"
+#include "inference/sharded_window.h"
 #include "planning/memory_check.h"
 #include "models/network.h"
 
@@ -97,6 +98,8 @@ at::Tensor Predictor::predict_logits(const preprocessing::CaseArrays& a) {
     }
     return nets.size() > 1 ? sum.div_(static_cast<double>(nets.size())) : sum;
   };
+  if (opts_.group && opts_.group->size() > 1)
+    return predict_sliding_window_sharded(fn, image, model_.num_classes, window_, *opts_.group);
   try {
     return predict_sliding_window(fn, image, model_.num_classes, window_);
   } catch (const Error& e) {

@@ -13,6 +13,7 @@
 
 #include "core/amp.h"
 #include "core/torch_settings.h"
+#include "distributed/process_group.h"
 #include "inference/export.h"
 #include "inference/model_folder.h"
 #include "inference/sliding_window.h"
@@ -28,6 +29,8 @@ struct PredictorOptions {
   int64_t tile_batch = 8;  // tiles x mirrored copies per forward pass
   int torch_threads = 0;   // at::set_num_threads when > 0
   bool progress = false;
+  // Ranks that share every image's tiles (medseg_predict --nproc_per_node); null: this process alone.
+  std::shared_ptr<distributed::ProcessGroup> group;
 };
 
 class Predictor {
@@ -44,7 +47,11 @@ class Predictor {
   preprocessing::PreprocessedCaseData preprocess(io::LoadedCase c) const;
 
   // arrays: (C, Z, Y, X) preprocessed. Returns the fold-averaged logits (K, Z, Y, X), float32 on CPU.
+  // With a group every rank calls it with the same case; rank 0 gets the logits, the others an
+  // undefined tensor (inference/sharded_window.h).
   at::Tensor predict_logits(const preprocessing::CaseArrays& arrays);
+  // The ranks sharing the tiles, or null.
+  distributed::ProcessGroup* group() const { return opts_.group.get(); }
 
  private:
   struct Nets;

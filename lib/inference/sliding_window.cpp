@@ -74,82 +74,145 @@ std::vector<int64_t> shifted(const std::vector<int64_t>& axes, int64_t by) {
 
 }  // namespace
 
-at::Tensor predict_sliding_window(const NetworkFn& net, const at::Tensor& image_in, int64_t num_classes,
-                                  const SlidingWindowOptions& o) {
-  const int64_t spatial = image_in.dim() - 1;
+struct SlidingWindow::Impl {
+  SlidingWindowOptions o;
+  int64_t classes = 0;
+  int64_t spatial = 0;
+  bool slice_mode = false;  // a 2D network on a 3D image: tiles of one slice
+  std::vector<int64_t> patch, mirror_axes, before, original, size;
+  at::Tensor image;  // padded, on the device
+  std::vector<std::vector<int64_t>> steps;
+  int64_t shard_axis = 0;
+
+  std::vector<at::indexing::TensorIndex> region(const Tile& t, const std::vector<int64_t>& origin) const {
+    std::vector<at::indexing::TensorIndex> idx{at::indexing::Slice()};
+    for (int64_t d = 0; d < spatial; ++d)
+      idx.emplace_back(at::indexing::Slice(t.start[d] - origin[d], t.start[d] - origin[d] + patch[d]));
+    return idx;
+  }
+  std::vector<Tile> tiles(size_t first, size_t last) const;  // positions [first, last) along shard_axis
+};
+
+std::vector<Tile> SlidingWindow::Impl::tiles(size_t first, size_t last) const {
+  std::vector<std::vector<int64_t>> s = steps;
+  auto& a = s[static_cast<size_t>(shard_axis)];
+  a = std::vector<int64_t>(a.begin() + static_cast<std::ptrdiff_t>(first), a.begin() + static_cast<std::ptrdiff_t>(last));
+  std::vector<Tile> out;
+  if (spatial == 3) {
+    for (auto z : s[0])
+      for (auto y : s[1])
+        for (auto x : s[2]) out.push_back({{z, y, x}});
+  } else {
+    for (auto y : s[0])
+      for (auto x : s[1]) out.push_back({{y, x}});
+  }
+  return out;
+}
+
+SlidingWindow::SlidingWindow(const at::Tensor& image_in, int64_t num_classes, const SlidingWindowOptions& o)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.o = o;
+  m.classes = num_classes;
+  m.spatial = image_in.dim() - 1;
   const int64_t pd = static_cast<int64_t>(o.patch_size.size());
-  if (spatial != 2 && spatial != 3) throw Error("sliding window: image must be (C, y, x) or (C, z, y, x)");
-  if (pd != spatial && !(pd == 2 && spatial == 3)) throw Error("sliding window: patch dims do not fit the image");
-  // A 2D network on a 3D image: tiles of one slice, the singleton axis squeezed for the network.
-  const bool slice_mode = pd == 2 && spatial == 3;
-  std::vector<int64_t> patch = o.patch_size;
-  if (slice_mode) patch.insert(patch.begin(), 1);
+  if (m.spatial != 2 && m.spatial != 3) throw Error("sliding window: image must be (C, y, x) or (C, z, y, x)");
+  if (pd != m.spatial && !(pd == 2 && m.spatial == 3)) throw Error("sliding window: patch dims do not fit the image");
+  m.slice_mode = pd == 2 && m.spatial == 3;
+  m.patch = o.patch_size;
+  if (m.slice_mode) m.patch.insert(m.patch.begin(), 1);
   for (auto a : o.mirror_axes)
     if (a < 0 || a >= pd) throw Error("sliding window: mirror axis out of range");
-  const std::vector<int64_t> mirror_axes = slice_mode ? shifted(o.mirror_axes, 1) : o.mirror_axes;
+  m.mirror_axes = m.slice_mode ? shifted(o.mirror_axes, 1) : o.mirror_axes;
 
   // Pad (centred, zeros) where the image is smaller than the patch.
   std::vector<int64_t> pad;  // torch order: last axis first, (before, after)
-  std::vector<int64_t> before(spatial, 0);
-  for (int64_t d = spatial - 1; d >= 0; --d) {
-    const int64_t diff = std::max<int64_t>(0, patch[d] - image_in.size(d + 1));
-    before[d] = diff / 2;
+  m.before.assign(static_cast<size_t>(m.spatial), 0);
+  for (int64_t d = m.spatial - 1; d >= 0; --d) {
+    const int64_t diff = std::max<int64_t>(0, m.patch[d] - image_in.size(d + 1));
+    m.before[d] = diff / 2;
     pad.push_back(diff / 2);
     pad.push_back(diff - diff / 2);
   }
-  at::Tensor image = image_in.to(o.device, at::kFloat);
-  image = at::constant_pad_nd(image, pad, 0.0);
-  std::vector<int64_t> size(image.sizes().begin() + 1, image.sizes().end());
-
-  const auto steps = compute_steps(size, patch, o.step_size);
-  std::vector<Tile> tiles;
-  if (spatial == 3) {
-    for (auto z : steps[0])
-      for (auto y : steps[1])
-        for (auto x : steps[2]) tiles.push_back({{z, y, x}});
-  } else {
-    for (auto y : steps[0])
-      for (auto x : steps[1]) tiles.push_back({{y, x}});
+  m.original.assign(image_in.sizes().begin() + 1, image_in.sizes().end());
+  m.image = at::constant_pad_nd(image_in.to(o.device, at::kFloat), pad, 0.0);
+  m.size.assign(m.image.sizes().begin() + 1, m.image.sizes().end());
+  m.steps = compute_steps(m.size, m.patch, o.step_size);
+  // The axis with the most tile positions (ties: the longer one) is the one shards split.
+  for (int64_t d = 1; d < m.spatial; ++d) {
+    const auto n = m.steps[d].size(), best = m.steps[m.shard_axis].size();
+    if (n > best || (n == best && m.size[d] > m.size[m.shard_axis])) m.shard_axis = d;
   }
+}
 
-  const auto acc_type = o.half_accumulators ? at::kHalf : at::kFloat;
-  std::vector<int64_t> out_shape{num_classes};
-  out_shape.insert(out_shape.end(), size.begin(), size.end());
-  at::Tensor logits = at::zeros(out_shape, image.options().dtype(acc_type));
-  at::Tensor weights = at::zeros(size, image.options().dtype(acc_type));
-  at::Tensor gauss = o.use_gaussian ? gaussian_importance_map(patch).to(o.device) : at::ones(patch, image.options());
+SlidingWindow::~SlidingWindow() = default;
 
-  const auto flips = mirror_sets(mirror_axes);
+namespace {
+// Positions [first, last) of `n` that shard `index` of `count` takes.
+std::pair<size_t, size_t> shard_positions(size_t n, int index, int count) {
+  if (count < 1 || index < 0 || index >= count) throw Error("sliding window: shard index out of range");
+  return {n * static_cast<size_t>(index) / static_cast<size_t>(count),
+          n * static_cast<size_t>(index + 1) / static_cast<size_t>(count)};
+}
+}  // namespace
+
+SlidingWindow::Slab SlidingWindow::slab(int index, int count) const {
+  const Impl& m = *impl_;
+  const auto& pos = m.steps[static_cast<size_t>(m.shard_axis)];
+  const auto [first, last] = shard_positions(pos.size(), index, count);
+  Slab s;
+  s.axis = m.shard_axis;
+  if (first < last) {
+    s.begin = pos[first];
+    s.end = pos[last - 1] + m.patch[static_cast<size_t>(m.shard_axis)];
+  }
+  return s;
+}
+
+std::pair<at::Tensor, at::Tensor> SlidingWindow::accumulate(const NetworkFn& net, int index, int count) const {
+  const Impl& m = *impl_;
+  const Slab sl = slab(index, count);
+  if (sl.empty()) return {};
+  const auto [first, last_pos] = shard_positions(m.steps[static_cast<size_t>(m.shard_axis)].size(), index, count);
+  const std::vector<Tile> tiles = m.tiles(first, last_pos);
+  std::vector<int64_t> origin(static_cast<size_t>(m.spatial), 0), extent = m.size;
+  origin[static_cast<size_t>(sl.axis)] = sl.begin;
+  extent[static_cast<size_t>(sl.axis)] = sl.end - sl.begin;
+
+  const auto acc_type = m.o.half_accumulators ? at::kHalf : at::kFloat;
+  std::vector<int64_t> out_shape{m.classes};
+  out_shape.insert(out_shape.end(), extent.begin(), extent.end());
+  at::Tensor logits = at::zeros(out_shape, m.image.options().dtype(acc_type));
+  at::Tensor weights = at::zeros(extent, m.image.options().dtype(acc_type));
+  at::Tensor gauss = m.o.use_gaussian ? gaussian_importance_map(m.patch).to(m.o.device) : at::ones(m.patch, m.image.options());
+
+  const auto flips = mirror_sets(m.mirror_axes);
   const int64_t copies = static_cast<int64_t>(flips.size());
-  const int64_t tiles_per_pass = std::max<int64_t>(1, o.max_batch / copies);
-  ProgressBar bar("sliding window", static_cast<int64_t>(tiles.size()), o.progress);
-  auto region = [&](const Tile& t) {
-    std::vector<at::indexing::TensorIndex> idx{at::indexing::Slice()};
-    for (int64_t d = 0; d < spatial; ++d) idx.emplace_back(at::indexing::Slice(t.start[d], t.start[d] + patch[d]));
-    return idx;
-  };
-  for (size_t first = 0; first < tiles.size(); first += static_cast<size_t>(tiles_per_pass)) {
-    const size_t last = std::min(tiles.size(), first + static_cast<size_t>(tiles_per_pass));
+  const int64_t tiles_per_pass = std::max<int64_t>(1, m.o.max_batch / copies);
+  const std::vector<int64_t> zero(static_cast<size_t>(m.spatial), 0);
+  ProgressBar bar("sliding window", static_cast<int64_t>(tiles.size()), m.o.progress);
+  for (size_t first_tile = 0; first_tile < tiles.size(); first_tile += static_cast<size_t>(tiles_per_pass)) {
+    const size_t last = std::min(tiles.size(), first_tile + static_cast<size_t>(tiles_per_pass));
     std::vector<at::Tensor> batch;
-    for (size_t t = first; t < last; ++t) {
-      const at::Tensor crop = image.index(region(tiles[t]));
+    for (size_t t = first_tile; t < last; ++t) {
+      const at::Tensor crop = m.image.index(m.region(tiles[t], zero));
       for (const auto& f : flips) batch.push_back(f.empty() ? crop : crop.flip(shifted(f, 1)));
     }
     at::Tensor x = at::stack(batch);
-    if (slice_mode) x = x.squeeze(2);
+    if (m.slice_mode) x = x.squeeze(2);
     at::Tensor y = net(x);
-    if (slice_mode) y = y.unsqueeze(2);
+    if (m.slice_mode) y = y.unsqueeze(2);
     y = y.to(at::kFloat);
-    for (size_t t = first; t < last; ++t) {
+    for (size_t t = first_tile; t < last; ++t) {
       at::Tensor sum;
       for (int64_t c = 0; c < copies; ++c) {
-        at::Tensor yi = y[static_cast<int64_t>(t - first) * copies + c];
+        at::Tensor yi = y[static_cast<int64_t>(t - first_tile) * copies + c];
         const auto& f = flips[static_cast<size_t>(c)];
         if (!f.empty()) yi = yi.flip(shifted(f, 1));
         sum = sum.defined() ? sum + yi : yi;
       }
       sum = sum / static_cast<double>(copies) * gauss;
-      auto r = region(tiles[t]);
+      auto r = m.region(tiles[t], origin);
       logits.index(r).add_(sum.to(acc_type));
       r.erase(r.begin());
       weights.index(r).add_(gauss.to(acc_type));
@@ -157,14 +220,32 @@ at::Tensor predict_sliding_window(const NetworkFn& net, const at::Tensor& image_
     }
   }
   bar.finish();
+  return {logits, weights};
+}
+
+std::pair<at::Tensor, at::Tensor> SlidingWindow::zero_accumulators() const {
+  const Impl& m = *impl_;
+  std::vector<int64_t> out_shape{m.classes};
+  out_shape.insert(out_shape.end(), m.size.begin(), m.size.end());
+  return {at::zeros(out_shape, at::kFloat), at::zeros(m.size, at::kFloat)};
+}
+
+at::Tensor SlidingWindow::finish(const at::Tensor& logits, const at::Tensor& weights) const {
+  const Impl& m = *impl_;
   at::Tensor out = logits.to(at::kFloat) / weights.to(at::kFloat);
   if (!at::isfinite(out).all().item<bool>())
     throw Error("sliding window: non-finite logits (fp16 accumulator overflow or a broken network)");
-  // Crop the padding away.
   std::vector<at::indexing::TensorIndex> crop{at::indexing::Slice()};
-  for (int64_t d = 0; d < spatial; ++d)
-    crop.emplace_back(at::indexing::Slice(before[d], before[d] + image_in.size(d + 1)));
+  for (int64_t d = 0; d < m.spatial; ++d)
+    crop.emplace_back(at::indexing::Slice(m.before[d], m.before[d] + m.original[d]));
   return out.index(crop).to(at::kCPU).contiguous();
+}
+
+at::Tensor predict_sliding_window(const NetworkFn& net, const at::Tensor& image, int64_t num_classes,
+                                  const SlidingWindowOptions& o) {
+  const SlidingWindow window(image, num_classes, o);
+  const auto [logits, weights] = window.accumulate(net, 0, 1);
+  return window.finish(logits, weights);
 }
 
 }  // namespace medseg::inference

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <utility>
 #include <vector>
 
 namespace medseg::inference {
@@ -40,5 +42,35 @@ at::Tensor gaussian_importance_map(const std::vector<int64_t>& patch, double sig
 // patch are zero-padded (centred) and cropped back.
 at::Tensor predict_sliding_window(const NetworkFn& net, const at::Tensor& image, int64_t num_classes,
                                   const SlidingWindowOptions& opts);
+
+// One image's tiling, for callers that share the tiles out (inference/sharded_window.h). Shard i of
+// n takes a contiguous run of the tile positions along the axis with the most positions (every
+// position on the other axes), so its tiles cover one slab of the image and overlap the
+// neighbouring shards' slabs by the patch minus the step.
+class SlidingWindow {
+ public:
+  SlidingWindow(const at::Tensor& image, int64_t num_classes, const SlidingWindowOptions& opts);
+  ~SlidingWindow();
+
+  // Where shard `index` of `count` accumulates: [begin, end) along `axis` of the padded image
+  // (spatial axis, 0-based); empty when there are more shards than tile positions.
+  struct Slab {
+    int64_t axis = 0;
+    int64_t begin = 0, end = 0;
+    bool empty() const { return end <= begin; }
+  };
+  Slab slab(int index, int count) const;
+  // Gaussian-weighted logits (K, *slab) and weights (*slab) of the shard's tiles, float32 on the
+  // options' device (half with half_accumulators). Undefined tensors for an empty slab.
+  std::pair<at::Tensor, at::Tensor> accumulate(const NetworkFn& net, int index, int count) const;
+  // Zero accumulators for the whole padded image, float32 on CPU.
+  std::pair<at::Tensor, at::Tensor> zero_accumulators() const;
+  // logits / weights, checked finite, padding cropped: (K, *spatial) float32 on CPU.
+  at::Tensor finish(const at::Tensor& logits, const at::Tensor& weights) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace medseg::inference
