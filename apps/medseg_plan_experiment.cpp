@@ -93,12 +93,18 @@ int main(int argc, char** argv) {
   app.add_option("--optimizer", optimizer, "Optimizer the bytes model assumes (sgd = SGD+momentum, adamw)")
       ->check(CLI::IsMember({"sgd", "adamw"}))->capture_default_str();
   app.add_flag("--no-amp", no_amp, "Bytes model: fp32 training instead of mixed precision");
+  auto* o_model = app.get_option("--memory-model");
+  app.add_option("--spatial_parallel", o.spatial_parallel,
+                 "Plan for N ranks each holding a slab of every patch (medseg_train --spatial_parallel N); the memory "
+                 "target is per rank; implies --memory-model bytes (docs/spatial-parallel.md)")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
   return cli::run(argc, argv, app, [&] {
     const bool file_style = !fingerprint_path.empty() || !dataset_json_path.empty();
     if (id.empty() == !file_style) throw Error("give either -d DATASET or --fingerprint F --dataset-json D -o OUT");
     const PlannerSpec preset = find_planner_preset(o.planner, o.presets_dir);  // fail early on a bad preset
     if (gpu_target < 0) throw Error("-gpu_memory_target must be positive");
     if (gpu_target > 0) o.gpu_memory_target_gb = gpu_target;
+    if (o.spatial_parallel > 1 && o_model->count() == 0) memory_model = "bytes";
     o.memory_model = memory_model == "bytes" ? MemoryModelKind::Bytes : MemoryModelKind::Proxy;
     o.optimizer = optimizer;
     o.amp = !no_amp;

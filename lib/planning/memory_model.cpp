@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "planning/memory_ops.h"
+#include "planning/spatial_parallel.h"
 
 namespace medseg::planning {
 
@@ -33,13 +34,23 @@ int64_t target_bytes(const ArchitecturePlan& a, const std::vector<int>& patch, i
 
 }  // namespace
 
-MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std::vector<int>& patch, int batch,
+MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std::vector<int>& full_patch, int batch,
                                         int in_channels, int num_classes, const MemoryOptions& opt) {
   if (batch < 1) throw Error("memory model: batch size must be >= 1");
-  if (static_cast<int>(patch.size()) != arch.dim) throw Error("memory model: patch rank differs from the architecture");
+  if (static_cast<int>(full_patch.size()) != arch.dim)
+    throw Error("memory model: patch rank differs from the architecture");
   const bool ckpt = wants_checkpointing(arch, opt);
   const bool cpu = opt.device == StepDevice::Cpu;
-  const detail::StepSettings step{opt.amp ? 2 : 4, batch, cpu, cpu && opt.amp};
+  detail::StepSettings step{opt.amp ? 2 : 4, batch, cpu, cpu && opt.amp};
+  if (opt.spatial_parallel > 1) {
+    if (arch.swin) throw Error("memory model: SwinUNETR cannot be split into slabs (docs/spatial-parallel.md)");
+    step.halo_axis = spatial_shard_axis(full_patch, arch.strides, opt.spatial_parallel);
+    if (step.halo_axis < 0)
+      throw Error("memory model: no axis of the patch splits into " +
+                  std::to_string(opt.spatial_parallel) + " slabs aligned with the network's strides");
+  }
+  const std::vector<int> patch =
+      step.halo_axis < 0 ? full_patch : slab_patch(full_patch, step.halo_axis, opt.spatial_parallel);
   const std::vector<Op> ops = arch.swin ? detail::swin_ops(arch, patch, in_channels, num_classes, opt, step, ckpt)
                                         : detail::unet_ops(arch, patch, in_channels, num_classes, opt, step, ckpt);
   MemoryEstimate e;

@@ -39,6 +39,9 @@ struct MemoryOptions {
   // CPU autocast of LibTorch 1.13 runs transposed convolutions in fp32 (input cast up and kept, cat
   // promoted to fp32). Read only with device == Cpu and amp.
   bool cpu_autocast_fp32_transposed_conv = true;
+  // Spatial parallelism (planning/spatial_parallel.h): the estimate is one rank's, holding a slab
+  // 1/n of the patch along the shard axis, plus the halo planes each convolution fetches. U-Nets only.
+  int spatial_parallel = 1;
 };
 
 // One layer (or fused block) of the forward pass.

@@ -31,6 +31,7 @@ struct StepSettings {
   int64_t batch;
   bool cpu = false;              // MemoryOptions::device == Cpu
   bool cpu_autocast = false;     // cpu and amp: CPU autocast's op lists apply
+  int halo_axis = -1;            // spatial parallelism: the slab axis (the patch is one rank's slab)
 };
 
 // Ops for PlainConvUNet / ResidualEncoderUNet (including the loss).

@@ -73,8 +73,22 @@ struct Builder {
   }
 
   // conv -> norm -> LeakyReLU, `cin` x `vin` voxels in, `cout` x `vout` out.
+  // Spatial parallelism: a convolution whose kernel spans `k` planes of the slab axis fetches k - 1
+  // halo planes of its `len`-plane input slab. It keeps the halos (not a padded copy of its input)
+  // and builds the padded input while it runs, forward and backward.
+  double halo_fraction(int k, int64_t len) const {
+    return step.halo_axis < 0 || k <= 1 || len <= 0 ? 0.0 : static_cast<double>(k - 1) / static_cast<double>(len);
+  }
+  void add_halo(Op& o, int64_t in_elems, double halo) const {
+    if (halo <= 0) return;
+    const int64_t in = activation_bytes(in_elems);
+    o.saved += static_cast<int64_t>(static_cast<double>(in) * halo);
+    o.fwd_work += static_cast<int64_t>(static_cast<double>(in) * (1 + halo));
+    o.bwd_work += static_cast<int64_t>(static_cast<double>(in) * (1 + halo));
+  }
+
   void conv_norm_act(const std::string& name, int64_t cin, int64_t cout, int64_t kvol, int64_t vin, int64_t vout,
-                     bool act = true) {
+                     bool act = true, double halo = 0) {
     Op o = make(name);
     const int64_t w = cin * cout * kvol + (a.conv_bias ? cout : 0);
     o.params = w + norm_params(cout);
@@ -86,6 +100,7 @@ struct Builder {
     // tensor the norm keeps. DNA puts it in every ConvDropoutNormReLU that has a nonlinearity.
     if (act && dropout_p > 0) o.saved += step.batch * cout * vout;
     o.bwd_work = conv_block_bwd(cin * vin, cout * vout);
+    add_halo(o, cin * vin, halo);
     add(std::move(o));
   }
 
@@ -100,7 +115,7 @@ struct Builder {
   }
 
   void residual_block(const std::string& name, int64_t cin, int64_t cout, int64_t kvol, bool strided, int64_t vin,
-                      int64_t vout) {
+                      int64_t vout, double halo_in, double halo_out) {
     const bool project = cin != cout;
     if (strided) {  // AvgPool on the skip; its output is kept only if a 1x1 conv reads it
       Op p = make(name + ".skip.pool");
@@ -121,8 +136,8 @@ struct Builder {
       s.bwd_work = 2 * activation_bytes(cout * vout) + activation_bytes(cin * vout);
       add(std::move(s));
     }
-    conv_norm_act(name + ".conv1", cin, cout, kvol, vin, vout);
-    conv_norm_act(name + ".conv2", cout, cout, kvol, vout, vout, /*act=*/false);
+    conv_norm_act(name + ".conv1", cin, cout, kvol, vin, vout, true, halo_in);
+    conv_norm_act(name + ".conv2", cout, cout, kvol, vout, vout, /*act=*/false, halo_out);
   }
 };
 
@@ -148,20 +163,25 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
   }
 
   // Resolution (voxels) after each stage's stride.
-  std::vector<int64_t> vox;
+  std::vector<int64_t> vox, len;  // len: planes of the slab axis after each stage (spatial parallelism)
   std::vector<int64_t> size(patch.begin(), patch.end());
   const int64_t v_in = volume(size);
+  const std::size_t ax = step.halo_axis < 0 ? 0 : static_cast<std::size_t>(step.halo_axis);
+  const int64_t len_in = size[ax];
   for (int s = 0; s < n_stages; ++s) {
     for (std::size_t i = 0; i < size.size(); ++i) size[i] /= a.strides[s][i];
     vox.push_back(volume(size));
+    len.push_back(size[ax]);
   }
+  const auto k_axis = [&](int s) { return a.kernel_sizes[s][ax]; };
   const auto& features = a.features_per_stage;
   const auto blocks = a.encoder_blocks();
 
   // Encoder.
   int64_t cin = in_ch, vprev = v_in;
   if (residual) {  // the stem runs outside the checkpointed stages
-    b.conv_norm_act("stem", cin, features[0], kvol(a.kernel_sizes[0]), v_in, v_in);
+    b.conv_norm_act("stem", cin, features[0], kvol(a.kernel_sizes[0]), v_in, v_in, true,
+                    b.halo_fraction(k_axis(0), len_in));
     cin = features[0];
   }
   for (int s = 0; s < n_stages; ++s) {
@@ -174,8 +194,10 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
       const std::string name = "encoder." + std::to_string(s) + "." + std::to_string(j);
       const int64_t vi = j == 0 ? vprev : vox[s];
       const int64_t c_in = j == 0 ? cin : features[s];
-      if (residual) b.residual_block(name, c_in, features[s], kv, j == 0 && strided, vi, vox[s]);
-      else b.conv_norm_act(name, c_in, features[s], kv, vi, vox[s]);
+      const double h_in = b.halo_fraction(k_axis(s), j == 0 ? (s == 0 ? len_in : len[s - 1]) : len[s]);
+      const double h_out = b.halo_fraction(k_axis(s), len[s]);
+      if (residual) b.residual_block(name, c_in, features[s], kv, j == 0 && strided, vi, vox[s], h_in, h_out);
+      else b.conv_norm_act(name, c_in, features[s], kv, vi, vox[s], true, h_in);
     }
     b.ops.back().tag = s;  // the stage output: its gradient from the skip is consumed here
     cin = features[s];
@@ -228,7 +250,7 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
     const int n = dec.empty() ? 1 : dec[static_cast<std::size_t>(dd)];
     for (int j = 0; j < n; ++j)
       b.conv_norm_act(name + "." + std::to_string(j), j == 0 ? 2 * channels : channels, channels,
-                      kvol(a.kernel_sizes[e]), voxels, voxels);
+                      kvol(a.kernel_sizes[e]), voxels, voxels, true, b.halo_fraction(k_axis(e), len[e]));
     const bool last = dd + 2 == n_stages;
     if (opt.deep_supervision || last) {
       Op h = b.make(name + ".seg_head");

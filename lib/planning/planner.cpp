@@ -8,6 +8,7 @@
 #include "core/path_component.h"
 #include "core/paths.h"
 #include "planning/planner_internal.h"
+#include "planning/spatial_parallel.h"
 
 namespace medseg::planning {
 
@@ -29,6 +30,7 @@ MemoryOptions Ctx::memory_options() const {
   MemoryOptions m;
   m.amp = opt.amp;
   m.optimizer = opt.optimizer == "adamw" ? OptimizerKind::AdamW : OptimizerKind::SgdMomentum;
+  m.spatial_parallel = opt.spatial_parallel;
   return m;
 }
 
@@ -106,6 +108,12 @@ void annotate_memory(const Ctx& c, ordered_json& plan, const std::string& model)
   m["gpu_memory_target_gb"] = c.target_gb;
   m["memory_headroom"] = c.opt.memory_headroom;
   m["estimated_peak_bytes"] = e.peak_bytes;
+  if (c.opt.spatial_parallel > 1) {
+    const int axis = spatial_shard_axis(cp.patch_size, cp.architecture.strides, c.opt.spatial_parallel);
+    m["spatial_parallel"] = {{"ranks", c.opt.spatial_parallel},
+                             {"axis", axis},
+                             {"slab_patch_size", slab_patch(cp.patch_size, axis, c.opt.spatial_parallel)}};
+  }
   m["memory"] = ordered_json::parse(e.to_json().dump());
   plan["medseg"] = m;
 }
@@ -294,6 +302,12 @@ ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput&
   Ctx c{spec, fp, ds, opt, opt.gpu_memory_target_gb.value_or(spec.default_target_gb),
         opt.plans_name.empty() ? spec.default_plans_name : opt.plans_name, {}};
   if (!(c.target_gb > 0)) throw Error("gpu_memory_target must be > 0");
+  if (opt.spatial_parallel < 1 || opt.spatial_parallel > 1024) throw Error("spatial_parallel must be in 1..1024");
+  if (opt.spatial_parallel > 1 && spec.network == NetworkKind::SwinUNETR)
+    throw Error("spatial parallelism covers U-Nets only; SwinUNETR would need shifted windows across slab borders "
+                "(docs/spatial-parallel.md)");
+  if (opt.spatial_parallel > 1 && opt.memory_model != MemoryModelKind::Bytes)
+    throw Error("planning for spatial parallelism needs the bytes memory model (--memory-model bytes)");
   check_path_component(c.plans_name, "plans name");  // the plans file and the data identifiers
   if (!opt.dataset_name.empty()) check_path_component(opt.dataset_name, "dataset name");  // library callers may leave it empty
   const DatasetGeometry g = dataset_geometry(c);

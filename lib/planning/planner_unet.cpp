@@ -3,11 +3,13 @@
 // by the byte model instead of the feature-map-count proxy.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "core/numeric.h"
 #include "planning/feature_map_size.h"
 #include "planning/planner_internal.h"
+#include "planning/spatial_parallel.h"
 
 namespace medseg::planning::detail {
 namespace {
@@ -125,6 +127,12 @@ ConfigOut plan_unet_configuration(Ctx& c, const std::vector<double>& spacing, co
     const double budget = c.budget_bytes();
     auto peak = [&](const Topology& tt, int b) {
       const std::vector<int> p(tt.patch_size.begin(), tt.patch_size.end());
+      // A patch that no axis splits into aligned slabs does not fit: the next shrink may.
+      if (mo.spatial_parallel > 1) {
+        std::vector<std::vector<int>> strides;
+        for (const auto& row : tt.strides) strides.emplace_back(row.begin(), row.end());
+        if (spatial_shard_axis(p, strides, mo.spatial_parallel) < 0) return std::numeric_limits<double>::infinity();
+      }
       return static_cast<double>(
           estimate_training_memory(arch_plan(c, tt), p, b, c.in_channels(), c.ds.num_labels, mo).peak_bytes);
     };
