@@ -61,6 +61,12 @@ at::Tensor soft_dice_loss(const at::Tensor& logits, const at::Tensor& target, co
   }
   intersect = (x * onehot * mask).sum(axes);
   sum_pred = (x * mask).sum(axes);
+  if (o.spatial_sum) {  // one collective for the three: the whole patch's counts
+    const at::Tensor pooled = o.spatial_sum(at::stack({intersect, sum_pred, sum_gt.to(intersect.scalar_type())}));
+    intersect = pooled[0];
+    sum_pred = pooled[1];
+    sum_gt = pooled[2];
+  }
   if (o.batch_dice) {
     intersect = intersect.sum(0);
     sum_pred = sum_pred.sum(0);
@@ -79,6 +85,14 @@ at::Tensor soft_dice_loss(const at::Tensor& logits, const at::Tensor& target, co
 
 at::Tensor robust_cross_entropy(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o) {
   const at::Tensor labels = labels_of(logits, target).squeeze(1);
+  if (o.spatial_sum) {
+    // The mean over the whole patch's valid voxels: sum and count pooled over the slabs.
+    const at::Tensor sum = at::cross_entropy_loss(logits, labels, /*weight=*/{}, at::Reduction::Sum, o.ignore_label);
+    const at::Tensor count = labels.ne(o.ignore_label).sum().to(sum.scalar_type());
+    const at::Tensor pooled = o.spatial_sum(at::stack({sum, count}));
+    if (pooled[1].item<double>() == 0) return pooled[0] * 0;  // every voxel ignored: 0, still in the graph
+    return pooled[0] / pooled[1].detach();
+  }
   if (!labels.ne(o.ignore_label).any().item<bool>()) return at::zeros({}, logits.options());
   return at::cross_entropy_loss(logits, labels, /*weight=*/{}, at::Reduction::Mean, o.ignore_label);
 }

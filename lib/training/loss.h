@@ -24,6 +24,10 @@ struct DiceCeOptions {
   double weight_dice = 1.0;
   int64_t ignore_label = -1;  // voxels with this target value contribute to neither term
   BatchSumFn batch_sum;       // with batch_dice: pools the counts over ranks (empty: one process)
+  // Spatial parallelism: logits and target are this rank's slab of every sample; sums the per-sample
+  // Dice counts and the cross-entropy's sum and voxel count over the slabs (inside autograd), so the
+  // loss is the whole patch's on every rank. Empty: the tensors are whole patches.
+  BatchSumFn spatial_sum;
 };
 
 // logits: (B, C, *spatial). target: (B, 1, *spatial) or (B, *spatial), integer or float labels.
