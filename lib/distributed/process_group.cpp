@@ -36,6 +36,22 @@ void wait(ProcessGroup::Backend& b, const char* op, const c10::intrusive_ptr<c10
   }
 }
 
+// Adds the scope's wall time, one call and `bytes` to a Traffic.
+class TrafficScope {
+ public:
+  TrafficScope(ProcessGroup::Traffic& t, int64_t bytes) : t_(t), start_(std::chrono::steady_clock::now()) {
+    t_.calls += 1;
+    t_.bytes += bytes;
+  }
+  ~TrafficScope() { t_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  TrafficScope(const TrafficScope&) = delete;
+  TrafficScope& operator=(const TrafficScope&) = delete;
+
+ private:
+  ProcessGroup::Traffic& t_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 }  // namespace
 
 void ProcessGroup::Backend::fail(const std::string& op, const std::exception& e) const {
@@ -88,6 +104,7 @@ std::chrono::seconds ProcessGroup::timeout() const { return b_->timeout; }
 ProcessGroup::Backend& ProcessGroup::backend() { return *b_; }
 
 void ProcessGroup::all_reduce_sum(at::Tensor& t) {
+  const TrafficScope timed(traffic_, static_cast<int64_t>(t.nbytes()));
   std::vector<at::Tensor> v{t};
   c10d::AllreduceOptions o;
   o.reduceOp = c10d::ReduceOp::SUM;
@@ -128,6 +145,9 @@ void ProcessGroup::exchange(std::vector<Transfer>& transfers, int tag) {
   std::vector<std::vector<at::Tensor>> bufs(transfers.size());
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   const std::string what = "point-to-point exchange";
+  int64_t sent = 0;
+  for (const auto& t : transfers) sent += t.send ? static_cast<int64_t>(t.tensor.nbytes()) : 0;
+  const TrafficScope timed(traffic_, sent);
   try {
     for (size_t i = 0; i < transfers.size(); ++i) {
       const Transfer& t = transfers[i];

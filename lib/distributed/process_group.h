@@ -54,12 +54,24 @@ class ProcessGroup {
   // sockets close), only a slow case must not.
   void barrier(std::chrono::seconds timeout = std::chrono::seconds(0));
 
+  // Wall time this rank spent inside all_reduce_sum and exchange (from posting to the last wait:
+  // transfer and waiting for the peers), their calls and the bytes sent or reduced. For benchmarks
+  // (the communication share of a step); one thread per rank, no locking.
+  struct Traffic {
+    double seconds = 0;
+    int64_t calls = 0;
+    int64_t bytes = 0;
+  };
+  const Traffic& traffic() const { return traffic_; }
+  void reset_traffic() { traffic_ = {}; }
+
   struct Backend;  // c10d's objects; distributed/ only (gradient_sync.cpp)
   Backend& backend();
 
  private:
   explicit ProcessGroup(std::unique_ptr<Backend> b);
   std::unique_ptr<Backend> b_;
+  Traffic traffic_;
 };
 
 // Sums `t` over the ranks inside autograd: forward all-reduces the value, backward all-reduces the

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "models/onednn_conv.h"
+#include "models/spatial_shard.h"
 
 namespace medseg::models {
 namespace {
@@ -24,19 +25,18 @@ torch::ExpandingArray<D> arr(const Shape& v) {
   return torch::ExpandingArray<D>(at::IntArrayRef(v));
 }
 
-// "Same" padding, as dynamic-network-architectures sets it.
-Shape same_padding(const Shape& k) {
-  Shape pad(k.size());
-  for (size_t i = 0; i < k.size(); ++i) pad[i] = (k[i] - 1) / 2;
-  return pad;
-}
-
 template <size_t D, class ConvOpt>
 ConvOpt conv_options(int64_t in, int64_t out, const Shape& k, const Shape& s, bool bias) {
   return ConvOpt(in, out, arr<D>(k)).stride(arr<D>(s)).padding(arr<D>(same_padding(k))).bias(bias);
 }
 
 }  // namespace
+
+Shape same_padding(const Shape& k) {
+  Shape pad(k.size());
+  for (size_t i = 0; i < k.size(); ++i) pad[i] = (k[i] - 1) / 2;
+  return pad;
+}
 
 Shape per_axis(const Shape& v, int dims, const std::string& what) {
   if (v.size() == 1) return Shape(dims, v[0]);
@@ -88,6 +88,7 @@ InstanceNormImpl::InstanceNormImpl(int64_t channels, double eps, bool affine) : 
 }
 
 torch::Tensor InstanceNormImpl::forward(const torch::Tensor& x) {
+  if (shard_ && shard_->active()) return sharded_instance_norm(x, weight, bias, eps_, *shard_);
   // What at::instance_norm does, up to its last step.
   const int64_t b = x.size(0);
   std::vector<int64_t> flat = x.sizes().vec();

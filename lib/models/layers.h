@@ -8,9 +8,12 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "distributed/halo.h"
 
 namespace medseg::models {
 
@@ -49,16 +52,22 @@ class InstanceNormImpl : public torch::nn::Module {
  public:
   InstanceNormImpl(int64_t channels, double eps, bool affine);
   torch::Tensor forward(const torch::Tensor& x);
+  // With an active shard, statistics over every slab (models/spatial_shard.h); otherwise unchanged.
+  void set_spatial_shard(std::optional<distributed::SpatialShard> shard) { shard_ = shard; }
 
   torch::Tensor weight, bias;  // undefined without affine
 
  private:
   double eps_;
+  std::optional<distributed::SpatialShard> shard_;
 };
 TORCH_MODULE(InstanceNorm);
 
 // A scalar or per-axis list broadcast to `dims` entries; throws medseg::Error naming `what` otherwise.
 Shape per_axis(const Shape& v, int dims, const std::string& what);
+
+// "Same" padding (k-1)/2 per axis, as dynamic-network-architectures sets it.
+Shape same_padding(const Shape& kernel);
 
 // Conv with "same" padding (k-1)/2 per axis, as dynamic-network-architectures builds it.
 torch::nn::AnyModule make_conv(int dims, int64_t in, int64_t out, const Shape& kernel, const Shape& stride,

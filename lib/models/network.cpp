@@ -14,6 +14,10 @@ SegmentationNetwork as_network(std::shared_ptr<SegmentationNetworkImpl> impl) { 
 
 int64_t SegmentationNetworkImpl::parameter_count() const { return unique_parameter_count(*this); }
 
+void SegmentationNetworkImpl::set_spatial_shard(std::optional<distributed::SpatialShard> shard) {
+  if (shard) throw Error("network: " + class_name() + " has no spatially sharded forward");
+}
+
 std::string short_class_name(const std::string& network_class_name) {
   const auto p = network_class_name.rfind('.');
   return p == std::string::npos ? network_class_name : network_class_name.substr(p + 1);

@@ -5,9 +5,11 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "distributed/halo.h"
 #include "planning/plans.h"
 
 namespace medseg::models {
@@ -27,6 +29,15 @@ class SegmentationNetworkImpl : public torch::nn::Module {
   virtual std::string segmentation_head_prefix() const = 0;
   // Trainable elements, each tensor once (deep-supervision heads included).
   int64_t parameter_count() const;
+  // Spatial parallelism (docs/spatial-parallel.md): with an active shard, forward takes this rank's
+  // slab of the patch and returns every output as this rank's slab; every rank of the shard must run
+  // forward and backward together. nullopt (the default): the whole patch, exactly as before. This
+  // base refuses (medseg::Error); the U-Nets override it.
+  virtual void set_spatial_shard(std::optional<distributed::SpatialShard> shard);
+  const std::optional<distributed::SpatialShard>& spatial_shard() const { return shard_; }
+
+ protected:
+  std::optional<distributed::SpatialShard> shard_;
 };
 TORCH_MODULE(SegmentationNetwork);
 

@@ -67,7 +67,7 @@ struct OneDnnConvFunction : public torch::autograd::Function<OneDnnConvFunction>
     ctx->saved_data["padding"] = padding;
     const bool has_bias = b.numel() > 0;  // empty: no bias (see onednn_conv3d)
     ctx->saved_data["bias"] = has_bias;
-    return conv(x, w, has_bias ? b : at::Tensor(), padding, stride, {1, 1, 1});
+    return onednn_conv3d_forward(x, w, has_bias ? b : at::Tensor(), stride, padding);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -76,16 +76,31 @@ struct OneDnnConvFunction : public torch::autograd::Function<OneDnnConvFunction>
     const at::Tensor &x = saved[0], &w = saved[1];
     const Ints stride = ctx->saved_data["stride"].toIntVector();
     const Ints padding = ctx->saved_data["padding"].toIntVector();
-    const at::Tensor g = grads[0].contiguous();
-    at::Tensor gx, gw, gb;
-    if (ctx->needs_input_grad(0)) gx = input_grad(g, w, x.sizes(), stride, padding);
-    if (ctx->needs_input_grad(1)) gw = weight_grad(x, g, w.sizes(), stride, padding);
-    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) gb = g.sum({0, 2, 3, 4});
-    return {gx, gw, gb, at::Tensor(), at::Tensor()};
+    const auto g = onednn_conv3d_backward(
+        grads[0], x, w, stride, padding,
+        {ctx->needs_input_grad(0), ctx->needs_input_grad(1), ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)});
+    return {g[0], g[1], g[2], at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
+
+at::Tensor onednn_conv3d_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                 at::IntArrayRef stride, at::IntArrayRef padding) {
+  return conv(x, weight, bias, padding.vec(), stride.vec(), {1, 1, 1});
+}
+
+std::array<at::Tensor, 3> onednn_conv3d_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight,
+                                                  at::IntArrayRef stride, at::IntArrayRef padding,
+                                                  std::array<bool, 3> mask) {
+  const at::Tensor g = grad.contiguous();
+  const Ints s = stride.vec(), p = padding.vec();
+  std::array<at::Tensor, 3> out;
+  if (mask[0]) out[0] = input_grad(g, weight, x.sizes(), s, p);
+  if (mask[1]) out[1] = weight_grad(x, g, weight.sizes(), s, p);
+  if (mask[2]) out[2] = g.sum({0, 2, 3, 4});
+  return out;
+}
 
 bool onednn_conv3d_applies(const at::Tensor& x, const at::Tensor& weight, at::IntArrayRef stride,
                            at::IntArrayRef padding) {

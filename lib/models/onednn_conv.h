@@ -10,6 +10,7 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/pimpl.h>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +33,14 @@ TORCH_MODULE(OneDnnConv3d);
 // undefined. Needs padding <= kernel - 1 per axis. Exposed for the gradient tests.
 at::Tensor onednn_conv3d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                          at::IntArrayRef stride, at::IntArrayRef padding);
+
+// The same without autograd, for layers with their own autograd function (the spatially sharded
+// conv): forward, and the gradients {input, weight, bias} that `mask` asks for (bias: g summed).
+at::Tensor onednn_conv3d_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                 at::IntArrayRef stride, at::IntArrayRef padding);
+std::array<at::Tensor, 3> onednn_conv3d_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight,
+                                                  at::IntArrayRef stride, at::IntArrayRef padding,
+                                                  std::array<bool, 3> mask);
 
 // Whether OneDnnConv3d takes its own path for this input, weight and stride (CPU float, oneDNN
 // built in, and a shape LibTorch would send to its native path).

@@ -113,6 +113,12 @@ void SwinUNETRImpl::pretty_print(std::ostream& stream) const {
   stream << ")";
 }
 
+void SwinUNETRImpl::set_spatial_shard(std::optional<distributed::SpatialShard> shard) {
+  if (!shard) return;
+  throw Error("network: SwinUNETR has no spatially sharded forward: its (shifted) windows, patch merging and "
+              "absolute window partition cross slab borders; use PlainConvUNet or ResidualEncoderUNet");
+}
+
 void SwinUNETRImpl::set_checkpointing(bool on) {
   options.use_checkpoint(on);
   swin_vit_->set_checkpointing(on);

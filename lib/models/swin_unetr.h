@@ -63,6 +63,8 @@ class SwinUNETRImpl : public SegmentationNetworkImpl {
   // Throws medseg::Error unless every spatial size is divisible by 32.
   std::vector<torch::Tensor> forward(const torch::Tensor& x) override;
   void set_deep_supervision(bool) override {}  // single-scale output
+  // Refuses any shard: shifted windows and patch merging cross slab borders (docs/spatial-parallel.md).
+  void set_spatial_shard(std::optional<distributed::SpatialShard> shard) override;
   bool deep_supervision() const override { return false; }
   std::string class_name() const override { return "SwinUNETR"; }
   int spatial_dims() const override { return options.spatial_dims(); }

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/activation_checkpoint.h"
+#include "models/spatial_shard.h"
 
 namespace medseg::models {
 
@@ -200,11 +201,23 @@ void UNetBaseImpl::set_checkpoint_encoder(bool on) {
   encoder_->options.unet().checkpoint_encoder(on);
 }
 
+void UNetBaseImpl::set_spatial_shard(std::optional<distributed::SpatialShard> shard) {
+  // Blocks first: one that refuses (batch norm, a bad axis) leaves no half-sharded network behind.
+  shard_conv_blocks(*encoder_, shard);
+  shard_conv_blocks(*decoder_, shard);
+  shard_ = shard;
+}
+
 std::vector<torch::Tensor> UNetBaseImpl::forward(const torch::Tensor& x) {
   const int dims = options.spatial_dims();
   if (x.dim() != dims + 2)
     throw Error("network: " + class_name() + " expects a " + std::to_string(dims + 2) + "-D input (N, C, spatial), got " +
                 std::to_string(x.dim()) + "-D");
+  if (shard_ && shard_->active()) {
+    Shape patch(x.sizes().begin() + 2, x.sizes().end());
+    patch[shard_->axis] *= shard_->count;
+    check_shardable_patch(options.strides(), dims, patch, shard_->axis, shard_->count);
+  }
   return decoder_->forward(encoder_->forward(x));
 }
 

@@ -112,6 +112,9 @@ class UNetBaseImpl : public SegmentationNetworkImpl {
   int spatial_dims() const override { return options.spatial_dims(); }
   std::string segmentation_head_prefix() const override { return "decoder.seg_layers."; }
   void set_checkpoint_encoder(bool on);
+  // Hands the shard to every conv block (models/spatial_shard.h); forward then checks that the slab
+  // is aligned with the strides along the shard axis.
+  void set_spatial_shard(std::optional<distributed::SpatialShard> shard) override;
 
   UNetOptions options;
 

@@ -1,5 +1,8 @@
 #include "models/unet_blocks.h"
 
+#include "core/error.h"
+#include "models/spatial_shard.h"
+
 namespace medseg::models {
 
 ConvDropoutNormReLUImpl::ConvDropoutNormReLUImpl(ConvDropoutNormReLUOptions options_) : options(std::move(options_)) {
@@ -42,8 +45,29 @@ void ConvDropoutNormReLUImpl::pretty_print(std::ostream& stream) const {
   stream << ")";
 }
 
+void ConvDropoutNormReLUImpl::set_spatial_shard(std::optional<distributed::SpatialShard> shard) {
+  if (shard && shard->active() && options.layers().norm() == NormKind::kBatch)
+    throw Error("network: batch norm has no spatially sharded forward (use instance norm)");
+  if (shard && (shard->axis < 0 || shard->axis >= options.layers().dims()))
+    throw Error("network: spatial shard axis " + std::to_string(shard->axis) + " is not an axis of a " +
+                std::to_string(options.layers().dims()) + "-D network");
+  shard_ = shard;
+  if (!norm_.is_empty())
+    if (auto* in = norm_.ptr()->as<InstanceNormImpl>()) in->set_spatial_shard(shard);
+}
+
+torch::Tensor ConvDropoutNormReLUImpl::sharded_conv_forward(const torch::Tensor& x) const {
+  // The module's own parameters, run functionally: names and checkpoints stay those of the conv.
+  const auto params = conv_.ptr()->named_parameters(false);
+  const auto* w = params.find("weight");
+  const auto* b = params.find("bias");
+  const int dims = options.layers().dims();
+  const Shape padding = same_padding(per_axis(options.kernel_size(), dims, "kernel size"));
+  return sharded_conv(x, *w, b ? *b : torch::Tensor(), per_axis(options.stride(), dims, "stride"), padding, *shard_);
+}
+
 torch::Tensor ConvDropoutNormReLUImpl::forward(torch::Tensor x) {
-  x = conv_.forward(x);
+  x = shard_ && shard_->active() ? sharded_conv_forward(x) : conv_.forward(x);
   if (!dropout_.is_empty()) x = dropout_.forward(x);
   if (!norm_.is_empty()) x = norm_.forward(x);
   if (!nonlin_.is_empty()) x = nonlin_.forward(x);
@@ -169,6 +193,16 @@ void StackedResidualBlocksImpl::pretty_print(std::ostream& stream) const {
   stream << ", ";
   print_layer_options(stream, options.layers());
   stream << ")";
+}
+
+void shard_conv_blocks(torch::nn::Module& root, const std::optional<distributed::SpatialShard>& shard) {
+  std::vector<ConvDropoutNormReLUImpl*> blocks;
+  for (const auto& m : root.modules(/*include_self=*/true))
+    if (auto* block = m->as<ConvDropoutNormReLUImpl>()) blocks.push_back(block);
+  // A refusal (batch norm, an axis the network does not have) is the same for every block: the
+  // first block's answer decides before any block changes.
+  if (!blocks.empty()) blocks.front()->set_spatial_shard(shard);
+  for (auto* block : blocks) block->set_spatial_shard(shard);
 }
 
 void StackedResidualBlocksImpl::zero_last_norms() {

@@ -37,11 +37,17 @@ class ConvDropoutNormReLUImpl : public torch::nn::Cloneable<ConvDropoutNormReLUI
   // The norm's affine parameters (undefined when there is no affine norm); ResEnc zero-initialises them.
   torch::Tensor norm_weight() const;
   torch::Tensor norm_bias() const;
+  // With an active shard, `forward` takes and returns this rank's slab: the conv exchanges its halo,
+  // instance norm reduces over the slabs. Throws medseg::Error for batch norm (not sharded).
+  void set_spatial_shard(std::optional<distributed::SpatialShard> shard);
 
   ConvDropoutNormReLUOptions options;
 
  private:
+  torch::Tensor sharded_conv_forward(const torch::Tensor& x) const;
+
   torch::nn::AnyModule conv_, dropout_, norm_, nonlin_;
+  std::optional<distributed::SpatialShard> shard_;
 };
 TORCH_MODULE(ConvDropoutNormReLU);
 
@@ -130,5 +136,9 @@ class StackedResidualBlocksImpl : public torch::nn::Cloneable<StackedResidualBlo
   torch::nn::Sequential blocks_{nullptr};
 };
 TORCH_MODULE(StackedResidualBlocks);
+
+// Hands `shard` to every ConvDropoutNormReLU under `root` (the only blocks with sharded layers: see
+// models/spatial_shard.h). All blocks are checked before any is changed.
+void shard_conv_blocks(torch::nn::Module& root, const std::optional<distributed::SpatialShard>& shard);
 
 }  // namespace medseg::models

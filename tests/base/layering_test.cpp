@@ -33,7 +33,7 @@ const Graph& allowed() {
       {"postprocessing", {"core", "io", "evaluation"}},
       {"selection", {"core", "io", "preprocessing", "evaluation", "postprocessing"}},
       {"data", {"core", "planning", "preprocessing"}},
-      {"models", {"core", "planning"}},
+      {"models", {"core", "planning", "distributed"}},
       {"checkpoint", {"core"}},
       {"inference",
        {"core", "io", "fingerprint", "planning", "preprocessing", "postprocessing", "models", "checkpoint", "distributed"}},
