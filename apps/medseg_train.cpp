@@ -58,6 +58,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no_pbar", no_pbar, "No progress bar");
   app.add_option("--nproc_per_node", nproc, "Data parallelism: start N local ranks (re-executes itself; docs/distributed.md)")
       ->check(CLI::Range(1, 1024));
+  app.add_option("--spatial_parallel", opt.spatial_parallel,
+                 "Spatial parallelism: N local ranks share every patch in slabs (halo exchange; batch 1 volumes too large "
+                 "for one device; docs/spatial-parallel.md)")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--num_gpus", num_gpus, "nnU-Net's -num_gpus: N local ranks, one GPU each (--device cuda)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--dist-timeout", dist_timeout, "Seconds a rank waits for the others before it gives up (1..86400)")
@@ -75,7 +79,14 @@ int main(int argc, char** argv) {
     if (nproc > 0 && num_gpus > 0 && nproc != num_gpus)
       throw medseg::Error("--nproc_per_node " + std::to_string(nproc) + " and -num_gpus " + std::to_string(num_gpus) +
                           " disagree");
-    const int local_ranks = std::max(nproc, num_gpus);
+    int local_ranks = std::max(nproc, num_gpus);
+    if (opt.spatial_parallel > 1) {
+      if (local_ranks > 0 && local_ranks != opt.spatial_parallel)
+        throw medseg::Error("--spatial_parallel " + std::to_string(opt.spatial_parallel) + " needs " +
+                            std::to_string(opt.spatial_parallel) + " ranks, not " + std::to_string(local_ranks) +
+                            " (data x space grids are not supported yet)");
+      local_ranks = opt.spatial_parallel;
+    }
     if (num_gpus > 0 && device == "cpu") device = "cuda";
     if (!inplace.empty()) opt.inplace = medseg::training::parse_inplace(inplace, "--inplace");
     if (!amp.empty()) opt.amp = medseg::parse_amp(amp, "--amp");

@@ -8,13 +8,19 @@
 #include "core/digest.h"
 #include "core/error.h"
 #include "distributed/gradient_sync.h"
+#include "distributed/halo.h"
 #include "distributed/process_group.h"
 
 namespace medseg::training {
 
-DataParallel::DataParallel(std::shared_ptr<distributed::ProcessGroup> group, int64_t global_batch)
+DataParallel::DataParallel(std::shared_ptr<distributed::ProcessGroup> group, int64_t global_batch, int spatial_axis)
     : group_(std::move(group)), batch_(global_batch) {
   if (group_ && group_->size() == 1) group_.reset();
+  if (group_ && spatial_axis >= 0) {
+    spatial_axis_ = spatial_axis;
+    share_ = {0, global_batch};  // every rank draws the whole batch and keeps its slabs
+    return;
+  }
   if (group_ && global_batch < group_->size())
     throw Error("the plan's batch size " + std::to_string(global_batch) + " is smaller than the " +
                 std::to_string(group_->size()) + " ranks: every rank needs at least one sample of the global batch");
@@ -28,16 +34,28 @@ DataParallel& DataParallel::operator=(DataParallel&&) noexcept = default;
 bool DataParallel::writer() const { return rank() == 0; }
 int DataParallel::rank() const { return group_ ? group_->rank() : 0; }
 int DataParallel::size() const { return group_ ? group_->size() : 1; }
-int64_t DataParallel::largest_share() const { return (batch_ + size() - 1) / size(); }
+int64_t DataParallel::largest_share() const { return spatial_axis_ >= 0 ? batch_ : (batch_ + size() - 1) / size(); }
 
 double DataParallel::loss_weight() const {
+  if (spatial_axis_ >= 0) return 1.0;  // the whole batch's loss on every rank
   return static_cast<double>(share_.size()) * size() / static_cast<double>(batch_);
 }
 
 BatchSumFn DataParallel::batch_sum() const {
-  if (!group_) return {};
+  if (!group_ || spatial_axis_ >= 0) return {};
   distributed::ProcessGroup* g = group_.get();
   return [g](const at::Tensor& t) { return distributed::all_reduce_sum_with_grad(t, g); };
+}
+
+BatchSumFn DataParallel::spatial_sum() const {
+  if (!group_ || spatial_axis_ < 0) return {};
+  distributed::ProcessGroup* g = group_.get();
+  return [g](const at::Tensor& t) { return distributed::all_reduce_sum_with_grad(t, g); };
+}
+
+at::Tensor DataParallel::slab(const at::Tensor& t) const {
+  if (!group_ || spatial_axis_ < 0) return t;
+  return distributed::spatial_slab(t, spatial_axis_, rank(), size());
 }
 
 void DataParallel::synchronise(torch::nn::Module& model, const std::vector<at::Tensor>& params) {
@@ -64,6 +82,7 @@ void DataParallel::backward(const at::Tensor& scaled_loss) {
 }
 
 double DataParallel::batch_mean(double value) const {
+  if (spatial_axis_ >= 0) return value;  // already the whole batch's on every rank
   const double mine = value * static_cast<double>(share_.size()) / static_cast<double>(batch_);
   if (!group_) return mine;
   at::Tensor t = at::full({1}, mine, at::kDouble);

@@ -12,6 +12,11 @@
 //  - batch Dice's tp/fp/fn are summed over ranks inside autograd (distributed::all_reduce_sum_with_grad);
 //  - weights and buffers start from rank 0's, and every rank checks it holds the same plans, config,
 //    dataset and weights.
+//
+// Spatial parallelism (`spatial_axis` >= 0, docs/spatial-parallel.md): every rank draws the whole
+// batch and keeps its slab of every patch along the axis (the network exchanges halos and reduces
+// instance-norm statistics over the slabs); the loss pools its sums over the slabs (spatial_sum),
+// so it is the whole batch's on every rank, and averaging the gradients over the ranks is exact.
 #include <ATen/core/Tensor.h>
 
 #include <chrono>
@@ -35,8 +40,9 @@ namespace medseg::training {
 
 class DataParallel {
  public:
-  // `group` null or of size 1: one process. Throws when the batch has fewer samples than ranks.
-  DataParallel(std::shared_ptr<distributed::ProcessGroup> group, int64_t global_batch);
+  // `group` null or of size 1: one process. Throws when the batch has fewer samples than ranks
+  // (data parallelism). `spatial_axis` >= 0: the ranks share every patch instead, in slabs.
+  DataParallel(std::shared_ptr<distributed::ProcessGroup> group, int64_t global_batch, int spatial_axis = -1);
   ~DataParallel();
   DataParallel(DataParallel&&) noexcept;
   DataParallel& operator=(DataParallel&&) noexcept;
@@ -52,6 +58,11 @@ class DataParallel {
   double loss_weight() const;
   // Sums over ranks inside autograd: DiceCeOptions::batch_sum under batch Dice.
   BatchSumFn batch_sum() const;
+  // Spatial parallelism: the slab axis (-1: none), DiceCeOptions::spatial_sum, and this rank's slab
+  // of a (B, C, *spatial) batch tensor (the tensor itself without spatial parallelism).
+  int spatial_axis() const { return spatial_axis_; }
+  BatchSumFn spatial_sum() const;
+  at::Tensor slab(const at::Tensor& t) const;
 
   // Copies rank 0's parameters and buffers to every rank, then starts the gradient engine on the
   // module's parameters (once).
@@ -73,6 +84,7 @@ class DataParallel {
   std::shared_ptr<distributed::ProcessGroup> group_;
   std::unique_ptr<distributed::GradientSync> sync_;
   int64_t batch_ = 1;
+  int spatial_axis_ = -1;
   data::BatchShare share_;
 };
 

@@ -24,9 +24,11 @@
 #include "data/augment/device_augment.h"
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
+#include "distributed/halo.h"
 #include "distributed/process_group.h"
 #include "models/network.h"
 #include "planning/memory_check.h"
+#include "planning/spatial_parallel.h"
 #include "training/data_parallel.h"
 #include "training/final_validation.h"
 #include "training/grad_scaler.h"
@@ -111,6 +113,26 @@ struct Trainer::State {
 
 namespace {
 
+// --spatial_parallel N: the axis every patch is split along (planning/spatial_parallel.h), or -1.
+int spatial_parallel_axis(const planning::ConfigurationPlan& plan, const TrainOptions& opt) {
+  if (opt.spatial_parallel <= 1) return -1;
+  const int ranks = opt.group ? opt.group->size() : 1;
+  if (ranks != opt.spatial_parallel)
+    throw Error("--spatial_parallel " + std::to_string(opt.spatial_parallel) + " needs exactly that many ranks (" +
+                std::to_string(ranks) + " joined); combining it with data parallelism is not supported yet");
+  if (plan.architecture.swin)
+    throw Error("--spatial_parallel: SwinUNETR cannot be split into slabs (docs/spatial-parallel.md)");
+  const int axis = planning::spatial_shard_axis(plan.patch_size, plan.architecture.strides, opt.spatial_parallel);
+  if (axis < 0) {
+    std::string p;
+    for (int v : plan.patch_size) p += (p.empty() ? "" : "x") + std::to_string(v);
+    throw Error("--spatial_parallel " + std::to_string(opt.spatial_parallel) + ": no axis of the patch " + p +
+                " splits into that many slabs aligned with the network's strides; plan with medseg_plan_experiment "
+                "--spatial_parallel " + std::to_string(opt.spatial_parallel));
+  }
+  return axis;
+}
+
 // What every rank of a run must agree on before the first step.
 std::string run_digest(const RunInputs& in, const TrainerConfig& cfg) {
   const std::string all = in.plans_json.dump() + in.dataset_json.dump() + cfg.to_json().dump() + in.configuration +
@@ -152,7 +174,8 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.torch_settings = std::make_unique<ScopedTorchSettings>(torch_settings);
 
   const auto& plan = s.in.plans.configuration(s.in.configuration);
-  s.dp = std::make_unique<DataParallel>(s.opt.group, plan.batch_size);
+  const int slab_axis = spatial_parallel_axis(plan, s.opt);
+  s.dp = std::make_unique<DataParallel>(s.opt.group, plan.batch_size, slab_axis);
   if (s.opt.inplace) s.cfg.inplace = *s.opt.inplace;
   // Refuse a plan that cannot fit before the network is built (planning/memory_check.h).
   planning::TrainingStep step{static_cast<int>(s.in.in_channels), static_cast<int>(s.in.num_classes), {}};
@@ -161,7 +184,10 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   step.options.deep_supervision = s.cfg.deep_supervision;
   step.options.checkpointing = plan.architecture.swin ? s.cfg.use_checkpoint : (s.cfg.checkpoint_encoder ? 1 : 0);
   step.options.device = s.cuda ? planning::StepDevice::Cuda : planning::StepDevice::Cpu;
-  planning::check_training_fits(plan.architecture, plan.patch_size, s.dp->largest_share(), step,
+  planning::check_training_fits(plan.architecture,
+                                slab_axis < 0 ? plan.patch_size
+                                              : planning::slab_patch(plan.patch_size, slab_axis, s.opt.spatial_parallel),
+                                s.dp->largest_share(), step,
                                 device_memory_limit(s.opt.device), s.in.folders.plans_file,
                                 "configuration '" + s.in.configuration + "'");
   models::NetworkBuildOptions nb;
@@ -171,6 +197,11 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   nb.inplace = resolve_inplace(s.cfg.inplace, plan.architecture.nonlin_inplace, s.dp->active());
   s.net = models::build_network_from_plan(plan.architecture, s.in.in_channels, s.in.num_classes, nb);
   s.net->to(s.device);
+  if (slab_axis >= 0) {
+    s.net->set_spatial_shard(distributed::shard_over_group(*s.opt.group, slab_axis));
+    spdlog::info("spatial parallelism: every patch in {} slabs along axis {} (halo exchange between ranks)",
+                 s.opt.spatial_parallel, slab_axis);
+  }
   s.optimizer = make_optimizer(*s.net, s.cfg.optimizer);
   s.params = unique_parameters(*s.net);
   GradScalerOptions gs;
@@ -179,6 +210,7 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
 
   s.loss_opts.batch_dice = plan.batch_dice;
   s.loss_opts.batch_sum = s.dp->batch_sum();
+  s.loss_opts.spatial_sum = s.dp->spatial_sum();
   s.train_pipe = data::training_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground);
   s.val_pipe = data::validation_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground);
   for (auto* p : {&s.train_pipe, &s.val_pipe}) {
@@ -345,7 +377,8 @@ void Trainer::State::start_loaders() {
 // The batch's targets on the device, with the dataset's ignore label left out of loss and Dice.
 std::vector<at::Tensor> Trainer::State::device_targets(const data::Batch& b) const {
   std::vector<at::Tensor> targets;
-  for (const auto& t : b.target) targets.push_back(ignore_label_as_padding(t.to(device, /*non_blocking=*/true), in.ignore_label));
+  for (const auto& t : b.target)
+    targets.push_back(dp->slab(ignore_label_as_padding(t.to(device, /*non_blocking=*/true), in.ignore_label)));
   return targets;
 }
 
@@ -360,7 +393,7 @@ bool Trainer::State::train_epoch() {
     if (dp->agree_to_stop(interrupt_requested())) return false;
     data::Batch b = train_loader->next();
     if (b.device_input) b = data::augment::augment_batch_on_device(std::move(b), train_pipe, *augment_device);
-    const at::Tensor x = b.data.to(device, /*non_blocking=*/true);
+    const at::Tensor x = dp->slab(b.data.to(device, /*non_blocking=*/true));
     const std::vector<at::Tensor> targets = device_targets(b);
     // Gradients dropped, not zeroed: the same on 1.13 (whose Optimizer::zero_grad keeps zeros) and
     // 2.x, and 4 bytes per parameter less between steps, as the planner's memory model assumes.
@@ -396,7 +429,7 @@ void Trainer::State::validate_epoch(EpochMetrics& m) {
   double vloss = 0;
   for (int64_t i = 0; i < cfg.val_iterations_per_epoch; ++i) {
     data::Batch b = val_loader->next();
-    const at::Tensor x = b.data.to(device, true);
+    const at::Tensor x = dp->slab(b.data.to(device, true));
     const std::vector<at::Tensor> targets = device_targets(b);
     AutocastGuard autocast(cuda, amp_on, amp_dtype);
     const auto outputs = net->forward(x);
@@ -477,6 +510,7 @@ TrainOutcome Trainer::run() {
     fs::remove(s.path(kCheckpointLatest), ec);
   }
   spdlog::info("training finished: {}", s.path(kCheckpointFinal));
+  s.net->set_spatial_shard(std::nullopt);  // final validation: whole cases, split between the ranks
   run_final_validation(*s.net, s.in, s.device, s.mirror_axes, s.opt.save_probabilities, s.dp.get());
   return TrainOutcome::Finished;
 }
@@ -493,6 +527,7 @@ double Trainer::validate(const std::string& checkpoint_name) {
   load_weights(*s.net, ck.weights, true);
   s.dp->check_same("weights of " + checkpoint_name, weights_digest(*s.net));
   if (s.dp->writer()) s.open_run_folder();
+  s.net->set_spatial_shard(std::nullopt);
   return run_final_validation(*s.net, s.in, s.device, s.mirror_axes, s.opt.save_probabilities, s.dp.get());
 }
 

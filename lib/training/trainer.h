@@ -34,6 +34,9 @@ struct TrainOptions {
   // The ranks of a data-parallel run (null: one process). Every rank constructs a Trainer with the
   // same inputs; rank 0 alone writes (training/data_parallel.h).
   std::shared_ptr<distributed::ProcessGroup> group;
+  // --spatial_parallel: the group's ranks share every patch in slabs (docs/spatial-parallel.md)
+  // instead of sharing the batch. Must equal the group's size.
+  int spatial_parallel = 1;
 };
 
 enum class TrainOutcome { Finished, Interrupted };
