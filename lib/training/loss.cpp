@@ -41,7 +41,7 @@ at::Tensor soft_dice_loss(const at::Tensor& logits, const at::Tensor& target, co
   const at::Tensor labels = labels_of(logits, target);
   at::Tensor onehot, mask;
   {
-    torch::NoGradGuard no_grad;
+    at::NoGradGuard no_grad;
     mask = labels.ne(o.ignore_label);
     // Ignored voxels get label 0 for the one-hot; the mask removes them from every sum.
     const at::Tensor clean = labels.masked_fill(mask.logical_not(), 0);
@@ -56,7 +56,7 @@ at::Tensor soft_dice_loss(const at::Tensor& logits, const at::Tensor& target, co
   const auto axes = spatial_axes(x);
   at::Tensor sum_gt, intersect, sum_pred;
   {
-    torch::NoGradGuard no_grad;
+    at::NoGradGuard no_grad;
     sum_gt = (onehot * mask).sum(axes);
   }
   intersect = (x * onehot * mask).sum(axes);
@@ -150,7 +150,7 @@ std::vector<double> DiceCounts::dice() const {
 }
 
 DiceCounts global_dice_counts(const at::Tensor& logits, const at::Tensor& target, int64_t ignore_label) {
-  torch::NoGradGuard no_grad;
+  at::NoGradGuard no_grad;
   const at::Tensor labels = labels_of(logits, target).squeeze(1);
   const at::Tensor pred = logits.argmax(1);
   const at::Tensor valid = labels.ne(ignore_label);
