@@ -37,23 +37,6 @@ at::Tensor planes(const at::Tensor& like, int64_t dim, int64_t n) {
 }
 
 // The shard's fields as saved_data (an AutogradContext keeps IValues, not structs).
-void save_shard(torch::autograd::AutogradContext* ctx, const SpatialShard& s) {
-  ctx->saved_data["group"] = reinterpret_cast<int64_t>(s.group);
-  ctx->saved_data["shard"] = std::vector<int64_t>{s.axis, s.index, s.count, s.prev_rank, s.next_rank};
-}
-
-SpatialShard load_shard(torch::autograd::AutogradContext* ctx) {
-  const auto v = ctx->saved_data["shard"].toIntVector();
-  SpatialShard s;
-  s.group = reinterpret_cast<ProcessGroup*>(ctx->saved_data["group"].toInt());
-  s.axis = static_cast<int>(v[0]);
-  s.index = static_cast<int>(v[1]);
-  s.count = static_cast<int>(v[2]);
-  s.prev_rank = static_cast<int>(v[3]);
-  s.next_rank = static_cast<int>(v[4]);
-  return s;
-}
-
 struct HaloExchange : public torch::autograd::Function<HaloExchange> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, int64_t dim, int64_t left,
                             int64_t right, const SpatialShard& shard) {
@@ -71,6 +54,24 @@ struct HaloExchange : public torch::autograd::Function<HaloExchange> {
 };
 
 }  // namespace
+
+void save_shard(torch::autograd::AutogradContext* ctx, const SpatialShard& s) {
+  ctx->saved_data["group"] = reinterpret_cast<int64_t>(s.group);
+  ctx->saved_data["shard"] = std::vector<int64_t>{s.axis, s.index, s.count, s.prev_rank, s.next_rank};
+}
+
+SpatialShard load_shard(torch::autograd::AutogradContext* ctx) {
+  const auto v = ctx->saved_data["shard"].toIntVector();
+  SpatialShard s;
+  s.group = reinterpret_cast<ProcessGroup*>(ctx->saved_data["group"].toInt());
+  s.axis = static_cast<int>(v[0]);
+  s.index = static_cast<int>(v[1]);
+  s.count = static_cast<int>(v[2]);
+  s.prev_rank = static_cast<int>(v[3]);
+  s.next_rank = static_cast<int>(v[4]);
+  return s;
+}
+
 
 SpatialShard shard_over_group(ProcessGroup& group, int axis) {
   SpatialShard s;

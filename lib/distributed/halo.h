@@ -8,6 +8,10 @@
 #include <cstdint>
 #include <utility>
 
+namespace torch::autograd {
+struct AutogradContext;
+}
+
 namespace medseg::distributed {
 
 class ProcessGroup;
@@ -46,6 +50,10 @@ std::pair<at::Tensor, at::Tensor> fetch_halos(const at::Tensor& x, int64_t dim, 
 // gradients added onto the boundary planes they were read from.
 at::Tensor return_halo_grads(const at::Tensor& padded_grad, int64_t dim, int64_t left, int64_t right,
                              const SpatialShard& shard);
+
+// For layers with their own autograd function: the shard kept in, and read back from, the context.
+void save_shard(torch::autograd::AutogradContext* ctx, const SpatialShard& s);
+SpatialShard load_shard(torch::autograd::AutogradContext* ctx);
 
 // Slab `index` of `count` equal slabs of x (B, C, *spatial) along spatial `axis`, contiguous (a copy
 // unless the slab already is one). Throws medseg::Error when the extent is not divisible by count.

@@ -16,23 +16,6 @@ using Ints = std::vector<int64_t>;
 using distributed::SpatialShard;
 
 // The shard's fields as saved_data (an AutogradContext keeps IValues, not structs).
-void save_shard(torch::autograd::AutogradContext* ctx, const SpatialShard& s) {
-  ctx->saved_data["group"] = reinterpret_cast<int64_t>(s.group);
-  ctx->saved_data["shard"] = Ints{s.axis, s.index, s.count, s.prev_rank, s.next_rank};
-}
-
-SpatialShard load_shard(torch::autograd::AutogradContext* ctx) {
-  const auto v = ctx->saved_data["shard"].toIntVector();
-  SpatialShard s;
-  s.group = reinterpret_cast<distributed::ProcessGroup*>(ctx->saved_data["group"].toInt());
-  s.axis = static_cast<int>(v[0]);
-  s.index = static_cast<int>(v[1]);
-  s.count = static_cast<int>(v[2]);
-  s.prev_rank = static_cast<int>(v[3]);
-  s.next_rank = static_cast<int>(v[4]);
-  return s;
-}
-
 bool use_onednn(const at::Tensor& x, const at::Tensor& w, const Ints& stride, const Ints& padding) {
   return x.dim() == 5 && onednn_conv3d_applies(x, w, stride, padding);
 }
@@ -62,7 +45,7 @@ struct ShardedConv : public torch::autograd::Function<ShardedConv> {
                             const at::Tensor& b, Ints stride, Ints padding, Ints halo, const SpatialShard& shard) {
     const auto [l, r] = distributed::fetch_halos(x, halo[0], halo[1], halo[2], shard);
     ctx->save_for_backward({x, l, r, w});
-    save_shard(ctx, shard);
+    distributed::save_shard(ctx, shard);
     ctx->saved_data["stride"] = stride;
     ctx->saved_data["padding"] = padding;
     ctx->saved_data["halo"] = halo;
@@ -82,7 +65,7 @@ struct ShardedConv : public torch::autograd::Function<ShardedConv> {
                                  {input_grad, ctx->needs_input_grad(1), ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)});
     // Skipping the exchange is safe: every rank runs the same graph, so either all of them need the
     // input's gradient (and exchange) or none does (the network's input).
-    at::Tensor gx = input_grad ? distributed::return_halo_grads(g[0], halo[0], halo[1], halo[2], load_shard(ctx))
+    at::Tensor gx = input_grad ? distributed::return_halo_grads(g[0], halo[0], halo[1], halo[2], distributed::load_shard(ctx))
                                : at::Tensor();
     return {gx, g[1], g[2], at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
@@ -120,7 +103,7 @@ struct ShardedInstanceNorm : public torch::autograd::Function<ShardedInstanceNor
     at::Tensor shift = -mean * scale;
     if (affine) shift += b.view({1, -1});
     ctx->save_for_backward({x, mean, invstd, w});
-    save_shard(ctx, shard);
+    distributed::save_shard(ctx, shard);
     ctx->saved_data["n"] = n;
     at::Tensor y = x * per_bc(scale, dims);
     return y.add_(per_bc(shift, dims));  // in place: one activation-sized temporary, not two
@@ -139,7 +122,7 @@ struct ShardedInstanceNorm : public torch::autograd::Function<ShardedInstanceNor
     // Local sums: the parameters' gradient is this slab's share (averaged over ranks by the caller).
     const at::Tensor sum_g = g.sum(spatial), sum_gx = (g * xhat).sum(spatial);
     at::Tensor both = at::stack({sum_g, sum_gx});
-    const SpatialShard shard = load_shard(ctx);
+    const SpatialShard shard = distributed::load_shard(ctx);
     if (shard.active()) shard.group->all_reduce_sum(both);
     const bool affine = w.numel() > 0;
     // dL/dx = invstd * w * (g - mean(g) - xhat * mean(g * xhat)), means over the whole volume.
