@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   app.add_option("--labels", o.num_labels, "Foreground classes")->capture_default_str();
   app.add_flag("--ignore-label", o.ignore_label,
                "Partially annotated training labels: an \"ignore\" label (num labels + 1) over the last third of x");
+  app.add_flag("--regions", o.regions,
+               "Nested regions instead of labels: region1 = [1..L], region2 = [2..L], ... (regions_class_order 1..L)");
   app.add_flag("--random-direction", o.random_direction, "Random (oblique, flipped) direction matrices");
   app.add_flag("--2d", o.two_d, "2D image files (one slice; the z of --min-shape/--max-shape is ignored)");
   app.add_option("--noise", o.noise_std, "Noise standard deviation")->capture_default_str();

@@ -17,6 +17,10 @@ namespace medseg::data {
 // Per foreground label, voxel positions (z, y, x) known to carry it (nnU-Net's
 // properties['class_locations'] without the leading channel index). Ordered by label.
 using ClassLocations = std::map<int, std::vector<Shape3>>;
+// The ClassLocations key of a dataset with an ignore label for the annotated voxels (every label
+// but "ignore", background included): nnU-Net centres the patches it does not force on foreground
+// on one of them, so partially annotated cases train on what was annotated.
+inline constexpr int kAnnotatedClass = -2;
 
 class CaseSource {
  public:

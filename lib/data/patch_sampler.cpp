@@ -75,10 +75,17 @@ PatchChoice PatchSampler::choose(const Shape3& shape, bool force_fg, const Class
   }
   PatchChoice out;
   const Shape3* voxel = nullptr;
-  if (force_fg) {
+  const auto annotated = locations.find(kAnnotatedClass);
+  if (!force_fg && annotated != locations.end()) {
+    // Partially annotated data: centre on an annotated voxel (a case without any stays random).
+    const auto& locs = annotated->second;
+    if (!locs.empty()) voxel = &locs[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(locs.size()) - 1))];
+  } else if (force_fg) {
     std::vector<int> eligible;
     for (const auto& [label, locs] : locations)
-      if (!locs.empty()) eligible.push_back(label);
+      if (!locs.empty() && label != kAnnotatedClass) eligible.push_back(label);
+    // Annotated voxels only stand in when the case has no foreground at all.
+    if (eligible.empty() && annotated != locations.end() && !annotated->second.empty()) eligible.push_back(kAnnotatedClass);
     if (!eligible.empty()) {  // a case without foreground falls back to a random crop
       out.label = eligible[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(eligible.size()) - 1))];
       const auto& locs = locations.at(out.label);

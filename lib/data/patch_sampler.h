@@ -5,7 +5,10 @@
 //    of it, and puts that voxel at the patch centre (lower corner clamped to the lowest allowed start);
 //  * any other sample is a uniform random crop whose start may reach need_to_pad/2 outside the case,
 //    need_to_pad = loader patch - final patch (grown when the case is smaller than the patch), so
-//    augmented final patches cover the borders too.
+//    augmented final patches cover the borders too;
+//  * with an ignore label (partially annotated data), an unforced sample is centred on a random
+//    annotated voxel instead (kAnnotatedClass), and a forced one picks among the foreground labels,
+//    the annotated voxels only when the case has no foreground.
 // 2D configurations use a pseudo-3D patch (1, y, x): one random slice.
 #include <cstdint>
 

@@ -13,6 +13,8 @@ int sampling_class_id(const std::string& key, size_t position) {
     } catch (const std::exception&) {
     }
   }
+  // Regions never hold background; only the annotated-voxels class does.
+  if (("," + key + ",").find(",0,") != std::string::npos) return kAnnotatedClass;
   return 1000 + static_cast<int>(position);
 }
 

@@ -29,8 +29,9 @@ class PreprocessedCaseSource : public CaseSource {
 };
 
 // Sampling-class key of the properties JSON ("2", or "1,2,3" for a region) -> the int key the
-// sampler reports: the label itself, or 1000 + the class's position among the case's classes as
-// read (key order of the JSON object) for a region.
+// sampler reports: the label itself, kAnnotatedClass for the annotated voxels of a dataset with an
+// ignore label (the one key holding background 0), or 1000 + the class's position among the case's
+// classes as read (key order of the JSON object) for a region.
 int sampling_class_id(const std::string& key, size_t position);
 
 }  // namespace medseg::data

@@ -113,6 +113,8 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
                                                         ? (fs::path(folder) / "plans.json").string()
                                                         : src + " (plans copy)");
   m.dataset = io::dataset_info_from_json(m.dataset_json, (fs::path(folder) / "dataset.json").string());
+  if (m.dataset.has_regions() && fs::exists(fs::path(folder) / "dataset.json"))
+    io::check_region_label_order((fs::path(folder) / "dataset.json").string());
   m.dataset.folder = folder;
   m.dataset.name = fs::path(folder).lexically_normal().parent_path().filename().string();
   const planning::ConfigurationPlan& cfg = m.plans.configuration(m.configuration);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -109,6 +110,15 @@ int64_t network_outputs(const std::vector<LabelDef>& labels) {
   return n;
 }
 
+std::vector<std::vector<int>> foreground_regions(const std::vector<LabelDef>& labels) {
+  const bool regions = std::any_of(labels.begin(), labels.end(), [](const LabelDef& l) { return l.values.size() != 1; });
+  std::vector<std::vector<int>> out;
+  if (!regions) return out;
+  for (const auto& l : labels)
+    if (l.name != "ignore" && !(l.values.size() == 1 && l.values[0] == 0)) out.push_back(l.values);
+  return out;
+}
+
 std::optional<int> ignore_label(const std::vector<LabelDef>& labels) {
   for (const auto& l : labels)
     if (l.name == "ignore" && l.values.size() == 1) return l.values[0];
@@ -119,10 +129,31 @@ DatasetInfo load_dataset_info(const std::string& dataset_folder) {
   const std::string file = (fs::path(dataset_folder) / "dataset.json").string();
   if (!fs::is_directory(dataset_folder)) throw FileError(dataset_folder, "dataset folder not found");
   DatasetInfo info = dataset_info_from_json(read_json(file), file);
+  if (info.has_regions()) check_region_label_order(file);
   info.folder = dataset_folder;
   info.name = fs::path(dataset_folder).lexically_normal().filename().string();
   if (info.name.empty()) info.name = fs::path(dataset_folder).lexically_normal().parent_path().filename().string();
   return info;
+}
+
+void check_region_label_order(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw FileError(file, "cannot be opened");
+  const auto ordered = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!ordered.is_object() || !ordered.contains("labels") || !ordered.at("labels").is_object()) return;  // parsed elsewhere
+  std::vector<std::string> names;
+  bool regions = false;
+  for (const auto& [name, v] : ordered.at("labels").items()) {
+    names.push_back(name);
+    regions = regions || (v.is_array() && v.size() > 1);
+  }
+  if (!regions || std::is_sorted(names.begin(), names.end())) return;
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  std::string order;
+  for (const auto& n : sorted) order += (order.empty() ? "" : ", ") + n;
+  throw FileError(file, "region labels must be listed sorted by name (medseg orders outputs by name: " + order +
+                            "); reorder 'labels' and 'regions_class_order' to match");
 }
 
 DatasetInfo dataset_info_from_json(const json& j, const std::string& file) {

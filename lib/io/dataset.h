@@ -43,6 +43,9 @@ int64_t network_outputs(const std::vector<LabelDef>& labels);
 // voxels holding it are unannotated and take no part in loss or metrics.
 std::optional<int> ignore_label(const std::vector<LabelDef>& labels);
 inline int64_t network_outputs(const DatasetInfo& dataset) { return network_outputs(dataset.labels); }
+// A region-based dataset's regions, one per network output in label order (background and
+// "ignore" left out); empty for a dataset of plain labels.
+std::vector<std::vector<int>> foreground_regions(const std::vector<LabelDef>& labels);
 
 // One case: its channel files in channel order, and its label file ("" when there is none).
 struct CaseFiles {
@@ -54,6 +57,12 @@ struct CaseFiles {
 // Parses and validates dataset.json (channel_names or legacy modality, labels, numTraining,
 // file_ending). Throws FileError naming the file and key.
 DatasetInfo load_dataset_info(const std::string& dataset_folder);
+// A region-based dataset's outputs follow the order of its labels, which nnU-Net takes from the
+// file; medseg's JSON objects keep their keys sorted. Throws FileError naming `file` when a
+// region-based dataset.json lists its labels in another order than sorted by name, rather than
+// train or export regions paired with the wrong regions_class_order entries. No-op for plain
+// labels, whose outputs follow the label values.
+void check_region_label_order(const std::string& file);
 // The same checks on an already-parsed dataset.json (e.g. the copy inside a checkpoint); `file`
 // names its source in errors. folder and name stay empty.
 DatasetInfo dataset_info_from_json(const json& j, const std::string& file);

@@ -168,6 +168,8 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
                                     int threads) {
   if (o.dataset_id < 0 || o.dataset_id > 999) throw Error("dataset id must be in 0..999");
   if (o.num_cases < 1 || o.num_channels < 1 || o.num_labels < 1) throw Error("need at least one case, channel and label");
+  // Region names sort in label order only up to 9 ("region10" < "region2"), and one label is no region.
+  if (o.regions && (o.num_labels < 2 || o.num_labels > 9)) throw Error("--regions needs 2 to 9 labels");
   for (int a = o.two_d ? 1 : 0; a < 3; ++a)
     if (o.min_shape[a] < 8 || o.max_shape[a] < o.min_shape[a]) throw Error("invalid shape range (each axis >= 8, max >= min)");
   char name[32];
@@ -202,7 +204,18 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
   for (int c = 0; c < o.num_channels; ++c) ds["channel_names"][std::to_string(c)] = channel_name(o, c);
   json labels = json::object();
   labels["background"] = 0;
-  for (int l = 1; l <= o.num_labels; ++l) labels["class" + std::to_string(l)] = l;
+  if (o.regions) {
+    json order = json::array();
+    for (int l = 1; l <= o.num_labels; ++l) {
+      json values = json::array();
+      for (int v = l; v <= o.num_labels; ++v) values.push_back(v);
+      labels["region" + std::to_string(l)] = values;
+      order.push_back(l);
+    }
+    ds["regions_class_order"] = order;
+  } else {
+    for (int l = 1; l <= o.num_labels; ++l) labels["class" + std::to_string(l)] = l;
+  }
   if (o.ignore_label) labels["ignore"] = o.num_labels + 1;
   ds["labels"] = labels;
   ds["numTraining"] = o.num_cases;

@@ -25,6 +25,10 @@ struct SyntheticDatasetOptions {
   // nnU-Net's partially annotated data: labels gain "ignore" = num_labels + 1, and every training
   // label map is unannotated (ignore) in the last third of its x axis; labelsTs stays complete.
   bool ignore_label = false;
+  // BraTS-style nested regions: labels become "region1" = [1..L], "region2" = [2..L], ...,
+  // "regionL" = [L] with regions_class_order [1..L], so painting the regions in order gives back
+  // the label map (needs num_labels >= 2).
+  bool regions = false;
   bool random_direction = false;                          // random rotations / axis flips
   bool two_d = false;                                     // 2D files: one slice, z of the shapes ignored
   double noise_std = 0.1;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 
@@ -37,30 +38,33 @@ at::Tensor ignore_label_as_padding(const at::Tensor& target, std::optional<int> 
   return target.masked_fill(target.eq(*dataset_ignore_label), -1);
 }
 
-at::Tensor soft_dice_loss(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o) {
-  const at::Tensor labels = labels_of(logits, target);
-  at::Tensor onehot, mask;
-  {
-    at::NoGradGuard no_grad;
-    mask = labels.ne(o.ignore_label);
-    // Ignored voxels get label 0 for the one-hot; the mask removes them from every sum.
-    const at::Tensor clean = labels.masked_fill(mask.logical_not(), 0);
-    onehot = at::zeros(logits.sizes(), logits.options().dtype(at::kBool)).scatter_(1, clean, true);
-    mask = mask.to(logits.scalar_type());
-  }
-  at::Tensor x = at::softmax(logits, 1);
-  if (!o.do_bg) {
-    x = x.slice(1, 1);
-    onehot = onehot.slice(1, 1);
-  }
+namespace {
+
+// Region targets split into (region channels, mask or undefined); checks the shapes.
+std::pair<at::Tensor, at::Tensor> region_parts(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o) {
+  const int64_t extra = o.ignore_channel ? 1 : 0;
+  if (target.dim() != logits.dim() || target.size(0) != logits.size(0) || target.size(1) != logits.size(1) + extra ||
+      target.sizes().slice(2) != logits.sizes().slice(2))
+    throw Error("loss: region target shape " + c10::str(target.sizes()) + " does not match logits " +
+                c10::str(logits.sizes()) + (o.ignore_channel ? " (expected one channel per region + the ignore mask)"
+                                                              : " (expected one channel per region)"));
+  const at::Tensor t = target.to(logits.scalar_type());
+  if (!o.ignore_channel) return {t, at::Tensor()};
+  return {t.slice(1, 0, logits.size(1)), 1 - t.slice(1, logits.size(1))};
+}
+
+// MemoryEfficientSoftDiceLoss on probabilities `x`, one-hot `onehot` and an optional mask
+// (B, 1, *spatial; undefined = every voxel counts).
+at::Tensor soft_dice(const at::Tensor& x, const at::Tensor& onehot, const at::Tensor& mask, const DiceCeOptions& o) {
   const auto axes = spatial_axes(x);
   at::Tensor sum_gt, intersect, sum_pred;
   {
     at::NoGradGuard no_grad;
-    sum_gt = (onehot * mask).sum(axes);
+    sum_gt = (mask.defined() ? onehot * mask : onehot).sum(axes);
   }
-  intersect = (x * onehot * mask).sum(axes);
-  sum_pred = (x * mask).sum(axes);
+  const at::Tensor xm = mask.defined() ? x * mask : x;
+  intersect = (xm * onehot).sum(axes);
+  sum_pred = xm.sum(axes);
   if (o.spatial_sum) {  // one collective for the three: the whole patch's counts
     const at::Tensor pooled = o.spatial_sum(at::stack({intersect, sum_pred, sum_gt.to(intersect.scalar_type())}));
     intersect = pooled[0];
@@ -83,6 +87,49 @@ at::Tensor soft_dice_loss(const at::Tensor& logits, const at::Tensor& target, co
   return -dc.mean();
 }
 
+}  // namespace
+
+at::Tensor soft_dice_loss(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o) {
+  if (o.regions) {
+    const auto [onehot, mask] = region_parts(logits, target, o);
+    return soft_dice(at::sigmoid(logits), onehot, mask, o);
+  }
+  const at::Tensor labels = labels_of(logits, target);
+  at::Tensor onehot, mask;
+  {
+    at::NoGradGuard no_grad;
+    mask = labels.ne(o.ignore_label);
+    // Ignored voxels get label 0 for the one-hot; the mask removes them from every sum.
+    const at::Tensor clean = labels.masked_fill(mask.logical_not(), 0);
+    onehot = at::zeros(logits.sizes(), logits.options().dtype(at::kBool)).scatter_(1, clean, true);
+    mask = mask.to(logits.scalar_type());
+  }
+  at::Tensor x = at::softmax(logits, 1);
+  if (!o.do_bg) {
+    x = x.slice(1, 1);
+    onehot = onehot.slice(1, 1);
+  }
+  return soft_dice(x, onehot, mask, o);
+}
+
+at::Tensor region_bce_loss(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o) {
+  const auto [t, mask] = region_parts(logits, target, o);
+  at::Tensor sum, count;
+  if (mask.defined()) {
+    sum = (at::binary_cross_entropy_with_logits(logits, t, {}, {}, at::Reduction::None) * mask).sum();
+    count = mask.sum();
+  } else {
+    sum = at::binary_cross_entropy_with_logits(logits, t, {}, {}, at::Reduction::Sum);
+    count = at::full({}, static_cast<double>(t.numel()), sum.options());
+  }
+  if (o.spatial_sum) {  // the whole patch's sum and count, pooled over the slabs
+    const at::Tensor pooled = o.spatial_sum(at::stack({sum, count.to(sum.scalar_type())}));
+    sum = pooled[0];
+    count = pooled[1];
+  }
+  return sum / at::clamp_min(count.detach(), 1e-8);
+}
+
 at::Tensor robust_cross_entropy(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o) {
   const at::Tensor labels = labels_of(logits, target).squeeze(1);
   if (o.spatial_sum) {
@@ -99,7 +146,8 @@ at::Tensor robust_cross_entropy(const at::Tensor& logits, const at::Tensor& targ
 
 at::Tensor dice_ce_loss(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o) {
   at::Tensor total = at::zeros({}, logits.options());
-  if (o.weight_ce != 0) total = total + o.weight_ce * robust_cross_entropy(logits, target, o);
+  if (o.weight_ce != 0)
+    total = total + o.weight_ce * (o.regions ? region_bce_loss(logits, target, o) : robust_cross_entropy(logits, target, o));
   if (o.weight_dice != 0) total = total + o.weight_dice * soft_dice_loss(logits, target, o);
   return total;
 }
@@ -160,6 +208,25 @@ DiceCounts global_dice_counts(const at::Tensor& logits, const at::Tensor& target
     out.tp.push_back(p.logical_and(t).sum().item<int64_t>());
     out.fp.push_back(p.logical_and(t.logical_not()).sum().item<int64_t>());
     out.fn.push_back(t.logical_and(p.logical_not()).sum().item<int64_t>());
+  }
+  return out;
+}
+
+DiceCounts region_dice_counts(const at::Tensor& logits, const at::Tensor& target, bool ignore_channel) {
+  at::NoGradGuard no_grad;
+  DiceCeOptions o;
+  o.regions = true;
+  o.ignore_channel = ignore_channel;
+  const auto [t, mask] = region_parts(logits, target, o);
+  const at::Tensor pred = logits.gt(0);
+  const at::Tensor gt = t.gt(0.5);
+  const at::Tensor valid = mask.defined() ? mask.gt(0.5).expand_as(pred) : at::ones_like(pred);
+  DiceCounts out;
+  for (int64_t r = 0; r < logits.size(1); ++r) {
+    const at::Tensor p = pred.select(1, r).logical_and(valid.select(1, r)), g = gt.select(1, r);
+    out.tp.push_back(p.logical_and(g).sum().item<int64_t>());
+    out.fp.push_back(p.logical_and(g.logical_not()).sum().item<int64_t>());
+    out.fn.push_back(g.logical_and(p.logical_not()).sum().item<int64_t>());
   }
   return out;
 }

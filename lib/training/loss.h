@@ -2,7 +2,9 @@
 // nnU-Net's training loss: DC_and_CE_loss = 1 * cross-entropy + 1 * (-soft Dice), with the soft
 // Dice of MemoryEfficientSoftDiceLoss (softmax, background excluded, smooth 1e-5, optional batch
 // Dice), voxels labelled `ignore_label` (-1) masked out of both terms, and the deep-supervision
-// weighting 1/2^i (lowest resolution 0, normalised). See docs/training.md.
+// weighting 1/2^i (lowest resolution 0, normalised). Region-based datasets use DC_and_BCE_loss
+// instead: a sigmoid per region, every channel in the Dice, binary cross-entropy, the ignore mask
+// as the target's last channel (data/region_targets.h). See docs/training.md.
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -28,6 +30,11 @@ struct DiceCeOptions {
   // Dice counts and the cross-entropy's sum and voxel count over the slabs (inside autograd), so the
   // loss is the whole patch's on every rank. Empty: the tensors are whole patches.
   BatchSumFn spatial_sum;
+  // Region-based training: targets are (B, R [+1], *spatial) region channels, the loss is
+  // weight_ce * BCE + weight_dice * soft Dice over sigmoids with every region counted (do_bg is
+  // ignored). With `ignore_channel` the target's last channel marks voxels left out of both terms.
+  bool regions = false;
+  bool ignore_channel = false;
 };
 
 // logits: (B, C, *spatial). target: (B, 1, *spatial) or (B, *spatial), integer or float labels.
@@ -42,7 +49,11 @@ at::Tensor robust_cross_entropy(const at::Tensor& logits, const at::Tensor& targ
 // the dataset has no ignore label.
 at::Tensor ignore_label_as_padding(const at::Tensor& target, std::optional<int> dataset_ignore_label);
 
-// weight_ce * CE + weight_dice * soft_dice_loss.
+// Region mode: binary cross-entropy with logits, the mean over voxels and regions; with an ignore
+// channel nnU-Net's masked form, sum(BCE * mask) / sum(mask) (per voxel, not per voxel and region).
+at::Tensor region_bce_loss(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o = {});
+
+// weight_ce * CE + weight_dice * soft_dice_loss (regions: BCE and the sigmoid Dice).
 at::Tensor dice_ce_loss(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o = {});
 
 // nnU-Net's deep-supervision weights for n outputs (highest resolution first): 1/2^i, the last one
@@ -62,5 +73,9 @@ struct DiceCounts {
   std::vector<double> dice() const;
 };
 DiceCounts global_dice_counts(const at::Tensor& logits, const at::Tensor& target, int64_t ignore_label = -1);
+// The same for regions, as nnU-Net's validation step: a region is predicted where its logit is
+// above 0 (sigmoid > 0.5); every region counts; with `ignore_channel` the target's last channel
+// masks voxels out of tp and fp (fn needs no mask: ignored voxels belong to no region).
+DiceCounts region_dice_counts(const at::Tensor& logits, const at::Tensor& target, bool ignore_channel);
 
 }  // namespace medseg::training

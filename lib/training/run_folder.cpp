@@ -43,14 +43,9 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
   if (fs::exists(f.fingerprint_file)) r.fingerprint_json = read_json(f.fingerprint_file);
   r.in_channels = static_cast<int64_t>(json_get<json>(r.dataset_json, "channel_names", f.dataset_json_file).size());
   const auto labels = io::labels_from_json(r.dataset_json, f.dataset_json_file);
-  // Region training needs sigmoid outputs and region targets; a softmax over the region values
-  // would train, and predict, the wrong thing.
-  for (const auto& l : labels)
-    if (l.values.size() != 1)
-      throw FileError(f.dataset_json_file, "label '" + l.name + "' is a region (a list of values); region-based "
-                                           "training is not supported by medseg_train yet");
   r.num_classes = io::network_outputs(labels);
   r.ignore_label = io::ignore_label(labels);
+  r.regions = io::foreground_regions(labels);
   if (!cfg.previous_stage.empty())
     throw FileError(f.plans_file, "configuration '" + configuration + "' is a cascade stage (it needs the predictions of '" +
                                       cfg.previous_stage + "' as input); cascade training is not supported yet: "

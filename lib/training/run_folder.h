@@ -27,12 +27,13 @@ struct RunInputs {
   std::vector<std::string> train_ids, val_ids;
   int64_t in_channels = 0, num_classes = 0;  // num_classes: network outputs (io::network_outputs)
   std::optional<int> ignore_label;             // dataset.json's "ignore" label value, if any
+  std::vector<std::vector<int>> regions;       // region-based training: one per output; empty: labels
 };
 
 // Resolves folders, loads plans/dataset.json/fingerprint, lists preprocessed cases and selects the
 // fold's split (splits_final.json written once and reused). Throws Error/FileError naming files,
-// also for what medseg_train cannot train yet (region labels, a cascade stage) rather than train
-// something else in its place.
+// also for what medseg_train cannot train yet (a cascade stage) rather than train something else
+// in its place.
 RunInputs resolve_run(const std::string& dataset, const std::string& configuration, const std::string& fold,
                       const std::string& plans_name, const std::string& trainer_name,
                       const std::string& preprocessed_root = "", const std::string& results_root = "");

@@ -24,6 +24,7 @@
 #include "data/augment/device_augment.h"
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
+#include "data/region_targets.h"
 #include "distributed/halo.h"
 #include "distributed/process_group.h"
 #include "models/network.h"
@@ -211,6 +212,8 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.loss_opts.batch_dice = plan.batch_dice;
   s.loss_opts.batch_sum = s.dp->batch_sum();
   s.loss_opts.spatial_sum = s.dp->spatial_sum();
+  s.loss_opts.regions = !s.in.regions.empty();
+  s.loss_opts.ignore_channel = s.loss_opts.regions && s.in.ignore_label.has_value();
   s.train_pipe = data::training_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground);
   s.val_pipe = data::validation_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground);
   for (auto* p : {&s.train_pipe, &s.val_pipe}) {
@@ -374,11 +377,15 @@ void Trainer::State::start_loaders() {
   }
 }
 
-// The batch's targets on the device, with the dataset's ignore label left out of loss and Dice.
+// The batch's targets on the device, with the dataset's ignore label left out of loss and Dice;
+// for a region-based dataset one channel per region (+ the ignore mask).
 std::vector<at::Tensor> Trainer::State::device_targets(const data::Batch& b) const {
   std::vector<at::Tensor> targets;
-  for (const auto& t : b.target)
-    targets.push_back(dp->slab(ignore_label_as_padding(t.to(device, /*non_blocking=*/true), in.ignore_label)));
+  for (const auto& t : b.target) {
+    at::Tensor d = ignore_label_as_padding(t.to(device, /*non_blocking=*/true), in.ignore_label);
+    if (!in.regions.empty()) d = data::region_targets(d, in.regions, in.ignore_label.has_value());
+    targets.push_back(dp->slab(d));
+  }
   return targets;
 }
 
@@ -434,7 +441,8 @@ void Trainer::State::validate_epoch(EpochMetrics& m) {
     AutocastGuard autocast(cuda, amp_on, amp_dtype);
     const auto outputs = net->forward(x);
     vloss += dp->batch_mean(deep_supervision_loss(outputs, targets, ds_weights, loss_opts).item<double>());
-    counts += global_dice_counts(outputs[0].to(at::kFloat), targets[0]);
+    counts += in.regions.empty() ? global_dice_counts(outputs[0].to(at::kFloat), targets[0])
+                                 : region_dice_counts(outputs[0].to(at::kFloat), targets[0], in.ignore_label.has_value());
   }
   counts = dp->sum(counts);
   m.val_loss = vloss / static_cast<double>(cfg.val_iterations_per_epoch);

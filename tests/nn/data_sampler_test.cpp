@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "data/crop.h"
 #include "data/patch_sampler.h"
+#include "data/preprocessed_source.h"
 #include "data/synthetic_cases.h"
 
 using namespace medseg;
@@ -147,4 +149,52 @@ TEST(DataSampler, ClassLocationsFollowNnUNetCounts) {
   for (const auto& v : locs.at(1)) EXPECT_LT(v[0], 5);
   const auto few = class_locations_from_seg(seg.data(), {10, 10, 10}, {1}, 2, 0.01);
   EXPECT_EQ(few.at(1).size(), 5u);  // at least ceil(1% of 500)
+}
+
+// Partially annotated data (nnU-Net's ignore label): the sampler centres every patch it does not
+// force on an annotated voxel. With annotated voxels only at two known places, a patch of 4 in a
+// 32-long axis starts at exactly voxel - 2, never at a random place.
+TEST(DataSampler, UnforcedPatchesOfPartiallyAnnotatedDataAreCentredOnAnnotatedVoxels) {
+  PatchSampler s({4, 4, 4}, {4, 4, 4});
+  Rng rng(7);
+  const ClassLocations locs{{kAnnotatedClass, {{10, 20, 30}, {5, 6, 7}}}, {1, {{10, 20, 30}}}};
+  std::set<int64_t> starts_z;
+  for (int i = 0; i < 200; ++i) {
+    const auto p = s.choose({32, 32, 32}, false, locs, rng);
+    const bool first = p.box.lo == Shape3{8, 18, 28}, second = p.box.lo == Shape3{3, 4, 5};
+    ASSERT_TRUE(first || second) << p.box.lo[0] << " " << p.box.lo[1] << " " << p.box.lo[2];
+    starts_z.insert(p.box.lo[0]);
+  }
+  EXPECT_EQ(starts_z.size(), 2u) << "both annotated voxels are drawn";
+}
+
+// Forced patches pick among the foreground labels, never the annotated-voxels class while the case
+// has foreground; a case with annotated voxels but no foreground centres on an annotated one; a case
+// with neither falls back to a random crop.
+TEST(DataSampler, ForcedPatchesOfPartiallyAnnotatedDataPreferForeground) {
+  PatchSampler s({4, 4, 4}, {4, 4, 4});
+  Rng rng(9);
+  const ClassLocations with_fg{{kAnnotatedClass, {{5, 6, 7}}}, {2, {{10, 20, 30}}}};
+  for (int i = 0; i < 50; ++i) {
+    const auto p = s.choose({32, 32, 32}, true, with_fg, rng);
+    ASSERT_EQ(p.label, 2);
+    ASSERT_EQ(p.box.lo, (Shape3{8, 18, 28}));
+  }
+  const ClassLocations no_fg{{kAnnotatedClass, {{5, 6, 7}}}, {2, {}}};
+  const auto q = s.choose({32, 32, 32}, true, no_fg, rng);
+  EXPECT_EQ(q.label, kAnnotatedClass);
+  EXPECT_EQ(q.box.lo, (Shape3{3, 4, 5}));
+  const ClassLocations nothing{{kAnnotatedClass, {}}, {2, {}}};
+  EXPECT_EQ(s.choose({32, 32, 32}, true, nothing, rng).label, -1);
+  EXPECT_EQ(s.choose({32, 32, 32}, false, nothing, rng).label, -1);
+}
+
+// The properties JSON names the annotated-voxels class by its values, background included
+// ("0,1,2"); plain labels keep their value, regions a position-based id.
+TEST(DataSampler, SamplingClassIdsOfStoredKeys) {
+  EXPECT_EQ(sampling_class_id("2", 0), 2);
+  EXPECT_EQ(sampling_class_id("0,1,2", 2), kAnnotatedClass);
+  EXPECT_EQ(sampling_class_id("1,2,3", 0), 1000);
+  EXPECT_EQ(sampling_class_id("2,3", 1), 1001);
+  EXPECT_EQ(sampling_class_id("10,20", 1), 1001) << "a value ending in 0 is not background";
 }

@@ -3,7 +3,8 @@
 // would:
 // - an ignore-label dataset trained one output too many (labels.size()), and medseg_predict then
 //   refused the model;
-// - region labels and a 3d_cascade_fullres configuration trained silently as something else;
+// - region labels and a 3d_cascade_fullres configuration trained silently as something else (regions
+//   now train: WorkflowRegions);
 // - the trainer config's ema_momentum was read and ignored (0.9 hard-coded);
 // - medseg_checkpoint average copied the first input's optimizer, RNG and progress, so the average
 //   looked resumable.
@@ -101,20 +102,79 @@ TEST(WorkflowDefects, IgnoreLabelDatasetTrainsThreeOutputsAndPredicts) {
   for (int v : values) EXPECT_TRUE(v >= 0 && v <= 2) << v;
 }
 
-// Region labels (lists of values) are refused before anything is written: a softmax over them
-// would train the wrong model.
-TEST(WorkflowDefects, RegionLabelsAreRefusedUpFront) {
-  Workflow w("wf_regions", "--labels 2");
-  const std::string ds_file = w.pre() + "/dataset.json";
-  json ds = read_json(ds_file);
-  ds["labels"] = {{"background", 0}, {"whole", {1, 2}}, {"core", 2}};
-  ds["regions_class_order"] = {1, 2};
-  write_json(ds_file, ds);
-  const auto r = w.train();
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find(ds_file), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("label 'whole' is a region"), std::string::npos) << r.output;
-  EXPECT_FALSE(fs::exists(w.results())) << "nothing written";
+namespace {
+
+// The label values a NIfTI label map holds.
+std::set<int> values_of(const std::string& file) {
+  const Volume seg = io::read_label(file);
+  std::set<int> values;
+  visit_pixels(seg, [&](const auto* p) {
+    for (int64_t i = 0; i < seg.numel(); ++i) values.insert(static_cast<int>(p[i]));
+  });
+  return values;
+}
+
+}  // namespace
+
+// Region-based training (before: refused up front). Nested regions region1 = {1, 2}, region2 = {2}:
+// two sigmoid outputs (not three softmax classes), a pseudo Dice per region, a final validation
+// scored per region under nnU-Net's keys, and predictions painted through regions_class_order.
+TEST(WorkflowRegions, RegionDatasetTrainsPredictsAndEvaluatesPerRegion) {
+  Workflow w("wf_regions", "--labels 2 --regions");
+  const json raw_ds = read_json(w.raw() + "/dataset.json");
+  ASSERT_EQ(raw_ds.at("labels").at("region1"), json({1, 2}));
+  ASSERT_EQ(raw_ds.at("regions_class_order"), json({1, 2}));
+  auto r = w.train("--val-iters-per-epoch 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto ck = checkpoint::load_checkpoint(w.fold() + "/checkpoint_final.ckpt");
+  EXPECT_EQ(ck.extra.at("num_classes"), 2);
+  const auto lines = metrics_lines(w.fold() + "/metrics.jsonl");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].at("pseudo_dice").size(), 2u) << lines[0].dump();
+  const json summary = read_json(w.fold() + "/validation/summary.json");
+  EXPECT_TRUE(summary.at("mean").contains("(1, 2)")) << summary.at("mean").dump();
+  EXPECT_TRUE(summary.at("mean").contains("2")) << summary.at("mean").dump();
+
+  r = test::run_cli("medseg_predict", "-i " + w.raw() + "/imagesTr -o " + w.dir() / "pred" +
+                                          " -d 951 -c 3d_fullres -f 0 --disable_tta --npp 0 --nps 0 --threads 1 "
+                                          "--disable_progress_bar", w.env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int v : values_of(w.dir() / "pred/case_000.nii.gz")) EXPECT_TRUE(v >= 0 && v <= 2) << v;
+  r = test::run_cli("medseg_evaluate", w.raw() + "/labelsTr " + w.dir() / "pred" + " --djfile " + w.raw() +
+                                           "/dataset.json --chill", w.env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json eval = read_json(w.dir() / "pred/summary.json");
+  EXPECT_TRUE(eval.at("mean").contains("(1, 2)")) << eval.at("mean").dump();
+}
+
+// Regions and partially annotated labels together: the ignore label becomes the targets' mask
+// channel (not a region), so the network still has one output per region.
+TEST(WorkflowRegions, RegionsWithAnIgnoreLabelTrain) {
+  Workflow w("wf_regions_ignore", "--labels 2 --regions --ignore-label");
+  ASSERT_EQ(read_json(w.raw() + "/dataset.json").at("labels").at("ignore"), 3);
+  const auto r = w.train("--val-iters-per-epoch 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(checkpoint::load_checkpoint(w.fold() + "/checkpoint_final.ckpt").extra.at("num_classes"), 2);
+  const auto lines = metrics_lines(w.fold() + "/metrics.jsonl");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].at("pseudo_dice").size(), 2u) << lines[0].dump();
+}
+
+// nnU-Net takes a region's output index from the order of dataset.json's labels; medseg's JSON
+// objects sort their keys. A region dataset listed in another order would pair outputs with the
+// wrong regions_class_order entries, so it is refused, naming the file, before anything is written.
+TEST(WorkflowRegions, RegionLabelsOutOfNameOrderAreRefused) {
+  test::TempDir dir("wf_region_order");
+  const fs::path ds = dir / "raw/Dataset952_Order";
+  fs::create_directories(ds / "imagesTr");
+  fs::create_directories(ds / "labelsTr");
+  std::ofstream(ds / "dataset.json") << R"({"channel_names": {"0": "MRI"}, "labels": {"background": 0,
+    "whole tumor": [1, 2, 3], "tumor core": [2, 3], "enhancing tumor": [3]}, "regions_class_order": [1, 2, 3],
+    "numTraining": 0, "file_ending": ".nii.gz"})";
+  const auto r = test::run_cli("medseg_verify_dataset", "-d 952", "MEDSEG_RAW=" + dir / "raw");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find((ds / "dataset.json").string()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sorted by name"), std::string::npos) << r.output;
 }
 
 // A cascade stage needs the previous stage's predictions as input: training it as a plain
