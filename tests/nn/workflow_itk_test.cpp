@@ -356,3 +356,51 @@ TEST(WorkflowPretrained, OtherArchitectureAndContinueAreRefused) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("cannot be combined with --c"), std::string::npos) << r.output;
 }
+
+// nnU-Net's model selection end to end on trained models: 2d and 3d_fullres, two folds each, trained
+// with --npz; find_best_configuration scores both cross-validations and their ensemble. Each
+// configuration's cross-validation Dice is the mean of its two one-case folds' validation Dice (the
+// folds' own summary.json files), and the pick is the best of the three.
+TEST(WorkflowSelection, FindBestOverTrained2dAnd3dFullresWithTwoFolds) {
+  test::TempDir dir("wf_find_best");
+  const std::string env = "MEDSEG_RAW=" + dir / "raw" + " MEDSEG_PREPROCESSED=" + dir / "pre" + " MEDSEG_RESULTS=" +
+                          dir / "results";
+  auto r = test::run_cli("medseg_make_dataset", "-d 953 -n Pick --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 "
+                                                "--seed 8 --labels 1", env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_cli("medseg_plan_and_preprocess", "-d 953 -c 2d 3d_fullres --np 2 --no_pbar", env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* config : {"2d", "3d_fullres"})
+    for (int fold : {0, 1}) {
+      r = test::run_cli("medseg_train", std::string("953 ") + config + " " + std::to_string(fold) +
+                                            " --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 0 --num-workers 1 "
+                                            "--threads 1 --no_pbar --npz", env);
+      ASSERT_EQ(r.exit_code, 0) << config << " fold " << fold << ": " << r.output;
+    }
+  r = test::run_cli("medseg_find_best_configuration", "953 -c 2d 3d_fullres -f 0 1 --np 1", env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path results = dir / "results/Dataset953_Pick";
+  const json info = read_json((results / "inference_information.json").string());
+  ASSERT_EQ(info.at("considered_models").size(), 3u) << info.dump(1);
+  double best = -1;
+  for (const auto& m : info.at("considered_models")) {
+    const double d = m.at("foreground_mean_dice").get<double>();
+    best = std::max(best, d);
+    if (m.at("configurations").size() != 1) continue;
+    const std::string config = m.at("configurations")[0];
+    double folds = 0;
+    for (int fold : {0, 1})
+      folds += read_json((results / ("nnUNetTrainer__nnUNetPlans__" + config) / ("fold_" + std::to_string(fold)) /
+                          "validation/summary.json").string())
+                   .at("foreground_mean").at("Dice").get<double>();
+    EXPECT_NEAR(d, folds / 2, 1e-9) << config;
+  }
+  const std::string best_name = info.at("best_model_or_ensemble").at("name");
+  for (const auto& m : info.at("considered_models")) {
+    if (m.at("name") == best_name) EXPECT_EQ(m.at("foreground_mean_dice").get<double>(), best);
+  }
+  std::ifstream instructions(results / "inference_instructions.txt");
+  std::stringstream text;
+  text << instructions.rdbuf();
+  EXPECT_NE(text.str().find("medseg_predict"), std::string::npos) << text.str();
+}
