@@ -397,7 +397,9 @@ TEST(WorkflowSelection, FindBestOverTrained2dAnd3dFullresWithTwoFolds) {
   }
   const std::string best_name = info.at("best_model_or_ensemble").at("name");
   for (const auto& m : info.at("considered_models")) {
-    if (m.at("name") == best_name) EXPECT_EQ(m.at("foreground_mean_dice").get<double>(), best);
+    if (m.at("name") == best_name) {
+      EXPECT_EQ(m.at("foreground_mean_dice").get<double>(), best);
+    }
   }
   std::ifstream instructions(results / "inference_instructions.txt");
   std::stringstream text;
