@@ -8,6 +8,7 @@ find_package(PNG REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)  # progress.png plots
+pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)  # model zips (lib/sharing)
 
 find_package(Torch REQUIRED)
 # Debian's TorchConfig forces CXX_STANDARD 14 on the imported target; we build C++17 regardless.

@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libgtest-dev
   libspdlog-dev libfmt-dev
   libpng-dev zlib1g-dev
+  libzip-dev   # model zips (medseg_export_model_zip, medseg_install_model_zip)
   libcairo2-dev fonts-dejavu-core
   python3 python3-torch
   clang libclang-rt-14-dev   # sanitizer builds and libFuzzer targets (docs/hardening.md)

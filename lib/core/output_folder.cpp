@@ -46,8 +46,10 @@ std::string sibling_name(const fs::path& target, const char* tag) {
 
 }  // namespace
 
-NewFolderGuard::NewFolderGuard(const std::string& folder) {
+NewFolderGuard::NewFolderGuard(const std::string& folder, bool only_if_empty) : only_if_empty_(only_if_empty) {
   if (folder.empty()) return;
+  fs::path normal = fs::absolute(folder).lexically_normal();
+  folder_ = (normal.filename().empty() ? normal.parent_path() : normal).string();
   const fs::path missing = first_missing(folder);
   std::error_code ec;
   fs::create_directories(folder, ec);
@@ -60,13 +62,20 @@ NewFolderGuard::NewFolderGuard(const std::string& folder) {
 
 NewFolderGuard::~NewFolderGuard() {
   std::error_code ec;
-  if (!created_.empty()) fs::remove_all(created_, ec);
+  if (created_.empty()) return;
+  if (!only_if_empty_) {
+    fs::remove_all(created_, ec);
+    return;
+  }
+  // fs::remove refuses a folder that is not empty, which ends the walk up.
+  for (fs::path p = fs::path(folder_); fs::remove(p, ec) && p != fs::path(created_); p = p.parent_path()) {
+  }
 }
 
 StagedFolder::StagedFolder(std::string target)
     : target_(folder_path(target).string()),
       tmp_(sibling_name(fs::path(target_), "tmp")),
-      parents_(fs::path(tmp_).parent_path().string()) {
+      parents_(fs::path(tmp_).parent_path().string(), true) {
   std::error_code ec;
   fs::create_directory(tmp_, ec);
   if (ec) throw FileError(tmp_, "cannot create the folder: " + ec.message());
@@ -77,10 +86,11 @@ StagedFolder::~StagedFolder() {
   if (!committed_) fs::remove_all(tmp_, ec);
 }
 
-void StagedFolder::commit() {
+void StagedFolder::commit(bool replace) {
   if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
     // An existing target: rename() only replaces an empty folder, so exchange the two names.
     if (errno != ENOTEMPTY && errno != EEXIST) throw FileError(target_, std::string("cannot move into place: ") + std::strerror(errno));
+    if (!replace) throw FileError(target_, "already exists; it was left as it was");
     if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) != 0) {
       // No RENAME_EXCHANGE on this file system: the target is briefly absent (never half-written).
       const std::string old = sibling_name(fs::path(target_), "old");

@@ -8,10 +8,11 @@ namespace medseg {
 
 // Creates `folder` with its missing parents. Unless keep() is called, the destructor removes what
 // this object created (the topmost folder that did not exist), with everything in it; a folder that
-// existed before is never removed.
+// existed before is never removed. With `only_if_empty`, it removes the folders it created only
+// while they are empty, from `folder` up: for parents that another process may fill meanwhile.
 class NewFolderGuard {
  public:
-  explicit NewFolderGuard(const std::string& folder);
+  explicit NewFolderGuard(const std::string& folder, bool only_if_empty = false);
   ~NewFolderGuard();
   NewFolderGuard(const NewFolderGuard&) = delete;
   NewFolderGuard& operator=(const NewFolderGuard&) = delete;
@@ -19,6 +20,8 @@ class NewFolderGuard {
 
  private:
   std::string created_;  // "" when nothing was created
+  std::string folder_;
+  bool only_if_empty_ = false;
 };
 
 // A folder built under a hidden temporary sibling name (".NAME.tmp.PID.RANDOM") and moved into
@@ -33,8 +36,9 @@ class StagedFolder {
 
   const std::string& path() const { return tmp_; }  // build here
   // Replaces `target` (if it exists) with the built folder: an atomic exchange where the file system
-  // supports it, else rename-aside, rename-in; then removes the old content.
-  void commit();
+  // supports it, else rename-aside, rename-in; then removes the old content. With `replace` false, a
+  // non-empty `target` is never replaced, also one that appeared while the folder was built: FileError.
+  void commit(bool replace = true);
 
  private:
   std::string target_, tmp_;

@@ -38,6 +38,7 @@ const Graph& allowed() {
       {"inference",
        {"core", "io", "fingerprint", "planning", "preprocessing", "postprocessing", "models", "checkpoint", "distributed"}},
       {"distributed", {"core"}},
+      {"sharing", {"core", "checkpoint", "inference"}},
       {"training",
        {"core", "io", "planning", "preprocessing", "evaluation", "data", "models", "checkpoint", "inference",
         "distributed"}},

@@ -1,0 +1,119 @@
+#include "sharing/model_export.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "checkpoint/container.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/output_folder.h"
+#include "core/path_component.h"
+#include "core/strings.h"
+#include "inference/model_folder.h"
+#include "sharing/zip_archive.h"
+
+namespace fs = std::filesystem;
+
+namespace medseg::sharing {
+
+namespace {
+
+// fold_K folders to export: the requested ones (each must exist), else every one present.
+std::vector<std::string> resolve_folds(const fs::path& folder, const std::vector<std::string>& requested) {
+  std::vector<std::string> folds;
+  if (requested.empty()) {
+    folds = inference::available_folds(folder.string());
+    if (fs::is_directory(folder / "fold_all")) folds.push_back("all");
+    if (folds.empty()) throw FileError(folder.string(), "no fold_K folders: nothing to export");
+    return folds;
+  }
+  for (const std::string& f : requested) {
+    const std::string fold = parse_fold(f);
+    if (!fs::is_directory(folder / ("fold_" + fold)))
+      throw FileError((folder / ("fold_" + fold)).string(), "fold folder not found (-f " + f + ")");
+    if (std::find(folds.begin(), folds.end(), fold) == folds.end()) folds.push_back(fold);
+  }
+  return folds;
+}
+
+std::vector<std::string> resolve_checkpoints(const std::vector<std::string>& requested) {
+  std::vector<std::string> files;
+  for (const std::string& c : requested.empty() ? std::vector<std::string>{"checkpoint_final"} : requested) {
+    const std::string file = inference::checkpoint_file_name(c);
+    if (std::find(files.begin(), files.end(), file) == files.end()) files.push_back(file);
+  }
+  return files;
+}
+
+// The absolute, normalised folder and its "DatasetXXX_Name/Trainer__Plans__Config" name in the zip.
+std::pair<fs::path, std::string> model_folder_and_name(const std::string& model_folder) {
+  fs::path folder = fs::absolute(model_folder).lexically_normal();
+  if (folder.filename().empty()) folder = folder.parent_path();
+  if (!fs::is_directory(folder)) throw FileError(model_folder, "model folder not found");
+  const std::string name = folder.parent_path().filename().string() + "/" + folder.filename().string();
+  const std::string problem = model_folder_name_problem(name);
+  if (!problem.empty())
+    throw FileError(model_folder, "cannot be exported: its path " + problem + " (as under MEDSEG_RESULTS)");
+  return {folder, name};
+}
+
+}  // namespace
+
+std::vector<std::string> export_file_list(const std::string& model_folder, const std::vector<std::string>& folds,
+                                          const std::vector<std::string>& checkpoint_files) {
+  const fs::path folder(model_folder);
+  std::vector<std::string> files;
+  const auto optional = [&](const std::string& rel) {
+    if (fs::is_regular_file(folder / rel)) files.push_back(rel);
+  };
+  for (const char* required : {"plans.json", "dataset.json"}) {
+    if (!fs::is_regular_file(folder / required))
+      throw FileError((folder / required).string(), "not found (a model folder to export needs it)");
+    files.push_back(required);
+  }
+  for (const char* f : {"dataset_fingerprint.json", "trainer_config.json", "postprocessing.json"}) optional(f);
+  std::string crossval = "crossval_results_folds";
+  for (const std::string& f : folds) crossval += "_" + f;
+  for (const char* f : {"summary.json", "postprocessing.json"}) optional(crossval + "/" + f);
+  for (const std::string& fold : folds) {
+    const std::string ff = "fold_" + fold + "/";
+    for (const std::string& ck : checkpoint_files) {
+      if (!fs::is_regular_file(folder / (ff + ck)))
+        throw FileError((folder / (ff + ck)).string(), "checkpoint not found (-chk " + ck.substr(0, ck.size() - 5) + ")");
+      files.push_back(ff + ck);
+    }
+    for (const char* f : {"debug.json", "progress.png", "network_architecture.pdf", "validation/summary.json"})
+      optional(ff + f);
+  }
+  return files;
+}
+
+Manifest export_model_zip(const ExportOptions& o) {
+  if (o.output.empty()) throw Error("no output zip file given (-o)");
+  if (!o.overwrite && fs::exists(o.output)) throw FileError(o.output, "already exists; pass --overwrite to replace it");
+  const auto [folder, name] = model_folder_and_name(o.model_folder);
+  Manifest m;
+  m.medseg_version = medseg_version();
+  m.model_folder = name;
+  m.folds = resolve_folds(folder, o.folds);
+  m.checkpoints = resolve_checkpoints(o.checkpoints);
+  const std::vector<std::string> files = export_file_list(folder.string(), m.folds, m.checkpoints);
+  for (const std::string& rel : files) {
+    const std::string path = (folder / rel).string();
+    if (ends_with(rel, ".ckpt")) checkpoint::read_archive(path);  // never share a damaged checkpoint
+    const FileDigest d = digest_file(path);
+    m.files.push_back({name + "/" + rel, d.size, d.crc32});
+  }
+
+  NewFolderGuard parent(fs::absolute(o.output).parent_path().string(), true);
+  ZipWriter zip(o.output, o.overwrite);
+  for (std::size_t i = 0; i < files.size(); ++i)
+    zip.add_file(m.files[i].path, (folder / files[i]).string(), !ends_with(files[i], ".ckpt"));
+  zip.add_bytes(kManifestName, manifest_to_json(m).dump(2) + "\n");
+  zip.commit();
+  parent.keep();
+  spdlog::info("exported {} ({} file(s), fold(s) {}) to {}", name, m.files.size(), nlohmann::json(m.folds).dump(), o.output);
+  return m;
+}
+
+}  // namespace medseg::sharing

@@ -1,0 +1,127 @@
+#include "sharing/model_install.h"
+
+#include <filesystem>
+#include <map>
+
+#include "checkpoint/container.h"
+#include "core/atomic_writer.h"
+#include "core/error.h"
+#include "core/json_io.h"
+#include "core/log.h"
+#include "core/output_folder.h"
+#include "core/path_component.h"
+#include "core/strings.h"
+#include "sharing/zip_archive.h"
+
+namespace fs = std::filesystem;
+
+namespace medseg::sharing {
+
+namespace {
+
+constexpr uint64_t kMaxManifestBytes = 64ull << 20;
+
+std::string entry(const std::string& name) { return "entry '" + printable(name) + "'"; }
+
+// Every entry name is safe and appears once; returns the file entries by name.
+std::map<std::string, ZipEntry> checked_entries(const ZipReader& z) {
+  std::map<std::string, ZipEntry> files;
+  std::map<std::string, int> seen;
+  for (const ZipEntry& e : z.entries()) {
+    const std::string problem = entry_name_problem(e.name);
+    if (!problem.empty()) throw FileError(z.path(), entry(e.name) + " " + problem + "; nothing was installed");
+    if (seen[e.name]++) throw FileError(z.path(), entry(e.name) + " appears twice; nothing was installed");
+    if (!e.directory) files.emplace(e.name, e);
+  }
+  return files;
+}
+
+Manifest read_manifest(const ZipReader& z, const std::map<std::string, ZipEntry>& files) {
+  const auto it = files.find(kManifestName);
+  if (it == files.end())
+    throw FileError(z.path(), std::string("no ") + kManifestName +
+                                  " manifest: not a model zip written by medseg_export_model_zip; nothing was installed");
+  const std::string text = z.read(it->second, kMaxManifestBytes);
+  const std::string source = z.path() + " (" + kManifestName + ")";
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw FileError(source, std::string("not valid JSON: ") + e.what());
+  }
+  return manifest_from_json(j, source);
+}
+
+// The zip holds exactly the manifest's files, with the sizes it records.
+void check_against_manifest(const ZipReader& z, const std::map<std::string, ZipEntry>& files, const Manifest& m) {
+  std::map<std::string, const ManifestFile*> listed;
+  for (const ManifestFile& f : m.files) listed[f.path] = &f;
+  for (const auto& [name, e] : files)
+    if (name != kManifestName && !listed.count(name))
+      throw FileError(z.path(), entry(name) + " is not listed in the manifest; nothing was installed");
+  for (const ManifestFile& f : m.files) {
+    const auto it = files.find(f.path);
+    if (it == files.end())
+      throw FileError(z.path(), entry(f.path) + " is listed in the manifest but missing; nothing was installed");
+    if (it->second.size != f.size)
+      throw FileError(z.path(), entry(f.path) + " holds " + std::to_string(it->second.size) + " bytes but the manifest says " +
+                                    std::to_string(f.size) + ": the zip is damaged; nothing was installed");
+  }
+}
+
+// A checkpoint or JSON file that does not read back as one, as an error about the zip's entry.
+void check_content(const std::string& file, const std::string& name, const std::string& zip_path) {
+  try {
+    if (ends_with(name, ".ckpt")) checkpoint::read_archive(file);
+    if (ends_with(name, ".json")) read_json(file);
+  } catch (const FileError& e) {
+    std::string problem = e.what();
+    if (problem.rfind(e.path() + ": ", 0) == 0) problem = problem.substr(e.path().size() + 2);
+    throw FileError(zip_path, entry(name) + ": " + problem + "; nothing was installed");
+  }
+}
+
+void extract_all(const ZipReader& z, const std::map<std::string, ZipEntry>& files, const Manifest& m,
+                 const std::string& stage) {
+  for (const ManifestFile& f : m.files) {
+    const fs::path target = fs::path(stage) / f.path.substr(m.model_folder.size() + 1);
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) throw FileError(z.path(), entry(f.path) + ": cannot be placed (" + ec.message() + "); nothing was installed");
+    const FileDigest d = z.extract(files.at(f.path), target.string());
+    if (d.size != f.size || d.crc32 != f.crc32)
+      throw FileError(z.path(), entry(f.path) + ": checksum mismatch (the manifest says " + std::to_string(f.size) +
+                                    " bytes, crc32 " + crc32_hex(f.crc32) + "; the data has " + std::to_string(d.size) +
+                                    " bytes, crc32 " + crc32_hex(d.crc32) + "): the zip is damaged; nothing was installed");
+    check_content(target.string(), f.path, z.path());
+  }
+}
+
+}  // namespace
+
+InstallResult install_model_zip(const std::string& zip_path, const std::string& results_root, bool overwrite) {
+  const ZipReader z(zip_path);
+  const std::map<std::string, ZipEntry> files = checked_entries(z);
+  InstallResult r;
+  r.manifest = read_manifest(z, files);
+  check_against_manifest(z, files, r.manifest);
+
+  const fs::path dest = fs::path(results_root) / r.manifest.model_folder;
+  r.model_folder = dest.string();
+  if (fs::exists(fs::symlink_status(dest))) {
+    if (!overwrite)
+      throw FileError(r.model_folder, "already exists; pass --overwrite to replace it (nothing was installed)");
+    if (!fs::is_directory(fs::symlink_status(dest)))
+      throw FileError(r.model_folder, "exists and is not a folder; nothing was installed");
+  }
+  StagedFolder stage(r.model_folder);
+  extract_all(z, files, r.manifest, stage.path());
+  sync_filesystem(stage.path());  // the files are on disk before their folder gets its name
+  stage.commit(overwrite);
+  sync_filesystem(r.model_folder);  // and so is the rename
+  spdlog::info("installed {} ({} file(s), fold(s) {}) from {}", r.model_folder, r.manifest.files.size(),
+               json(r.manifest.folds).dump(), zip_path);
+  return r;
+}
+
+}  // namespace medseg::sharing

@@ -1,0 +1,185 @@
+#include "sharing/zip_archive.h"
+
+#include <zip.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include "core/error.h"
+#include "core/path_component.h"
+
+namespace fs = std::filesystem;
+
+namespace medseg::sharing {
+
+namespace {
+
+constexpr std::size_t kChunk = 1 << 20;
+
+std::string libzip_message(int code) {
+  zip_error_t e;
+  zip_error_init_with_code(&e, code);
+  std::string m = zip_error_strerror(&e);
+  zip_error_fini(&e);
+  return m;
+}
+
+std::string entry_label(const std::string& name) { return "entry '" + printable(name) + "'"; }
+
+uint32_t crc_update(uint32_t crc, const char* data, std::size_t n) {
+  // zlib's crc32 takes uInt lengths; kChunk-sized pieces fit.
+  return static_cast<uint32_t>(::crc32(crc, reinterpret_cast<const Bytef*>(data), static_cast<uInt>(n)));
+}
+
+// An open entry, closed on every path out.
+struct EntryStream {
+  zip_file_t* f;
+  EntryStream(zip* z, const ZipEntry& e, const std::string& zip_path) : f(zip_fopen_index(z, e.index, 0)) {
+    if (!f) throw FileError(zip_path, entry_label(e.name) + ": cannot open: " + zip_strerror(z));
+  }
+  ~EntryStream() { zip_fclose(f); }
+  // Bytes read into `buf` (0 at the end); libzip verifies the entry's CRC when it reaches the end.
+  std::size_t read(char* buf, std::size_t n, const ZipEntry& e, const std::string& zip_path) {
+    const zip_int64_t got = zip_fread(f, buf, n);
+    if (got < 0)
+      throw FileError(zip_path, entry_label(e.name) + ": cannot read (" + zip_file_strerror(f) + "): the zip is damaged");
+    return static_cast<std::size_t>(got);
+  }
+};
+
+}  // namespace
+
+std::string crc32_hex(uint32_t crc) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", crc);
+  return buf;
+}
+
+FileDigest digest_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw FileError(path, std::string("cannot read: ") + std::strerror(errno));
+  FileDigest d;
+  d.crc32 = static_cast<uint32_t>(::crc32(0L, Z_NULL, 0));
+  std::string buf(kChunk, '\0');
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
+    d.crc32 = crc_update(d.crc32, buf.data(), n);
+    d.size += n;
+  }
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) throw FileError(path, "read error");
+  return d;
+}
+
+ZipReader::ZipReader(std::string path) : path_(std::move(path)) {
+  if (!fs::is_regular_file(path_)) throw FileError(path_, "zip file not found");
+  int code = 0;
+  z_ = zip_open(path_.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
+  if (!z_) throw FileError(path_, "not a readable zip file (" + libzip_message(code) + "): truncated, damaged or another format");
+  const zip_int64_t n = zip_get_num_entries(z_, 0);
+  for (zip_int64_t i = 0; i < n; ++i) {
+    zip_stat_t st;
+    zip_stat_init(&st);
+    if (zip_stat_index(z_, static_cast<zip_uint64_t>(i), 0, &st) != 0 || !(st.valid & ZIP_STAT_NAME) ||
+        !(st.valid & ZIP_STAT_SIZE)) {
+      const std::string why = zip_strerror(z_);
+      zip_discard(z_);
+      throw FileError(path_, "entry " + std::to_string(i) + ": unreadable directory record (" + why + ")");
+    }
+    ZipEntry e;
+    e.index = static_cast<uint64_t>(i);
+    e.name = st.name;
+    e.size = st.size;
+    e.directory = !e.name.empty() && e.name.back() == '/';
+    entries_.push_back(std::move(e));
+  }
+}
+
+ZipReader::~ZipReader() {
+  if (z_) zip_discard(z_);
+}
+
+std::string ZipReader::read(const ZipEntry& e, uint64_t max_bytes) const {
+  if (e.size > max_bytes)
+    throw FileError(path_, entry_label(e.name) + ": " + std::to_string(e.size) + " bytes, more than the " +
+                               std::to_string(max_bytes) + " expected");
+  EntryStream s(z_, e, path_);
+  std::string out;
+  std::string buf(kChunk, '\0');
+  std::size_t n = 0;
+  while ((n = s.read(buf.data(), buf.size(), e, path_)) > 0) {
+    out.append(buf.data(), n);
+    if (out.size() > max_bytes) throw FileError(path_, entry_label(e.name) + ": holds more bytes than its record says");
+  }
+  return out;
+}
+
+FileDigest ZipReader::extract(const ZipEntry& e, const std::string& target) const {
+  EntryStream s(z_, e, path_);
+  std::FILE* out = std::fopen(target.c_str(), "wbx");  // "x": never through an existing file or link
+  if (!out) throw FileError(target, std::string("cannot create: ") + std::strerror(errno));
+  FileDigest d;
+  d.crc32 = static_cast<uint32_t>(::crc32(0L, Z_NULL, 0));
+  std::string buf(kChunk, '\0');
+  try {
+    std::size_t n = 0;
+    while ((n = s.read(buf.data(), buf.size(), e, path_)) > 0) {
+      if (std::fwrite(buf.data(), 1, n, out) != n) throw FileError(target, std::string("write failed: ") + std::strerror(errno));
+      d.crc32 = crc_update(d.crc32, buf.data(), n);
+      d.size += n;
+    }
+  } catch (...) {
+    std::fclose(out);
+    throw;
+  }
+  if (std::fclose(out) != 0) throw FileError(target, std::string("write failed: ") + std::strerror(errno));
+  return d;
+}
+
+ZipWriter::ZipWriter(std::string path, bool replace) : path_(std::move(path)) {
+  int code = 0;
+  z_ = zip_open(path_.c_str(), ZIP_CREATE | (replace ? ZIP_TRUNCATE : ZIP_EXCL), &code);
+  if (!z_) {
+    if (code == ZIP_ER_EXISTS) throw FileError(path_, "already exists; pass --overwrite to replace it");
+    throw FileError(path_, "cannot create the zip file (" + libzip_message(code) + ")");
+  }
+}
+
+ZipWriter::~ZipWriter() {
+  if (z_) zip_discard(z_);
+}
+
+void ZipWriter::add_file(const std::string& name, const std::string& source, bool compress) {
+  zip_source_t* src = zip_source_file(z_, source.c_str(), 0, -1);
+  if (!src) throw FileError(source, std::string("cannot add to the zip: ") + zip_strerror(z_));
+  const zip_int64_t idx = zip_file_add(z_, name.c_str(), src, ZIP_FL_ENC_UTF_8);
+  if (idx < 0) {
+    zip_source_free(src);
+    throw FileError(path_, entry_label(name) + ": cannot add (" + zip_strerror(z_) + ")");
+  }
+  if (zip_set_file_compression(z_, static_cast<zip_uint64_t>(idx), compress ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0) != 0)
+    throw FileError(path_, entry_label(name) + ": cannot set the compression (" + zip_strerror(z_) + ")");
+}
+
+void ZipWriter::add_bytes(const std::string& name, std::string bytes) {
+  buffers_.push_back(std::make_unique<std::string>(std::move(bytes)));
+  const std::string& b = *buffers_.back();
+  zip_source_t* src = zip_source_buffer(z_, b.data(), b.size(), 0);
+  if (!src) throw FileError(path_, entry_label(name) + ": cannot add (" + zip_strerror(z_) + ")");
+  if (zip_file_add(z_, name.c_str(), src, ZIP_FL_ENC_UTF_8) < 0) {
+    zip_source_free(src);
+    throw FileError(path_, entry_label(name) + ": cannot add (" + zip_strerror(z_) + ")");
+  }
+}
+
+void ZipWriter::commit() {
+  if (zip_close(z_) != 0) throw FileError(path_, std::string("cannot write the zip file: ") + zip_strerror(z_));
+  z_ = nullptr;
+}
+
+}  // namespace medseg::sharing

@@ -1,0 +1,431 @@
+// medseg_export_model_zip and medseg_install_model_zip as a user runs them (docs/model_sharing.md):
+// a model folder survives export + install byte for byte; a damaged, hostile or foreign zip is
+// refused with one line naming the zip's entry, and leaves the results root exactly as it was; an
+// installed model never replaces an existing one without --overwrite. The zips the bad-input rows
+// start from are rewritten here with libzip and zlib directly, not with medseg's own zip code.
+#include <gtest/gtest.h>
+#include <zip.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/json_io.h"
+#include "inference_test_util.h"
+#include "support/test_support.h"
+
+using namespace medseg;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kModel = "Dataset999_Tiny/nnUNetTrainer__nnUNetPlans__3d_fullres";
+const std::string kManifest = "medseg_model_zip.json";
+
+using Entries = std::vector<std::pair<std::string, std::string>>;  // name -> bytes, in zip order
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// A trained-looking model folder under RESULTS: folds 0 and 1 with checkpoint_final (fold 0 also
+// checkpoint_best), and the side files a training run leaves, exported or not.
+std::string make_model(const std::string& results) {
+  test::TinyModelSpec s;
+  auto net = test::tiny_network(s, 5);
+  const std::string m = results + "/" + kModel;
+  test::write_model_folder(m, s, net, {"0", "1"});
+  fs::copy_file(m + "/fold_0/checkpoint_final.ckpt", m + "/fold_0/checkpoint_best.ckpt");
+  write_bytes(m + "/dataset_fingerprint.json", "{\"spacings\": []}\n");
+  write_bytes(m + "/postprocessing.json", "{\"keep_largest_component\": [], \"keep_largest_component_per_class\": []}\n");
+  write_bytes(m + "/crossval_results_folds_0_1/summary.json", "{\"mean\": {}}\n");
+  write_bytes(m + "/crossval_results_folds_0/summary.json", "{\"other folds\": 1}\n");  // not the exported folds
+  write_bytes(m + "/fold_0/progress.png", std::string("\x89PNG\r\n\x1a\n fake", 14));
+  write_bytes(m + "/fold_0/validation/summary.json", "{\"foreground_mean\": {}}\n");
+  write_bytes(m + "/fold_0/validation/case_1.nii.gz", "a prediction, not exported");
+  write_bytes(m + "/fold_0/metrics.jsonl", "{}\n");
+  write_bytes(m + "/fold_0/training_log.txt", "log\n");
+  return m;
+}
+
+// What a default export holds (relative to the model folder), written out by hand.
+const std::set<std::string> kDefaultFiles = {
+    "plans.json",          "dataset.json",          "dataset_fingerprint.json",   "postprocessing.json",
+    "crossval_results_folds_0_1/summary.json",       "fold_0/checkpoint_final.ckpt", "fold_0/progress.png",
+    "fold_0/validation/summary.json",                "fold_1/checkpoint_final.ckpt"};
+
+Entries read_zip(const std::string& path) {
+  int err = 0;
+  zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &err);
+  EXPECT_NE(z, nullptr) << path;
+  Entries out;
+  if (!z) return out;
+  for (zip_int64_t i = 0; i < zip_get_num_entries(z, 0); ++i) {
+    zip_stat_t st;
+    zip_stat_index(z, static_cast<zip_uint64_t>(i), 0, &st);
+    std::string bytes(st.size, '\0');
+    zip_file_t* f = zip_fopen_index(z, static_cast<zip_uint64_t>(i), 0);
+    EXPECT_EQ(zip_fread(f, bytes.data(), bytes.size()), static_cast<zip_int64_t>(bytes.size()));
+    zip_fclose(f);
+    out.emplace_back(st.name, bytes);
+  }
+  zip_discard(z);
+  return out;
+}
+
+void write_zip(const std::string& path, const Entries& entries) {
+  fs::remove(path);
+  int err = 0;
+  zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_EXCL, &err);
+  ASSERT_NE(z, nullptr);
+  for (const auto& [name, bytes] : entries) {
+    zip_source_t* src = zip_source_buffer(z, bytes.data(), bytes.size(), 0);
+    ASSERT_GE(zip_file_add(z, name.c_str(), src, ZIP_FL_ENC_UTF_8), 0) << name;
+  }
+  ASSERT_EQ(zip_close(z), 0) << zip_strerror(z);
+}
+
+std::string& entry(Entries& e, const std::string& name) {
+  for (auto& [n, b] : e)
+    if (n == name) return b;
+  ADD_FAILURE() << "no entry " << name;
+  static std::string none;
+  return none;
+}
+
+std::string crc_hex(const std::string& bytes) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08lx",
+                ::crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+  return buf;
+}
+
+// The manifest entry rewritten so that it agrees with `file`'s current bytes.
+void refresh_manifest(Entries& e, const std::string& file) {
+  json m = json::parse(entry(e, kManifest));
+  for (auto& f : m["files"])
+    if (f["path"] == file) {
+      f["size"] = entry(e, file).size();
+      f["crc32"] = crc_hex(entry(e, file));
+    }
+  entry(e, kManifest) = m.dump();
+}
+
+void edit_manifest(Entries& e, const std::function<void(json&)>& fn) {
+  json m = json::parse(entry(e, kManifest));
+  fn(m);
+  entry(e, kManifest) = m.dump();
+}
+
+// Lines of output that are not empty.
+int line_count(const std::string& s) {
+  int n = 0;
+  std::size_t start = 0;
+  while (start < s.size()) {
+    const std::size_t end = s.find('\n', start);
+    if (s.substr(start, end - start).find_first_not_of(" \r") != std::string::npos) ++n;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return n;
+}
+
+class ModelZip : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model = make_model(d / "results");
+    const auto r = test::run_cli("medseg_export_model_zip", "-m " + model + " -o " + zip);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  test::TempDir d{"zip"};
+  std::string model;
+  std::string zip = d / "model.zip";
+};
+
+}  // namespace
+
+TEST_F(ModelZip, ExportHoldsTheModelFilesAndAManifestOfThem) {
+  std::set<std::string> names, expected;
+  for (const auto& [n, b] : read_zip(zip)) names.insert(n);
+  for (const auto& f : kDefaultFiles) expected.insert(kModel + "/" + f);
+  expected.insert(kManifest);
+  EXPECT_EQ(names, expected);
+
+  Entries entries = read_zip(zip);
+  const json m = json::parse(entry(entries, kManifest));
+  EXPECT_EQ(m.at("format"), "medseg-model-zip");
+  EXPECT_EQ(m.at("format_version"), 1);
+  EXPECT_EQ(m.at("model_folder"), kModel);
+  EXPECT_EQ(m.at("folds"), json({"0", "1"}));
+  EXPECT_EQ(m.at("checkpoints"), json({"checkpoint_final.ckpt"}));
+  ASSERT_EQ(m.at("files").size(), kDefaultFiles.size());
+  for (const auto& f : m.at("files")) {  // sizes and CRCs of the files on disk, computed here
+    const std::string rel = f.at("path").get<std::string>().substr(kModel.size() + 1);
+    const std::string bytes = test::read_text(model + "/" + rel);
+    EXPECT_EQ(f.at("size"), bytes.size()) << rel;
+    EXPECT_EQ(f.at("crc32"), crc_hex(bytes)) << rel;
+  }
+}
+
+TEST_F(ModelZip, InstallGivesTheSameFilesByteForByte) {
+  const std::string root = d / "elsewhere/results";  // does not exist yet
+  const auto r = test::run_cli("medseg_install_model_zip", zip + " -o " + root);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto installed = test::folder_snapshot(root + "/" + kModel);
+  std::set<std::string> files;
+  for (const auto& [rel, what] : installed)
+    if (what != "<dir>") files.insert(rel);
+  EXPECT_EQ(files, kDefaultFiles);
+  for (const auto& rel : kDefaultFiles)
+    EXPECT_TRUE(test::read_text(root + "/" + kModel + "/" + rel) == test::read_text(model + "/" + rel)) << rel;
+  // Nothing else: no staging folder, no manifest file, nothing beside the model folder.
+  EXPECT_EQ(test::folder_snapshot(root).size(), installed.size() + 2);  // + Dataset999_Tiny, the model folder
+}
+
+TEST_F(ModelZip, ExportByDatasetFoldAndCheckpointNames) {
+  const std::string out = d / "f1.zip";
+  const auto r = test::run_cli("medseg_export_model_zip", "-d 999 -c 3d_fullres -f 0 -chk checkpoint_best checkpoint_final -o " + out,
+                               "MEDSEG_RESULTS=" + d / "results");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::set<std::string> names;
+  for (const auto& [n, b] : read_zip(out)) names.insert(n);
+  const std::set<std::string> expected = {kManifest,
+                                          kModel + "/plans.json",
+                                          kModel + "/dataset.json",
+                                          kModel + "/dataset_fingerprint.json",
+                                          kModel + "/postprocessing.json",
+                                          kModel + "/fold_0/checkpoint_best.ckpt",
+                                          kModel + "/fold_0/checkpoint_final.ckpt",
+                                          kModel + "/fold_0/progress.png",
+                                          kModel + "/fold_0/validation/summary.json",
+                                          kModel + "/crossval_results_folds_0/summary.json"};
+  EXPECT_EQ(names, expected);
+  // Installed into the default results root ($MEDSEG_RESULTS), like medseg_predict finds it.
+  const std::string root = d / "root2";
+  const auto i = test::run_cli("medseg_install_model_zip", out, "MEDSEG_RESULTS=" + root);
+  ASSERT_EQ(i.exit_code, 0) << i.output;
+  EXPECT_TRUE(test::read_text(root + "/" + kModel + "/fold_0/checkpoint_best.ckpt") ==
+              test::read_text(model + "/fold_0/checkpoint_best.ckpt"));
+}
+
+TEST_F(ModelZip, ExistingModelFolderIsKeptWithoutOverwrite) {
+  const std::string root = d / "root2";
+  const std::string dest = root + "/" + kModel;
+  write_bytes(dest + "/fold_0/checkpoint_final.ckpt", "the user's own model");
+  write_bytes(dest + "/notes.txt", "keep me");
+  const auto before = test::folder_snapshot(root);
+  const auto r = test::run_cli("medseg_install_model_zip", zip + " -o " + root);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(line_count(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find(dest + ": already exists; pass --overwrite"), std::string::npos) << r.output;
+  EXPECT_EQ(test::folder_snapshot(root), before);
+
+  const auto o = test::run_cli("medseg_install_model_zip", zip + " -o " + root + " --overwrite");
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_FALSE(fs::exists(dest + "/notes.txt"));
+  EXPECT_TRUE(test::read_text(dest + "/fold_0/checkpoint_final.ckpt") == test::read_text(model + "/fold_0/checkpoint_final.ckpt"));
+  EXPECT_EQ(test::folder_snapshot(root).size(), test::folder_snapshot(dest).size() + 2);  // no old copy left aside
+}
+
+// ---- bad zips: one row per input ----
+
+struct BadZip {
+  std::string name;
+  std::function<void(const std::string& good_zip, const std::string& bad_zip)> make;
+  std::string expected;  // in the one error line, after "<bad zip>: "
+};
+
+void rewrite(const std::string& good, const std::string& bad, const std::function<void(Entries&)>& fn) {
+  Entries e = read_zip(good);
+  fn(e);
+  write_zip(bad, e);
+}
+
+std::string raw(const std::string& path) { return test::read_text(path); }
+
+const std::string kCk = kModel + "/fold_0/checkpoint_final.ckpt";
+
+std::vector<BadZip> bad_zips() {
+  return {
+      {"DotDotEntry",
+       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back("../evil", "x"); }); },
+       "entry '../evil' climbs out of the destination"},
+      {"NestedDotDotEntry",
+       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back(kModel + "/../../../evil", "x"); }); },
+       "entry '" + kModel + "/../../../evil' climbs out of the destination"},
+      {"AbsoluteEntry",
+       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back("/tmp/medseg_evil", "x"); }); },
+       "entry '/tmp/medseg_evil' is an absolute path"},
+      {"EntryNotInManifest",
+       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back(kModel + "/extra.txt", "x"); }); },
+       "entry '" + kModel + "/extra.txt' is not listed in the manifest"},
+      {"ListedFileMissing",
+       [](auto& g, auto& b) {
+         rewrite(g, b, [](Entries& e) {
+           e.erase(std::find_if(e.begin(), e.end(), [](const auto& x) { return x.first == kModel + "/dataset.json"; }));
+         });
+       },
+       "entry '" + kModel + "/dataset.json' is listed in the manifest but missing"},
+      {"MissingManifest",
+       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.pop_back(); }); },
+       "no medseg_model_zip.json manifest"},
+      {"ManifestNotJson",
+       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { entry(e, kManifest) = "{not json"; }); },
+       "(medseg_model_zip.json): not valid JSON"},
+      {"ManifestNewerVersion",
+       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { edit_manifest(e, [](json& m) { m["format_version"] = 2; }); }); },
+       "(medseg_model_zip.json): format version 2 is not one this medseg reads"},
+      {"ManifestModelFolderEscapes",
+       [](auto& g, auto& b) {
+         rewrite(g, b, [](Entries& e) { edit_manifest(e, [](json& m) { m["model_folder"] = "Dataset999_Tiny/.."; }); });
+       },
+       "(medseg_model_zip.json): model_folder 'Dataset999_Tiny/..' is not of the form"},
+      {"FlippedCheckpointByteManifestCrc",  // the zip's own CRC agrees with the damaged bytes
+       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { entry(e, kCk)[300] ^= 0x10; }); },
+       "entry '" + kCk + "': checksum mismatch (the manifest says"},
+      {"FlippedCheckpointByteContainerCrc",  // zip and manifest both agree with the damaged bytes
+       [](auto& g, auto& b) {
+         rewrite(g, b, [](Entries& e) {
+           std::string& ck = entry(e, kCk);
+           ck[ck.size() - 100] ^= 0x10;
+           refresh_manifest(e, kCk);
+         });
+       },
+       "entry '" + kCk + "': checksum mismatch: the checkpoint is corrupt or was modified"},
+      {"TruncatedCheckpoint",
+       [](auto& g, auto& b) {
+         rewrite(g, b, [](Entries& e) {
+           std::string& ck = entry(e, kCk);
+           ck.resize(ck.size() / 2);
+           refresh_manifest(e, kCk);
+         });
+       },
+       "entry '" + kCk + "': truncated"},
+      {"FlippedByteInZipData",  // libzip's CRC check of the stored entry
+       [](auto& g, auto& b) {
+         std::string bytes = raw(g);
+         const auto at = bytes.find("MEDSEGCK");
+         ASSERT_NE(at, std::string::npos);
+         bytes[at + 1000] ^= 0x01;
+         write_bytes(b, bytes);
+       },
+       "entry '" + kModel + "/fold_0/checkpoint_final.ckpt': cannot read (CRC error)"},
+      {"TruncatedZip", [](auto& g, auto& b) { write_bytes(b, raw(g).substr(0, raw(g).size() / 2)); },
+       "not a readable zip file"},
+      {"NotAZip", [](auto&, auto& b) { write_bytes(b, "plans.json, dataset.json and some weights\n"); },
+       "not a readable zip file"},
+      {"EmptyFile", [](auto&, auto& b) { write_bytes(b, ""); }, "not a readable zip file"},
+  };
+}
+
+class BadModelZip : public ModelZip, public ::testing::WithParamInterface<BadZip> {};
+
+TEST_P(BadModelZip, IsRefusedNamingTheEntryAndWritesNothing) {
+  const BadZip& row = GetParam();
+  const std::string bad = d / "bad.zip";
+  row.make(zip, bad);
+  const std::string root = d / "root2";
+  write_bytes(root + "/Dataset001_Other/notes.txt", "another model");
+  const auto before = test::folder_snapshot(root);
+  const auto r = test::run_cli("medseg_install_model_zip", bad + " -o " + root);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(line_count(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find(bad), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(row.expected), std::string::npos) << r.output;
+  EXPECT_EQ(test::folder_snapshot(root), before);
+  EXPECT_FALSE(fs::exists("/tmp/medseg_evil"));
+  EXPECT_FALSE(fs::exists(d / "evil"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, BadModelZip, ::testing::ValuesIn(bad_zips()),
+                         [](const auto& row_info) { return row_info.param.name; });
+
+TEST(ModelZipInstall, MissingZipIsNamed) {
+  test::TempDir d("zip");
+  const auto r = test::run_cli("medseg_install_model_zip", d / "nope.zip -o " + d / "root");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find(d / "nope.zip: zip file not found"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d / "root"));
+}
+
+// ---- bad exports: one row per input ----
+
+struct BadExport {
+  std::string name;
+  std::function<void(const std::string& model)> prepare;
+  std::string args;      // after "-m MODEL -o OUT"
+  std::string expected;  // in the one error line; "MODEL" stands for the model folder
+};
+
+class BadModelExport : public ::testing::TestWithParam<BadExport> {};
+
+TEST_P(BadModelExport, IsRefusedAndWritesNoZip) {
+  const BadExport& row = GetParam();
+  test::TempDir d("zipx");
+  const std::string model = make_model(d / "results");
+  row.prepare(model);
+  const std::string out = d / "out/model.zip";
+  const auto r = test::run_cli("medseg_export_model_zip", "-m " + model + " -o " + out + " " + row.args);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(line_count(r.output), 1) << r.output;
+  std::string expected = row.expected;
+  if (expected.rfind("MODEL", 0) == 0) expected = model + expected.substr(5);
+  EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d / "out")) << "output folder left behind";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, BadModelExport,
+    ::testing::Values(
+        BadExport{"MissingFold", [](auto&) {}, "-f 0 3", "MODEL/fold_3: fold folder not found (-f 3)"},
+        BadExport{"BadFoldName", [](auto&) {}, "-f ../x", "../x"},
+        BadExport{"MissingCheckpoint", [](auto&) {}, "-chk checkpoint_latest",
+                  "MODEL/fold_0/checkpoint_latest.ckpt: checkpoint not found"},
+        BadExport{"CorruptCheckpoint",
+                  [](auto& m) {
+                    std::string b = test::read_text(m + "/fold_1/checkpoint_final.ckpt");
+                    b[b.size() - 100] ^= 0x10;
+                    write_bytes(m + "/fold_1/checkpoint_final.ckpt", b);
+                  },
+                  "", "MODEL/fold_1/checkpoint_final.ckpt: checksum mismatch"},
+        BadExport{"MissingPlans", [](auto& m) { fs::remove(m + "/plans.json"); }, "",
+                  "MODEL/plans.json: not found"},
+        BadExport{"NoFolds", [](auto& m) {
+                    fs::remove_all(m + "/fold_0");
+                    fs::remove_all(m + "/fold_1");
+                  }, "",
+                  "MODEL: no fold_K folders"}),
+    [](const auto& row_info) { return row_info.param.name; });
+
+TEST(ModelZipExport, FolderOutsideADatasetFolderIsRefused) {
+  test::TempDir d("zipx");
+  const std::string model = make_model(d / "results");
+  fs::rename(model, d / "loose");
+  const auto r = test::run_cli("medseg_export_model_zip", "-m " + d / "loose -o " + d / "out.zip");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find(d / "loose: cannot be exported"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d / "out.zip"));
+}
+
+TEST_F(ModelZip, ExistingOutputIsKeptWithoutOverwrite) {
+  const std::string before = test::read_text(zip);
+  write_bytes(model + "/fold_1/progress.png", "new");  // the next export would differ
+  const auto r = test::run_cli("medseg_export_model_zip", "-m " + model + " -o " + zip);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find(zip + ": already exists; pass --overwrite"), std::string::npos) << r.output;
+  EXPECT_TRUE(test::read_text(zip) == before);
+  const auto o = test::run_cli("medseg_export_model_zip", "-m " + model + " -o " + zip + " --overwrite");
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  bool has = false;
+  for (const auto& [n, b] : read_zip(zip)) has |= n == kModel + "/fold_1/progress.png";
+  EXPECT_TRUE(has);
+}
