@@ -18,6 +18,7 @@
 #include "inference/model_folder.h"
 #include "postprocessing/postprocessing.h"
 #include "inference/output_collisions.h"
+#include "inference/overlays.h"
 #include "inference/predict_cases.h"
 #include "inference/predictor.h"
 
@@ -71,6 +72,8 @@ int main(int argc, char** argv) {
   app.add_flag("--disable_tta", disable_tta, "No mirroring test-time augmentation (about 8x faster in 3D)");
   app.add_flag("--save_probabilities", ro.save_probabilities,
                "Also write CASE_probabilities.npy (class, z, y, x) and CASE_probabilities.json");
+  app.add_flag("--overlays", ro.overlays,
+               "Also write overlays/CASE.png: axial, coronal and sagittal slices with the segmentation drawn over the image");
   app.add_option("--device", po.device, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--amp", amp, "Mixed precision: auto (fp16 on CUDA, off on CPU), fp16, bf16, off")->capture_default_str();
   app.add_option("--npp", ro.npp, "Preprocessing workers (0: inline)")->capture_default_str();
@@ -137,6 +140,7 @@ int main(int argc, char** argv) {
     const std::string dataset_copy = (fs::path(output) / "dataset.json").string();
     const std::string plans_copy = (fs::path(output) / "plans.json").string();
     inference::refuse_overwriting_inputs(all_cases, cases, ro, {dataset_copy, plans_copy});  // before any write
+    if (ro.overlays) inference::create_overlay_folder(output);  // a folder in the way fails before any write
     if (world.rank == 0) {
       fs::create_directories(output);
       write_json(dataset_copy, dataset_json);

@@ -151,6 +151,17 @@ Volume logits_to_segmentation(const at::Tensor& logits_in, const preprocessing::
   return out;
 }
 
+Volume channel_to_original(const float* channel, const preprocessing::CaseProperties& p, const ExportOptions& opts) {
+  const Shape3 in = p.shape_after_resampling, cropped = p.shape_after_cropping_and_before_resampling;
+  const auto sep = preprocessing::decide_separate_z(opts.resample.force_separate_z, p.spacing_after_resampling,
+                                                    p.spacing_before_resampling);
+  const std::vector<float> r = resampled_channel(channel, in, cropped, sep, opts.resample.orders);
+  const float fill = r.empty() ? 0.0f : *std::min_element(r.begin(), r.end());
+  std::vector<float> full(static_cast<std::size_t>(numel(p.original_shape)));
+  to_original(r.data(), p, fill, full.data());
+  return Volume::from_float(p.original_shape, p.original_geometry, std::move(full));
+}
+
 Volume export_prediction(const at::Tensor& logits, const preprocessing::CaseProperties& p, const LabelMapping& labels,
                          const ExportOptions& opts, const std::string& base, const std::string& file_ending) {
   std::vector<float> probs;

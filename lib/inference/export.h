@@ -58,4 +58,9 @@ Volume logits_to_segmentation(const at::Tensor& logits, const preprocessing::Cas
                               const LabelMapping& labels, const ExportOptions& opts,
                               std::vector<float>* probabilities = nullptr);
 
+// One preprocessed channel (shape_after_resampling, float32) brought back to the original grid as
+// logits are (resampled with opts.resample, uncropped, transposed back); outside the crop box it
+// takes the channel's minimum. Pictures of the network's input use it (inference/overlays.h).
+Volume channel_to_original(const float* channel, const preprocessing::CaseProperties& props, const ExportOptions& opts);
+
 }  // namespace medseg::inference

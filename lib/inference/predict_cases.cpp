@@ -13,6 +13,7 @@
 #include "core/progress.h"
 #include "inference/bounded_queue.h"
 #include "inference/output_collisions.h"
+#include "inference/overlays.h"
 #include "io/case_loader.h"
 
 namespace fs = std::filesystem;
@@ -20,13 +21,14 @@ namespace fs = std::filesystem;
 namespace medseg::inference {
 
 std::vector<std::string> output_files(const std::string& folder, const std::string& id, const std::string& ending,
-                                      bool save_probabilities) {
+                                      bool save_probabilities, bool overlays) {
   const std::string base = (fs::path(folder) / id).string();
   std::vector<std::string> f{base + ending};
   if (save_probabilities) {
     f.push_back(base + "_probabilities.npy");
     f.push_back(base + "_probabilities.json");
   }
+  if (overlays) f.push_back(overlay_file(folder, id));
   return f;
 }
 
@@ -81,7 +83,7 @@ class Ledger {
 };
 
 bool outputs_exist(const RunOptions& o, const std::string& id) {
-  for (const auto& f : output_files(o.output_folder, id, o.file_ending, o.save_probabilities))
+  for (const auto& f : output_files(o.output_folder, id, o.file_ending, o.save_probabilities, o.overlays))
     if (!fs::exists(f)) return false;
   return true;
 }
@@ -120,6 +122,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
   RunSummary summary;
   refuse_overwriting_inputs(cases, cases, o);
   fs::create_directories(o.output_folder);
+  if (o.overlays) create_overlay_folder(o.output_folder);
   std::vector<std::size_t> todo;
   std::vector<std::pair<std::size_t, std::string>> listing_errors;
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -157,7 +160,10 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     const auto t = Clock::now();
     try {
       const std::string base = (fs::path(o.output_folder) / cases[p.index].id).string();
-      export_prediction(p.logits, p.props, predictor.labels(), eo, base, o.file_ending);
+      const Volume seg = export_prediction(p.logits, p.props, predictor.labels(), eo, base, o.file_ending);
+      if (o.overlays)
+        write_prediction_overlay(cases[p.index].images.at(0), seg, predictor.model().dataset, o.output_folder,
+                                 cases[p.index].id);
       ledger.done(p.index, seconds_since(t));
     } catch (const std::exception& e) {
       ledger.fail(p.index, std::string("export: ") + one_line(e.what()));

@@ -24,6 +24,7 @@ struct RunOptions {
   std::string file_ending = ".nii.gz";
   bool save_probabilities = false;
   bool continue_prediction = false;  // skip cases whose outputs exist
+  bool overlays = false;             // also overlays/CASE.png, a QA picture (inference/overlays.h)
   int npp = 2;                       // preprocessing workers
   int nps = 2;                       // export workers
   int export_threads = 1;            // classes resampled in parallel inside one export
@@ -43,6 +44,6 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
 
 // The files a case's prediction consists of (segmentation first).
 std::vector<std::string> output_files(const std::string& output_folder, const std::string& id,
-                                      const std::string& file_ending, bool save_probabilities);
+                                      const std::string& file_ending, bool save_probabilities, bool overlays = false);
 
 }  // namespace medseg::inference

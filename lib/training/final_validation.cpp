@@ -6,6 +6,7 @@
 #include "core/progress.h"
 #include "evaluation/evaluate_folder.h"
 #include "inference/export.h"
+#include "inference/overlays.h"
 #include "inference/sliding_window.h"
 #include "io/dataset.h"
 #include "preprocessing/case_store.h"
@@ -31,6 +32,7 @@ double run_final_validation(models::SegmentationNetworkImpl& net, const RunInput
   export_opts.save_probabilities = save_probabilities;
   const std::string out_dir = (fs::path(in.folders.fold_folder) / "validation").string();
   fs::create_directories(out_dir);
+  const fs::path gt_dir = fs::path(in.folders.preprocessed_dataset) / "gt_segmentations";
 
   const bool ds_on = net.deep_supervision();
   net.set_deep_supervision(false);
@@ -49,8 +51,9 @@ double run_final_validation(models::SegmentationNetworkImpl& net, const RunInput
     at::Tensor image = at::empty({c.num_channels(), shape[0], shape[1], shape[2]}, at::kFloat);
     preprocessing::read_patch(c, {{0, 0, 0}, shape}, image.data_ptr<float>(), 0.0f);
     const at::Tensor logits = inference::predict_sliding_window(fn, image, in.num_classes, o);
-    inference::export_prediction(logits, c.properties(), labels, export_opts, (fs::path(out_dir) / id).string(),
-                                 ds.file_ending);
+    const Volume seg = inference::export_prediction(logits, c.properties(), labels, export_opts,
+                                                    (fs::path(out_dir) / id).string(), ds.file_ending);
+    inference::write_validation_overlay(c, seg, (gt_dir / (id + ds.file_ending)).string(), ds, export_opts, out_dir);
     bar.tick();
   }
   bar.finish();

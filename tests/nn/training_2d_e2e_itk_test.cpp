@@ -10,8 +10,11 @@
 #include <filesystem>
 #include <set>
 
+#include <cairo.h>
+
 #include "core/json_io.h"
 #include "io/image_io.h"
+#include "visualization/overlay.h"
 #include "preprocessing/npy.h"
 #include "support/test_support.h"
 
@@ -81,6 +84,21 @@ void check_prediction(const Roots& r) {
   const auto labels = r.label_values();
   const std::set<int> allowed(labels.begin(), labels.end());
   for (int v : int_values(seg)) ASSERT_TRUE(allowed.count(v)) << "label value " << v << " is not in dataset.json";
+}
+
+// The final validation's overlays/CASE.png of every validation case, with the reference row: as
+// tall as the two-row layout of the case's grid, not the one-row one.
+void check_overlays(const Roots& r, const std::vector<std::string>& val, const std::string& folder) {
+  for (const auto& id : val) {
+    SCOPED_TRACE(id);
+    const Volume image = io::read_image(r.raw() + "/imagesTr/" + id + "_0000.nii.gz");
+    cairo_surface_t* png = cairo_image_surface_create_from_png((folder + "/overlays/" + id + ".png").c_str());
+    EXPECT_EQ(cairo_surface_status(png), CAIRO_STATUS_SUCCESS);
+    const int two_rows = visualization::overlay_layout(image.shape(), image.geometry(), true, 0).height;
+    EXPECT_GT(two_rows, visualization::overlay_layout(image.shape(), image.geometry(), false, 0).height);
+    EXPECT_EQ(cairo_image_surface_get_height(png), two_rows);
+    cairo_surface_destroy(png);
+  }
 }
 
 // CASE_probabilities.npy/.json of every validation case in `folder`: shape (K, Z, Y, X) of the
@@ -175,6 +193,7 @@ TEST(EndToEnd2d, TrainWithNpzPredictWithTtaAndValidateAgain) {
   {
     SCOPED_TRACE("training with --npz");
     check_probabilities(r, val, vdir);
+    check_overlays(r, val, vdir);
   }
   {
     SCOPED_TRACE("medseg_predict");
@@ -187,6 +206,7 @@ TEST(EndToEnd2d, TrainWithNpzPredictWithTtaAndValidateAgain) {
   ASSERT_EQ(res.exit_code, 0) << res.output;
   EXPECT_TRUE(fs::exists(vdir + "/" + val[0] + ".nii.gz"));
   EXPECT_FALSE(fs::exists(vdir + "/" + val[0] + "_probabilities.npy"));
+  check_overlays(r, val, vdir);
   res = test::run_cli("medseg_train", "951 2d 0 --val --npz --threads 2 --no_pbar", r.env());
   ASSERT_EQ(res.exit_code, 0) << res.output;
   SCOPED_TRACE("--val --npz");
