@@ -1,5 +1,6 @@
 // medseg-app: itk
 // medseg_predict: segment images with a trained model folder (nnUNetv2_predict's flags).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +46,64 @@ void join_ranks(const distributed::World& world, int timeout_s, bool threads_giv
   po.group = distributed::ProcessGroup::connect(world, o);
   spdlog::info("medseg_predict: {} ranks share every case's tiles ({}:{})", world.world_size, world.master_addr,
                world.master_port);
+}
+
+// The model folder of `configuration` beside `folder` (<Trainer>__<Plans>__<Configuration>): same
+// trainer and plans. "" when the folder is not named that way.
+std::string sibling_model_folder(const std::string& folder, const std::string& configuration) {
+  const fs::path p = fs::path(folder).lexically_normal();
+  const std::string name = p.has_filename() ? p.filename().string() : p.parent_path().filename().string();
+  const fs::path parent = p.has_filename() ? p.parent_path() : p.parent_path().parent_path();
+  const auto a = name.find("__"), b = name.rfind("__");
+  if (a == std::string::npos || a == b) return "";
+  return (parent / (name.substr(0, b + 2) + configuration)).string();
+}
+
+// One model over the inputs into `output`; `prev_stage`: a cascade's previous-stage predictions.
+int predict_folder(inference::ModelFolder model, const std::string& model_folder, const std::vector<std::string>& inputs,
+                   const std::string& output, const std::string& prev_stage, bool no_postprocessing, int num_parts,
+                   int part_id, const distributed::World& world, const inference::PredictorOptions& po,
+                   inference::RunOptions ro) {
+  const std::string ending = model.dataset.file_ending;
+  const std::string pp_file = (fs::path(model_folder) / "postprocessing.json").string();
+  if (!no_postprocessing && fs::exists(pp_file)) {
+    ro.postprocessing = postprocessing::read_postprocessing(pp_file).steps;
+    spdlog::info("postprocessing from {}: {} step(s) (--disable_postprocessing skips it)", pp_file,
+                 ro.postprocessing.size());
+  }
+  const json plans_json = model.plans_json, dataset_json = model.dataset_json;
+  inference::Predictor predictor(std::move(model), po);
+  auto all_cases = inference::collect_case_inputs(inputs, ending, static_cast<int>(predictor.image_channels()));
+  if (predictor.is_cascade()) {
+    if (prev_stage.empty())
+      throw Error("configuration '" + predictor.model().configuration +
+                  "' is a cascade stage: pass -prev_stage_predictions FOLDER or --prev_stage_model FOLDER");
+    inference::attach_previous_stage(all_cases, prev_stage, ending);
+  }
+  const auto cases = inference::select_part(all_cases, num_parts, part_id);
+  if (num_parts > 1)
+    spdlog::info("part {} of {} (counting from 0): {} of {} case(s)", part_id, num_parts, cases.size(), all_cases.size());
+
+  ro.output_folder = output;
+  ro.file_ending = ending;
+  const std::string dataset_copy = (fs::path(output) / "dataset.json").string();
+  const std::string plans_copy = (fs::path(output) / "plans.json").string();
+  inference::refuse_overwriting_inputs(all_cases, cases, ro, {dataset_copy, plans_copy});  // before any write
+  if (ro.overlays) inference::create_overlay_folder(output);  // a folder in the way fails before any write
+  if (world.rank == 0) {
+    fs::create_directories(output);
+    write_json(dataset_copy, dataset_json);
+    write_json(plans_copy, plans_json);
+  }
+  const inference::RunSummary s = inference::predict_cases(predictor, cases, ro);
+  if (world.rank != 0) return 0;  // rank 0 wrote the outputs and reports every failure
+
+  std::printf("%d case(s) written, %d skipped, %zu failed in %.1f s (%.1f s in the sliding window) -> %s\n", s.written,
+              s.skipped, s.failed.size(), s.seconds, s.predict_seconds, output.c_str());
+  if (s.failed.empty()) return 0;
+  std::fprintf(stderr, "medseg_predict: %zu case(s) failed:\n", s.failed.size());
+  for (const auto& [id, why] : s.failed) std::fprintf(stderr, "  %s: %s\n", id.c_str(), why.c_str());
+  return 1;
 }
 
 }  // namespace
@@ -96,6 +155,13 @@ int main(int argc, char** argv) {
   bool no_postprocessing = false;
   app.add_flag("--disable_postprocessing", no_postprocessing,
                "Ignore the model folder's postprocessing.json (medseg_determine_postprocessing -m)");
+  std::string prev_stage;
+  app.add_option("--prev_stage_predictions", prev_stage,
+                 "Cascade stage: folder with the previous stage's predictions of the same cases (CASE<file_ending>)");
+  std::string prev_model_opt;
+  app.add_option("--prev_stage_model", prev_model_opt,
+                 "Cascade stage: the previous stage's model folder (default: its sibling in MEDSEG_RESULTS); it "
+                 "predicts first, into OUTPUT/<its configuration>/");
   return cli::run(argc, argv, app, [&] {
     if (model_folder.empty()) {
       if (dataset.empty() || configuration.empty()) throw Error("pass -d DATASET -c CONFIGURATION, or -m MODEL_FOLDER");
@@ -115,45 +181,38 @@ int main(int argc, char** argv) {
     po.mirroring = !disable_tta;
     po.amp = parse_amp(amp, "--amp");
     po.progress = false;
+    ro.progress = !no_progress;
+    set_progress_bars_enabled(!no_progress);
+
     inference::ModelFolder model = inference::load_model_folder(model_folder, folds, chk);
     if (!configuration.empty() && configuration != model.configuration)
       throw Error(model_folder + " holds configuration '" + model.configuration + "', not '" + configuration + "'");
-    const std::string ending = model.dataset.file_ending;
-    const std::string pp_file = (fs::path(model_folder) / "postprocessing.json").string();
-    if (!no_postprocessing && fs::exists(pp_file)) {
-      ro.postprocessing = postprocessing::read_postprocessing(pp_file).steps;
-      spdlog::info("postprocessing from {}: {} step(s) (--disable_postprocessing skips it)", pp_file,
-                   ro.postprocessing.size());
+    const std::string previous = model.plans.configuration(model.configuration).previous_stage;
+    if (previous.empty() && (!prev_stage.empty() || !prev_model_opt.empty()))
+      throw Error(model_folder + " holds configuration '" + model.configuration +
+                  "', which is not a cascade stage: -prev_stage_predictions and --prev_stage_model do not apply");
+    if (!previous.empty() && prev_stage.empty()) {
+      // Chaining: the previous stage's model predicts first, into OUTPUT/<its configuration>/.
+      const std::string prev_model = prev_model_opt.empty() ? sibling_model_folder(model_folder, previous) : prev_model_opt;
+      if (prev_model.empty() || !fs::is_directory(prev_model))
+        throw Error("configuration '" + model.configuration + "' is a cascade stage: it needs the '" + previous +
+                    "' predictions (-prev_stage_predictions FOLDER) or that model (--prev_stage_model FOLDER); " +
+                    (prev_model.empty() ? "no sibling model folder of " + model_folder : prev_model + " not found"));
+      inference::ModelFolder first = inference::load_model_folder(prev_model, folds, chk);
+      if (first.configuration != previous)
+        throw Error(prev_model + " holds configuration '" + first.configuration + "', the cascade needs '" + previous + "'");
+      prev_stage = (fs::path(output) / previous).string();
+      spdlog::info("cascade: predicting '{}' with {} first, into {}", previous, prev_model, prev_stage);
+      // Without postprocessing: the cascade was trained on the first stage's raw predictions. A case
+      // the first stage fails on fails again below, naming its missing input; the rest go on.
+      const int first_rc = predict_folder(std::move(first), prev_model, inputs, prev_stage, "", /*no_postprocessing=*/true,
+                                          num_parts, part_id, world, po, ro);
+      if (world.distributed()) po.group->barrier();
+      const int rc = predict_folder(std::move(model), model_folder, inputs, output, prev_stage, no_postprocessing,
+                                    num_parts, part_id, world, po, ro);
+      return std::max(first_rc, rc);
     }
-    const int channels = static_cast<int>(model.in_channels);
-    const json plans_json = model.plans_json, dataset_json = model.dataset_json;
-    inference::Predictor predictor(std::move(model), po);
-    const auto all_cases = inference::collect_case_inputs(inputs, ending, channels);
-    const auto cases = inference::select_part(all_cases, num_parts, part_id);
-    if (num_parts > 1)
-      spdlog::info("part {} of {} (counting from 0): {} of {} case(s)", part_id, num_parts, cases.size(), all_cases.size());
-
-    ro.output_folder = output;
-    ro.file_ending = ending;
-    ro.progress = !no_progress;
-    set_progress_bars_enabled(!no_progress);
-    const std::string dataset_copy = (fs::path(output) / "dataset.json").string();
-    const std::string plans_copy = (fs::path(output) / "plans.json").string();
-    inference::refuse_overwriting_inputs(all_cases, cases, ro, {dataset_copy, plans_copy});  // before any write
-    if (ro.overlays) inference::create_overlay_folder(output);  // a folder in the way fails before any write
-    if (world.rank == 0) {
-      fs::create_directories(output);
-      write_json(dataset_copy, dataset_json);
-      write_json(plans_copy, plans_json);
-    }
-    const inference::RunSummary s = inference::predict_cases(predictor, cases, ro);
-    if (world.rank != 0) return 0;  // rank 0 wrote the outputs and reports every failure
-
-    std::printf("%d case(s) written, %d skipped, %zu failed in %.1f s (%.1f s in the sliding window) -> %s\n", s.written,
-                s.skipped, s.failed.size(), s.seconds, s.predict_seconds, output.c_str());
-    if (s.failed.empty()) return 0;
-    std::fprintf(stderr, "medseg_predict: %zu case(s) failed:\n", s.failed.size());
-    for (const auto& [id, why] : s.failed) std::fprintf(stderr, "  %s: %s\n", id.c_str(), why.c_str());
-    return 1;
+    return predict_folder(std::move(model), model_folder, inputs, output, prev_stage, no_postprocessing, num_parts,
+                          part_id, world, po, ro);
   });
 }

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/strings.h"
 #include <torch/cuda.h>
+#include "data/augment/cascade.h"
 #include "data/augment/finish.h"
 #include "data/augment/pipeline.h"
 #include "data/augment/spatial.h"
@@ -28,7 +29,7 @@ constexpr double kDeg = 3.14159265358979323846 / 180.0;
 // them leaves build_batch (finish_sample copies into the batch).
 struct Scratch {
   std::vector<float> region_data, out_data;
-  std::vector<int16_t> region_seg, out_seg;
+  std::vector<int16_t> region_seg, out_seg, region_prev, out_prev;
 };
 
 template <class T>
@@ -56,6 +57,20 @@ PipelineConfig base_pipeline(const planning::ConfigurationPlan& plan, bool deep_
   for (size_t c = 0; c < plan.use_mask_for_norm.size(); ++c)
     if (plan.use_mask_for_norm[c]) a.mask_channels.push_back(static_cast<int>(c));
   return cfg;
+}
+
+// The previous stage's segmentation of `read`, through the sample's spatial transform (`plan`, when
+// augmenting) like the reference segmentation: (final patch) int16 in the scratch buffers.
+const int16_t* read_previous_stage(const CaseSource& cases, int64_t ci, const Box& read,
+                                   const augment::SpatialPlan* plan, Scratch& scratch) {
+  const Shape3 rs = read.shape();
+  at::Tensor region = view_of(scratch.region_prev, {rs[0], rs[1], rs[2]}, at::kShort);
+  cases.read_previous_stage(ci, read, region.data_ptr<int16_t>(), -1);
+  if (!plan || !plan->active) return region.data_ptr<int16_t>();
+  const Shape3& P = plan->map.patch;
+  at::Tensor out = view_of(scratch.out_prev, {P[0], P[1], P[2]}, at::kShort);
+  augment::resample(plan->map, nullptr, 0, region.data_ptr<int16_t>(), nullptr, out.data_ptr<int16_t>());
+  return out.data_ptr<int16_t>();
 }
 
 }  // namespace
@@ -96,6 +111,9 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
   // Pinned host memory makes the trainer's host-to-device copies asynchronous; it needs CUDA.
   const bool pin = pin_memory && torch::cuda::is_available();
   const int64_t B = cfg.batch_size, C = cases.channels();
+  // Cascade: one-hot channels of the previous stage's segmentation follow the image channels.
+  const std::vector<int>& prev_labels = cases.previous_stage_labels();
+  const auto K = static_cast<int64_t>(prev_labels.size());
   const int64_t first = cfg.share_end < 0 ? 0 : cfg.share_begin, last = cfg.share_end < 0 ? B : cfg.share_end;
   if (first < 0 || last > B || first >= last)
     throw Error("data loader: share [" + std::to_string(first) + ", " + std::to_string(last) + ") of a batch of " +
@@ -113,8 +131,11 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
   const int64_t n = last - first;
   // The device path collates whole loader patches (fixed size) and augments them later.
   const bool on_device = cfg.augment && cfg.device_augment;
+  if (on_device && K > 0)
+    throw Error("data loader: device augmentation does not carry a cascade's previous-stage channels; "
+                "train the cascade with augmentation in the loader workers");
   const Shape3& S = on_device ? L : P;
-  at::Tensor data = at::empty({n, C, S[0], S[1], S[2]}, at::TensorOptions().dtype(at::kFloat).pinned_memory(pin));
+  at::Tensor data = at::empty({n, C + K, S[0], S[1], S[2]}, at::TensorOptions().dtype(at::kFloat).pinned_memory(pin));
   at::Tensor seg = at::empty({n, 1, S[0], S[1], S[2]}, at::TensorOptions().dtype(at::kShort).pinned_memory(pin));
   std::vector<augment::SampleDraw> draws;
   const PatchSampler sampler(L, P);
@@ -166,6 +187,12 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
       }
       augment::finish_sample(s, mirror_axes, mask_channels, data[j - first].data_ptr<float>(),
                              seg[j - first].data_ptr<int16_t>());
+      if (K > 0) {  // the previous stage's segmentation takes the reference segmentation's path
+        const int16_t* prev = read_previous_stage(cases, ci, read, cfg.augment ? &plan : nullptr, scratch);
+        float* onehot = data[j - first].data_ptr<float>() + C * P[0] * P[1] * P[2];
+        augment::previous_stage_one_hot(prev, P, prev_labels, mirror_axes, onehot);
+        if (cfg.augment) augment::apply_cascade(augment::draw_cascade(static_cast<int>(K), rng), onehot, static_cast<int>(K), P);
+      }
     } catch (const std::exception& e) {
       throw Error("data loader: case '" + cases.id(ci) + "' (epoch " + std::to_string(epoch) + ", batch " +
                   std::to_string(index) + ", sample " + std::to_string(j) + "): " + one_line(e.what()));

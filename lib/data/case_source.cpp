@@ -9,6 +9,15 @@
 
 namespace medseg::data {
 
+const std::vector<int>& CaseSource::previous_stage_labels() const {
+  static const std::vector<int> none;
+  return none;
+}
+
+void CaseSource::read_previous_stage(int64_t i, const Box&, int16_t*, int16_t) const {
+  throw Error("case '" + id(i) + "': this data source has no previous-stage segmentation");
+}
+
 void InMemoryCaseSource::add(InMemoryCase c) {
   const int64_t n = c.shape[0] * c.shape[1] * c.shape[2];
   if (c.channels < 1 || static_cast<int64_t>(c.data.size()) != n * c.channels)

@@ -34,6 +34,12 @@ class CaseSource {
   virtual void read_data(int64_t i, const Box& box, float* out, float pad) const = 0;
   // Segmentation box (1, box.shape()) as int16 into `out`; outside the case: `pad`.
   virtual void read_seg(int64_t i, const Box& box, int16_t* out, int16_t pad) const = 0;
+  // Cascade stages (previous_stage_source.h): the foreground labels whose one-hot channels the
+  // previous stage's segmentation adds to the image; empty for every other source.
+  virtual const std::vector<int>& previous_stage_labels() const;
+  // The previous stage's segmentation box (1, box.shape()) as int16; outside the case: `pad`.
+  // Throws Error for a source without one.
+  virtual void read_previous_stage(int64_t i, const Box& box, int16_t* out, int16_t pad) const;
 };
 
 // A case held in memory (tests, benchmarks, small datasets).

@@ -124,6 +124,19 @@ void check_part(int num_parts, int part_id) {
                 std::to_string(num_parts) + " (got " + std::to_string(part_id) + "; part ids count from 0)");
 }
 
+void attach_previous_stage(std::vector<CaseInput>& cases, const std::string& folder, const std::string& file_ending) {
+  if (!fs::is_directory(folder)) throw FileError(folder, "previous-stage predictions folder not found");
+  for (CaseInput& c : cases) {
+    const std::string file = (fs::path(folder) / (c.id + file_ending)).string();
+    if (!fs::exists(file)) {
+      if (c.error.empty()) c.error = "previous-stage prediction " + file + " not found";
+      continue;
+    }
+    c.previous_stage = file;
+    c.files.push_back(file);
+  }
+}
+
 std::vector<CaseInput> select_part(const std::vector<CaseInput>& cases, int num_parts, int part_id) {
   check_part(num_parts, part_id);
   std::vector<CaseInput> mine;

@@ -72,35 +72,35 @@ void to_original(const T* cropped, const preprocessing::CaseProperties& p, T fil
 
 }  // namespace
 
-Volume logits_to_segmentation(const at::Tensor& logits_in, const preprocessing::CaseProperties& p,
-                              const LabelMapping& labels, const ExportOptions& opts,
-                              std::vector<float>* probabilities) {
+namespace {
+
+// Steps 1 and 2 on the grid `out`: each class's logits resampled from `in`, then argmax (labels) or
+// painted (regions). With `resampled`, also every resampled class (K x out).
+std::vector<uint16_t> segment_resampled(const at::Tensor& logits_in, const Shape3& in, const Shape3& out,
+                                        const preprocessing::SeparateZ& sep, const LabelMapping& labels,
+                                        const ExportOptions& opts, std::vector<float>* resampled) {
   const at::Tensor logits = logits_in.contiguous();
   const int64_t K = logits.size(0);
   if (K != static_cast<int64_t>(labels.values.size()))
     throw Error("export: " + std::to_string(K) + " logit channels for " + std::to_string(labels.values.size()) +
                 " classes");
-  const Shape3 in = p.shape_after_resampling, cropped = p.shape_after_cropping_and_before_resampling;
   if (logits.dim() != 4 || logits.size(1) != in[0] || logits.size(2) != in[1] || logits.size(3) != in[2])
     throw Error("export: logits do not have the preprocessed shape " + shape_str(in));
-  const auto sep = preprocessing::decide_separate_z(opts.resample.force_separate_z, p.spacing_after_resampling,
-                                                    p.spacing_before_resampling);
-  const int64_t n = numel(cropped), n_in = numel(in);
+  const int64_t n = numel(out), n_in = numel(in);
   const float* src = logits.data_ptr<float>();
 
   // Classes in groups of `threads`: each group resampled in parallel, then folded into a running
   // argmax (or painted, for regions), so at most `threads` resampled classes are alive at once
-  // unless all probabilities are wanted.
+  // unless all of them are wanted.
   std::vector<float> best(static_cast<std::size_t>(n), -std::numeric_limits<float>::infinity());
   std::vector<uint16_t> seg(static_cast<std::size_t>(n), 0);
-  std::vector<float> all;
-  if (probabilities) all.resize(static_cast<std::size_t>(K * n));
+  if (resampled) resampled->assign(static_cast<std::size_t>(K * n), 0.0f);
   const int64_t group = std::max(1, opts.threads);
   for (int64_t first = 0; first < K; first += group) {
     const int64_t cnt = std::min(group, K - first);
     std::vector<std::vector<float>> res(static_cast<std::size_t>(cnt));
     parallel_for(cnt, static_cast<int>(cnt), [&](int64_t i) {
-      res[static_cast<std::size_t>(i)] = resampled_channel(src + (first + i) * n_in, in, cropped, sep, opts.resample.orders);
+      res[static_cast<std::size_t>(i)] = resampled_channel(src + (first + i) * n_in, in, out, sep, opts.resample.orders);
     });
     for (int64_t i = 0; i < cnt; ++i) {
       const int64_t k = first + i;
@@ -113,10 +113,33 @@ Volume logits_to_segmentation(const at::Tensor& logits_in, const preprocessing::
         for (int64_t v = 0; v < n; ++v)
           if (r[v] > best[v]) best[v] = r[v], seg[v] = value;  // first maximum wins, as numpy's argmax
       }
-      if (probabilities) std::copy(r.begin(), r.end(), all.begin() + k * n);
+      if (resampled) std::copy(r.begin(), r.end(), resampled->begin() + k * n);
     }
   }
-  best = {};
+  return seg;
+}
+
+}  // namespace
+
+std::vector<int16_t> logits_to_next_stage(const at::Tensor& logits, const preprocessing::CaseProperties& p,
+                                          const Shape3& target, const preprocessing::Spacing3& target_spacing,
+                                          const LabelMapping& labels, const ExportOptions& opts) {
+  const auto sep =
+      preprocessing::decide_separate_z(opts.resample.force_separate_z, p.spacing_after_resampling, target_spacing);
+  const std::vector<uint16_t> seg = segment_resampled(logits, p.shape_after_resampling, target, sep, labels, opts, nullptr);
+  return std::vector<int16_t>(seg.begin(), seg.end());
+}
+
+Volume logits_to_segmentation(const at::Tensor& logits, const preprocessing::CaseProperties& p,
+                              const LabelMapping& labels, const ExportOptions& opts,
+                              std::vector<float>* probabilities) {
+  const int64_t K = logits.size(0);
+  const Shape3 in = p.shape_after_resampling, cropped = p.shape_after_cropping_and_before_resampling;
+  const auto sep = preprocessing::decide_separate_z(opts.resample.force_separate_z, p.spacing_after_resampling,
+                                                    p.spacing_before_resampling);
+  const int64_t n = numel(cropped);
+  std::vector<float> all;
+  const std::vector<uint16_t> seg = segment_resampled(logits, in, cropped, sep, labels, opts, probabilities ? &all : nullptr);
 
   const Shape3 orig = p.original_shape;
   Volume out(labels.pixel_type, orig, p.original_geometry);

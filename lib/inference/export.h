@@ -58,6 +58,13 @@ Volume logits_to_segmentation(const at::Tensor& logits, const preprocessing::Cas
                               const LabelMapping& labels, const ExportOptions& opts,
                               std::vector<float>* probabilities = nullptr);
 
+// A cascade's next-stage input (nnU-Net's resample_and_save): the logits resampled from this
+// configuration's preprocessed grid to `target`, the next configuration's preprocessed shape of the
+// same case (the same crop box at `target_spacing`), with opts.resample, then step 2. (target) values.
+std::vector<int16_t> logits_to_next_stage(const at::Tensor& logits, const preprocessing::CaseProperties& props,
+                                          const Shape3& target, const preprocessing::Spacing3& target_spacing,
+                                          const LabelMapping& labels, const ExportOptions& opts);
+
 // One preprocessed channel (shape_after_resampling, float32) brought back to the original grid as
 // logits are (resampled with opts.resample, uncropped, transposed back); outside the crop box it
 // takes the channel's minimum. Pictures of the network's input use it (inference/overlays.h).

@@ -119,11 +119,18 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
   m.dataset.name = fs::path(folder).lexically_normal().parent_path().filename().string();
   const planning::ConfigurationPlan& cfg = m.plans.configuration(m.configuration);
 
-  m.in_channels = first_extra.value("in_channels", static_cast<int64_t>(m.dataset.num_channels()));
+  // A cascade stage also takes one channel per foreground label from the previous stage.
+  const int64_t expected_in = m.dataset.num_channels() + (cfg.previous_stage.empty()
+                                                              ? 0
+                                                              : static_cast<int64_t>(io::foreground_labels(m.dataset.labels).size()));
+  m.in_channels = first_extra.value("in_channels", expected_in);
   m.num_classes = first_extra.value("num_classes", io::network_outputs(m.dataset));
-  if (m.in_channels != m.dataset.num_channels())
+  if (m.in_channels != expected_in)
     throw FileError(src, "was trained with " + std::to_string(m.in_channels) + " input channel(s) but dataset.json names " +
-                             std::to_string(m.dataset.num_channels()));
+                             std::to_string(m.dataset.num_channels()) +
+                             (cfg.previous_stage.empty() ? std::string()
+                                                         : " and the cascade adds " + std::to_string(expected_in - m.dataset.num_channels()) +
+                                                               " (one per foreground label)"));
   if (m.num_classes != io::network_outputs(m.dataset))
     throw FileError(src, "has " + std::to_string(m.num_classes) + " outputs but dataset.json's labels need " +
                              std::to_string(io::network_outputs(m.dataset)));

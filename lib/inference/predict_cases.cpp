@@ -150,7 +150,8 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     Prepared p;
     p.index = i;
     try {
-      p.data = predictor.preprocess(io::load_case({cases[i].id, cases[i].images, ""}));
+      const CaseInput& c = cases[i];
+      p.data = predictor.preprocess(io::load_case({c.id, c.images, c.previous_stage}), c.previous_stage);
     } catch (const std::exception& e) {
       p.error = one_line(e.what());
     }

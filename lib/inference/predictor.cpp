@@ -10,6 +10,8 @@
 #include "core/strings.h"
 #include "core/log.h"
 #include "core/torch_memory.h"
+#include "io/label_check.h"
+#include "preprocessing/one_hot.h"
 #include "inference/sharded_window.h"
 #include "planning/memory_check.h"
 #include "models/network.h"
@@ -26,9 +28,9 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
       opts_(opts),
       nets_(std::make_unique<Nets>()) {
   const planning::ConfigurationPlan& cfg = model_.plans.configuration(model_.configuration);
-  if (!cfg.previous_stage.empty())
-    throw Error("configuration '" + model_.configuration + "' is a cascade stage (needs the predictions of '" +
-                cfg.previous_stage + "'); cascades are not supported yet");
+  if (!cfg.previous_stage.empty()) {
+    previous_stage_labels_ = io::foreground_labels(model_.dataset.labels);  // load_model_folder checked the count
+  }
   plan_ = preprocessing::make_preprocess_plan(model_.plans, model_.configuration, model_.dataset);
   labels_ = label_mapping(model_.dataset, model_.folder + "/dataset.json");
   export_.resample = probabilities_resampling(cfg);
@@ -76,11 +78,35 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
 
 Predictor::~Predictor() = default;
 
-preprocessing::PreprocessedCaseData Predictor::preprocess(io::LoadedCase c) const {
-  if (static_cast<int64_t>(c.channels.size()) != model_.in_channels)
+int64_t Predictor::image_channels() const {
+  return model_.in_channels - static_cast<int64_t>(previous_stage_labels_.size());
+}
+
+preprocessing::PreprocessedCaseData Predictor::preprocess(io::LoadedCase c, const std::string& previous_stage) const {
+  if (static_cast<int64_t>(c.channels.size()) != image_channels())
     throw Error("case '" + c.id + "' has " + std::to_string(c.channels.size()) + " channel(s), the model expects " +
-                std::to_string(model_.in_channels));
-  return preprocessing::preprocess_case(std::move(c), plan_);
+                std::to_string(image_channels()));
+  if (!is_cascade()) {
+    c.label = Volume();  // a plain model takes no segmentation
+    return preprocessing::preprocess_case(std::move(c), plan_);
+  }
+  if (c.label.numel() == 0)
+    throw Error("case '" + c.id + "': configuration '" + model_.configuration + "' is a cascade stage and needs the '" +
+                model_.plans.configuration(model_.configuration).previous_stage +
+                "' prediction of the case (-prev_stage_predictions FOLDER, or both model folders)");
+  std::vector<int> allowed{0};
+  allowed.insert(allowed.end(), previous_stage_labels_.begin(), previous_stage_labels_.end());
+  io::check_label_values(c.label, allowed, previous_stage, c.id);
+  preprocessing::PreprocessedCaseData p = preprocessing::preprocess_case(std::move(c), plan_);
+  // nnU-Net's predictor: the previous stage's segmentation, preprocessed like a reference, becomes
+  // one-hot channels after the image's (-1 outside the nonzero mask counts as no label).
+  auto& a = p.arrays;
+  const int64_t n = a.shape[0] * a.shape[1] * a.shape[2];
+  const auto K = static_cast<int64_t>(previous_stage_labels_.size());
+  a.data.resize(static_cast<size_t>((a.channels + K) * n), 0.f);
+  preprocessing::one_hot(a.seg.data(), n, previous_stage_labels_, a.data.data() + a.channels * n);
+  a.channels += static_cast<int>(K);
+  return p;
 }
 
 at::Tensor Predictor::predict_logits(const preprocessing::CaseArrays& a) {

@@ -43,8 +43,15 @@ class Predictor {
   const LabelMapping& labels() const { return labels_; }
   const ExportOptions& export_defaults() const { return export_; }
 
-  // Loads nothing: preprocesses an already-loaded case with the training preprocessing.
-  preprocessing::PreprocessedCaseData preprocess(io::LoadedCase c) const;
+  // A cascade stage (3d_cascade_fullres): its input adds the previous stage's segmentation.
+  bool is_cascade() const { return !previous_stage_labels_.empty(); }
+  const std::vector<int>& previous_stage_labels() const { return previous_stage_labels_; }
+  int64_t image_channels() const;  // in_channels without the previous stage's one-hot channels
+
+  // Loads nothing: preprocesses an already-loaded case with the training preprocessing. A cascade
+  // stage takes the previous stage's segmentation as c.label (read from `previous_stage`, named in
+  // errors) and appends its one-hot channels; other models ignore c.label.
+  preprocessing::PreprocessedCaseData preprocess(io::LoadedCase c, const std::string& previous_stage = "") const;
 
   // arrays: (C, Z, Y, X) preprocessed. Returns the fold-averaged logits (K, Z, Y, X), float32 on CPU.
   // With a group every rank calls it with the same case; rank 0 gets the logits, the others an
@@ -61,6 +68,7 @@ class Predictor {
   PredictorOptions opts_;
   preprocessing::PreprocessPlan plan_;
   LabelMapping labels_;
+  std::vector<int> previous_stage_labels_;
   ExportOptions export_;
   SlidingWindowOptions window_;
   std::unique_ptr<Nets> nets_;

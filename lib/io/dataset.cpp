@@ -125,6 +125,15 @@ std::optional<int> ignore_label(const std::vector<LabelDef>& labels) {
   return std::nullopt;
 }
 
+std::vector<int> foreground_labels(const std::vector<LabelDef>& labels) {
+  const std::optional<int> ignore = ignore_label(labels);
+  std::set<int> fg;
+  for (const auto& l : labels)
+    for (int v : l.values)
+      if (v != 0 && v != ignore) fg.insert(v);
+  return {fg.begin(), fg.end()};
+}
+
 DatasetInfo load_dataset_info(const std::string& dataset_folder) {
   const std::string file = (fs::path(dataset_folder) / "dataset.json").string();
   if (!fs::is_directory(dataset_folder)) throw FileError(dataset_folder, "dataset folder not found");

@@ -42,6 +42,9 @@ int64_t network_outputs(const std::vector<LabelDef>& labels);
 // The value of the ignore label (nnU-Net: the key "ignore" in labels), when the dataset has one:
 // voxels holding it are unannotated and take no part in loss or metrics.
 std::optional<int> ignore_label(const std::vector<LabelDef>& labels);
+// nnU-Net's LabelManager.foreground_labels: every label value but background (0) and "ignore",
+// region lists flattened, sorted. A cascade's previous stage adds one input channel per value.
+std::vector<int> foreground_labels(const std::vector<LabelDef>& labels);
 inline int64_t network_outputs(const DatasetInfo& dataset) { return network_outputs(dataset.labels); }
 // A region-based dataset's regions, one per network output in label order (background and
 // "ignore" left out); empty for a dataset of plain labels.

@@ -129,6 +129,18 @@ std::string case_path(const std::string& folder, const std::string& id, const ch
   return (fs::path(folder) / (id + suffix)).string();
 }
 
+// int8 when every value fits (the usual case), else int16.
+void write_seg_npy(const std::string& path, const std::vector<int64_t>& shape, const std::vector<int16_t>& seg,
+                   bool sync) {
+  const auto mm = std::minmax_element(seg.begin(), seg.end());
+  if (seg.empty() || (*mm.first >= -128 && *mm.second <= 127)) {
+    std::vector<int8_t> s8(seg.begin(), seg.end());
+    write_npy(path, "|i1", shape, s8.data(), s8.size(), sync);
+  } else {
+    write_npy(path, "<i2", shape, seg.data(), seg.size() * sizeof(int16_t), sync);
+  }
+}
+
 }  // namespace
 
 void write_preprocessed_case(const std::string& folder, const CaseProperties& props, const CaseArrays& a,
@@ -140,15 +152,7 @@ void write_preprocessed_case(const std::string& folder, const CaseProperties& pr
   const std::vector<int64_t> seg_shape{1, a.shape[0], a.shape[1], a.shape[2]};
   write_npy(case_path(folder, props.id, ".npy"), "<f4", data_shape, a.data.data(), a.data.size() * sizeof(float),
             sync);
-  const auto mm = std::minmax_element(a.seg.begin(), a.seg.end());
-  const bool fits_int8 = a.seg.empty() || (*mm.first >= -128 && *mm.second <= 127);
-  if (fits_int8) {
-    std::vector<int8_t> s8(a.seg.begin(), a.seg.end());
-    write_npy(case_path(folder, props.id, "_seg.npy"), "|i1", seg_shape, s8.data(), s8.size(), sync);
-  } else {
-    write_npy(case_path(folder, props.id, "_seg.npy"), "<i2", seg_shape, a.seg.data(), a.seg.size() * sizeof(int16_t),
-              sync);
-  }
+  write_seg_npy(case_path(folder, props.id, "_seg.npy"), seg_shape, a.seg, sync);
   const std::string text = case_properties_to_json(props).dump() + "\n";
   write_parts_atomic(case_path(folder, props.id, ".json"), {{text.data(), text.size()}}, sync);
 }
@@ -207,6 +211,12 @@ std::shared_ptr<detail::NpyMapping> map_npy(const std::string& path) {
   return m;
 }
 
+SegDType seg_dtype_of(const NpyHeader& h, const std::string& path) {
+  if (h.descr == "|i1" || h.descr == "<i1") return SegDType::Int8;
+  if (h.descr == "<i2") return SegDType::Int16;
+  throw FileError(path, "dtype '" + h.descr + "', expected int8 '|i1' or int16 '<i2'");
+}
+
 }  // namespace
 
 PreprocessedCase open_preprocessed_case(const std::string& folder, const std::string& id) {
@@ -221,13 +231,7 @@ PreprocessedCase open_preprocessed_case(const std::string& folder, const std::st
   const NpyHeader& dh = c.data_map_->header;
   const NpyHeader& sh = c.seg_map_->header;
   if (dh.descr != "<f4") throw FileError(c.data_path_, "dtype '" + dh.descr + "', expected float32 '<f4'");
-  if (sh.descr == "|i1" || sh.descr == "<i1") {
-    c.seg_dtype_ = SegDType::Int8;
-  } else if (sh.descr == "<i2") {
-    c.seg_dtype_ = SegDType::Int16;
-  } else {
-    throw FileError(c.seg_path_, "dtype '" + sh.descr + "', expected int8 '|i1' or int16 '<i2'");
-  }
+  c.seg_dtype_ = seg_dtype_of(sh, c.seg_path_);
   c.channels_ = static_cast<int>(dh.shape[0]);
   c.shape_ = {dh.shape[1], dh.shape[2], dh.shape[3]};
   if (sh.shape[0] != 1 || Shape3{sh.shape[1], sh.shape[2], sh.shape[3]} != c.shape_)
@@ -301,6 +305,35 @@ void read_seg_patch(const PreprocessedCase& c, const Box& box, int16_t* out, int
     copy_box(c.seg_int8(), c.shape(), box, out, pad_value);
   else
     copy_box(c.seg_int16(), c.shape(), box, out, pad_value);
+}
+
+// ---------------------------------------------------------------- stand-alone segmentations
+
+void write_segmentation_file(const std::string& path, const Shape3& shape, const std::vector<int16_t>& seg, bool sync) {
+  if (static_cast<int64_t>(seg.size()) != shape[0] * shape[1] * shape[2])
+    throw Error("write_segmentation_file " + path + ": " + std::to_string(seg.size()) + " values for shape " +
+                shape_str(shape));
+  write_seg_npy(path, {1, shape[0], shape[1], shape[2]}, seg, sync);
+}
+
+SegmentationFile open_segmentation_file(const std::string& path) {
+  SegmentationFile f;
+  f.path_ = path;
+  f.map_ = map_npy(path);
+  const NpyHeader& h = f.map_->header;
+  f.dtype_ = seg_dtype_of(h, path);
+  if (h.shape[0] != 1) throw FileError(path, "expected one channel (1, Z, Y, X), got " + std::to_string(h.shape[0]));
+  f.shape_ = {h.shape[1], h.shape[2], h.shape[3]};
+  f.ptr_ = f.map_->bytes() + h.data_offset;
+  return f;
+}
+
+void read_seg_patch(const SegmentationFile& f, const Box& box, int16_t* out, int16_t pad_value) {
+  check_box(box);
+  if (f.dtype() == SegDType::Int8)
+    copy_box(static_cast<const int8_t*>(f.ptr_), f.shape(), box, out, pad_value);
+  else
+    copy_box(static_cast<const int16_t*>(f.ptr_), f.shape(), box, out, pad_value);
 }
 
 }  // namespace medseg::preprocessing

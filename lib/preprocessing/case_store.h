@@ -102,6 +102,32 @@ class PreprocessedCase {
   std::string data_path_, seg_path_;
 };
 
+// A segmentation stored on its own, as CASE_seg.npy is ((1, Z, Y, X) int8, or int16 when a value
+// exceeds int8): the cascade's previous-stage predictions (predicted_next_stage/, docs/cascade.md).
+// Mapped read-only like a case; cheap to copy.
+class SegmentationFile {
+ public:
+  const std::string& path() const { return path_; }
+  const Shape3& shape() const { return shape_; }
+  SegDType dtype() const { return dtype_; }
+
+ private:
+  friend SegmentationFile open_segmentation_file(const std::string& path);
+  friend void read_seg_patch(const SegmentationFile& f, const Box& box, int16_t* out, int16_t pad_value);
+  std::shared_ptr<const detail::NpyMapping> map_;
+  std::string path_;
+  Shape3 shape_{0, 0, 0};
+  SegDType dtype_ = SegDType::Int8;
+  const void* ptr_ = nullptr;
+};
+
+// Writes `seg` ((Z, Y, X) = `shape`) atomically. Throws Error when the sizes disagree.
+void write_segmentation_file(const std::string& path, const Shape3& shape, const std::vector<int16_t>& seg,
+                             bool sync = true);
+// Throws FileError naming `path` for a missing, truncated or foreign file.
+SegmentationFile open_segmentation_file(const std::string& path);
+void read_seg_patch(const SegmentationFile& f, const Box& box, int16_t* out, int16_t pad_value = -1);
+
 // Opens folder/ID.{npy,_seg.npy,json}. Throws FileError naming the file for a missing, truncated or
 // foreign file (wrong magic, dtype, order or shape) and for arrays that disagree with each other or
 // with the JSON.

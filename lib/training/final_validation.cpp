@@ -2,7 +2,10 @@
 
 #include <filesystem>
 
+#include "core/error.h"
 #include "core/log.h"
+#include "core/strings.h"
+#include "data/previous_stage_source.h"
 #include "core/progress.h"
 #include "evaluation/evaluate_folder.h"
 #include "inference/export.h"
@@ -10,11 +13,67 @@
 #include "inference/sliding_window.h"
 #include "io/dataset.h"
 #include "preprocessing/case_store.h"
+#include "preprocessing/one_hot.h"
 #include "training/data_parallel.h"
 
 namespace fs = std::filesystem;
 
 namespace medseg::training {
+
+namespace {
+
+// The whole preprocessed case as the network takes it: the image channels, then, for a cascade
+// stage, the previous stage's one-hot channels (data/augment/cascade.h).
+at::Tensor network_input(const preprocessing::PreprocessedCase& c, const RunInputs& in) {
+  const auto shape = c.shape();
+  const int64_t C = c.num_channels(), K = static_cast<int64_t>(in.previous_stage_labels.size());
+  at::Tensor image = at::empty({C + K, shape[0], shape[1], shape[2]}, at::kFloat);
+  preprocessing::read_patch(c, {{0, 0, 0}, shape}, image.data_ptr<float>(), 0.0f);
+  if (K == 0) return image;
+  const auto prev = preprocessing::open_segmentation_file(data::previous_stage_file(in.previous_stage_folder, c.id()));
+  if (prev.shape() != shape)
+    throw FileError(prev.path(), "shape " + shape_str(prev.shape()) + " differs from the preprocessed case's " +
+                                     shape_str(shape));
+  std::vector<int16_t> seg(static_cast<size_t>(c.voxels()));
+  preprocessing::read_seg_patch(prev, {{0, 0, 0}, shape}, seg.data(), -1);
+  preprocessing::one_hot(seg.data(), c.voxels(), in.previous_stage_labels, image.data_ptr<float>() + C * c.voxels());
+  return image;
+}
+
+using NextStage = RunInputs::NextStage;
+
+// The next stages whose preprocessed data exist; nnU-Net skips the others with a warning too.
+std::vector<NextStage> next_stages(const RunInputs& in) {
+  std::vector<NextStage> out;
+  for (const auto& n : in.next_stages) {
+    if (!fs::is_directory(n.data_folder)) {
+      spdlog::warn("next stage '{}': {} not found, so its inputs are not written (medseg_preprocess -c {}, then "
+                   "--val)", n.configuration, n.data_folder, n.configuration);
+      continue;
+    }
+    fs::create_directories(n.output_folder);
+    out.push_back(n);
+  }
+  return out;
+}
+
+// nnU-Net's resample_and_save: this case's prediction on the next stage's preprocessed grid.
+void write_next_stage_input(const at::Tensor& logits, const preprocessing::PreprocessedCase& c, const NextStage& n,
+                            const inference::LabelMapping& labels, const inference::ExportOptions& opts) {
+  preprocessing::PreprocessedCase target;
+  try {
+    target = preprocessing::open_preprocessed_case(n.data_folder, c.id());
+  } catch (const FileError& e) {
+    spdlog::warn("next stage '{}': case {} skipped: {}", n.configuration, c.id(), one_line(e.what()));
+    return;
+  }
+  const std::vector<int16_t> seg =
+      inference::logits_to_next_stage(logits, c.properties(), target.shape(),
+                                      target.properties().spacing_after_resampling, labels, opts);
+  preprocessing::write_segmentation_file(data::previous_stage_file(n.output_folder, c.id()), target.shape(), seg);
+}
+
+}  // namespace
 
 // nnU-Net's perform_actual_validation: predict each preprocessed validation case, export it to the
 // original grid exactly as medseg_predict does, then score the exported files against the raw labels
@@ -44,16 +103,15 @@ double run_final_validation(models::SegmentationNetworkImpl& net, const RunInput
   o.device = device;
   auto fn = [&](const at::Tensor& x) { return net.forward(x)[0]; };
 
+  const std::vector<NextStage> next = next_stages(in);
   ProgressBar bar("final validation", static_cast<int64_t>(mine.size()), writer);
   for (const auto& id : mine) {
     const auto c = preprocessing::open_preprocessed_case(in.folders.data_folder, id);
-    const auto shape = c.shape();
-    at::Tensor image = at::empty({c.num_channels(), shape[0], shape[1], shape[2]}, at::kFloat);
-    preprocessing::read_patch(c, {{0, 0, 0}, shape}, image.data_ptr<float>(), 0.0f);
-    const at::Tensor logits = inference::predict_sliding_window(fn, image, in.num_classes, o);
+    const at::Tensor logits = inference::predict_sliding_window(fn, network_input(c, in), in.num_classes, o);
     const Volume seg = inference::export_prediction(logits, c.properties(), labels, export_opts,
                                                     (fs::path(out_dir) / id).string(), ds.file_ending);
     inference::write_validation_overlay(c, seg, (gt_dir / (id + ds.file_ending)).string(), ds, export_opts, out_dir);
+    for (const auto& n : next) write_next_stage_input(logits, c, n, labels, export_opts);
     bar.tick();
   }
   bar.finish();

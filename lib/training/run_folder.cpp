@@ -14,6 +14,38 @@ namespace fs = std::filesystem;
 
 namespace medseg::training {
 
+namespace {
+
+// A cascade stage reads the previous stage's cross-validation predictions of every case (each
+// case's from the fold that held it out), resampled to this configuration's grid by that stage's
+// final validation. All must exist before training starts.
+void resolve_previous_stage(RunInputs& r, const planning::ConfigurationPlan& cfg, const std::vector<io::LabelDef>& labels,
+                            const std::string& results_root, const std::string& dataset) {
+  const std::string prev_model =
+      (fs::path(results_root) / r.folders.dataset_name / (r.trainer_name + "__" + r.plans_name + "__" + cfg.previous_stage))
+          .string();
+  r.previous_stage_folder = (fs::path(prev_model) / "predicted_next_stage" / r.configuration).string();
+  r.previous_stage_labels = io::foreground_labels(labels);
+  if (r.previous_stage_labels.empty())
+    throw FileError(r.folders.dataset_json_file, "a cascade needs at least one foreground label");
+  r.in_channels += static_cast<int64_t>(r.previous_stage_labels.size());
+  std::vector<std::string> missing;
+  for (const auto* ids : {&r.train_ids, &r.val_ids})
+    for (const auto& id : *ids)
+      if (!fs::exists(fs::path(r.previous_stage_folder) / (id + ".npy"))) missing.push_back(id);
+  if (missing.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < missing.size() && i < 5; ++i) list += (i ? ", " : "") + missing[i];
+  if (missing.size() > 5) list += ", ...";
+  throw FileError(r.previous_stage_folder,
+                  "configuration '" + r.configuration + "' is a cascade stage: it needs the '" + cfg.previous_stage +
+                      "' predictions of every case, " + std::to_string(missing.size()) + " missing (" + list +
+                      "); train every fold of '" + cfg.previous_stage + "' first (medseg_train " + dataset + " " +
+                      cfg.previous_stage + " FOLD), or rerun its final validation (--val)");
+}
+
+}  // namespace
+
 RunInputs resolve_run(const std::string& dataset, const std::string& configuration, const std::string& fold,
                       const std::string& plans_name, const std::string& trainer_name,
                       const std::string& preprocessed_root, const std::string& results_root) {
@@ -46,10 +78,6 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
   r.num_classes = io::network_outputs(labels);
   r.ignore_label = io::ignore_label(labels);
   r.regions = io::foreground_regions(labels);
-  if (!cfg.previous_stage.empty())
-    throw FileError(f.plans_file, "configuration '" + configuration + "' is a cascade stage (it needs the predictions of '" +
-                                      cfg.previous_stage + "' as input); cascade training is not supported yet: "
-                                      "train 3d_fullres or " + cfg.previous_stage + " instead");
 
   f.data_folder = (fs::path(f.preprocessed_dataset) / cfg.data_identifier).string();
   if (!fs::is_directory(f.data_folder))
@@ -65,6 +93,12 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
   const std::string res = root_folder(Root::Results, results_root);
   f.model_folder = (fs::path(res) / f.dataset_name / (trainer_name + "__" + plans_name + "__" + configuration)).string();
   f.fold_folder = (fs::path(f.model_folder) / ("fold_" + r.fold)).string();
+  if (!cfg.previous_stage.empty()) resolve_previous_stage(r, cfg, labels, res, dataset);
+  for (const auto& next : cfg.next_stage) {
+    if (!r.plans.has_configuration(next)) continue;
+    const std::string data = (fs::path(f.preprocessed_dataset) / r.plans.configuration(next).data_identifier).string();
+    r.next_stages.push_back({next, data, (fs::path(f.model_folder) / "predicted_next_stage" / next).string()});
+  }
   return r;
 }
 

@@ -28,12 +28,22 @@ struct RunInputs {
   int64_t in_channels = 0, num_classes = 0;  // num_classes: network outputs (io::network_outputs)
   std::optional<int> ignore_label;             // dataset.json's "ignore" label value, if any
   std::vector<std::vector<int>> regions;       // region-based training: one per output; empty: labels
+  // Cascade stage (a configuration with previous_stage): the previous stage's predictions of every
+  // case on this configuration's grid, and the labels whose one-hot channels they add to the image
+  // (in_channels counts them). Empty otherwise.
+  std::string previous_stage_folder;
+  std::vector<int> previous_stage_labels;
+  // Stages after this one (next_stage) whose preprocessed data exist: the final validation writes
+  // their inputs (model_folder/predicted_next_stage/<name>/), as nnU-Net's does.
+  struct NextStage {
+    std::string configuration, data_folder, output_folder;
+  };
+  std::vector<NextStage> next_stages;
 };
 
 // Resolves folders, loads plans/dataset.json/fingerprint, lists preprocessed cases and selects the
 // fold's split (splits_final.json written once and reused). Throws Error/FileError naming files,
-// also for what medseg_train cannot train yet (a cascade stage) rather than train something else
-// in its place.
+// also when a cascade stage's previous-stage predictions are missing (docs/cascade.md).
 RunInputs resolve_run(const std::string& dataset, const std::string& configuration, const std::string& fold,
                       const std::string& plans_name, const std::string& trainer_name,
                       const std::string& preprocessed_root = "", const std::string& results_root = "");

@@ -22,6 +22,7 @@
 #include "core/torch_memory.h"
 #include "core/torch_settings.h"
 #include "data/augment/device_augment.h"
+#include "data/previous_stage_source.h"
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
 #include "data/region_targets.h"
@@ -227,6 +228,16 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
 
   s.train_src = std::make_shared<data::PreprocessedCaseSource>(s.in.folders.data_folder, s.in.train_ids);
   s.val_src = std::make_shared<data::PreprocessedCaseSource>(s.in.folders.data_folder, s.in.val_ids);
+  if (!s.in.previous_stage_folder.empty()) {
+    if (s.augment_device)
+      throw Error("configuration '" + s.in.configuration + "' is a cascade stage: device augmentation does not carry "
+                  "its previous-stage channels yet; set augment_device to cpu in the trainer config");
+    const std::string hint = "rerun the final validation of '" + plan.previous_stage + "' (--val) to write it again";
+    s.train_src = std::make_shared<data::PreviousStageSource>(s.train_src, s.in.previous_stage_folder,
+                                                              s.in.previous_stage_labels, hint);
+    s.val_src = std::make_shared<data::PreviousStageSource>(s.val_src, s.in.previous_stage_folder,
+                                                            s.in.previous_stage_labels, hint);
+  }
   s.dp->check_same("plans, dataset.json, trainer config and split", run_digest(s.in, s.cfg));
   // Nothing is written yet: run() and validate() check the fold folder first (open_run_folder).
 }
@@ -253,6 +264,9 @@ void Trainer::State::open_run_folder() {
   spdlog::info("network {}: {} parameters; patch {}x{}x{}, batch {}; device {}, AMP {}", net->class_name(),
                net->parameter_count(), train_pipe.final_patch[0], train_pipe.final_patch[1], train_pipe.final_patch[2],
                train_pipe.batch_size, device.str(), amp_on ? (amp_dtype == at::kHalf ? "fp16" : "bf16") : "off");
+  if (!in.previous_stage_folder.empty())
+    spdlog::info("cascade stage: {} previous-stage channel(s) (labels {}) from {}", in.previous_stage_labels.size(),
+                 json(in.previous_stage_labels).dump(), in.previous_stage_folder);
 }
 
 const std::string& Trainer::fold_folder() const { return s_->in.folders.fold_folder; }

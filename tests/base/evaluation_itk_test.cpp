@@ -41,6 +41,31 @@ TEST(Metrics, IgnoreLabelCountsNowhere) {
   EXPECT_EQ(c[0].tn, 0);
 }
 
+TEST(Metrics, OverlappingRegionsEmptyReferenceAndIgnoredVoxelByHand) {
+  // index:   0  1  2  3  4  5  6      (voxel 4 holds the ignore label 9 and counts nowhere)
+  const int32_t ref[7] = {1, 2, 2, 0, 9, 0, 0}, pred[7] = {2, 2, 0, 1, 1, 0, 3};
+  const auto c = count_labels(ref, pred, 7, {{1, 2}, {2}, {3}, {4}}, 9);
+  // {1,2}: ref {0,1,2}, pred {0,1,3}: tp 2, fp 1 (3), fn 1 (2), tn 2 (5, 6).
+  EXPECT_EQ(c[0].tp, 2);
+  EXPECT_EQ(c[0].fp, 1);
+  EXPECT_EQ(c[0].fn, 1);
+  EXPECT_EQ(c[0].tn, 2);
+  EXPECT_DOUBLE_EQ(c[0].dice(), 4.0 / 6.0);
+  // {2} overlaps {1,2}: ref {1,2}, pred {0,1}: tp 1, fp 1, fn 1, tn 3.
+  EXPECT_EQ(c[1].tp, 1);
+  EXPECT_EQ(c[1].fp, 1);
+  EXPECT_EQ(c[1].fn, 1);
+  EXPECT_EQ(c[1].tn, 3);
+  EXPECT_DOUBLE_EQ(c[1].dice(), 0.5);
+  // {3}: empty reference, one predicted voxel: Dice 0 (nnU-Net), not NaN.
+  EXPECT_EQ(c[2].fp, 1);
+  EXPECT_EQ(c[2].tp + c[2].fn, 0);
+  EXPECT_DOUBLE_EQ(c[2].dice(), 0.0);
+  // {4}: empty in both: NaN, left out of the means.
+  EXPECT_TRUE(std::isnan(c[3].dice()));
+  EXPECT_EQ(c[3].tn, 6);
+}
+
 TEST(Metrics, SummaryMeansSkipNaNCases) {
   CaseResult a{"r1", "p1", {{2, 0, 0, 10, std::nullopt}, {0, 0, 0, 12, std::nullopt}}};  // label 2 absent: NaN
   CaseResult b{"r2", "p2", {{1, 1, 0, 10, std::nullopt}, {1, 0, 1, 10, std::nullopt}}};

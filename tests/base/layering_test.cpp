@@ -33,7 +33,7 @@ const Graph& allowed() {
       {"postprocessing", {"core", "io", "evaluation"}},
       {"selection", {"core", "io", "preprocessing", "evaluation", "postprocessing"}},
       {"visualization", {"core", "io", "postprocessing"}},
-      {"data", {"core", "planning", "preprocessing"}},
+      {"data", {"core", "planning", "preprocessing", "postprocessing"}},
       {"models", {"core", "planning", "distributed"}},
       {"checkpoint", {"core"}},
       {"inference",

@@ -26,7 +26,7 @@ std::set<std::string> files_in(const std::string& folder) {
 
 std::vector<inference::CaseInput> named(const std::vector<std::string>& ids) {
   std::vector<inference::CaseInput> v;
-  for (const auto& id : ids) v.push_back({id, {id + "_0000.nii.gz"}, "", {}});
+  for (const auto& id : ids) v.push_back({id, {id + "_0000.nii.gz"}, "", {}, ""});
   return v;
 }
 

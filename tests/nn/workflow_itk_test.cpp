@@ -178,8 +178,9 @@ TEST(WorkflowRegions, RegionLabelsOutOfNameOrderAreRefused) {
 }
 
 // A cascade stage needs the previous stage's predictions as input: training it as a plain
-// full-resolution model (what happened before) gives a model medseg_predict refuses.
-TEST(WorkflowDefects, CascadeStageIsRefusedUpFront) {
+// full-resolution model (what happened before) gave a model medseg_predict refused. Without those
+// predictions it is refused up front; with them it trains (workflow_cascade_itk_test.cpp).
+TEST(WorkflowDefects, CascadeStageWithoutPreviousStagePredictionsIsRefusedUpFront) {
   Workflow w("wf_cascade", "--labels 1");
   const std::string plans_file = w.pre() + "/nnUNetPlans.json";
   json plans = read_json(plans_file);
@@ -189,7 +190,8 @@ TEST(WorkflowDefects, CascadeStageIsRefusedUpFront) {
   const auto r = w.train("", "3d_cascade_fullres");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("configuration '3d_cascade_fullres' is a cascade stage"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("'3d_lowres'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'3d_lowres' predictions of every case"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("predicted_next_stage"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(w.results())) << "nothing written";
 }
 
