@@ -147,6 +147,16 @@ TEST(WorkflowCascade, LowresThenCascadeTrainAndPredictChained) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find(prev + "/" + tests[1] + " not found"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(w.dir() / ("out3/" + tests[0]))) << "the case with its input is predicted";
+  // A previous-stage file with a value that is no label of the dataset: that case fails naming the file.
+  Volume bad = io::read_image(w.raw() + "/labelsTs/" + tests[1]);
+  bad.data<uint8_t>()[0] = 7;
+  io::write_image(prev + "/" + tests[1], bad);
+  r = test::run_cli("medseg_predict", "-i " + w.raw() + "/imagesTs -o " + w.dir() / "out5" + " -m " +
+                                          w.model("3d_cascade_fullres") + " -f 0 -prev_stage_predictions " + prev +
+                                          " --disable_tta --npp 0 --nps 0 --threads 1 --disable_progress_bar", w.env());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(prev + "/" + tests[1]), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("label value(s) 7"), std::string::npos) << r.output;
   // A plain model refuses the flag.
   r = test::run_cli("medseg_predict", "-i " + w.raw() + "/imagesTs -o " + w.dir() / "out4" + " -m " +
                                           w.model("3d_lowres") + " -prev_stage_predictions " + prev, w.env());
