@@ -1,6 +1,7 @@
 #include "core/paths.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -60,6 +61,23 @@ std::string find_dataset_name(const std::string& root, const std::string& key) {
     throw Error("dataset '" + key + "' not found under " + root +
                 (all.empty() ? " (no DatasetXXX_Name folders there)" : " (available: " + listing + ")"));
   throw Error("dataset '" + key + "' is ambiguous under " + root + ": " + listing);
+}
+
+std::vector<std::string> numbered_folds(const std::string& folder, const std::string& containing) {
+  std::vector<int> numeric;
+  if (fs::is_directory(folder)) {
+    for (const auto& e : fs::directory_iterator(folder)) {
+      const std::string n = e.path().filename().string();
+      if (!e.is_directory() || n.rfind("fold_", 0) != 0) continue;
+      if (!containing.empty() && !fs::is_directory(e.path() / containing)) continue;
+      const std::string k = n.substr(5);
+      if (!k.empty() && std::all_of(k.begin(), k.end(), ::isdigit)) numeric.push_back(std::stoi(k));
+    }
+  }
+  std::sort(numeric.begin(), numeric.end());
+  std::vector<std::string> out;
+  for (int k : numeric) out.push_back(std::to_string(k));
+  return out;
 }
 
 }  // namespace medseg

@@ -22,4 +22,9 @@ int dataset_id_of(const std::string& folder_name);
 // Lists DatasetXXX_* folders under root (sorted).
 std::vector<std::string> list_datasets(const std::string& root);
 
+// The K of the fold_K folders of a model folder, numerically sorted ("all" left out, as nnU-Net
+// does); with `containing`, only folds holding that subfolder (e.g. "validation"). {} when `folder`
+// does not exist.
+std::vector<std::string> numbered_folds(const std::string& folder, const std::string& containing = "");
+
 }  // namespace medseg

@@ -23,21 +23,7 @@ std::string model_folder_path(const std::string& results_root, const std::string
   return (fs::path(results_root) / name / (trainer + "__" + plans + "__" + configuration)).string();
 }
 
-std::vector<std::string> available_folds(const std::string& folder) {
-  std::vector<int> numeric;
-  if (fs::is_directory(folder)) {
-    for (const auto& e : fs::directory_iterator(folder)) {
-      const std::string n = e.path().filename().string();
-      if (!e.is_directory() || n.rfind("fold_", 0) != 0) continue;
-      const std::string k = n.substr(5);
-      if (!k.empty() && std::all_of(k.begin(), k.end(), ::isdigit)) numeric.push_back(std::stoi(k));
-    }
-  }
-  std::sort(numeric.begin(), numeric.end());
-  std::vector<std::string> out;
-  for (int k : numeric) out.push_back(std::to_string(k));
-  return out;
-}
+std::vector<std::string> available_folds(const std::string& folder) { return numbered_folds(folder); }
 
 std::string checkpoint_file_name(const std::string& chk) {
   check_path_component(chk, "checkpoint name (-chk)");

@@ -15,20 +15,6 @@ namespace fs = std::filesystem;
 namespace medseg::postprocessing {
 namespace {
 
-std::vector<std::string> folds_with_validation(const fs::path& model) {
-  std::vector<int> ids;
-  for (const auto& e : fs::directory_iterator(model)) {
-    const std::string n = e.path().filename().string();
-    if (!e.is_directory() || n.rfind("fold_", 0) != 0 || !fs::is_directory(e.path() / "validation")) continue;
-    const std::string k = n.substr(5);
-    if (!k.empty() && std::all_of(k.begin(), k.end(), ::isdigit)) ids.push_back(std::stoi(k));
-  }
-  std::sort(ids.begin(), ids.end());
-  std::vector<std::string> out;
-  for (const int i : ids) out.push_back(std::to_string(i));
-  return out;
-}
-
 // The files of one case in a validation folder: the segmentation and its saved probabilities.
 bool belongs_to_case(const std::string& name, const std::string& file_ending) {
   return (name.size() > file_ending.size() && ends_with(name, file_ending)) || ends_with(name, "_probabilities.npy") ||
@@ -41,7 +27,7 @@ CrossvalResults gather_crossval(const std::string& model_folder, std::vector<std
                                 const std::string& references, const std::string& file_ending) {
   const fs::path model(model_folder);
   if (!fs::is_directory(model)) throw FileError(model_folder, "model folder not found");
-  if (folds.empty()) folds = folds_with_validation(model);
+  if (folds.empty()) folds = numbered_folds(model.string(), "validation");
   if (folds.empty())
     throw FileError(model_folder, "no fold_K/validation folder: run the final validation (medseg_train ... --val) first");
   CrossvalResults r;
