@@ -191,7 +191,7 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
         const int16_t* prev = read_previous_stage(cases, ci, read, cfg.augment ? &plan : nullptr, scratch);
         float* onehot = data[j - first].data_ptr<float>() + C * P[0] * P[1] * P[2];
         augment::previous_stage_one_hot(prev, P, prev_labels, mirror_axes, onehot);
-        if (cfg.augment) augment::apply_cascade(augment::draw_cascade(static_cast<int>(K), rng), onehot, static_cast<int>(K), P);
+        if (cfg.augment) augment::apply_cascade(augment::draw_cascade(static_cast<int>(K), cfg.aug, rng), onehot, static_cast<int>(K), P);
       }
     } catch (const std::exception& e) {
       throw Error("data loader: case '" + cases.id(ci) + "' (epoch " + std::to_string(epoch) + ", batch " +

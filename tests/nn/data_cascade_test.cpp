@@ -142,7 +142,7 @@ TEST(CascadeAugment, DrawsFollowNnUNetProbabilities) {
   int morph = 0, removal = 0;
   const int n = 20000;
   for (int i = 0; i < n; ++i) {
-    const CascadeParams p = draw_cascade(3, rng);
+    const CascadeParams p = draw_cascade(3, AugmentConfig{}, rng);
     morph += !p.morph.empty();
     removal += !p.removal.empty();
     if (!p.morph.empty()) {
@@ -155,6 +155,12 @@ TEST(CascadeAugment, DrawsFollowNnUNetProbabilities) {
   }
   EXPECT_NEAR(morph / double(n), 0.4, 0.015);
   EXPECT_NEAR(removal / double(n), 0.2, 0.015);
+  AugmentConfig off;  // a trainer config with augment false: no cascade perturbation either
+  off.disabled();
+  for (int i = 0; i < 100; ++i) {
+    const CascadeParams p = draw_cascade(3, off, rng);
+    EXPECT_TRUE(p.morph.empty() && p.removal.empty());
+  }
 }
 
 namespace {

@@ -28,10 +28,10 @@ std::vector<uint8_t> channel_mask(const float* c, int64_t n) {
 
 }  // namespace
 
-CascadeParams draw_cascade(int channels, Rng& rng) {
+CascadeParams draw_cascade(int channels, const AugmentConfig& cfg, Rng& rng) {
   CascadeParams p;
   if (channels < 1) return p;
-  if (rng.bernoulli(kCascadeMorphP))
+  if (rng.bernoulli(cfg.p_cascade_morph))
     for (int c : shuffled(channels, rng)) {
       CascadeParams::Morph m;
       m.channel = c;
@@ -39,7 +39,7 @@ CascadeParams draw_cascade(int channels, Rng& rng) {
       m.radius = rng.uniform(kCascadeRadiusLo, kCascadeRadiusHi);
       p.morph.push_back(m);
     }
-  if (rng.bernoulli(kCascadeRemovalP))
+  if (rng.bernoulli(cfg.p_cascade_removal))
     for (int c : shuffled(channels, rng)) p.removal.push_back({c, rng.uniform()});
   return p;
 }

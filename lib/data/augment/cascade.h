@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/grid.h"
+#include "data/augment/config.h"
 #include "data/augment/morphology.h"
 #include "data/rng.h"
 
@@ -34,12 +35,11 @@ struct CascadeParams {
   std::vector<Removal> removal;    // likewise
 };
 
-// nnU-Net's cascade constants.
-inline constexpr double kCascadeMorphP = 0.4, kCascadeRemovalP = 0.2;
+// nnU-Net's cascade constants (the probabilities are AugmentConfig's p_cascade_morph / _removal).
 inline constexpr double kCascadeRadiusLo = 1.0, kCascadeRadiusHi = 8.0;
 inline constexpr double kCascadeRemovalMaxFraction = 0.15;
 
-CascadeParams draw_cascade(int channels, Rng& rng);
+CascadeParams draw_cascade(int channels, const AugmentConfig& cfg, Rng& rng);
 
 // One-hot of `seg` (z, y, x, `shape`) for `labels`, mirrored along `mirror_axes` (0..2) as the
 // image is: `out` holds labels.size() channels of shape `shape`, float 0/1.

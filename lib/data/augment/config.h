@@ -25,6 +25,9 @@ struct AugmentConfig {
   std::vector<int> mirror_axes{0, 1, 2};  // spatial axes of (z, y, x); each flipped with p_mirror
   double p_mirror = 0.5;
   std::vector<int> mask_channels;  // channels with use_mask_for_norm: zeroed where seg < 0
+  // Cascade stages only (cascade.h): ApplyRandomBinaryOperatorTransform and
+  // RemoveRandomConnectedComponentFromOneHotEncodingTransform on the previous stage's channels.
+  double p_cascade_morph = 0.4, p_cascade_removal = 0.2;
 
   // Axes the low-resolution simulation leaves alone: z for dummy-2D and 2D.
   bool lowres_ignores_z() const { return dummy_2d || is_2d; }
@@ -33,7 +36,7 @@ struct AugmentConfig {
 
   AugmentConfig& disabled() {
     p_rotation = p_scaling = p_noise = p_blur = p_brightness = p_contrast = p_lowres = 0;
-    p_gamma_inverted = p_gamma = p_mirror = 0;
+    p_gamma_inverted = p_gamma = p_mirror = p_cascade_morph = p_cascade_removal = 0;
     return *this;
   }
 };
