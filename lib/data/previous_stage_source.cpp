@@ -12,19 +12,24 @@ std::string previous_stage_file(const std::string& folder, const std::string& id
   return (fs::path(folder) / (id + ".npy")).string();
 }
 
+preprocessing::SegmentationFile open_previous_stage(const std::string& folder, const std::string& id,
+                                                    const Shape3& shape, const std::string& hint) {
+  const std::string file = previous_stage_file(folder, id);
+  if (!fs::exists(file)) throw FileError(file, "previous-stage segmentation not found; " + hint);
+  preprocessing::SegmentationFile seg = preprocessing::open_segmentation_file(file);
+  if (seg.shape() != shape)
+    throw FileError(file, "shape " + shape_str(seg.shape()) + " differs from the preprocessed case's " +
+                              shape_str(shape) + "; " + hint);
+  return seg;
+}
+
 PreviousStageSource::PreviousStageSource(std::shared_ptr<const CaseSource> base, const std::string& folder,
                                          std::vector<int> labels, const std::string& hint)
     : base_(std::move(base)), labels_(std::move(labels)) {
   if (!base_) throw Error("PreviousStageSource: no cases");
   if (labels_.empty()) throw Error("PreviousStageSource: a cascade needs at least one foreground label");
-  for (int64_t i = 0; i < base_->size(); ++i) {
-    const std::string file = previous_stage_file(folder, base_->id(i));
-    if (!fs::exists(file)) throw FileError(file, "previous-stage segmentation not found; " + hint);
-    segs_.push_back(preprocessing::open_segmentation_file(file));
-    if (segs_.back().shape() != base_->shape(i))
-      throw FileError(file, "shape " + shape_str(segs_.back().shape()) + " differs from the preprocessed case's " +
-                                shape_str(base_->shape(i)) + "; " + hint);
-  }
+  for (int64_t i = 0; i < base_->size(); ++i)
+    segs_.push_back(open_previous_stage(folder, base_->id(i), base_->shape(i), hint));
 }
 
 void PreviousStageSource::read_previous_stage(int64_t i, const Box& box, int16_t* out, int16_t pad) const {

@@ -38,4 +38,10 @@ class PreviousStageSource : public CaseSource {
 // Where a case's previous-stage segmentation lives.
 std::string previous_stage_file(const std::string& folder, const std::string& id);
 
+// Opens case `id`'s previous-stage segmentation in `folder` and checks it has the case's `shape`.
+// Throws FileError naming the file, with `hint` (how to write it again), when it is missing,
+// damaged or of another shape.
+preprocessing::SegmentationFile open_previous_stage(const std::string& folder, const std::string& id,
+                                                    const Shape3& shape, const std::string& hint);
+
 }  // namespace medseg::data

@@ -30,10 +30,7 @@ at::Tensor network_input(const preprocessing::PreprocessedCase& c, const RunInpu
   at::Tensor image = at::empty({C + K, shape[0], shape[1], shape[2]}, at::kFloat);
   preprocessing::read_patch(c, {{0, 0, 0}, shape}, image.data_ptr<float>(), 0.0f);
   if (K == 0) return image;
-  const auto prev = preprocessing::open_segmentation_file(data::previous_stage_file(in.previous_stage_folder, c.id()));
-  if (prev.shape() != shape)
-    throw FileError(prev.path(), "shape " + shape_str(prev.shape()) + " differs from the preprocessed case's " +
-                                     shape_str(shape));
+  const auto prev = data::open_previous_stage(in.previous_stage_folder, c.id(), shape, previous_stage_hint(in));
   std::vector<int16_t> seg(static_cast<size_t>(c.voxels()));
   preprocessing::read_seg_patch(prev, {{0, 0, 0}, shape}, seg.data(), -1);
   preprocessing::one_hot(seg.data(), c.voxels(), in.previous_stage_labels, image.data_ptr<float>() + C * c.voxels());

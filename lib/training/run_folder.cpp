@@ -102,6 +102,11 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
   return r;
 }
 
+std::string previous_stage_hint(const RunInputs& in) {
+  return "rerun the final validation of '" + in.plans.configuration(in.configuration).previous_stage +
+         "' (--val) to write it again";
+}
+
 void refuse_used_fold_folder(const std::string& fold_folder) {
   if (!fs::is_directory(fold_folder)) return;
   std::vector<std::string> found;

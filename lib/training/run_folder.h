@@ -48,6 +48,9 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
                       const std::string& plans_name, const std::string& trainer_name,
                       const std::string& preprocessed_root = "", const std::string& results_root = "");
 
+// How to write a cascade stage's previous-stage segmentations again, for error messages.
+std::string previous_stage_hint(const RunInputs& in);
+
 // A fresh training refuses a fold folder that holds a run (any checkpoint_*.ckpt, or metrics.jsonl):
 // mixing two runs would leave e.g. the old checkpoint_final next to the new checkpoint_best, and
 // prediction would use the stale one. Throws FileError naming the folder and the files found.

@@ -232,7 +232,7 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
     if (s.augment_device)
       throw Error("configuration '" + s.in.configuration + "' is a cascade stage: device augmentation does not carry "
                   "its previous-stage channels yet; set augment_device to cpu in the trainer config");
-    const std::string hint = "rerun the final validation of '" + plan.previous_stage + "' (--val) to write it again";
+    const std::string hint = previous_stage_hint(s.in);
     s.train_src = std::make_shared<data::PreviousStageSource>(s.train_src, s.in.previous_stage_folder,
                                                               s.in.previous_stage_labels, hint);
     s.val_src = std::make_shared<data::PreviousStageSource>(s.val_src, s.in.previous_stage_folder,
