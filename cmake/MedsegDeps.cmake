@@ -10,8 +10,57 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)  # progress.png plots
 pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)  # model zips (lib/sharing)
 
+# LibTorch: -DTorch_DIR selects any; by default the torch 2.11 wheel's (CUDA 13.0), unpacked by
+# scripts/install_libtorch.sh, when it is there; Debian's libtorch-dev otherwise (MEDSEG_TORCH=debian
+# in scripts/build.sh asks for it explicitly).
+set(MEDSEG_LIBTORCH_CACHE "$ENV{MEDSEG_CACHE}")
+if(NOT MEDSEG_LIBTORCH_CACHE)
+  set(MEDSEG_LIBTORCH_CACHE "$ENV{HOME}/.cache/medseg")
+endif()
+set(medseg_wheel_torch_dir "${MEDSEG_LIBTORCH_CACHE}/libtorch-2.11.0-cu130/torch/share/cmake/Torch")
+if(NOT Torch_DIR AND EXISTS "${MEDSEG_LIBTORCH_CACHE}/libtorch-2.11.0-cu130/READY")
+  set(Torch_DIR "${medseg_wheel_torch_dir}" CACHE PATH "LibTorch's CMake package" FORCE)
+endif()
+# A wheel's TorchConfig finds its libraries and Caffe2 package through PATHS, which CMake searches after
+# the system's: with Debian's libtorch-dev also installed, it would mix the two. Search the wheel first.
+if(Torch_DIR AND EXISTS "${Torch_DIR}/../Caffe2/Caffe2Config.cmake")
+  get_filename_component(medseg_torch_prefix "${Torch_DIR}/../../.." ABSOLUTE)
+  if(EXISTS "${medseg_torch_prefix}/lib/libtorch.so")
+    list(PREPEND CMAKE_PREFIX_PATH "${medseg_torch_prefix}")
+    get_filename_component(medseg_caffe2_dir "${Torch_DIR}/../Caffe2" ABSOLUTE)
+    set(Caffe2_DIR "${medseg_caffe2_dir}" CACHE PATH "Caffe2 package of the LibTorch in use" FORCE)
+  endif()
+endif()
 find_package(Torch REQUIRED)
+if(medseg_torch_prefix AND NOT TORCH_LIBRARY MATCHES "^${medseg_torch_prefix}/")
+  message(FATAL_ERROR "medseg: Torch_DIR is ${Torch_DIR} but libtorch resolved to ${TORCH_LIBRARY}; "
+                      "remove the build folder and configure again")
+endif()
 # Debian's TorchConfig forces CXX_STANDARD 14 on the imported target; we build C++17 regardless.
+# PyTorch's wheel ships its own fmt (12.x) in its include folder, which comes before /usr/include and
+# would hide the fmt that Debian's spdlog was built with (9.x). A folder holding only the system's fmt,
+# searched before torch's, keeps spdlog on its own fmt; torch's headers that medseg includes do not use fmt.
+foreach(dir ${TORCH_INCLUDE_DIRS})
+  if(EXISTS "${dir}/fmt/format.h" AND TARGET fmt::fmt)
+    get_target_property(medseg_fmt_include fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+    if(NOT medseg_fmt_include)
+      set(medseg_fmt_include /usr/include)
+    endif()
+    list(GET medseg_fmt_include 0 medseg_fmt_include)
+    set(medseg_fmt_shim "${CMAKE_BINARY_DIR}/fmt-shim")
+    file(MAKE_DIRECTORY "${medseg_fmt_shim}")
+    file(CREATE_LINK "${medseg_fmt_include}/fmt" "${medseg_fmt_shim}/fmt" SYMBOLIC)
+    include_directories(BEFORE SYSTEM "${medseg_fmt_shim}")
+    message(STATUS "medseg: this LibTorch bundles fmt; spdlog keeps the system's (${medseg_fmt_include}/fmt)")
+    break()
+  endif()
+endforeach()
+# PyTorch's wheel is built with a newer g++ than Debian's and exports the newer libstdc++ parts it linked
+# statically (std::filesystem among them) from libtorch*.so. An executable whose first NEEDED library
+# is libtorch binds std::filesystem::remove_all to torch's copy, which crashed at exit (a temporary
+# folder's destructor called a null pointer). libstdc++.so first in every link keeps the C++ runtime
+# the system's; only what it lacks is taken from torch.
+add_link_options("LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
 set(MEDSEG_TORCH_VERSION "${Torch_VERSION}")
 if(NOT MEDSEG_TORCH_VERSION)
   set(MEDSEG_TORCH_VERSION "unknown")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages medseg needs to build, test and run its demo.
+# Installs the Debian packages medseg needs to build, test and run its demo, then (unless
+# MEDSEG_TORCH=debian) LibTorch 2.11 with CUDA 13 from PyTorch's wheel (scripts/install_libtorch.sh).
 # Idempotent: returns quickly when everything is already present.
 set -euo pipefail
 
@@ -12,7 +13,7 @@ PACKAGES=(
   libpng-dev zlib1g-dev
   libzip-dev   # model zips (medseg_export_model_zip, medseg_install_model_zip)
   libcairo2-dev fonts-dejavu-core
-  python3 python3-torch
+  python3 python3-torch python3-pip unzip   # pip fetches the torch wheel (scripts/install_libtorch.sh)
   clang libclang-rt-14-dev   # sanitizer builds and libFuzzer targets (docs/hardening.md)
 )
 
@@ -25,12 +26,16 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install_deps: all ${#PACKAGES[@]} packages present"
-  exit 0
+else
+  echo "install_deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install_deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ "${MEDSEG_TORCH:-wheel}" != debian ]; then
+  torch_dir=$(bash "$(dirname "$0")/install_libtorch.sh")
+  echo "install_deps: LibTorch 2.11 (CUDA 13) at $torch_dir"
+fi

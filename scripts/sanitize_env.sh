@@ -1,6 +1,10 @@
 # Sourced by scripts/sanitize.sh and scripts/fuzz.sh: the sanitizer builds' configuration and the
 # runtime options their executables (tests, the CLIs they start, fuzzers) run with.
 
+# The sanitizer builds use Debian's CPU LibTorch 1.13 (instrumenting around the CUDA wheel's libraries
+# adds nothing the CPU paths do not already cover).
+_medseg_debian_torch=-DTorch_DIR=/usr/lib/x86_64-linux-gnu/cmake/Torch
+
 # One clang build serves the ASan+UBSan test suites and the fuzz targets (fuzzer-no-link
 # instrumentation costs the tests little and saves a second full build).
 medseg_configure_asan() {
@@ -9,7 +13,8 @@ medseg_configure_asan() {
   local generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMEDSEG_SANITIZE=address,undefined -DMEDSEG_FUZZ=ON
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMEDSEG_SANITIZE=address,undefined -DMEDSEG_FUZZ=ON \
+    "$_medseg_debian_torch"
 }
 
 medseg_configure_tsan() {
@@ -18,7 +23,8 @@ medseg_configure_tsan() {
   local generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMEDSEG_SANITIZE=thread "-DMEDSEG_TEST_SOURCES_REGEX=$tests_regex"
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMEDSEG_SANITIZE=thread "-DMEDSEG_TEST_SOURCES_REGEX=$tests_regex" \
+    "$_medseg_debian_torch"
 }
 
 _medseg_supp=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/sanitizers" && pwd)

@@ -4,6 +4,7 @@
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/core/Generator.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
@@ -35,6 +36,22 @@ inline bool built_with_cuda() {
 #else
   return false;
 #endif
+}
+
+// CUDA runtime and cuDNN versions compiled into this LibTorch (e.g. 13000 and 91900); 0 in a CPU
+// build. Both hooks exist in 1.13 and 2.x; a CPU build's hooks throw, so they are not asked there.
+struct CudaVersions {
+  long cudart = 0;
+  long cudnn = 0;
+};
+inline CudaVersions cuda_versions() {
+  CudaVersions v;
+#if defined(MEDSEG_WITH_CUDA)
+  const auto& hooks = at::detail::getCUDAHooks();
+  if (hooks.hasCUDART()) v.cudart = hooks.versionCUDART();
+  if (hooks.hasCuDNN()) v.cudnn = hooks.versionCuDNN();
+#endif
+  return v;
 }
 
 // --- autocast -------------------------------------------------------------------------------
@@ -247,6 +264,47 @@ inline c10::intrusive_ptr<c10d::ProcessGroup> make_nccl_group(const c10::intrusi
   throw std::runtime_error("training on CUDA with several ranks needs NCCL, and this LibTorch has none "
                            "(build against PyTorch's CUDA LibTorch, -DTorch_DIR=...)");
 #endif
+}
+
+}  // namespace medseg::compat
+#endif
+
+// --- DDP's Reducer (distributed/gradient_sync.cpp) -------------------------------------------------
+// Only a file that defines MEDSEG_TORCH_COMPAT_REDUCER before its first include sees this part (c10d's
+// reducer.hpp is heavy). 2.x dropped the per-bucket size limits from the constructor and added
+// skip_all_reduce_unused_params, use_python_reducer and bucket_bytes_cap_list (empty: bucket_bytes_cap
+// for every rebuilt bucket, as DDP's own default).
+#if defined(MEDSEG_TORCH_COMPAT_REDUCER)
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+
+#include <memory>
+#include <unordered_map>
+
+namespace medseg::compat {
+
+// The constructor is chosen by its signature rather than a version number (which release changed it
+// is not what matters); R is a template parameter so that only the matching call is compiled.
+template <class R = c10d::Reducer>
+std::unique_ptr<R> make_reducer(std::vector<at::Tensor> params, std::vector<std::vector<size_t>> buckets,
+                                std::vector<size_t> bucket_limits, c10::intrusive_ptr<c10d::ProcessGroup> group,
+                                std::vector<bool> sparse, int64_t bucket_bytes, bool find_unused,
+                                std::unordered_map<size_t, std::string> names, int64_t first_bucket_bytes) {
+  using Names = std::unordered_map<size_t, std::string>;
+  constexpr bool without_limits =
+      std::is_constructible_v<R, std::vector<at::Tensor>, std::vector<std::vector<size_t>>,
+                              c10::intrusive_ptr<c10d::ProcessGroup>, std::vector<bool>, int64_t, bool, bool, Names,
+                              int64_t, bool, bool, std::vector<int64_t>>;
+  if constexpr (without_limits) {
+    (void)bucket_limits;
+    return std::make_unique<R>(std::move(params), std::move(buckets), std::move(group), std::move(sparse),
+                               bucket_bytes, find_unused, /*gradient_as_bucket_view=*/false, std::move(names),
+                               first_bucket_bytes, /*skip_all_reduce_unused_params=*/false,
+                               /*use_python_reducer=*/false, /*bucket_bytes_cap_list=*/std::vector<int64_t>{});
+  } else {
+    return std::make_unique<R>(std::move(params), std::move(buckets), std::move(bucket_limits), std::move(group),
+                               std::move(sparse), bucket_bytes, find_unused, /*gradient_as_bucket_view=*/false,
+                               std::move(names), first_bucket_bytes);
+  }
 }
 
 }  // namespace medseg::compat

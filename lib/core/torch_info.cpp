@@ -9,9 +9,11 @@ namespace medseg {
 
 std::string torch_build_summary() {
   std::string s = "LibTorch " + compat::torch_version();
-  s += compat::built_with_cuda() ? " (CUDA build" : " (CPU build";
-  if (compat::built_with_cuda()) s += torch::cuda::is_available() ? ", GPU available)" : ", no GPU visible)";
-  else s += ")";
+  if (!compat::built_with_cuda()) return s + " (CPU build)";
+  const auto v = compat::cuda_versions();
+  s += " (CUDA " + std::to_string(v.cudart / 1000) + "." + std::to_string(v.cudart % 1000 / 10) + " build";
+  if (v.cudnn > 0) s += ", cuDNN " + std::to_string(v.cudnn);
+  s += torch::cuda::is_available() ? ", GPU available)" : ", no GPU visible)";
   return s;
 }
 

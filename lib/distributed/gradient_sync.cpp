@@ -1,8 +1,8 @@
+#define MEDSEG_TORCH_COMPAT_REDUCER  // core/torch_compat.h: make_reducer
 #include "distributed/gradient_sync.h"
 
-#include <torch/csrc/distributed/c10d/reducer.hpp>
-
 #include "core/error.h"
+#include "core/torch_compat.h"
 #include "core/strings.h"
 #include "distributed/backend.h"
 
@@ -31,12 +31,10 @@ GradientSync::GradientSync(const std::vector<at::Tensor>& params, const std::vec
   std::unordered_map<size_t, std::string> param_names;
   for (size_t i = 0; i < names.size(); ++i) param_names[i] = names[i];
   try {
-    impl_->reducer = std::make_unique<c10d::Reducer>(params, std::move(buckets), std::move(limits),
-                                                     group.backend().group_ptr_for(params.empty() ? at::Tensor() : params.front()), sparse,
-                                                     static_cast<int64_t>(kBucketBytes),
-                                                     /*find_unused_parameters=*/true,
-                                                     /*gradient_as_bucket_view=*/false, std::move(param_names),
-                                                     static_cast<int64_t>(kFirstBucketBytes));
+    impl_->reducer = compat::make_reducer(params, std::move(buckets), std::move(limits),
+                                          group.backend().group_ptr_for(params.empty() ? at::Tensor() : params.front()),
+                                          sparse, static_cast<int64_t>(kBucketBytes), /*find_unused=*/true,
+                                          std::move(param_names), static_cast<int64_t>(kFirstBucketBytes));
   } catch (const std::exception& e) {
     impl_->backend->fail("setting up gradient buckets", e);
   }

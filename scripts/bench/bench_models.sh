@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Side-by-side training-step timing (forward + backward) of medseg's C++ networks and the same
-# architectures in Python (scripts/bench/ref_models.py on Debian's python3-torch, the same LibTorch
-# 1.13 kernels), with equal torch thread counts on both sides.
+# architectures in Python (scripts/bench/ref_models.py on the same torch version as the build's LibTorch:
+# Debian's python3-torch for 1.13, a venv with the torch 2.11 wheel for 2.11; scripts/bench/python_reference.sh),
+# with equal torch thread counts on both sides.
 #
 #   scripts/bench/bench_models.sh [BUILD_DIR]
 # Environment: THREADS (2), ITERS (2), RESENC_PATCH (128), RESENC_BATCH (1), SWIN_PATCH (96),
@@ -12,11 +13,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 bin=$build/bin/medseg_bench_models
-py=/usr/bin/python3
+py=${PYTHON:-$(bash "$root/scripts/bench/python_reference.sh" "$build")}
 threads=${THREADS:-2}
 iters=${ITERS:-2}
 [ -x "$bin" ] || { echo "bench_models: $bin not built (ninja medseg_bench_models)" >&2; exit 1; }
-$py -c "import torch" 2>/dev/null || { echo "bench_models: python3-torch missing (scripts/install_deps.sh)" >&2; exit 1; }
+$py -c "import torch" 2>/dev/null || { echo "bench_models: $py cannot import torch" >&2; exit 1; }
 
 field() { sed -n "s/^$1=//p"; }
 
@@ -34,6 +35,7 @@ bench() {  # name model patch batch
     "$name" "$cw" "$pw" "$(echo "$cw / $pw" | bc -l)" "$cc" "$pc" "$(echo "$cc / $pc" | bc -l)"
 }
 
+echo "medseg: $("$build/bin/medseg_version"); python: torch $("$py" -c 'import torch; print(torch.__version__)')"
 echo "threads=$threads iters=$iters (median of timed iterations after one warm-up)"
 bench "ResEnc-M ${RESENC_PATCH:-128}^3 b${RESENC_BATCH:-1}" resenc "${RESENC_PATCH:-128}" "${RESENC_BATCH:-1}"
 bench "SwinUNETR-F24 ${SWIN_PATCH:-96}^3 b1" swin "${SWIN_PATCH:-96}" 1
