@@ -36,23 +36,24 @@ if(medseg_torch_prefix AND NOT TORCH_LIBRARY MATCHES "^${medseg_torch_prefix}/")
   message(FATAL_ERROR "medseg: Torch_DIR is ${Torch_DIR} but libtorch resolved to ${TORCH_LIBRARY}; "
                       "remove the build folder and configure again")
 endif()
-# Debian's TorchConfig forces CXX_STANDARD 14 on the imported target; we build C++17 regardless.
 # PyTorch's wheel ships its own fmt (12.x) in its include folder, which comes before /usr/include and
 # would hide the fmt that Debian's spdlog was built with (9.x). A folder holding only the system's fmt,
-# searched before torch's, keeps spdlog on its own fmt; torch's headers that medseg includes do not use fmt.
+# searched before torch's, keeps spdlog on its own fmt (torch's headers that medseg includes do not use
+# fmt). It is made for every LibTorch, so that all builds compile with the same include order.
+if(TARGET fmt::fmt)
+  get_target_property(medseg_fmt_include fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+endif()
+if(NOT medseg_fmt_include)
+  set(medseg_fmt_include /usr/include)
+endif()
+list(GET medseg_fmt_include 0 medseg_fmt_include)
+set(medseg_fmt_shim "${CMAKE_BINARY_DIR}/fmt-shim")
+file(MAKE_DIRECTORY "${medseg_fmt_shim}")
+file(CREATE_LINK "${medseg_fmt_include}/fmt" "${medseg_fmt_shim}/fmt" SYMBOLIC)
+include_directories(BEFORE SYSTEM "${medseg_fmt_shim}")
 foreach(dir ${TORCH_INCLUDE_DIRS})
-  if(EXISTS "${dir}/fmt/format.h" AND TARGET fmt::fmt)
-    get_target_property(medseg_fmt_include fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
-    if(NOT medseg_fmt_include)
-      set(medseg_fmt_include /usr/include)
-    endif()
-    list(GET medseg_fmt_include 0 medseg_fmt_include)
-    set(medseg_fmt_shim "${CMAKE_BINARY_DIR}/fmt-shim")
-    file(MAKE_DIRECTORY "${medseg_fmt_shim}")
-    file(CREATE_LINK "${medseg_fmt_include}/fmt" "${medseg_fmt_shim}/fmt" SYMBOLIC)
-    include_directories(BEFORE SYSTEM "${medseg_fmt_shim}")
+  if(EXISTS "${dir}/fmt/format.h" AND NOT dir STREQUAL medseg_fmt_include)
     message(STATUS "medseg: this LibTorch bundles fmt; spdlog keeps the system's (${medseg_fmt_include}/fmt)")
-    break()
   endif()
 endforeach()
 # PyTorch's wheel is built with a newer g++ than Debian's and exports the newer libstdc++ parts it linked
@@ -61,6 +62,7 @@ endforeach()
 # folder's destructor called a null pointer). libstdc++.so first in every link keeps the C++ runtime
 # the system's; only what it lacks is taken from torch.
 add_link_options("LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
+# Debian's TorchConfig forces CXX_STANDARD 14 on the imported target; we build C++17 regardless.
 set(MEDSEG_TORCH_VERSION "${Torch_VERSION}")
 if(NOT MEDSEG_TORCH_VERSION)
   set(MEDSEG_TORCH_VERSION "unknown")

@@ -7,24 +7,24 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include <cstdlib>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/strings.h"
 #include "core/torch_compat.h"
+#include "distributed/advertised_address.h"
 #include "distributed/backend.h"
 
 namespace medseg::distributed {
 namespace {
 
+// The address this rank advertises (distributed/advertised_address.h), logged so that a user sees
+// which interface carries the run.
 std::shared_ptr<::gloo::transport::Device> gloo_device(const World& w) {
-  // GLOO_SOCKET_IFNAME as in PyTorch; a loopback run stays on 127.0.0.1 whatever the host name
-  // resolves to; otherwise the address the host name resolves to (torchrun's default).
-  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
-    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
-  if (w.master_addr == "127.0.0.1" || w.master_addr == "localhost")
-    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-  return c10d::ProcessGroupGloo::createDefaultDevice();
+  const AdvertisedAddress a = advertised_address(w.master_addr, w.master_port);
+  if (w.distributed()) spdlog::info("{}: Gloo on {}", w.label(), a.describe());
+  if (a.from_environment) return c10d::ProcessGroupGloo::createDeviceForInterface(a.interface);
+  return c10d::ProcessGroupGloo::createDeviceForHostname(a.address);
 }
 
 void wait(ProcessGroup::Backend& b, const char* op, const c10::intrusive_ptr<c10d::Work>& work,

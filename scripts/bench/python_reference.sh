@@ -10,7 +10,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:?usage: python_reference.sh BUILD_DIR}
-torch_cmake=$(sed -n 's/^Torch_DIR:PATH=//p' "$build/CMakeCache.txt" 2>/dev/null)
+torch_cmake=$(sed -n 's/^Torch_DIR:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
 [ -n "$torch_cmake" ] || { echo "python_reference: $build is not a configured medseg build" >&2; exit 1; }
 version=$(sed -n 's/^set(PACKAGE_VERSION "\([0-9.]*\).*/\1/p' "$torch_cmake/TorchConfigVersion.cmake" | head -1)
 case "$version" in
