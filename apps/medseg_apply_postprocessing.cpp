@@ -6,6 +6,8 @@
 
 #include "cli_common.h"
 #include "core/error.h"
+#include "core/json_io.h"
+#include "io/dataset.h"
 #include "io/image_folder.h"
 #include "postprocessing/postprocessing.h"
 
@@ -13,15 +15,19 @@ namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
   CLI::App app{"Apply postprocessing to a folder of segmentations", "medseg_apply_postprocessing"};
-  std::string input, output, pp_file;
+  std::string input, output, pp_file, djfile;
   int threads = medseg::cli::default_threads();
   app.add_option("-i,--input", input, "Folder of segmentations")->required();
   app.add_option("-o,--output", output, "Output folder (not the input folder)")->required();
   app.add_option("--pp_json", pp_file, "postprocessing.json (default: INPUT/postprocessing.json)");
+  app.add_option("--dataset_json", djfile,
+                 "dataset.json whose labels the steps must keep (default: INPUT/dataset.json, as nnU-Net)");
   app.add_option("--np", threads, "Threads")->capture_default_str();
   return medseg::cli::run(argc, argv, app, [&] {
     if (pp_file.empty()) pp_file = (fs::path(input) / "postprocessing.json").string();
-    const auto pp = medseg::postprocessing::read_postprocessing(pp_file);
+    if (djfile.empty()) djfile = (fs::path(input) / "dataset.json").string();
+    const auto labels = medseg::io::labels_from_json(medseg::read_json(djfile), djfile);
+    const auto pp = medseg::postprocessing::read_postprocessing(pp_file, labels);
     const int64_t n = medseg::postprocessing::apply_postprocessing_to_folder(input, output, pp, threads);
     // As nnU-Net: the folder stays self-describing for a later evaluation.
     medseg::io::copy_dataset_jsons(input, output);

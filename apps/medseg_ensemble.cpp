@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "core/json_io.h"
+#include "io/dataset.h"
 #include "selection/ensemble.h"
 
 namespace fs = std::filesystem;
@@ -21,7 +22,8 @@ int main(int argc, char** argv) {
   return medseg::cli::run(argc, argv, app, [&] {
     // The file ending of the written segmentations: the first folder's dataset.json, as nnU-Net.
     const fs::path dj = fs::path(o.inputs.empty() ? "" : o.inputs[0]) / "dataset.json";
-    if (fs::exists(dj)) o.file_ending = medseg::read_json(dj.string()).value("file_ending", o.file_ending);
+    // It names the written files: checked like every name that becomes part of a path.
+    if (fs::exists(dj)) o.file_ending = medseg::io::file_ending_from_json(medseg::read_json(dj.string()), dj.string());
     const int64_t n = medseg::selection::ensemble_folders(o);
     std::printf("%lld case(s) ensembled from %zu folders -> %s\n", static_cast<long long>(n), o.inputs.size(),
                 o.output.c_str());

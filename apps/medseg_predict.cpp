@@ -67,7 +67,7 @@ int predict_folder(inference::ModelFolder model, const std::string& model_folder
   const std::string ending = model.dataset.file_ending;
   const std::string pp_file = (fs::path(model_folder) / "postprocessing.json").string();
   if (!no_postprocessing && fs::exists(pp_file)) {
-    ro.postprocessing = postprocessing::read_postprocessing(pp_file).steps;
+    ro.postprocessing = postprocessing::read_postprocessing(pp_file, model.dataset.labels).steps;
     spdlog::info("postprocessing from {}: {} step(s) (--disable_postprocessing skips it)", pp_file,
                  ro.postprocessing.size());
   }
@@ -168,6 +168,7 @@ int main(int argc, char** argv) {
       model_folder = inference::model_folder_path(root_folder(Root::Results), dataset, trainer, plans, configuration);
     }
     if (ro.npp < 0 || ro.nps < 0) throw Error("-npp and -nps must be >= 0");
+    inference::check_step_size(po.step_size, "-step_size");  // once, not once per case
     inference::check_part(num_parts, part_id);
     if (nproc > 1 && std::getenv("RANK") == nullptr) {
       distributed::LaunchOptions lo;

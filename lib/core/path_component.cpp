@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace medseg {
 
@@ -47,6 +48,14 @@ std::string parse_fold(const std::string& fold) {
   if (fold == "all") return fold;
   if (!digits) throw Error("fold must be a non-negative integer or 'all', got '" + printable(fold) + "'");
   return std::to_string(std::stol(fold));
+}
+
+std::vector<std::string> parse_folds(const std::vector<std::string>& folds, const std::string& flag) {
+  std::vector<std::string> out;
+  for (const std::string& f : folds) out.push_back(parse_fold(f));
+  if (const auto twice = first_repeated(out))
+    throw Error(flag + " " + printable(join(folds, " ")) + ": fold " + *twice + " is given twice");
+  return out;
 }
 
 }  // namespace medseg

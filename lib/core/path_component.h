@@ -2,6 +2,7 @@
 // Names that become one component of a path, checked where they are read (docs/conventions.md, "Names
 // that become paths"): nothing is ever written outside the folders the user gave.
 #include <string>
+#include <vector>
 
 namespace medseg {
 
@@ -9,6 +10,11 @@ namespace medseg {
 // spelling ("all", or the number without leading zeros: "007" -> "7"). Throws Error naming the value
 // for anything else ("-3", "abc", "1.5", "../x", empty), before it becomes a fold_K folder.
 std::string parse_fold(const std::string& fold);
+
+// parse_fold for every fold of a list, refusing a fold given twice ("0 0 1", or "0 00"), which
+// would count double in an ensemble or a cross-validation. `flag` names the option in errors
+// ("-f"): Error("-f 0 0 1: fold 0 is given twice").
+std::vector<std::string> parse_folds(const std::vector<std::string>& folds, const std::string& flag);
 
 // Names that become one component of a path (plans, configuration and dataset names, data
 // identifiers, trainer names, folds, case ids): "" when `value` is one, else why it is not (empty,

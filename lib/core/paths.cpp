@@ -44,6 +44,17 @@ std::vector<std::string> list_datasets(const std::string& root) {
   return out;
 }
 
+void refuse_taken_dataset_id(const std::string& root, const std::string& folder_name, const std::string& hint) {
+  const int id = dataset_id_of(folder_name);
+  if (id < 0) return;
+  for (const std::string& other : list_datasets(root))
+    if (dataset_id_of(other) == id && other != folder_name) {
+      const std::string d = std::to_string(id);
+      throw FileError((fs::path(root) / other).string(), "dataset id " + d + " is taken by this folder; " + folder_name +
+                                                             " beside it would make -d " + d + " ambiguous (" + hint + ")");
+    }
+}
+
 std::string find_dataset_name(const std::string& root, const std::string& key) {
   if (!fs::is_directory(root)) throw FileError(root, "dataset root folder does not exist");
   const auto all = list_datasets(root);

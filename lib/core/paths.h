@@ -22,6 +22,12 @@ int dataset_id_of(const std::string& folder_name);
 // Lists DatasetXXX_* folders under root (sorted).
 std::vector<std::string> list_datasets(const std::string& root);
 
+// A second DatasetXXX_* folder with the id of another under `root` would make every `-d XXX`
+// ambiguous: throws FileError naming that other folder and `folder_name` ("<root>/Dataset901_A: dataset
+// id 901 is taken by this folder; Dataset901_B beside it would make -d 901 ambiguous (<hint>)").
+// No-op when `folder_name` itself is the one there, or has no id.
+void refuse_taken_dataset_id(const std::string& root, const std::string& folder_name, const std::string& hint);
+
 // The K of the fold_K folders of a model folder, numerically sorted ("all" left out, as nnU-Net
 // does); with `containing`, only folds holding that subfolder (e.g. "validation"). {} when `folder`
 // does not exist.

@@ -1,11 +1,30 @@
 #pragma once
 // Small string helpers shared by the stages.
+#include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace medseg {
 
 inline bool ends_with(const std::string& s, const std::string& e) {
   return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+}
+
+// The values joined with `sep` between them.
+inline std::string join(const std::vector<std::string>& values, const std::string& sep) {
+  std::string s;
+  for (std::size_t i = 0; i < values.size(); ++i) s += (i ? sep : "") + values[i];
+  return s;
+}
+
+// The first value of `values` that an earlier one equals, or nothing when all differ: for lists
+// where a repeat would silently count twice (folds, configurations to compare).
+inline std::optional<std::string> first_repeated(const std::vector<std::string>& values) {
+  std::set<std::string> seen;
+  for (const std::string& v : values)
+    if (!seen.insert(v).second) return v;
+  return std::nullopt;
 }
 
 // An exception message as one line for the user: LibTorch's c10::Error appends "Exception raised

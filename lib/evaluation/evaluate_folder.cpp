@@ -23,10 +23,7 @@ void labels_from_dataset_json(const json& ds, EvaluateOptions& o, const std::str
   o.labels.clear();
   o.label_keys.clear();
   o.declared.clear();
-  if (ds.contains("file_ending")) {
-    if (!ds.at("file_ending").is_string()) throw FileError(source, "'file_ending' must be a string");
-    o.file_ending = ds.at("file_ending").get<std::string>();
-  }
+  o.file_ending = io::file_ending_from_json(ds, source, o.file_ending);
   o.ignore_label = io::ignore_label(defs);
   // A top-level "ignore" (older medseg datasets) is read as io's DatasetInfo::label_values reads it.
   if (!o.ignore_label && ds.contains("ignore") && ds.at("ignore").is_number_integer()) {

@@ -61,10 +61,10 @@ void check_same(const std::string& what, const nlohmann::json& a, const nlohmann
 ModelFolder load_model_folder(const std::string& folder, const std::vector<std::string>& folds_in,
                               const std::string& chk) {
   if (!fs::is_directory(folder)) throw FileError(folder, "model folder not found");
-  std::vector<std::string> folds = folds_in;
+  // Numbers or "all", never paths, each once (a repeated fold would count double in the ensemble).
+  std::vector<std::string> folds = parse_folds(folds_in, "-f");
   if (folds.empty()) folds = available_folds(folder);
   if (folds.empty()) throw FileError(folder, "no fold_K folders (train a fold first, or pass -f all)");
-  for (std::string& f : folds) f = parse_fold(f);  // a number or "all", never a path
   const std::string file = checkpoint_file_name(chk);
 
   ModelFolder m;

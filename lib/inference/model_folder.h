@@ -47,9 +47,9 @@ struct ModelFolder {
   nlohmann::json imported_from;      // set for models converted from nnU-Net
 };
 
-// Loads `folds` ({} = every available fold; {"all"} = fold_all) with checkpoint `chk`. Throws
-// FileError naming the folder or checkpoint for a missing fold, a missing/corrupt checkpoint, or
-// folds that disagree on configuration, channels or classes.
+// Loads `folds` ({} = every available fold; {"all"} = fold_all) with checkpoint `chk`. Throws Error
+// naming -f for a fold given twice (parse_folds), FileError naming the folder or checkpoint for a
+// missing fold, a missing/corrupt checkpoint, or folds that disagree on configuration, channels or classes.
 ModelFolder load_model_folder(const std::string& folder, const std::vector<std::string>& folds,
                               const std::string& chk = "checkpoint_final");
 

@@ -4,21 +4,51 @@
 #include <torch/nn/functional/padding.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/torch_memory.h"
+#include "planning/memory_check.h"
 
 namespace medseg::inference {
+
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// Tile positions along one axis, as a double.
+double positions(int64_t image_size, int64_t patch, double step_size) {
+  if (image_size < patch) throw Error("sliding window: image smaller than the patch");
+  return std::ceil(static_cast<double>(image_size - patch) / (static_cast<double>(patch) * step_size)) + 1;
+}
+
+}  // namespace
+
+void check_step_size(double step_size, const std::string& what) {
+  if (!(step_size > 0 && step_size <= 1))  // NaN fails both comparisons
+    throw Error(what + " " + number(step_size) + " is not in (0, 1] (the step between tiles as a fraction of the patch; "
+                "nnU-Net's default is 0.5)");
+}
+
+double tile_count(const std::vector<int64_t>& image_size, const std::vector<int64_t>& patch, double step_size) {
+  if (image_size.size() != patch.size()) throw Error("sliding window: image and patch dims differ");
+  double n = 1;
+  for (size_t d = 0; d < patch.size(); ++d) n *= positions(image_size[d], patch[d], step_size);
+  return n;
+}
 
 std::vector<std::vector<int64_t>> compute_steps(const std::vector<int64_t>& image_size,
                                                 const std::vector<int64_t>& patch, double step_size) {
   if (image_size.size() != patch.size()) throw Error("sliding window: image and patch dims differ");
-  if (step_size <= 0 || step_size > 1) throw Error("sliding window: step_size must be in (0, 1]");
+  check_step_size(step_size, "sliding window: step_size");
   std::vector<std::vector<int64_t>> steps;
   for (size_t d = 0; d < patch.size(); ++d) {
-    if (image_size[d] < patch[d]) throw Error("sliding window: image smaller than the patch");
-    const double target = static_cast<double>(patch[d]) * step_size;
-    const int64_t n = static_cast<int64_t>(std::ceil(static_cast<double>(image_size[d] - patch[d]) / target)) + 1;
+    const auto n = static_cast<int64_t>(positions(image_size[d], patch[d], step_size));
     const double actual = n > 1 ? static_cast<double>(image_size[d] - patch[d]) / static_cast<double>(n - 1) : 0.0;
     std::vector<int64_t> s;
     for (int64_t i = 0; i < n; ++i) s.push_back(static_cast<int64_t>(std::nearbyint(actual * static_cast<double>(i))));
@@ -70,6 +100,23 @@ std::vector<int64_t> shifted(const std::vector<int64_t>& axes, int64_t by) {
   std::vector<int64_t> o;
   for (auto a : axes) o.push_back(a + by);
   return o;
+}
+
+}  // namespace
+
+namespace {
+
+// The tile list (a Tile per position: its vector and the vector's heap block) and the positions per
+// axis must fit the host's memory: a tiny step size would otherwise allocate without bound.
+void check_tiles_fit(const std::vector<int64_t>& size, const std::vector<int64_t>& patch, double step_size) {
+  check_step_size(step_size, "sliding window: step_size");
+  const double tiles = tile_count(size, patch, step_size);
+  const double per_tile = static_cast<double>(sizeof(Tile) + 2 * patch.size() * sizeof(int64_t));
+  std::string shape;
+  for (size_t d = 0; d < size.size(); ++d) shape += (d ? ", " : "") + std::to_string(size[d]);
+  planning::check_bytes_fit(tiles * per_tile,
+                            "the list of " + number(tiles) + " tiles (step_size " + number(step_size) + " over an image of [" + shape + "])",
+                            device_memory_limit("cpu"), "", "sliding window", "a larger -step_size makes fewer tiles");
 }
 
 }  // namespace
@@ -137,6 +184,7 @@ SlidingWindow::SlidingWindow(const at::Tensor& image_in, int64_t num_classes, co
   m.original.assign(image_in.sizes().begin() + 1, image_in.sizes().end());
   m.image = at::constant_pad_nd(image_in.to(o.device, at::kFloat), pad, 0.0);
   m.size.assign(m.image.sizes().begin() + 1, m.image.sizes().end());
+  check_tiles_fit(m.size, m.patch, o.step_size);
   m.steps = compute_steps(m.size, m.patch, o.step_size);
   // The axis with the most tile positions (ties: the longer one) is the one shards split.
   for (int64_t d = 1; d < m.spatial; ++d) {

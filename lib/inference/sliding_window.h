@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -28,6 +29,14 @@ struct SlidingWindowOptions {
   bool progress = false;
 };
 
+// Throws Error("<what> <value> is not in (0, 1] ...") for a step outside (0, 1], NaN included. `what`
+// names the flag for a command-line value ("-step_size").
+void check_step_size(double step_size, const std::string& what);
+
+// How many tiles compute_steps gives for these sizes, counted without building them (as a double: an
+// absurdly small step overflows no integer). The step size must pass check_step_size.
+double tile_count(const std::vector<int64_t>& image_size, const std::vector<int64_t>& patch, double step_size);
+
 // nnU-Net's tile start positions per axis for an image of `image_size` (each >= patch).
 std::vector<std::vector<int64_t>> compute_steps(const std::vector<int64_t>& image_size,
                                                 const std::vector<int64_t>& patch, double step_size);
@@ -43,7 +52,8 @@ at::Tensor gaussian_importance_map(const std::vector<int64_t>& patch, double sig
 at::Tensor predict_sliding_window(const NetworkFn& net, const at::Tensor& image, int64_t num_classes,
                                   const SlidingWindowOptions& opts);
 
-// One image's tiling, for callers that share the tiles out (inference/sharded_window.h). Shard i of
+// One image's tiling, for callers that share the tiles out. The constructor refuses a tiling whose
+// tile list would not fit the host's memory (planning/memory_check.h), before building it. (inference/sharded_window.h). Shard i of
 // n takes a contiguous run of the tile positions along the axis with the most positions (every
 // position on the other axes), so its tiles cover one slab of the image and overlap the
 // neighbouring shards' slabs by the patch minus the step.

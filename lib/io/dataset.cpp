@@ -174,11 +174,17 @@ DatasetInfo dataset_info_from_json(const json& j, const std::string& file) {
   if (!info.raw.contains("numTraining") || !info.raw.at("numTraining").is_number_integer())
     throw FileError(file, "missing or non-integer 'numTraining'");
   info.num_training = info.raw.at("numTraining").get<int>();
-  if (!info.raw.contains("file_ending") || !info.raw.at("file_ending").is_string())
-    throw FileError(file, "missing 'file_ending' (e.g. \".nii.gz\")");
-  info.file_ending = info.raw.at("file_ending").get<std::string>();
-  check_file_ending(info.file_ending, file);
+  if (!info.raw.contains("file_ending")) throw FileError(file, "missing 'file_ending' (e.g. \".nii.gz\")");
+  info.file_ending = file_ending_from_json(info.raw, file);
   return info;
+}
+
+std::string file_ending_from_json(const json& j, const std::string& file, const std::string& fallback) {
+  if (!j.is_object() || !j.contains("file_ending")) return fallback;
+  if (!j.at("file_ending").is_string()) throw FileError(file, "'file_ending' must be a string (e.g. \".nii.gz\")");
+  const std::string ending = j.at("file_ending").get<std::string>();
+  check_file_ending(ending, file);
+  return ending;
 }
 
 namespace {

@@ -66,6 +66,11 @@ DatasetInfo load_dataset_info(const std::string& dataset_folder);
 // train or export regions paired with the wrong regions_class_order entries. No-op for plain
 // labels, whose outputs follow the label values.
 void check_region_label_order(const std::string& file);
+// dataset.json's file_ending, checked as every name that becomes part of a path (outputs are named
+// <case id><file_ending>): a string, a single file name (check_path_component), starting with '.'.
+// `fallback` when the key is absent (copies of dataset.json in prediction and model folders). Throws
+// FileError naming `file`.
+std::string file_ending_from_json(const json& dataset, const std::string& file, const std::string& fallback = ".nii.gz");
 // The same checks on an already-parsed dataset.json (e.g. the copy inside a checkpoint); `file`
 // names its source in errors. folder and name stay empty.
 DatasetInfo dataset_info_from_json(const json& j, const std::string& file);

@@ -178,11 +178,7 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
   check_path_component(o.file_ending, "file ending (--file-ending)");
   const fs::path target = fs::path(root) / (name + o.name);
   if (fs::exists(target) && !overwrite) throw FileError(target.string(), "already exists (use --overwrite to replace it)");
-  // A second folder with the same id would make every later `-d ID` ambiguous.
-  for (const std::string& other : list_datasets(root))
-    if (dataset_id_of(other) == o.dataset_id && other != target.filename().string())
-      throw FileError((fs::path(root) / other).string(), "dataset id " + std::to_string(o.dataset_id) +
-                                                             " is taken by this folder (choose another -d, or remove it)");
+  refuse_taken_dataset_id(root, target.filename().string(), "choose another -d, or remove it");
   // Built aside and moved into place at the end: a failed make leaves no partial dataset, and
   // --overwrite keeps the old one until the new one is complete.
   StagedFolder staged(target.string());

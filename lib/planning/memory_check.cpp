@@ -21,15 +21,21 @@ std::string shape(const std::vector<int>& patch) {
 
 void refuse_if_above(double needed, const std::string& what, const MemoryLimit& limit, const std::string& source,
                      const std::string& scope) {
-  if (limit.bytes <= 0 || needed <= static_cast<double>(limit.bytes)) return;
-  const bool from_env = limit.what == "MEDSEG_MEMORY_LIMIT_GIB";
-  throw FileError(source, (scope.empty() ? "" : scope + ": ") + what + " needs about " + gib(needed) +
-                              ", more than the " + gib(static_cast<double>(limit.bytes)) + " of " + limit.what +
-                              " (check patch_size, batch_size and features_per_stage" +
-                              (from_env ? ")" : "; MEDSEG_MEMORY_LIMIT_GIB sets the limit)"));
+  check_bytes_fit(needed, what, limit, source, scope, "check patch_size, batch_size and features_per_stage");
 }
 
 }  // namespace
+
+void check_bytes_fit(double bytes, const std::string& what, const MemoryLimit& limit, const std::string& source,
+                     const std::string& scope, const std::string& hint) {
+  if (limit.bytes <= 0 || bytes <= static_cast<double>(limit.bytes)) return;
+  const bool from_env = limit.what == "MEDSEG_MEMORY_LIMIT_GIB";
+  const std::string msg = (scope.empty() ? "" : scope + ": ") + what + " needs about " + gib(bytes) +
+                          ", more than the " + gib(static_cast<double>(limit.bytes)) + " of " + limit.what + " (" +
+                          hint + (from_env ? ")" : "; MEDSEG_MEMORY_LIMIT_GIB sets the limit)");
+  if (source.empty()) throw Error(msg);
+  throw FileError(source, msg);
+}
 
 void check_training_fits(const ArchitecturePlan& arch, const std::vector<int>& patch, int batch,
                          const TrainingStep& step, const MemoryLimit& limit, const std::string& source,

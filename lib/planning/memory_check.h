@@ -26,6 +26,12 @@ void check_training_fits(const ArchitecturePlan& arch, const std::vector<int>& p
                          const TrainingStep& step, const MemoryLimit& limit, const std::string& source,
                          const std::string& scope);
 
+// The rule of both checks for any other allocation of `bytes` (the sliding window's tile list):
+// throws FileError(source, "<scope>: <what> needs about X GiB, more than the Y GiB of <limit> (<hint>...)"),
+// or Error when `source` is empty, when `bytes` exceeds the limit.
+void check_bytes_fit(double bytes, const std::string& what, const MemoryLimit& limit, const std::string& source,
+                     const std::string& scope, const std::string& hint);
+
 // The same for a forward pass of `batch` patches (prediction's tiles, medseg_model_info). With an
 // empty patch only the weights are checked (medseg_init_model).
 void check_forward_fits(const ArchitecturePlan& arch, const std::vector<int>& patch, int batch, int in_channels,

@@ -97,6 +97,13 @@ Topology shrink(const Topology& t, const std::vector<double>& spacing, const std
   return pool_and_conv_props(spacing, to_double(p), min_edge);
 }
 
+std::string too_many_slabs(const Topology& t, int ranks) {
+  std::string patch;
+  for (auto v : t.patch_size) patch += (patch.empty() ? "" : ", ") + std::to_string(v);
+  return "--spatial_parallel " + std::to_string(ranks) + ": no patch splits into " + std::to_string(ranks) +
+         " slabs aligned with the network's strides, down to the smallest, [" + patch + "]; plan for fewer ranks";
+}
+
 }  // namespace
 
 ConfigOut plan_unet_configuration(Ctx& c, const std::vector<double>& spacing, const std::vector<double>& median,
@@ -125,18 +132,30 @@ ConfigOut plan_unet_configuration(Ctx& c, const std::vector<double>& spacing, co
     // Same shrink order; the patch must fit with the minimum batch, then the batch grows to the budget.
     const MemoryOptions mo = c.memory_options();
     const double budget = c.budget_bytes();
+    // Whether the patch splits into the ranks' slabs along an axis aligned with the strides.
+    auto splits = [&](const Topology& tt) {
+      if (mo.spatial_parallel <= 1) return true;
+      std::vector<std::vector<int>> strides;
+      for (const auto& row : tt.strides) strides.emplace_back(row.begin(), row.end());
+      return spatial_shard_axis(std::vector<int>(tt.patch_size.begin(), tt.patch_size.end()), strides,
+                                mo.spatial_parallel) >= 0;
+    };
     auto peak = [&](const Topology& tt, int b) {
       const std::vector<int> p(tt.patch_size.begin(), tt.patch_size.end());
       // A patch that no axis splits into aligned slabs does not fit: the next shrink may.
-      if (mo.spatial_parallel > 1) {
-        std::vector<std::vector<int>> strides;
-        for (const auto& row : tt.strides) strides.emplace_back(row.begin(), row.end());
-        if (spatial_shard_axis(p, strides, mo.spatial_parallel) < 0) return std::numeric_limits<double>::infinity();
-      }
+      if (!splits(tt)) return std::numeric_limits<double>::infinity();
       return static_cast<double>(
           estimate_training_memory(arch_plan(c, tt), p, b, c.in_channels(), c.ds.num_labels, mo).peak_bytes);
     };
-    while (peak(t, c.spec.min_batch) > budget) t = shrink(t, spacing, median, u.feature_map_min_edge);
+    while (peak(t, c.spec.min_batch) > budget) {
+      try {
+        t = shrink(t, spacing, median, u.feature_map_min_edge);
+      } catch (const Error&) {
+        // The smallest patch does not split: the rank count is to blame, not the memory target.
+        if (!splits(t)) throw Error(too_many_slabs(t, mo.spatial_parallel));
+        throw;
+      }
+    }
     const std::vector<int> p(t.patch_size.begin(), t.patch_size.end());
     bs = max_batch_for_budget(arch_plan(c, t), p, c.in_channels(), c.ds.num_labels, mo, budget);
   }

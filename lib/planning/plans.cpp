@@ -370,10 +370,12 @@ ConfigurationPlan configuration_from_json(const json& c, const std::string& name
   p.batch_dice = get<bool>(c, "batch_dice", w);
   p.inherits_from = get_or<std::string>(c, "inherits_from", "", w);
   p.previous_stage = get_or<std::string>(c, "previous_stage", "", w);
+  if (!p.previous_stage.empty()) w.name(p.previous_stage, "previous_stage");  // OUTPUT/<previous_stage>/, its model folder
   if (c.contains("next_stage") && !c.at("next_stage").is_null()) {
     if (c.at("next_stage").is_string()) p.next_stage = {c.at("next_stage").get<std::string>()};
     else p.next_stage = get<std::vector<std::string>>(c, "next_stage", w);
   }
+  for (const auto& next : p.next_stage) w.name(next, "next_stage");  // predicted_next_stage/<next_stage>/
   p.architecture = architecture_from_json(w.at(c, "architecture"), file, w.scope);
   if (p.architecture.dim != p.dim()) w.fail("architecture rank differs from patch_size rank");
   check_patch_and_batch(p.patch_size, p.batch_size, p.architecture, file, w.scope);

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/output_folder.h"
+#include "core/path_component.h"
 #include "core/paths.h"
 #include "core/strings.h"
 #include "io/image_folder.h"
@@ -27,14 +28,13 @@ CrossvalResults gather_crossval(const std::string& model_folder, std::vector<std
                                 const std::string& references, const std::string& file_ending) {
   const fs::path model(model_folder);
   if (!fs::is_directory(model)) throw FileError(model_folder, "model folder not found");
+  folds = parse_folds(folds, "-f");  // they name folders: numbers or "all", each once
   if (folds.empty()) folds = numbered_folds(model.string(), "validation");
   if (folds.empty())
     throw FileError(model_folder, "no fold_K/validation folder: run the final validation (medseg_train ... --val) first");
   CrossvalResults r;
   r.folds = folds;
-  std::string name = "crossval_results_folds";
-  for (const auto& f : folds) name += "_" + f;
-  r.folder = (model / name).string();
+  r.folder = (model / ("crossval_results_folds_" + join(folds, "_"))).string();
   r.references = references;
   if (r.references.empty()) {
     const std::string dataset = fs::absolute(model).lexically_normal().parent_path().filename().string();

@@ -15,7 +15,8 @@ struct CrossvalResults {
 };
 
 // Copies every fold's validation segmentations (and saved probabilities, when present) plus the
-// model's dataset.json and plans.json. `folds` {} = every fold_K with a validation folder.
+// model's dataset.json and plans.json. `folds` {} = every fold_K with a validation folder; a fold
+// that is no fold name, or one given twice, is an Error naming -f (parse_folds).
 // `references` "" = MEDSEG_PREPROCESSED/<the model's dataset folder>/gt_segmentations. Throws
 // FileError naming the folder for a fold without validation results, a case validated in two
 // folds, or missing references. The folder is built aside and moved into place when complete.

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/json_object_reader.h"
 #include "core/parallel.h"
 #include "core/progress.h"
 #include "io/image_folder.h"
@@ -33,14 +34,20 @@ void keep_largest(T* seg, const std::array<int64_t, 3>& shape, const std::vector
     if (mask[i] && !keep[i]) seg[i] = 0;
 }
 
-// labels_or_regions: an int, or a (nested) list of ints; the mask is the union either way.
-void collect_values(const json& j, std::vector<int>& out, const std::string& source) {
-  if (j.is_number_integer()) {
-    const int v = j.get<int>();
+// labels_or_regions: a label, a region (a list of labels) or a list of labels and regions, as nnU-Net
+// writes it; the mask is the union either way. `depth` counts the lists around `j`: a list inside a
+// region is no format nnU-Net writes, and is refused rather than flattened.
+void collect_values(const json& j, std::vector<int>& out, const std::string& source, const std::string& what,
+                    int depth = 0) {
+  if (j.is_number()) {
+    const int v = json_as<int>(j, what, source);  // 4294967297 is no label, not label 1
     if (v <= 0) throw FileError(source, "labels_or_regions holds " + std::to_string(v) + " (only foreground labels > 0)");
     out.push_back(v);
+  } else if (j.is_array() && depth < 2) {
+    for (size_t i = 0; i < j.size(); ++i) collect_values(j[i], out, source, what + "[" + std::to_string(i) + "]", depth + 1);
   } else if (j.is_array()) {
-    for (const auto& e : j) collect_values(e, out, source);
+    throw FileError(source, what + " is " + j.dump() + ": a region holds labels, not lists (labels_or_regions is a "
+                                                       "label, a region or a list of labels and regions)");
   } else {
     throw FileError(source, "labels_or_regions must be a label, a region (list) or a list of them, not " + j.dump());
   }
@@ -90,17 +97,15 @@ Postprocessing postprocessing_from_json(const json& j, const std::string& source
     throw FileError(source, std::to_string(fns.size()) + " postprocessing_fns but " +
                                 std::to_string(kwargs.size()) + " postprocessing_kwargs");
   Postprocessing pp;
-  if (j.contains("file_ending")) {
-    if (!j.at("file_ending").is_string()) throw FileError(source, "file_ending must be a string");
-    pp.file_ending = j.at("file_ending").get<std::string>();
-  }
+  pp.file_ending = io::file_ending_from_json(j, source, pp.file_ending);  // names the written files
   for (size_t i = 0; i < fns.size(); ++i) {
     if (fns[i] != kKeepLargest)
       throw FileError(source, "unknown postprocessing step " + fns[i].dump() + " (medseg knows " + kKeepLargest + ")");
     if (!kwargs[i].is_object() || !kwargs[i].contains("labels_or_regions"))
       throw FileError(source, "step " + std::to_string(i) + " has no labels_or_regions");
     KeepLargestComponent s;
-    collect_values(kwargs[i].at("labels_or_regions"), s.values, source);
+    collect_values(kwargs[i].at("labels_or_regions"), s.values, source,
+                   "postprocessing_kwargs[" + std::to_string(i) + "].labels_or_regions");
     if (s.values.empty()) throw FileError(source, "step " + std::to_string(i) + " has no labels");
     pp.steps.push_back(std::move(s));
   }
@@ -109,7 +114,21 @@ Postprocessing postprocessing_from_json(const json& j, const std::string& source
   return pp;
 }
 
-Postprocessing read_postprocessing(const std::string& path) { return postprocessing_from_json(read_json(path), path); }
+void check_declared_labels(const Postprocessing& pp, const std::vector<io::LabelDef>& labels, const std::string& source) {
+  const std::vector<int> foreground = io::foreground_labels(labels);
+  for (size_t i = 0; i < pp.steps.size(); ++i)
+    for (int v : pp.steps[i].values)
+      if (!std::binary_search(foreground.begin(), foreground.end(), v))
+        throw FileError(source, "step " + std::to_string(i) + " keeps label " + std::to_string(v) +
+                                    ", which dataset.json does not declare (foreground labels: " +
+                                    json(foreground).dump() + ")");
+}
+
+Postprocessing read_postprocessing(const std::string& path, const std::vector<io::LabelDef>& labels) {
+  Postprocessing pp = postprocessing_from_json(read_json(path), path);
+  check_declared_labels(pp, labels, path);
+  return pp;
+}
 
 void write_postprocessing(const std::string& path, const Postprocessing& pp) { write_json(path, to_json(pp)); }
 

@@ -8,6 +8,7 @@
 
 #include "core/json_io.h"
 #include "core/volume.h"
+#include "io/dataset.h"
 
 namespace medseg::postprocessing {
 
@@ -26,9 +27,14 @@ struct Postprocessing {
 Volume apply_postprocessing(const Volume& segmentation, const std::vector<KeepLargestComponent>& steps);
 
 json to_json(const Postprocessing& pp);
-// Throws FileError naming `source` for a file that is not a postprocessing.json.
+// Throws FileError naming `source` for a file that is not a postprocessing.json: also for a label
+// out of int range (never wrapped) or a labels_or_regions nested deeper than a list of regions.
 Postprocessing postprocessing_from_json(const json& j, const std::string& source);
-Postprocessing read_postprocessing(const std::string& path);
+// Throws FileError naming `source` and the step when a step keeps a value that is not one of the
+// dataset's foreground labels (io::foreground_labels: plain labels and the values of regions).
+void check_declared_labels(const Postprocessing& pp, const std::vector<io::LabelDef>& labels, const std::string& source);
+// postprocessing_from_json of the file, then check_declared_labels against the dataset.json `labels`.
+Postprocessing read_postprocessing(const std::string& path, const std::vector<io::LabelDef>& labels);
 void write_postprocessing(const std::string& path, const Postprocessing& pp);
 
 // Reads every `file_ending` segmentation of `input_folder`, applies `pp` and writes it under the

@@ -27,6 +27,18 @@ struct Probabilities {
   std::vector<float> values;
 };
 
+// Every value a probability: NaN, Inf, a negative value or one above 1 would average into a wrong
+// segmentation without a word.
+void check_probability_values(const Probabilities& p, const std::string& file) {
+  const size_t per_class = p.values.size() / static_cast<size_t>(std::max<int64_t>(p.shape[0], 1));
+  for (size_t i = 0; i < p.values.size(); ++i) {
+    const float v = p.values[i];
+    if (v >= 0.0f && v <= 1.0f) continue;  // NaN fails both
+    throw FileError(file, "holds " + std::to_string(v) + " (class " + std::to_string(i / per_class) + ", voxel " +
+                              std::to_string(i % per_class) + "), not a probability in [0, 1]");
+  }
+}
+
 Probabilities read_probabilities(const std::string& folder, const std::string& id) {
   const std::string base = (fs::path(folder) / id).string();
   Probabilities p;
@@ -37,6 +49,7 @@ Probabilities read_probabilities(const std::string& folder, const std::string& i
   if (p.shape.size() != 4 || p.meta.value("shape", json()) != json(p.shape))
     throw FileError(base + kSuffix, "shape " + json(p.shape).dump() + " does not match its .json (" +
                                         p.meta.value("shape", json()).dump() + ")");
+  check_probability_values(p, base + kSuffix);
   return p;
 }
 
@@ -75,6 +88,16 @@ Volume segmentation_of(const Probabilities& p) {
                              {p.shape[1], p.shape[2], p.shape[3]}, g, seg);
 }
 
+// Two spellings of one folder (A and A/, or ./A) would average a folder with itself.
+void refuse_same_folder_twice(const std::vector<std::string>& inputs) {
+  std::error_code ec;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (size_t j = i + 1; j < inputs.size(); ++j)
+      if (fs::equivalent(inputs[i], inputs[j], ec))
+        throw Error("-i: " + inputs[i] + " and " + inputs[j] +
+                    " are the same folder; an ensemble averages the predictions of different folders");
+}
+
 std::set<std::string> case_ids(const std::string& folder) {
   if (!fs::is_directory(folder)) throw FileError(folder, "input folder not found");
   std::set<std::string> ids;
@@ -87,6 +110,7 @@ std::set<std::string> case_ids(const std::string& folder) {
 int64_t ensemble_folders(const EnsembleOptions& o) {
   if (o.inputs.size() < 2) throw Error("ensembling needs at least two input folders");
   const std::set<std::string> ids = case_ids(o.inputs[0]);
+  refuse_same_folder_twice(o.inputs);
   if (ids.empty())
     throw FileError(o.inputs[0], "holds no CASE_probabilities.npy (predict with --save_probabilities, or validate with --npz)");
   for (size_t f = 1; f < o.inputs.size(); ++f) {

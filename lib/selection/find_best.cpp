@@ -5,7 +5,9 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/path_component.h"
 #include "core/paths.h"
+#include "core/strings.h"
 #include "evaluation/evaluate_folder.h"
 #include "io/image_folder.h"
 #include "postprocessing/crossval.h"
@@ -27,12 +29,6 @@ struct Candidate {
   json summary;                     // of `folder` against the references
   double dice = std::nan("");
 };
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
-  return s;
-}
 
 void score(Candidate& c, const std::string& references, const evaluation::EvaluateOptions& eval) {
   c.summary = evaluation::evaluate_folder(references, c.folder, eval);
@@ -69,10 +65,21 @@ std::string instructions(const FindBestOptions& o, const std::string& dataset, c
   return s.str();
 }
 
+// The names that become the model folders' names: single names, each configuration once (a
+// configuration compared with itself would be "ensembled" with its own predictions).
+void check_names(const FindBestOptions& o) {
+  if (o.configurations.empty()) throw Error("no configuration to compare (-c 2d 3d_fullres ...)");
+  check_path_component(o.trainer, "trainer name (-tr)");
+  check_path_component(o.plans, "plans name (-p)");
+  for (const auto& c : o.configurations) check_path_component(c, "configuration (-c)");
+  if (const auto twice = first_repeated(o.configurations))
+    throw Error("-c " + join(o.configurations, " ") + ": configuration '" + *twice + "' is given twice");
+}
+
 }  // namespace
 
 json find_best_configuration(const FindBestOptions& o) {
-  if (o.configurations.empty()) throw Error("no configuration to compare (-c 2d 3d_fullres ...)");
+  check_names(o);
   const std::string results = root_folder(Root::Results);
   const std::string dataset = find_dataset_name(results, o.dataset);
   const std::string references =
@@ -91,7 +98,7 @@ json find_best_configuration(const FindBestOptions& o) {
     if (!fs::exists(dj)) throw FileError(m.models[0], "no trained model here (dataset.json missing): train " + c + " first");
     evaluation::labels_from_dataset_json(read_json(dj), eval, dj);
     const auto cv = postprocessing::gather_crossval(m.models[0], folds, references, eval.file_ending);
-    if (folds.empty()) folds = cv.folds;  // the first model's folds, required of the others
+    folds = cv.folds;  // the first model's folds (checked, or found), required of the others
     m.folder = cv.folder;
     candidates.push_back(m);
   }

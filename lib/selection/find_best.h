@@ -20,8 +20,10 @@ struct FindBestOptions {
   int threads = 1;
 };
 
-// Returns inference_information.json's content (also written). Throws FileError naming the folder
-// for a configuration that was not trained or validated.
+// Returns inference_information.json's content (also written). Throws Error naming the flag for a
+// configuration, trainer or plans name that is not a single folder name (check_path_component) or a
+// configuration or fold given twice, before anything is read; FileError naming the folder for a
+// configuration that was not trained or validated.
 json find_best_configuration(const FindBestOptions& o);
 
 }  // namespace medseg::selection

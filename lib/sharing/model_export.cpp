@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "checkpoint/container.h"
 #include "core/error.h"
+#include "core/json_io.h"
 #include "core/log.h"
 #include "core/output_folder.h"
 #include "core/path_component.h"
@@ -57,6 +59,35 @@ std::pair<fs::path, std::string> model_folder_and_name(const std::string& model_
   return {folder, name};
 }
 
+bool is_inside(const fs::path& path, const fs::path& folder) {
+  return std::mismatch(folder.begin(), folder.end(), path.begin(), path.end()).first == folder.end();
+}
+
+bool starts_like_a_zip(const std::string& path) {
+  std::string head(4, '\0');
+  std::ifstream(path, std::ios::binary).read(head.data(), 4);
+  return head == std::string("PK\x03\x04", 4) || head == std::string("PK\x05\x06", 4);  // entries, or none
+}
+
+// -o is a new file, or with --overwrite a zip written before: never a file of the model folder being
+// exported (its checkpoints), never a folder, never another kind of file.
+void check_output(const std::string& output, const fs::path& folder, bool overwrite) {
+  if (is_inside(fs::weakly_canonical(fs::absolute(output)), fs::weakly_canonical(folder)))
+    throw FileError(output, "is inside the model folder being exported (" + folder.string() +
+                                "); write the zip outside it");
+  if (!fs::exists(fs::symlink_status(output))) return;
+  if (!overwrite) throw FileError(output, "already exists; pass --overwrite to replace it");
+  if (fs::is_directory(output)) throw FileError(output, "is a folder; --overwrite replaces only a zip file");
+  if (!starts_like_a_zip(output)) throw FileError(output, "is not a zip file; --overwrite replaces only a zip file");
+}
+
+// What the installer checks of every file (a checkpoint's container, a JSON file's syntax), checked
+// before the file is shared: a damaged file fails here, naming it, not on the other machine.
+void check_content(const std::string& path) {
+  if (ends_with(path, ".ckpt")) checkpoint::read_archive(path);
+  if (ends_with(path, ".json")) read_json(path);
+}
+
 }  // namespace
 
 std::vector<std::string> export_file_list(const std::string& model_folder, const std::vector<std::string>& folds,
@@ -90,8 +121,8 @@ std::vector<std::string> export_file_list(const std::string& model_folder, const
 
 Manifest export_model_zip(const ExportOptions& o) {
   if (o.output.empty()) throw Error("no output zip file given (-o)");
-  if (!o.overwrite && fs::exists(o.output)) throw FileError(o.output, "already exists; pass --overwrite to replace it");
   const auto [folder, name] = model_folder_and_name(o.model_folder);
+  check_output(o.output, folder, o.overwrite);
   Manifest m;
   m.medseg_version = medseg_version();
   m.model_folder = name;
@@ -100,7 +131,7 @@ Manifest export_model_zip(const ExportOptions& o) {
   const std::vector<std::string> files = export_file_list(folder.string(), m.folds, m.checkpoints);
   for (const std::string& rel : files) {
     const std::string path = (folder / rel).string();
-    if (ends_with(rel, ".ckpt")) checkpoint::read_archive(path);  // never share a damaged checkpoint
+    check_content(path);  // never share a damaged file
     const FileDigest d = digest_file(path);
     m.files.push_back({name + "/" + rel, d.size, d.crc32});
   }

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/output_folder.h"
 #include "core/path_component.h"
+#include "core/paths.h"
 #include "core/strings.h"
 #include "sharing/zip_archive.h"
 
@@ -108,6 +109,8 @@ InstallResult install_model_zip(const std::string& zip_path, const std::string& 
 
   const fs::path dest = fs::path(results_root) / r.manifest.model_folder;
   r.model_folder = dest.string();
+  refuse_taken_dataset_id(results_root, dest.parent_path().filename().string(),
+                          "nothing was installed; install into another results root (-o), or rename one of them");
   if (fs::exists(fs::symlink_status(dest))) {
     if (!overwrite)
       throw FileError(r.model_folder, "already exists; pass --overwrite to replace it (nothing was installed)");

@@ -14,7 +14,8 @@ struct InstallResult {
   Manifest manifest;
 };
 
-// Throws FileError naming the zip and the entry (or the destination) and the problem.
+// Throws FileError naming the zip and the entry (or the destination) and the problem; also when the
+// results root holds another DatasetXXX_* folder with the zip's dataset id (refuse_taken_dataset_id).
 InstallResult install_model_zip(const std::string& zip_path, const std::string& results_root, bool overwrite);
 
 }  // namespace medseg::sharing

@@ -6,6 +6,7 @@
 
 #include "core/json_io.h"
 #include "planning_fixtures.h"
+#include "support/bad_input.h"
 #include "support/test_support.h"
 
 using namespace medseg;
@@ -108,4 +109,17 @@ TEST(PlanningCli, UnknownPlannerAndMissingFingerprint) {
   r = run_cli(kApp, "-d 7", "MEDSEG_RAW=" + (d / "raw") + " MEDSEG_PREPROCESSED=" + (d / "pre"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("dataset_fingerprint.json: fingerprint missing"), std::string::npos) << r.output;
+}
+
+TEST(PlanningCli, SpatialParallelNoPatchSplitsIntoNamesTheFlag) {
+  // 1000 ranks: no patch of a 36x50x35 dataset has an axis of 1000 slabs. The planner used to shrink
+  // to nothing and blame "the GPU memory target".
+  Files f;
+  const auto r = run_cli(kApp, f.args("--spatial_parallel 1000"));
+  test::expect_refused(r, kApp, {"--spatial_parallel 1000: no patch splits into 1000 slabs aligned with the network's strides"});
+  EXPECT_EQ(r.output.find("memory target"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(f.dir / "out"));
+  // A rank count that splits still plans.
+  const auto ok = run_cli(kApp, f.args("--spatial_parallel 2"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }

@@ -11,6 +11,7 @@
 #include "io/image_io.h"
 #include "postprocessing/crossval.h"
 #include "postprocessing/determine.h"
+#include "support/bad_input.h"
 #include "support/test_support.h"
 
 using namespace medseg;
@@ -109,7 +110,7 @@ TEST(DeterminePostprocessing, SpuriousComponentIsRemovedAndDiceRises) {
     EXPECT_NEAR(got.geometry().spacing[2], 2.0, 1e-6);
   }
   EXPECT_NEAR(dice(read_json(d / "pred/postprocessed/summary.json"), "fg"), 1.0, 1e-12);
-  EXPECT_EQ(read_postprocessing(d / "pred/postprocessing.json").steps[0].values, (std::vector<int>{1, 2}));
+  EXPECT_EQ(postprocessing_from_json(read_json(d / "pred/postprocessing.json"), "pp").steps[0].values, (std::vector<int>{1, 2}));
 }
 
 TEST(DeterminePostprocessing, PerLabelStepWhenTheForegroundStepWouldHurt) {
@@ -135,7 +136,7 @@ TEST(DeterminePostprocessing, NothingIsChosenWhenNothingHelps) {
   const Postprocessing pp = determine_postprocessing(o);
   EXPECT_TRUE(pp.steps.empty());
   EXPECT_FALSE(fs::exists(d / "pred/postprocessed"));
-  EXPECT_TRUE(read_postprocessing(d / "pred/postprocessing.json").steps.empty());
+  EXPECT_TRUE(postprocessing_from_json(read_json(d / "pred/postprocessing.json"), "pp").steps.empty());
 }
 
 TEST(PostprocessingCli, DetermineThenApplyAsAUserWould) {
@@ -185,6 +186,29 @@ TEST(PostprocessingCli, BadInputIsOneLineAndTouchesNothing) {
   EXPECT_EQ(test::folder_snapshot(d / "pred"), snap);
 }
 
+TEST(PostprocessingCli, StepsTheDatasetCannotHaveAreRefused) {
+  // dataset.json declares labels 1 and 2; each step below was applied (as label 1, or as nothing).
+  const std::vector<std::pair<json, std::vector<std::string>>> rows = {
+      {7, {"step 0 keeps label 7, which dataset.json does not declare (foreground labels: [1,2])"}},
+      {json::parse("[1, [2, 9]]"), {"step 0 keeps label 9, which dataset.json does not declare"}},
+      {4294967297LL, {"postprocessing_kwargs[0].labels_or_regions is 4294967297 (expected an integer"}},
+      {json::parse("[[[1, 2]]]"), {"postprocessing_kwargs[0].labels_or_regions[0][0] is [1,2]", "a region holds labels, not lists"}},
+  };
+  for (const auto& [labels, says] : rows) {
+    SCOPED_TRACE(labels.dump());
+    test::TempDir d("ppundeclared");
+    write_case_folders(d, with_stray_label_2());
+    write_json(d / "pp.json", {{"postprocessing_fns", {"remove_all_but_largest_component_from_segmentation"}},
+                               {"postprocessing_kwargs", {{{"labels_or_regions", labels}}}}});
+    const auto before = test::folder_snapshot(d.path());
+    const auto r = test::run_cli("medseg_apply_postprocessing", "-i " + d / "pred" + " -o " + d / "out" + " -pp_json " + d / "pp.json");
+    std::vector<std::string> fragments = says;
+    fragments.push_back(d / "pp.json");
+    test::expect_refused(r, "medseg_apply_postprocessing", fragments);
+    EXPECT_EQ(test::folder_snapshot(d.path()), before);
+  }
+}
+
 TEST(PostprocessingCli, ModelFolderCrossValidationGivesPredictTheFile) {
   test::TempDir d("ppmodel");
   const std::string model = d / "results/Dataset123_Liver/nnUNetTrainer__nnUNetPlans__3d_fullres";
@@ -205,7 +229,7 @@ TEST(PostprocessingCli, ModelFolderCrossValidationGivesPredictTheFile) {
   EXPECT_NE(r.output.find("gathered 3 validation case(s) of 2 fold(s)"), std::string::npos) << r.output;
   const std::string cv = model + "/crossval_results_folds_0_1";
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(fs::exists(cv + "/case_" + std::to_string(i) + ".nii.gz"));
-  EXPECT_EQ(read_postprocessing(model + "/postprocessing.json").steps[0].values, (std::vector<int>{2}));
+  EXPECT_EQ(postprocessing_from_json(read_json(model + "/postprocessing.json"), "pp").steps[0].values, (std::vector<int>{2}));
   EXPECT_TRUE(fs::exists(cv + "/postprocessed/case_2.nii.gz"));
 
   // A case validated by two folds means the folds overlap: refused, naming the file.

@@ -131,6 +131,19 @@ TEST(PostprocessingJson, BadFilesAreOneLineNamingTheFile) {
   j["postprocessing_kwargs"][0]["labels_or_regions"] = json::array();
   bad.push_back({"empty", j, "has no labels"});
   j = good;
+  j["postprocessing_kwargs"][0]["labels_or_regions"] = 4294967297LL;  // was cast to 32 bits: label 1
+  bad.push_back({"label beyond int", j, "postprocessing_kwargs[0].labels_or_regions is 4294967297 (expected an integer"});
+  j = good;
+  j["postprocessing_kwargs"][0]["labels_or_regions"] = json::parse("[1, [2, 3]]");
+  j["postprocessing_kwargs"][0]["labels_or_regions"][1][1] = -4294967295LL;
+  bad.push_back({"region value beyond int", j, "postprocessing_kwargs[0].labels_or_regions[1][1] is -4294967295"});
+  j = good;
+  j["postprocessing_kwargs"][0]["labels_or_regions"] = json::parse("[[[1]], 2]");
+  bad.push_back({"deeper than a list of regions", j, "postprocessing_kwargs[0].labels_or_regions[0][0] is [1]: a region holds labels, not lists"});
+  j = good;
+  j["file_ending"] = "/../x.nii.gz";
+  bad.push_back({"file_ending with /", j, "file_ending '/../x.nii.gz' is not a valid name"});
+  j = good;
   j["version"] = 2;
   bad.push_back({"newer", j, "newer than this medseg reads"});
   j = good;

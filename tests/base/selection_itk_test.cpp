@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "core/error.h"
 #include "core/json_io.h"
 #include "io/image_io.h"
 #include "preprocessing/npy.h"
 #include "selection/ensemble.h"
+#include "support/bad_input.h"
 #include "support/test_support.h"
 
 using namespace medseg;
@@ -124,21 +126,36 @@ TEST(Ensemble, FoldersThatDoNotMatchAreRefusedBeforeWriting) {
   EXPECT_FALSE(fs::exists(d / "out"));
 }
 
+namespace {
+
+// Cross-validation results of two trained configurations of Dataset321_Organ (3d_fullres: model A,
+// 2d: model B), folds 0 and 1 with two validation cases each, and the references.
+struct TwoModels {
+  explicit TwoModels(const test::TempDir& d)
+      : results(d / "results/Dataset321_Organ"),
+        gt(d / "pre/Dataset321_Organ/gt_segmentations"),
+        a(results + "/nnUNetTrainer__nnUNetPlans__3d_fullres"),
+        b(results + "/nnUNetTrainer__nnUNetPlans__2d"),
+        env("MEDSEG_RESULTS=" + d / "results" + " MEDSEG_PREPROCESSED=" + d / "pre") {
+    fs::create_directories(gt);
+    for (const auto& m : {a, b}) write_json(m + "/dataset.json", kDataset);
+    for (int c = 0; c < 4; ++c) {
+      const std::string id = "case_" + std::to_string(c);
+      io::write_image(gt + "/" + id + ".nii.gz", Volume::from_values(PixelType::UInt8, kShape, geometry(), reference()));
+      const std::string fold = "fold_" + std::to_string(c / 2) + "/validation";
+      write_prediction(a + "/" + fold, id, foreground_probability(0.9f, 0.1f, kWrongA));
+      write_prediction(b + "/" + fold, id, foreground_probability(0.7f, 0.1f, kWrongB));
+    }
+  }
+  std::string results, gt, a, b, env;
+};
+
+}  // namespace
+
 TEST(FindBestConfiguration, PicksTheEnsembleAndWritesHowToRunIt) {
   test::TempDir d("best");
-  const std::string results = d / "results/Dataset321_Organ", gt = d / "pre/Dataset321_Organ/gt_segmentations";
-  fs::create_directories(gt);
-  const std::string a = results + "/nnUNetTrainer__nnUNetPlans__3d_fullres";
-  const std::string b = results + "/nnUNetTrainer__nnUNetPlans__2d";
-  for (const auto& m : {a, b}) write_json(m + "/dataset.json", kDataset);
-  for (int c = 0; c < 4; ++c) {
-    const std::string id = "case_" + std::to_string(c);
-    io::write_image(gt + "/" + id + ".nii.gz", Volume::from_values(PixelType::UInt8, kShape, geometry(), reference()));
-    const std::string fold = "fold_" + std::to_string(c / 2) + "/validation";
-    write_prediction(a + "/" + fold, id, foreground_probability(0.9f, 0.1f, kWrongA));
-    write_prediction(b + "/" + fold, id, foreground_probability(0.7f, 0.1f, kWrongB));
-  }
-  const std::string env = "MEDSEG_RESULTS=" + d / "results" + " MEDSEG_PREPROCESSED=" + d / "pre";
+  const TwoModels m(d);
+  const std::string &results = m.results, &a = m.a, &env = m.env;
   const auto r = test::run_cli("medseg_find_best_configuration", "321 -c 3d_fullres 2d -np 2", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json info = read_json(results + "/inference_information.json");
@@ -170,4 +187,89 @@ TEST(FindBestConfiguration, PicksTheEnsembleAndWritesHowToRunIt) {
   const auto r3 = test::run_cli("medseg_find_best_configuration", "321 -c 3d_fullres 3d_lowres", env);
   EXPECT_NE(r3.exit_code, 0);
   EXPECT_NE(r3.output.find("nnUNetTrainer__nnUNetPlans__3d_lowres"), std::string::npos) << r3.output;
+}
+
+// ---- refusals (issue 26): names that leave the folders, values that are no probabilities, folders,
+// configurations and folds given twice. Each is one line naming the file or flag, and nothing is
+// written anywhere (the whole scratch folder is compared before and after). ----
+
+TEST(Ensemble, AFileEndingThatLeavesTheOutputFolderIsRefused) {
+  test::TempDir d("ensesc");
+  write_prediction(d / "a", "c0", foreground_probability(0.9f, 0.1f, kWrongA));
+  write_prediction(d / "b", "c0", foreground_probability(0.7f, 0.1f, kWrongB));
+  json ds = kDataset;
+  ds["file_ending"] = "/../../../X.nii.gz";  // c0 + this is three folders above the output
+  write_json(d / "a/dataset.json", ds);
+  fs::create_directories(d / "deep/er");
+  const auto before = test::folder_snapshot(d.path());
+  const auto r = test::run_cli("medseg_ensemble", "-i " + d / "a" + " " + d / "b" + " -o " + d / "deep/er/out");
+  test::expect_refused(r, "medseg_ensemble",
+                       {d / "a/dataset.json", "file_ending '/../../../X.nii.gz' is not a valid name (it contains '/'"});
+  EXPECT_EQ(test::folder_snapshot(d.path()), before);
+  EXPECT_FALSE(fs::exists(d / "X.nii.gz"));
+}
+
+TEST(Ensemble, ValuesThatAreNoProbabilitiesAreRefusedNamingTheFile) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::pair<float, std::string>> rows = {
+      {nan, "holds nan (class 1, voxel 3)"}, {inf, "holds inf (class 1, voxel 3)"},
+      {-inf, "holds -inf (class 1, voxel 3)"}, {-0.25f, "holds -0.250000 (class 1, voxel 3)"},
+      {1.5f, "holds 1.500000 (class 1, voxel 3)"}};
+  for (const auto& [value, says] : rows) {
+    SCOPED_TRACE(says);
+    test::TempDir d("ensnan");
+    write_prediction(d / "a", "c0", foreground_probability(0.9f, 0.1f, kWrongA));
+    write_prediction(d / "b", "c0", foreground_probability(0.7f, 0.1f, kWrongB));
+    std::vector<int64_t> shape;
+    std::vector<float> p = preprocessing::read_npy_float32(d / "b/c0_probabilities.npy", shape);
+    p[kN + 3] = value;  // class 1 of voxel 3
+    preprocessing::write_npy(d / "b/c0_probabilities.npy", "<f4", shape, p.data(), p.size() * sizeof(float));
+    const auto before = test::folder_snapshot(d.path());
+    const auto r = test::run_cli("medseg_ensemble", "-i " + d / "a" + " " + d / "b" + " -o " + d / "out");
+    test::expect_refused(r, "medseg_ensemble", {d / "b/c0_probabilities.npy", says, "not a probability in [0, 1]"});
+    EXPECT_EQ(test::folder_snapshot(d.path()), before);
+  }
+}
+
+TEST(Ensemble, TheSameFolderTwiceIsRefusedNamingIt) {
+  test::TempDir d("enstwice");
+  write_prediction(d / "a", "c0", foreground_probability(0.9f, 0.1f, kWrongA));
+  write_prediction(d / "b", "c0", foreground_probability(0.7f, 0.1f, kWrongB));
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {d / "a" + " " + d / "a", d / "a and " + d / "a are the same folder"},
+      {d / "a" + " " + d / "a/", d / "a and " + d / "a/ are the same folder"},
+      {d / "a" + " " + d / "b" + " " + d / "b/../a", d / "a and " + d / "b/../a are the same folder"},
+  };
+  const auto before = test::folder_snapshot(d.path());
+  for (const auto& [inputs, says] : rows) {
+    SCOPED_TRACE(inputs);
+    const auto r = test::run_cli("medseg_ensemble", "-i " + inputs + " -o " + d / "out");
+    test::expect_refused(r, "medseg_ensemble", {"-i: " + says});
+    EXPECT_EQ(test::folder_snapshot(d.path()), before);
+  }
+}
+
+TEST(FindBestConfiguration, NamesThatLeaveTheResultsAndRepeatsAreRefused) {
+  test::TempDir d("bestbad");
+  const TwoModels m(d);
+  // A model-like folder outside MEDSEG_RESULTS that "-c 2d/../../../outside_model" reaches.
+  fs::copy(m.b, d / "outside_model", fs::copy_options::recursive);
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"-c 3d_fullres 2d/../../../outside_model", "configuration (-c) '2d/../../../outside_model' is not a valid name"},
+      {"-c .. 2d", "configuration (-c) '..' is not a valid name"},
+      {"-c 3d_fullres 2d -tr ../../outside_model", "trainer name (-tr) '../../outside_model' is not a valid name"},
+      {"-c 3d_fullres 2d -p a/b", "plans name (-p) 'a/b' is not a valid name"},
+      {"-c 2d 2d", "-c 2d 2d: configuration '2d' is given twice"},
+      {"-c 3d_fullres 2d 3d_fullres", "-c 3d_fullres 2d 3d_fullres: configuration '3d_fullres' is given twice"},
+      {"-c 3d_fullres 2d -f 0 0", "-f 0 0: fold 0 is given twice"},
+      {"-c 3d_fullres 2d -f 1 01", "-f 1 01: fold 1 is given twice"},
+      {"-c 3d_fullres 2d -f 0/../../../../outside_model", "fold must be a non-negative integer or 'all', got '0/../"},
+  };
+  const auto before = test::folder_snapshot(d.path());
+  for (const auto& [args, says] : rows) {
+    SCOPED_TRACE(args);
+    const auto r = test::run_cli("medseg_find_best_configuration", "321 " + args + " -np 1", m.env);
+    test::expect_refused(r, "medseg_find_best_configuration", {says});
+    EXPECT_EQ(test::folder_snapshot(d.path()), before);
+  }
 }

@@ -4,7 +4,9 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 
+#include "core/error.h"
 #include "inference/sliding_window.h"
 
 using namespace medseg::inference;
@@ -20,6 +22,21 @@ TEST(SlidingWindow, StepsFollowNnUNetFormula) {
   // image 67, patch 60, step 0.1 -> n = ceil(7/6)+1 = 3, spacing 3.5 -> {0, round(3.5)=4, 7}.
   EXPECT_EQ(compute_steps({69}, {64}, 0.5)[0], (std::vector<int64_t>{0, 5}));
   EXPECT_EQ(compute_steps({67}, {60}, 0.1)[0], (std::vector<int64_t>{0, 4, 7}));
+}
+
+TEST(SlidingWindow, StepSizeOutsideZeroOneIsRefused) {
+  // NaN passed the old "step_size <= 0 || step_size > 1" test and became a tile count by UB.
+  for (const double bad : std::vector<double>{0.0, -0.5, 1.5, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    SCOPED_TRACE(bad);
+    try {
+      compute_steps({67}, {60}, bad);
+      ADD_FAILURE() << "accepted";
+    } catch (const medseg::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("sliding window: step_size"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("is not in (0, 1]"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(compute_steps({67}, {60}, 1.0)[0], (std::vector<int64_t>{0, 7}));  // 1 itself is a step
 }
 
 TEST(SlidingWindow, GaussianClosedForm) {

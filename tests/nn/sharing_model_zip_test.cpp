@@ -399,6 +399,12 @@ INSTANTIATE_TEST_SUITE_P(
                   "", "MODEL/fold_1/checkpoint_final.ckpt: checksum mismatch"},
         BadExport{"MissingPlans", [](auto& m) { fs::remove(m + "/plans.json"); }, "",
                   "MODEL/plans.json: not found"},
+        BadExport{"PlansNotJson", [](auto& m) { write_bytes(m + "/plans.json", "{\"configurations\": "); }, "",
+                  "MODEL/plans.json: invalid JSON"},
+        BadExport{"DatasetJsonNotJson", [](auto& m) { write_bytes(m + "/dataset.json", "labels: 0, 1\n"); }, "",
+                  "MODEL/dataset.json: invalid JSON"},
+        BadExport{"FoldSummaryNotJson", [](auto& m) { write_bytes(m + "/fold_0/validation/summary.json", ""); }, "",
+                  "MODEL/fold_0/validation/summary.json: empty JSON file"},
         BadExport{"NoFolds", [](auto& m) {
                     fs::remove_all(m + "/fold_0");
                     fs::remove_all(m + "/fold_1");
@@ -428,4 +434,53 @@ TEST_F(ModelZip, ExistingOutputIsKeptWithoutOverwrite) {
   bool has = false;
   for (const auto& [n, b] : read_zip(zip)) has |= n == kModel + "/fold_1/progress.png";
   EXPECT_TRUE(has);
+}
+
+// --overwrite replaces a zip written before, and nothing else (issue 26: "-o MODEL/fold_0/checkpoint_final.ckpt
+// --overwrite" replaced the trained checkpoint with the zip).
+TEST_F(ModelZip, OverwriteNeverReplacesAFileOfTheModelFolderNorAFolder) {
+  write_bytes(d / "a_folder/notes.txt", "keep me");
+  write_bytes(d / "notes.txt", "not a zip");
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {model + "/fold_0/checkpoint_final.ckpt", "is inside the model folder being exported"},
+      {model + "/plans.json", "is inside the model folder being exported"},
+      {model + "/fold_1/../fold_0/checkpoint_final.ckpt", "is inside the model folder being exported"},
+      {model + "/new.zip", "is inside the model folder being exported"},
+      {model, "is inside the model folder being exported"},
+      {d / "a_folder", "is a folder; --overwrite replaces only a zip file"},
+      {d / "notes.txt", "is not a zip file; --overwrite replaces only a zip file"},
+  };
+  const auto before = test::folder_snapshot(d.path());
+  for (const auto& [out, says] : rows) {
+    SCOPED_TRACE(out);
+    const auto r = test::run_cli("medseg_export_model_zip", "-m " + model + " -o " + out + " --overwrite");
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_EQ(line_count(r.output), 1) << r.output;
+    EXPECT_NE(r.output.find(out + ": " + says), std::string::npos) << r.output;
+    EXPECT_EQ(test::folder_snapshot(d.path()), before);
+  }
+  // Inside the model folder also without --overwrite, where the file is new.
+  const auto r = test::run_cli("medseg_export_model_zip", "-m " + model + " -o " + model + "/fold_0/model.zip");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("is inside the model folder being exported"), std::string::npos) << r.output;
+  EXPECT_EQ(test::folder_snapshot(d.path()), before);
+}
+
+// A second DatasetXXX_* folder with the same id would make "-d 999" ambiguous for every later command.
+TEST_F(ModelZip, InstallBesideADatasetWithTheSameIdIsRefused) {
+  const std::string root = d / "root2";
+  write_bytes(root + "/Dataset999_Other/notes.txt", "another dataset with id 999");
+  const auto before = test::folder_snapshot(root);
+  const auto r = test::run_cli("medseg_install_model_zip", zip + " -o " + root);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(line_count(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find(root + "/Dataset999_Other: dataset id 999 is taken by this folder; Dataset999_Tiny beside it "
+                                 "would make -d 999 ambiguous"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(test::folder_snapshot(root), before);
+  // --overwrite replaces a model folder, never makes a dataset id ambiguous.
+  const auto o = test::run_cli("medseg_install_model_zip", zip + " -o " + root + " --overwrite");
+  EXPECT_NE(o.exit_code, 0) << o.output;
+  EXPECT_EQ(test::folder_snapshot(root), before);
 }
