@@ -146,6 +146,18 @@ class ModelZip : public ::testing::Test {
     const auto r = test::run_cli("medseg_export_model_zip", "-m " + model + " -o " + zip);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
+  // Installs `zip_path` into `root`, which already holds `root/occupant` (a folder of someone else's),
+  // and checks the refusal every such case shares: non-zero exit, one line, `root` untouched.
+  test::CmdResult install_refused(const std::string& zip_path, const std::string& root, const std::string& occupant,
+                                  const std::string& extra_args = "") {
+    write_bytes(root + "/" + occupant + "/notes.txt", "someone else's");
+    const auto before = test::folder_snapshot(root);
+    auto r = test::run_cli("medseg_install_model_zip", zip_path + " -o " + root + extra_args);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_EQ(line_count(r.output), 1) << r.output;
+    EXPECT_EQ(test::folder_snapshot(root), before);
+    return r;
+  }
   test::TempDir d{"zip"};
   std::string model;
   std::string zip = d / "model.zip";
@@ -333,15 +345,9 @@ TEST_P(BadModelZip, IsRefusedNamingTheEntryAndWritesNothing) {
   const BadZip& row = GetParam();
   const std::string bad = d / "bad.zip";
   row.make(zip, bad);
-  const std::string root = d / "root2";
-  write_bytes(root + "/Dataset001_Other/notes.txt", "another model");
-  const auto before = test::folder_snapshot(root);
-  const auto r = test::run_cli("medseg_install_model_zip", bad + " -o " + root);
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_EQ(line_count(r.output), 1) << r.output;
+  const auto r = install_refused(bad, d / "root2", "Dataset001_Other");
   EXPECT_NE(r.output.find(bad), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(row.expected), std::string::npos) << r.output;
-  EXPECT_EQ(test::folder_snapshot(root), before);
   EXPECT_FALSE(fs::exists("/tmp/medseg_evil"));
   EXPECT_FALSE(fs::exists(d / "evil"));
 }
@@ -469,18 +475,11 @@ TEST_F(ModelZip, OverwriteNeverReplacesAFileOfTheModelFolderNorAFolder) {
 // A second DatasetXXX_* folder with the same id would make "-d 999" ambiguous for every later command.
 TEST_F(ModelZip, InstallBesideADatasetWithTheSameIdIsRefused) {
   const std::string root = d / "root2";
-  write_bytes(root + "/Dataset999_Other/notes.txt", "another dataset with id 999");
-  const auto before = test::folder_snapshot(root);
-  const auto r = test::run_cli("medseg_install_model_zip", zip + " -o " + root);
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_EQ(line_count(r.output), 1) << r.output;
+  const auto r = install_refused(zip, root, "Dataset999_Other");
   EXPECT_NE(r.output.find(root + "/Dataset999_Other: dataset id 999 is taken by this folder; Dataset999_Tiny beside it "
                                  "would make -d 999 ambiguous"),
             std::string::npos)
       << r.output;
-  EXPECT_EQ(test::folder_snapshot(root), before);
   // --overwrite replaces a model folder, never makes a dataset id ambiguous.
-  const auto o = test::run_cli("medseg_install_model_zip", zip + " -o " + root + " --overwrite");
-  EXPECT_NE(o.exit_code, 0) << o.output;
-  EXPECT_EQ(test::folder_snapshot(root), before);
+  install_refused(zip, root, "Dataset999_Other", " --overwrite");
 }
