@@ -6,6 +6,7 @@
 #include <vector>
 #include <cstdlib>
 #include <thread>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/strings.h"
@@ -28,7 +29,24 @@ static std::vector<std::string> nnunet_style_args(CLI::App& app, int argc, char*
   return out;
 }
 
+// OpenMP's waiting threads sleep in medseg's commands unless the user chose otherwise (issue 29).
+// GNU OpenMP (libgomp, used by Debian's LibTorch and by PyTorch's wheel) lets a thread that waits at a
+// barrier spin up to GOMP_SPINCOUNT (300000) rounds before it sleeps. On a shared machine the spinning
+// threads take the cores that threads with work need, and every parallel region waits for a descheduled
+// thread: beside two busy processes medseg_predict needed 2-3x the wall and CPU time of the same run with
+// OMP_WAIT_POLICY=PASSIVE (scripts/bench/bench_contention.sh; docs/predict.md). libgomp reads the policy
+// once, while the program loads, and a setenv() from a constructor that runs before it is not honoured
+// for the spin count (GCC 12's libgomp), so the command executes itself again with the policy set: about
+// the cost of loading the libraries once more, and nothing at all when either variable is already set.
+static void sleep_while_waiting(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 0) != 0) return;
+  execv("/proc/self/exe", argv);  // returns only on failure: run on with libgomp's default
+  unsetenv("OMP_WAIT_POLICY");
+}
+
 int run(int argc, char** argv, CLI::App& app, const std::function<int()>& body) {
+  sleep_while_waiting(argv);
   bool verbose = false;
   app.add_flag("--verbose", verbose, "More log output");
   try {

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> folds{"0"};
   uint64_t seed = 0;
   bool overwrite = false;
+  std::string init = "training";
   app.add_option("-d,--dataset", dataset, "Dataset id or name (plans from MEDSEG_PREPROCESSED)")->required();
   app.add_option("-c,--configuration", configuration, "Configuration")->required();
   app.add_option("-p,--plans", plans_name, "Plans identifier")->capture_default_str();
@@ -57,6 +58,11 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Seed of the random initialisation")->capture_default_str();
   app.add_option("-o,--output", output, "Model folder (default: MEDSEG_RESULTS/DATASET/TR__PLANS__CONFIG)");
   app.add_option("--preprocessed", preprocessed, "Preprocessed root (default: $MEDSEG_PREPROCESSED)");
+  app.add_option("--init", init,
+                 "Weights: training (the initialisation medseg_train starts from: nnU-Net's He init for U-Nets) "
+                 "or torch (LibTorch's module defaults, about 0.41x the He standard deviation)")
+      ->check(CLI::IsMember({"training", "torch"}))
+      ->capture_default_str();
   app.add_flag("--overwrite", overwrite, "Replace existing checkpoints (and differing plans.json/dataset.json)");
   return cli::run(argc, argv, app, [&] {
     check_path_component(plans_name, "plans name (-p)");
@@ -78,11 +84,10 @@ int main(int argc, char** argv) {
 
     torch::manual_seed(seed);
     const int64_t classes = io::network_outputs(info);
-    // LibTorch's default (kaiming-uniform) initialisation: random weights are all a benchmark needs.
     planning::check_forward_fits(cfg.architecture, {}, 1, info.num_channels(), device_memory_limit("cpu"),
                                  plans.source, "configuration '" + configuration + "'");
     models::NetworkBuildOptions bo;
-    bo.init_weights = false;
+    bo.init_weights = init == "training";  // the network factory's own choice, as the trainer makes it
     auto net = models::build_network_from_plan(cfg.architecture, info.num_channels(), classes, bo);
     checkpoint::Checkpoint ck;
     ck.weights = checkpoint::module_weights(*net);
@@ -95,7 +100,8 @@ int main(int argc, char** argv) {
                 {"num_classes", classes},
                 {"inference_allowed_mirroring_axes", axes},
                 {"trainer_name", trainer},
-                {"untrained", true}};
+                {"untrained", true},
+                {"initialisation", init}};
     fs::create_directories(output);
     write_json((fs::path(output) / "plans.json").string(), plans_json);
     write_json((fs::path(output) / "dataset.json").string(), dataset_json);
@@ -103,8 +109,9 @@ int main(int argc, char** argv) {
       fs::create_directories(fs::path(output) / ("fold_" + f));
       checkpoint::save_checkpoint((fs::path(output) / ("fold_" + f) / "checkpoint_final.ckpt").string(), ck);
     }
-    std::printf("%s: %s, %lld parameters, fold(s) %s\n", output.c_str(), net->class_name().c_str(),
-                static_cast<long long>(net->parameter_count()), json(folds).dump().c_str());
+    std::printf("%s: %s, %lld parameters, %s initialisation, fold(s) %s\n", output.c_str(),
+                net->class_name().c_str(), static_cast<long long>(net->parameter_count()), init.c_str(),
+                json(folds).dump().c_str());
     return 0;
   });
 }

@@ -12,6 +12,10 @@ build=${MEDSEG_BUILD_DIR:-$root/build}
 build_debian=${MEDSEG_DEBIAN_BUILD_DIR:-$root/build-debian}
 jobs=${MEDSEG_TEST_JOBS:-2}
 t0=$(date +%s)
+# OpenMP's waiting threads sleep (docs/predict.md, "Shared machines"): ctest runs two tests at a time on two
+# cores, and spinning threads would take the cores from the tests beside them. The commands set this
+# themselves; the test executables, which train and predict in-process too, take it from here.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 elapsed() { echo "test.sh: $1 took $(( $(date +%s) - $2 )) s"; }
 
 bash "$root/scripts/install_deps.sh"
