@@ -8,8 +8,7 @@ Each round runs every command idle, then every command beside N busy processes (
 loops; started just before and killed right after the command, so no run sees a load another did not). The order
 of the commands flips every round, so drift in the machine's background load falls on both sides.
 Reports, per command and condition, the median wall and CPU seconds (the command's own rusage, the load
-excluded), the slowdown under load (wall with load / wall idle) and, when two commands are given, the ratio
-of the first to the second.
+excluded), the slowdown under load (wall with load / wall idle) and the ratios of each command to the last.
 """
 import json
 import os
@@ -65,15 +64,15 @@ def main():
     for r in runs:
         (iw, ic), (lw, lc) = med[(r["name"], "idle")], med[(r["name"], "load")]
         print(f"{r['name']:10}{iw:10.2f}{ic:10.2f}{lw:10.2f}{lc:10.2f}{lw / iw:9.2f}x")
-    if len(runs) == 2:
-        a, b = runs[0]["name"], runs[1]["name"]
+    b = runs[-1]["name"]  # the reference: every other command is compared with the last one
+    for r in runs[:-1]:
+        a = r["name"]
         for cond in ("idle", "load"):
             print(f"{a}/{b} wall {cond}: {med[(a, cond)][0] / med[(b, cond)][0]:.2f}   "
                   f"cpu {cond}: {med[(a, cond)][1] / med[(b, cond)][1]:.2f}")
         sa = med[(a, "load")][0] / med[(a, "idle")][0]
         sb = med[(b, "load")][0] / med[(b, "idle")][0]
         print(f"slowdown {a} / slowdown {b}: {sa / sb:.2f}")
-
 
 if __name__ == "__main__":
     main()
