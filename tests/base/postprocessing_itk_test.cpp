@@ -201,6 +201,18 @@ TEST(PostprocessingCli, AFailedApplyLeavesNoOutputFolder) {
   EXPECT_EQ(test::folder_snapshot(d.path()), before);
 }
 
+// Issue 26: a folder named plans.json in the input said "Operation not supported".
+TEST(PostprocessingCli, AFolderWhereAJsonFileBelongsIsNamed) {
+  test::TempDir d("ppdir");
+  write_case_folders(d, with_stray_label_2());
+  fs::create_directories(d / "pred/plans.json");
+  write_json(d / "pp.json", {{"postprocessing_fns", json::array()}, {"postprocessing_kwargs", json::array()}});
+  const auto before = test::folder_snapshot(d.path());
+  const auto r = test::run_cli("medseg_apply_postprocessing", "-i " + d / "pred" + " -o " + d / "out" + " -pp_json " + d / "pp.json");
+  test::expect_refused(r, "medseg_apply_postprocessing", {d / "pred/plans.json: is a folder, not a file"});
+  EXPECT_EQ(test::folder_snapshot(d.path()), before);
+}
+
 TEST(PostprocessingCli, StepsTheDatasetCannotHaveAreRefused) {
   // dataset.json declares labels 1 and 2; each step below was applied (as label 1, or as nothing).
   const std::vector<std::pair<json, std::vector<std::string>>> rows = {
