@@ -201,6 +201,8 @@ namespace {
 class CrcSource {
  public:
   CrcSource(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+    // A folder opens as a stream on Linux and only fails at its size: say what it is.
+    if (fs::is_directory(path)) throw FileError(path, "is a folder, not a checkpoint file");
     if (!in_) throw FileError(path, fs::exists(path) ? "cannot be opened" : "file not found");
     std::error_code ec;
     size_ = static_cast<int64_t>(fs::file_size(path, ec));

@@ -12,6 +12,8 @@ namespace fs = std::filesystem;
 namespace medseg {
 
 std::string read_file(const std::string& path) {
+  // A folder opens as a stream on Linux and reads as nothing: say what it is.
+  if (fs::is_directory(path)) throw FileError(path, "is a folder, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, fs::exists(path) ? "cannot be opened" : "file not found");
   std::ostringstream ss;

@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <random>
 
 #include "core/error.h"
+#include "core/staging_names.h"
 
 namespace fs = std::filesystem;
 
@@ -36,14 +36,6 @@ fs::path folder_path(const std::string& folder) {
   return p.has_parent_path() ? p : fs::path(".") / p;
 }
 
-std::string sibling_name(const fs::path& target, const char* tag) {
-  std::random_device rd;
-  const fs::path dir = target.parent_path();
-  return (dir / ("." + target.filename().string() + "." + tag + "." + std::to_string(::getpid()) + "." +
-                 std::to_string(rd())))
-      .string();
-}
-
 }  // namespace
 
 NewFolderGuard::NewFolderGuard(const std::string& folder, bool only_if_empty) : only_if_empty_(only_if_empty) {
@@ -58,9 +50,17 @@ NewFolderGuard::NewFolderGuard(const std::string& folder, bool only_if_empty) : 
     throw FileError(folder, "cannot create the folder: " + ec.message());
   }
   created_ = missing.string();
+  if (created_.empty()) return;
+  on_signal_ = only_if_empty_ ? RemoveOnSignal::empty_folders(folder_, created_) : RemoveOnSignal::tree(created_);
+}
+
+void NewFolderGuard::keep() {
+  created_.clear();
+  on_signal_.release();
 }
 
 NewFolderGuard::~NewFolderGuard() {
+  on_signal_.release();
   std::error_code ec;
   if (created_.empty()) return;
   if (!only_if_empty_) {
@@ -72,10 +72,26 @@ NewFolderGuard::~NewFolderGuard() {
   }
 }
 
+AdoptedFolder::AdoptedFolder(std::string folder) : folder_(std::move(folder)), on_signal_(RemoveOnSignal::tree(folder_)) {}
+
+AdoptedFolder::~AdoptedFolder() {
+  on_signal_.release();
+  std::error_code ec;
+  if (!folder_.empty()) fs::remove_all(folder_, ec);
+}
+
+void AdoptedFolder::keep() {
+  on_signal_.release();
+  folder_.clear();
+}
+
 StagedFolder::StagedFolder(std::string target)
     : target_(folder_path(target).string()),
-      tmp_(sibling_name(fs::path(target_), "tmp")),
+      tmp_(staging_sibling(target_, "tmp")),
       parents_(fs::path(tmp_).parent_path().string(), true) {
+  remove_stale_staging(fs::path(tmp_).parent_path().string());
+  // Registered before the folder exists: a signal in between finds nothing to remove.
+  on_signal_ = RemoveOnSignal::tree(tmp_);
   std::error_code ec;
   fs::create_directory(tmp_, ec);
   if (ec) throw FileError(tmp_, "cannot create the folder: " + ec.message());
@@ -84,6 +100,7 @@ StagedFolder::StagedFolder(std::string target)
 StagedFolder::~StagedFolder() {
   std::error_code ec;
   if (!committed_) fs::remove_all(tmp_, ec);
+  on_signal_.release();
 }
 
 void StagedFolder::commit(bool replace) {
@@ -93,7 +110,7 @@ void StagedFolder::commit(bool replace) {
     if (!replace) throw FileError(target_, "already exists; it was left as it was");
     if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) != 0) {
       // No RENAME_EXCHANGE on this file system: the target is briefly absent (never half-written).
-      const std::string old = sibling_name(fs::path(target_), "old");
+      const std::string old = staging_sibling(target_, "old");
       if (::rename(target_.c_str(), old.c_str()) != 0)
         throw FileError(target_, std::string("cannot move the old folder aside: ") + std::strerror(errno));
       if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
@@ -102,12 +119,14 @@ void StagedFolder::commit(bool replace) {
         throw FileError(target_, "cannot move into place: " + why);
       }
       tmp_ = old;
+      on_signal_ = RemoveOnSignal::tree(tmp_);
     }
     // tmp_ now names the old content.
     std::error_code ec;
     fs::remove_all(tmp_, ec);
   }
   committed_ = true;
+  on_signal_.release();
   parents_.keep();
 }
 

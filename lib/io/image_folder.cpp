@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "core/error.h"
 #include "core/strings.h"
 
 namespace fs = std::filesystem;
@@ -43,7 +44,11 @@ std::vector<std::string> files_with_ending(const std::string& folder, const std:
 void copy_dataset_jsons(const std::string& from, const std::string& to) {
   for (const char* f : {"dataset.json", "plans.json"}) {
     const fs::path src = fs::path(from) / f;
-    if (fs::exists(src)) fs::copy_file(src, fs::path(to) / f, fs::copy_options::overwrite_existing);
+    if (!fs::exists(src)) continue;
+    // copy_file would say "Operation not supported" of a folder, naming neither it nor the problem.
+    if (!fs::is_regular_file(src))
+      throw FileError(src.string(), fs::is_directory(src) ? "is a folder, not a file" : "is not a regular file");
+    fs::copy_file(src, fs::path(to) / f, fs::copy_options::overwrite_existing);
   }
 }
 

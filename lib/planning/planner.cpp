@@ -150,10 +150,10 @@ template <class T> std::vector<T> permute(const std::vector<T>& v, const std::ve
 }
 
 std::string data_identifier(const Ctx& c, const std::string& config) {
-  // The ResEnc presets share nnUNetPlans' preprocessed 2d/3d_fullres data; SwinUNETR does too
-  // unless the target spacing is overwritten.
-  const bool share = c.spec.shares_default_data_identifiers &&
-                     !(c.spec.network == NetworkKind::SwinUNETR && !c.opt.overwrite_target_spacing.empty());
+  // The ResEnc presets share nnUNetPlans' preprocessed 2d/3d_fullres data (same spacing and
+  // normalization), as nnU-Net's; not when the target spacing is overwritten, which would make
+  // preprocessing rewrite nnUNetPlans' data at another spacing.
+  const bool share = c.spec.shares_default_data_identifiers && c.opt.overwrite_target_spacing.empty();
   if (share && (config == "2d" || config == "3d_fullres")) return "nnUNetPlans_" + config;
   return c.plans_name + "_" + config;
 }

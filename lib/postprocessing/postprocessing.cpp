@@ -7,8 +7,10 @@
 
 #include "core/error.h"
 #include "core/json_object_reader.h"
+#include "core/output_folder.h"
 #include "core/parallel.h"
 #include "core/progress.h"
+#include "core/test_pause.h"
 #include "io/image_folder.h"
 #include "io/image_io.h"
 #include "postprocessing/components.h"
@@ -141,8 +143,9 @@ int64_t apply_postprocessing_to_folder(const std::string& input_folder, const st
                                    "overwrites predictions");
   const std::vector<std::string> names = io::files_with_ending(input_folder, pp.file_ending);
   if (names.empty()) throw FileError(input_folder, "holds no " + pp.file_ending + " segmentation");
-  fs::create_directories(output_folder, ec);
-  if (ec) throw FileError(output_folder, "cannot create the output folder: " + ec.message());
+  // A failure (or Ctrl-C) on any case removes the output folder this call created: a half-written
+  // folder would pass for postprocessed predictions.
+  NewFolderGuard guard(output_folder);
   ProgressBar bar("postprocess", static_cast<int64_t>(names.size()));
   parallel_for(static_cast<int64_t>(names.size()), threads, [&](int64_t i) {
     const std::string in = (fs::path(input_folder) / names[static_cast<size_t>(i)]).string();
@@ -158,6 +161,9 @@ int64_t apply_postprocessing_to_folder(const std::string& input_folder, const st
     bar.tick();
   });
   bar.finish();
+  io::copy_dataset_jsons(input_folder, output_folder);  // as nnU-Net: the folder stays self-describing
+  test_pause_point("postprocess_written");
+  guard.keep();
   return static_cast<int64_t>(names.size());
 }
 

@@ -39,7 +39,8 @@ void write_postprocessing(const std::string& path, const Postprocessing& pp);
 
 // Reads every `file_ending` segmentation of `input_folder`, applies `pp` and writes it under the
 // same name into `output_folder` (created; must not be the input folder: predictions are never
-// overwritten). Returns the number of files written.
+// overwritten), with the input's dataset.json and plans.json. Returns the number of files written.
+// On failure an output folder that this call created is removed again.
 int64_t apply_postprocessing_to_folder(const std::string& input_folder, const std::string& output_folder,
                                        const Postprocessing& pp, int threads);
 

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "io/dataset.h"
 #include "planning/plans.h"
+#include "preprocessing/data_record.h"
 #include "preprocessing/preprocessor.h"
 
 namespace fs = std::filesystem;
@@ -70,6 +71,12 @@ std::vector<ConfigurationReport> preprocess_dataset(const DatasetPreprocessReque
     for (const auto& c : configs) plans.configuration(c);  // unknown names fail before any work
 
   const std::vector<io::CaseFiles> cases = io::list_training_cases(info);
+  // Another plans' data is refused before any configuration is written (data_record.h).
+  for (const auto& c : configs)
+    if (plans.has_configuration(c)) {
+      const PreprocessPlan plan = make_preprocess_plan(plans, c, info);
+      check_data_record((fs::path(r.preprocessed_dataset_folder) / plan.data_identifier).string(), plan);
+    }
   copy_dataset_json(r.raw_dataset_folder, r.preprocessed_dataset_folder);
   std::vector<ConfigurationReport> reports;
   std::set<std::string> done;  // 3d_cascade_fullres shares 3d_fullres's data identifier

@@ -11,6 +11,7 @@
 #include "core/progress.h"
 #include "fingerprint/crop.h"
 #include "io/label_check.h"
+#include "preprocessing/data_record.h"
 #include "core/atomic_writer.h"
 #include "core/output_folder.h"
 
@@ -71,6 +72,7 @@ PreprocessPlan make_preprocess_plan(const planning::Plans& plans, const std::str
   const std::string src = plans.source.empty() ? plans.plans_name : plans.source;
   const planning::ConfigurationPlan& c = plans.configuration(configuration);
   PreprocessPlan p;
+  p.plans_name = plans.plans_name;
   p.configuration = configuration;
   p.data_identifier = c.data_identifier;
   if (p.data_identifier.empty()) throw Error(src + ": configuration '" + configuration + "' has no data_identifier");
@@ -175,6 +177,9 @@ PreprocessedCaseData preprocess_case(io::LoadedCase loaded, const PreprocessPlan
 
 void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessPlan& plan,
                       const std::string& output_folder, const PreprocessOptions& options) {
+  // Another plans' data under the same data_identifier is never rewritten at another spacing or
+  // normalization (data_record.h).
+  check_data_record(output_folder, plan);
   // Built aside and swapped in when complete: a case that fails keeps the previous preprocessed
   // data intact and leaves no half-filled folder that training would take as the dataset.
   StagedFolder staged(output_folder);
@@ -197,6 +202,7 @@ void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessP
   };
   parallel_for(static_cast<int64_t>(cases.size()), options.threads, one_case);
   bar.finish();
+  write_json((fs::path(folder) / kDataRecordName).string(), data_record(plan));
   sync_filesystem(folder);  // one flush instead of one fsync per file
   staged.commit();
 }

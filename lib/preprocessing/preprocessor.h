@@ -28,6 +28,7 @@ struct ResampleSpec {
 
 // Everything one configuration needs to preprocess a case, checked once.
 struct PreprocessPlan {
+  std::string plans_name;  // recorded in the data folder (data_record.h)
   std::string configuration;
   std::string data_identifier;
   Perm3 transpose_forward{0, 1, 2};

@@ -2,12 +2,16 @@
 
 #include <cmath>
 #include <filesystem>
+#include <memory>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/output_folder.h"
 #include "core/path_component.h"
 #include "core/paths.h"
 #include "core/strings.h"
+#include "core/test_pause.h"
 #include "evaluation/evaluate_folder.h"
 #include "io/image_folder.h"
 #include "postprocessing/crossval.h"
@@ -38,6 +42,15 @@ void score(Candidate& c, const std::string& references, const evaluation::Evalua
   spdlog::info("{}: mean foreground Dice {:.5f}", c.name, c.dice);
 }
 
+// The crossval_results_folds_* folders of a model folder, by name.
+std::set<std::string> crossval_folders(const std::string& model) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(model, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().rfind("crossval_results_folds", 0) == 0) names.insert(it->path().filename().string());
+  return names;
+}
+
 // What ensemble_folders reads: without these files a pair cannot be ensembled.
 bool has_probabilities(const std::string& folder) { return !io::files_with_ending(folder, "_probabilities.npy").empty(); }
 
@@ -65,10 +78,25 @@ std::string instructions(const FindBestOptions& o, const std::string& dataset, c
   return s.str();
 }
 
+// nnU-Net's default list, narrowed to the configurations the plans define: a dataset planned
+// without 3d_lowres is not told to train 3d_lowres first.
+std::vector<std::string> default_configurations(const std::string& preprocessed_dataset, const std::string& plans) {
+  const std::string file = (fs::path(preprocessed_dataset) / (plans + ".json")).string();
+  if (!fs::exists(file))
+    throw FileError(file, "not found: without the plans, name the configurations to compare (-c 2d 3d_fullres ...)");
+  const json p = read_json(file);
+  const json& configs = p.is_object() && p.contains("configurations") ? p.at("configurations") : json();
+  if (!configs.is_object()) throw FileError(file, "key 'configurations' is not an object");
+  std::vector<std::string> out;
+  for (const char* c : {"2d", "3d_fullres", "3d_lowres", "3d_cascade_fullres"})
+    if (configs.contains(c)) out.push_back(c);
+  if (out.empty()) throw FileError(file, "defines none of 2d, 3d_fullres, 3d_lowres, 3d_cascade_fullres: name them with -c");
+  return out;
+}
+
 // The names that become the model folders' names: single names, each configuration once (a
 // configuration compared with itself would be "ensembled" with its own predictions).
 void check_names(const FindBestOptions& o) {
-  if (o.configurations.empty()) throw Error("no configuration to compare (-c 2d 3d_fullres ...)");
   check_path_component(o.trainer, "trainer name (-tr)");
   check_path_component(o.plans, "plans name (-p)");
   for (const auto& c : o.configurations) check_path_component(c, "configuration (-c)");
@@ -78,35 +106,54 @@ void check_names(const FindBestOptions& o) {
 
 }  // namespace
 
-json find_best_configuration(const FindBestOptions& o) {
+json find_best_configuration(const FindBestOptions& in) {
+  FindBestOptions o = in;
   check_names(o);
   const std::string results = root_folder(Root::Results);
   const std::string dataset = find_dataset_name(results, o.dataset);
-  const std::string references =
-      (fs::path(root_folder(Root::Preprocessed)) / find_dataset_name(root_folder(Root::Preprocessed), o.dataset) /
-       "gt_segmentations").string();
+  const fs::path preprocessed = fs::path(root_folder(Root::Preprocessed)) /
+                                find_dataset_name(root_folder(Root::Preprocessed), o.dataset);
+  const std::string references = (preprocessed / "gt_segmentations").string();
+  const bool default_list = o.configurations.empty();
+  if (default_list) o.configurations = default_configurations(preprocessed.string(), o.plans);
+  check_names(o);
 
+  // Every model is checked before any output is written: a configuration that was not trained
+  // fails here, not after the others' crossval_results_folds_* folders were made.
   std::vector<Candidate> candidates;
   evaluation::EvaluateOptions eval;
-  std::vector<std::string> folds = o.folds;
   for (const auto& c : o.configurations) {
     Candidate m;
     m.name = o.trainer + "__" + o.plans + "__" + c;
     m.models = {(fs::path(results) / dataset / m.name).string()};
     m.configurations = {c};
     const std::string dj = (fs::path(m.models[0]) / "dataset.json").string();
-    if (!fs::exists(dj)) throw FileError(m.models[0], "no trained model here (dataset.json missing): train " + c + " first");
+    if (!fs::exists(dj))
+      throw FileError(m.models[0], "no trained model here (dataset.json missing): train " + c + " first, or leave it out of -c" +
+                                       (default_list ? " (by default -c is every configuration of " + o.plans + ": " +
+                                                           join(o.configurations, " ") + ")"
+                                                     : ""));
     evaluation::labels_from_dataset_json(read_json(dj), eval, dj);
+    candidates.push_back(m);
+  }
+
+  // The folders this call makes go again if a later step fails (or on Ctrl-C).
+  std::vector<std::unique_ptr<AdoptedFolder>> made;
+  std::vector<std::string> folds = o.folds;
+  for (auto& m : candidates) {
+    const std::set<std::string> before = crossval_folders(m.models[0]);
     const auto cv = postprocessing::gather_crossval(m.models[0], folds, references, eval.file_ending);
+    if (!before.count(fs::path(cv.folder).filename().string())) made.push_back(std::make_unique<AdoptedFolder>(cv.folder));
     folds = cv.folds;  // the first model's folds (checked, or found), required of the others
     m.folder = cv.folder;
-    candidates.push_back(m);
   }
   eval.threads = o.threads;
   eval.chill = true;
   for (auto& c : candidates) score(c, references, eval);
 
   if (o.ensembling && candidates.size() > 1) {
+    const fs::path ensembles = fs::path(results) / dataset / "ensembles";
+    if (!fs::exists(ensembles)) made.push_back(std::make_unique<AdoptedFolder>(ensembles.string()));
     const size_t singles = candidates.size();
     for (size_t i = 0; i < singles; ++i)
       for (size_t j = i + 1; j < singles; ++j) {
@@ -126,8 +173,10 @@ json find_best_configuration(const FindBestOptions& o) {
         eo.output = e.folder;
         eo.file_ending = eval.file_ending;
         eo.threads = o.threads;
-        if (fs::exists(e.folder)) fs::remove_all(e.folder);  // ours, rebuilt from the current folds
+        const bool existed = fs::exists(e.folder);
+        if (existed) fs::remove_all(e.folder);  // ours, rebuilt from the current folds
         ensemble_folders(eo);
+        if (!existed) made.push_back(std::make_unique<AdoptedFolder>(e.folder));
         score(e, references, eval);
         candidates.push_back(e);
       }
@@ -162,8 +211,10 @@ json find_best_configuration(const FindBestOptions& o) {
                                     {"postprocessing_steps", pp.steps.size()},
                                     {"foreground_mean_dice_postprocessed", pp.after.at("foreground_mean").at("Dice")}};
   const fs::path out = fs::path(results) / dataset;
+  test_pause_point("find_best_scored");
   write_json((out / "inference_information.json").string(), info);
   write_file_atomic((out / "inference_instructions.txt").string(), instructions(o, dataset, b, pp_file, folds));
+  for (auto& f : made) f->keep();
   return info;
 }
 

@@ -8,10 +8,12 @@
 #include "core/error.h"
 #include "core/json_io.h"
 #include "core/log.h"
-#include "core/output_folder.h"
 #include "core/path_component.h"
+#include "core/staged_file.h"
 #include "core/strings.h"
+#include "core/test_pause.h"
 #include "inference/model_folder.h"
+#include "sharing/model_files.h"
 #include "sharing/zip_archive.h"
 
 namespace fs = std::filesystem;
@@ -81,6 +83,27 @@ void check_output(const std::string& output, const fs::path& folder, bool overwr
   if (!starts_like_a_zip(output)) throw FileError(output, "is not a zip file; --overwrite replaces only a zip file");
 }
 
+// Whether the model folder holds `rel` as its own regular file. A symbolic link on the way (the file,
+// or a folder such as fold_0) is refused, naming it: the export would ship its target, a file from
+// outside the model folder. A folder where the file should be is refused too; `flag` says what asked
+// for the file ("" for an optional one).
+bool present(const fs::path& folder, const std::string& rel, const std::string& flag) {
+  fs::path p = folder;
+  for (const fs::path& part : fs::path(rel)) {
+    p /= part;
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(p, ec);
+    if (!fs::exists(st)) return false;
+    if (fs::is_symlink(st))
+      throw FileError(p.string(), "is a symbolic link; an export takes only the model folder's own files (copy the "
+                                  "file in, or leave it out)");
+  }
+  if (fs::is_directory(fs::symlink_status(p)))
+    throw FileError(p.string(), "is a folder where a file belongs" + (flag.empty() ? "" : " (" + flag + ")"));
+  if (!fs::is_regular_file(fs::symlink_status(p))) throw FileError(p.string(), "is not a regular file");
+  return true;
+}
+
 // What the installer checks of every file (a checkpoint's container, a JSON file's syntax), checked
 // before the file is shared: a damaged file fails here, naming it, not on the other machine.
 void check_content(const std::string& path) {
@@ -95,26 +118,25 @@ std::vector<std::string> export_file_list(const std::string& model_folder, const
   const fs::path folder(model_folder);
   std::vector<std::string> files;
   const auto optional = [&](const std::string& rel) {
-    if (fs::is_regular_file(folder / rel)) files.push_back(rel);
+    if (present(folder, rel, "")) files.push_back(rel);
   };
-  for (const char* required : {"plans.json", "dataset.json"}) {
-    if (!fs::is_regular_file(folder / required))
+  for (const char* required : kRequiredModelFiles) {
+    if (!present(folder, required, "a model folder to export needs it"))
       throw FileError((folder / required).string(), "not found (a model folder to export needs it)");
     files.push_back(required);
   }
-  for (const char* f : {"dataset_fingerprint.json", "trainer_config.json", "postprocessing.json"}) optional(f);
-  std::string crossval = "crossval_results_folds";
-  for (const std::string& f : folds) crossval += "_" + f;
-  for (const char* f : {"summary.json", "postprocessing.json"}) optional(crossval + "/" + f);
+  for (const char* f : kOptionalModelFiles) optional(f);
+  const std::string crossval = crossval_folder_name(folds);
+  for (const char* f : kCrossvalFiles) optional(crossval + "/" + f);
   for (const std::string& fold : folds) {
     const std::string ff = "fold_" + fold + "/";
     for (const std::string& ck : checkpoint_files) {
-      if (!fs::is_regular_file(folder / (ff + ck)))
-        throw FileError((folder / (ff + ck)).string(), "checkpoint not found (-chk " + ck.substr(0, ck.size() - 5) + ")");
+      const std::string flag = "-chk " + ck.substr(0, ck.size() - 5);
+      if (!present(folder, ff + ck, flag))
+        throw FileError((folder / (ff + ck)).string(), "checkpoint not found (" + flag + ")");
       files.push_back(ff + ck);
     }
-    for (const char* f : {"debug.json", "progress.png", "network_architecture.pdf", "validation/summary.json"})
-      optional(ff + f);
+    for (const char* f : kOptionalFoldFiles) optional(ff + f);
   }
   return files;
 }
@@ -136,13 +158,16 @@ Manifest export_model_zip(const ExportOptions& o) {
     m.files.push_back({name + "/" + rel, d.size, d.crc32});
   }
 
-  NewFolderGuard parent(fs::absolute(o.output).parent_path().string(), true);
-  ZipWriter zip(o.output, o.overwrite);
+  // Built in a staging folder beside the output, libzip's own temporary file included, so that a
+  // failure, Ctrl-C or SIGTERM leaves neither OUT.zip nor OUT.zip.XXXXXX.
+  StagedFile out(o.output);
+  ZipWriter zip(out.path(), false);
   for (std::size_t i = 0; i < files.size(); ++i)
     zip.add_file(m.files[i].path, (folder / files[i]).string(), !ends_with(files[i], ".ckpt"));
   zip.add_bytes(kManifestName, manifest_to_json(m).dump(2) + "\n");
   zip.commit();
-  parent.keep();
+  test_pause_point("export_zip_written");
+  out.commit(o.overwrite);
   spdlog::info("exported {} ({} file(s), fold(s) {}) to {}", name, m.files.size(), nlohmann::json(m.folds).dump(), o.output);
   return m;
 }

@@ -1,10 +1,12 @@
 #include "sharing/model_install.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
 #include "checkpoint/container.h"
 #include "core/atomic_writer.h"
+#include "core/disk_space.h"
 #include "core/error.h"
 #include "core/json_io.h"
 #include "core/log.h"
@@ -12,6 +14,8 @@
 #include "core/path_component.h"
 #include "core/paths.h"
 #include "core/strings.h"
+#include "core/test_pause.h"
+#include "sharing/model_files.h"
 #include "sharing/zip_archive.h"
 
 namespace fs = std::filesystem;
@@ -53,6 +57,21 @@ Manifest read_manifest(const ZipReader& z, const std::map<std::string, ZipEntry>
   return manifest_from_json(j, source);
 }
 
+// A file the manifest lists: one a model folder holds (model_files.h), of a plausible size.
+void check_listed_file(const ZipReader& z, const ZipEntry& e, const Manifest& m) {
+  const std::string rel = e.name.substr(m.model_folder.size() + 1);
+  const std::string problem = model_file_problem(rel, m.folds, m.checkpoints);
+  if (!problem.empty())
+    throw FileError(z.path(), entry(e.name) + " " + problem + "; nothing was installed");
+  if (e.size > max_model_file_bytes(rel))
+    throw FileError(z.path(), entry(e.name) + " would inflate to " + byte_size_text(e.size) + ", more than such a file holds (" +
+                                  byte_size_text(max_model_file_bytes(rel)) + "); nothing was installed");
+  if (ends_with(rel, ".ckpt") && e.size / kMaxCheckpointInflation > e.compressed_size)
+    throw FileError(z.path(), entry(e.name) + " would inflate " + std::to_string(e.size / std::max<uint64_t>(e.compressed_size, 1)) +
+                                  "-fold (" + byte_size_text(e.compressed_size) + " to " + byte_size_text(e.size) +
+                                  "), which no checkpoint does: a zip bomb; nothing was installed");
+}
+
 // The zip holds exactly the manifest's files, with the sizes it records.
 void check_against_manifest(const ZipReader& z, const std::map<std::string, ZipEntry>& files, const Manifest& m) {
   std::map<std::string, const ManifestFile*> listed;
@@ -67,7 +86,14 @@ void check_against_manifest(const ZipReader& z, const std::map<std::string, ZipE
     if (it->second.size != f.size)
       throw FileError(z.path(), entry(f.path) + " holds " + std::to_string(it->second.size) + " bytes but the manifest says " +
                                     std::to_string(f.size) + ": the zip is damaged; nothing was installed");
+    check_listed_file(z, it->second, m);
   }
+}
+
+uint64_t total_bytes(const Manifest& m) {
+  uint64_t total = 0;
+  for (const ManifestFile& f : m.files) total = f.size > UINT64_MAX - total ? UINT64_MAX : total + f.size;
+  return total;
 }
 
 // A checkpoint or JSON file that does not read back as one, as an error about the zip's entry.
@@ -117,8 +143,11 @@ InstallResult install_model_zip(const std::string& zip_path, const std::string& 
     if (!fs::is_directory(fs::symlink_status(dest)))
       throw FileError(r.model_folder, "exists and is not a folder; nothing was installed");
   }
+  check_free_space(dest.parent_path().string(), total_bytes(r.manifest),
+                   "the " + std::to_string(r.manifest.files.size()) + " file(s) of " + zip_path);
   StagedFolder stage(r.model_folder);
   extract_all(z, files, r.manifest, stage.path());
+  test_pause_point("install_staged");
   sync_filesystem(stage.path());  // the files are on disk before their folder gets its name
   stage.commit(overwrite);
   sync_filesystem(r.model_folder);  // and so is the rename

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <set>
 
 #include "core/error.h"
 #include "core/path_component.h"
@@ -51,6 +52,23 @@ struct EntryStream {
   }
 };
 
+// The first name a zip holds twice ("" when none), from libzip's listing without its consistency
+// check, which allows repeated names.
+std::string repeated_entry_name(const std::string& path) {
+  int code = 0;
+  zip* z = zip_open(path.c_str(), ZIP_RDONLY, &code);
+  if (!z) return "";
+  std::string twice;
+  std::set<std::string> seen;
+  const zip_int64_t n = zip_get_num_entries(z, 0);
+  for (zip_int64_t i = 0; i < n && twice.empty(); ++i) {
+    const char* name = zip_get_name(z, static_cast<zip_uint64_t>(i), 0);
+    if (name && !seen.insert(name).second) twice = name;
+  }
+  zip_discard(z);
+  return twice;
+}
+
 }  // namespace
 
 std::string crc32_hex(uint32_t crc) {
@@ -77,9 +95,18 @@ FileDigest digest_file(const std::string& path) {
 }
 
 ZipReader::ZipReader(std::string path) : path_(std::move(path)) {
-  if (!fs::is_regular_file(path_)) throw FileError(path_, "zip file not found");
+  std::error_code ec;
+  const fs::file_status kind = fs::status(path_, ec);
+  if (fs::is_directory(kind)) throw FileError(path_, "is a folder, not a zip file");
+  if (!fs::exists(kind)) throw FileError(path_, "zip file not found");
+  if (!fs::is_regular_file(kind)) throw FileError(path_, "is not a regular file, so not a zip file");
   int code = 0;
   z_ = zip_open(path_.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
+  if (!z_ && code == ZIP_ER_EXISTS) {
+    // libzip's consistency check found a name twice and does not say which: find it.
+    const std::string twice = repeated_entry_name(path_);
+    if (!twice.empty()) throw FileError(path_, entry_label(twice) + " appears twice");
+  }
   if (!z_) throw FileError(path_, "not a readable zip file (" + libzip_message(code) + "): truncated, damaged or another format");
   const zip_int64_t n = zip_get_num_entries(z_, 0);
   for (zip_int64_t i = 0; i < n; ++i) {
@@ -95,6 +122,7 @@ ZipReader::ZipReader(std::string path) : path_(std::move(path)) {
     e.index = static_cast<uint64_t>(i);
     e.name = st.name;
     e.size = st.size;
+    e.compressed_size = (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size : st.size;
     e.directory = !e.name.empty() && e.name.back() == '/';
     entries_.push_back(std::move(e));
   }
@@ -129,6 +157,9 @@ FileDigest ZipReader::extract(const ZipEntry& e, const std::string& target) cons
   try {
     std::size_t n = 0;
     while ((n = s.read(buf.data(), buf.size(), e, path_)) > 0) {
+      if (d.size + n > e.size)
+        throw FileError(path_, entry_label(e.name) + ": holds more bytes than its record says (" + std::to_string(e.size) +
+                                   "): the zip is damaged or forged");
       if (std::fwrite(buf.data(), 1, n, out) != n) throw FileError(target, std::string("write failed: ") + std::strerror(errno));
       d.crc32 = crc_update(d.crc32, buf.data(), n);
       d.size += n;

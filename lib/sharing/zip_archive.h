@@ -25,13 +25,15 @@ FileDigest digest_file(const std::string& path);
 struct ZipEntry {
   uint64_t index = 0;
   std::string name;
-  uint64_t size = 0;  // uncompressed
+  uint64_t size = 0;             // uncompressed, as the zip's directory records it
+  uint64_t compressed_size = 0;  // the bytes it takes in the zip
   bool directory = false;
 };
 
 class ZipReader {
  public:
-  // Opens with libzip's consistency checks. A missing, truncated or non-zip file throws FileError.
+  // Opens with libzip's consistency checks. A missing, truncated or non-zip file, a folder, and a zip
+  // that holds one name twice (naming it) throw FileError.
   explicit ZipReader(std::string path);
   ~ZipReader();
   ZipReader(const ZipReader&) = delete;
@@ -42,7 +44,8 @@ class ZipReader {
 
   // The whole entry in memory; refuses entries larger than `max_bytes`.
   std::string read(const ZipEntry& e, uint64_t max_bytes) const;
-  // Streams the entry into a new file `target`; returns what was written.
+  // Streams the entry into a new file `target`; returns what was written. Data beyond the size the
+  // zip's directory records is refused as it arrives, not after it was written.
   FileDigest extract(const ZipEntry& e, const std::string& target) const;
 
  private:

@@ -3,6 +3,7 @@
 // cannot hold, integers beyond the target type, fractions where an integer is expected, wrong types.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 
@@ -29,6 +30,18 @@ TEST(BadInputJson, ParseErrorsNameTheFile) {
     } catch (const FileError& e) {
       EXPECT_EQ(std::string(e.what()).rfind(dir / "f.json: " + fragment, 0), 0u) << e.what();
     }
+  }
+}
+
+// Issue 26: a folder where a JSON file belongs read as an empty file.
+TEST(BadInputJson, AFolderIsNamedAsAFolder) {
+  test::TempDir dir("json");
+  std::filesystem::create_directories(dir / "plans.json");
+  try {
+    read_json(dir / "plans.json");
+    ADD_FAILURE() << "read";
+  } catch (const FileError& e) {
+    EXPECT_EQ(std::string(e.what()), dir / "plans.json: is a folder, not a file");
   }
 }
 

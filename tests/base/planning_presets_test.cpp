@@ -101,7 +101,7 @@ TEST(ShippedPresets, SwinUNETRPlanner) {
   EXPECT_EQ(s.min_batch, 2);
   EXPECT_EQ(s.max_dataset_covered, 0.05);
   EXPECT_EQ(s.anisotropy_threshold, 3.0);
-  EXPECT_TRUE(s.shares_default_data_identifiers);
+  EXPECT_FALSE(s.shares_default_data_identifiers);  // its own data identifiers (issue 26)
 }
 
 TEST(ShippedPresets, PlansFolderHoldsExactlyTheKnownPresets) {

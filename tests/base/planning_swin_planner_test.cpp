@@ -83,7 +83,8 @@ TEST(PlanningSwin, PatchDivisibleBy32AndFeatureSizeByTarget) {
   EXPECT_EQ(c.architecture.swin->feature_size, 48);
   EXPECT_EQ(c.architecture.swin->window_size, 7);
   for (int x : c.patch_size) EXPECT_EQ(x % 32, 0);
-  EXPECT_EQ(c.data_identifier, "nnUNetPlans_3d_fullres");  // same preprocessing as nnUNetPlans
+  // Its own preprocessed data (issue 26): preprocessing it never rewrites nnUNetPlans' 3d_fullres data.
+  EXPECT_EQ(c.data_identifier, "medsegSwinUNETRPlans_3d_fullres");
   EXPECT_LE(peak(c, c.batch_size, 1, 14), 24 * GiB * 0.9);
   o.gpu_memory_target_gb = 8;
   EXPECT_EQ(config_of(plan(kIsoFp, kIsoDs, o), "3d_fullres").architecture.swin->feature_size, 24);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "core/error.h"
 #include "core/json_io.h"
@@ -184,6 +185,32 @@ TEST(PostprocessingCli, BadInputIsOneLineAndTouchesNothing) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("is the input folder"), std::string::npos) << r.output;
   EXPECT_EQ(test::folder_snapshot(d / "pred"), snap);
+}
+
+// Issue 26: a case that fails half-way removes the output folder the command made, with the cases
+// written before it: a half-written folder would pass for postprocessed predictions.
+TEST(PostprocessingCli, AFailedApplyLeavesNoOutputFolder) {
+  test::TempDir d("pphalf");
+  write_case_folders(d, with_stray_label_2());
+  std::ofstream(d / "pred/zz_last.nii.gz") << "not an image";
+  write_json(d / "pp.json", {{"postprocessing_fns", json::array()}, {"postprocessing_kwargs", json::array()}});
+  const auto before = test::folder_snapshot(d.path());
+  const auto r = test::run_cli("medseg_apply_postprocessing",
+                               "-i " + d / "pred" + " -o " + d / "out/pp" + " -pp_json " + d / "pp.json" + " -np 1");
+  test::expect_refused(r, "medseg_apply_postprocessing", {d / "pred/zz_last.nii.gz"});
+  EXPECT_EQ(test::folder_snapshot(d.path()), before);
+}
+
+// Issue 26: a folder named plans.json in the input said "Operation not supported".
+TEST(PostprocessingCli, AFolderWhereAJsonFileBelongsIsNamed) {
+  test::TempDir d("ppdir");
+  write_case_folders(d, with_stray_label_2());
+  fs::create_directories(d / "pred/plans.json");
+  write_json(d / "pp.json", {{"postprocessing_fns", json::array()}, {"postprocessing_kwargs", json::array()}});
+  const auto before = test::folder_snapshot(d.path());
+  const auto r = test::run_cli("medseg_apply_postprocessing", "-i " + d / "pred" + " -o " + d / "out" + " -pp_json " + d / "pp.json");
+  test::expect_refused(r, "medseg_apply_postprocessing", {d / "pred/plans.json: is a folder, not a file"});
+  EXPECT_EQ(test::folder_snapshot(d.path()), before);
 }
 
 TEST(PostprocessingCli, StepsTheDatasetCannotHaveAreRefused) {

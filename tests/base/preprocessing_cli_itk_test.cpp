@@ -126,3 +126,35 @@ TEST(PreprocessingCli, PlanAndPreprocessTinyDataset) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("case_002_0000.nii.gz"), std::string::npos) << r.output;
 }
+
+// Issue 26: plans that share a data_identifier share the folder; preprocessing another plans into it
+// at another spacing would change the data under the first plans' models, and is refused naming the
+// folder. The same spacing and normalization (the ResEnc presets' case) is allowed.
+TEST(PreprocessingCli, AnotherPlansAtAnotherSpacingDoesNotRewriteSharedData) {
+  Env e;
+  auto r = test::run_cli("medseg_make_dataset", "-o " + e.dir / "raw" + " -d 901 --cases 2 --min-shape 8 12 12 --max-shape 8 12 12",
+                         e.env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_cli("medseg_plan_and_preprocess", "-d 901 -c 3d_fullres -np 1 --no-progress", e.env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  json plans = read_json(e.pp() + "/nnUNetPlans.json");
+  plans["plans_name"] = "OtherPlans";  // 3d_fullres keeps data_identifier nnUNetPlans_3d_fullres
+  write_json(e.pp() + "/OtherPlans.json", plans);
+  const std::string folder = e.pp() + "/nnUNetPlans_3d_fullres";
+
+  r = test::run_cli("medseg_preprocess", "-d 901 -plans_name OtherPlans -c 3d_fullres -np 1 --no-progress", e.env());
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // same spacing and normalization: the same data
+
+  plans["plans_name"] = "CoarsePlans";
+  plans["configurations"]["3d_fullres"]["spacing"] = {2.0, 2.0, 2.0};
+  write_json(e.pp() + "/CoarsePlans.json", plans);
+  const auto before = test::folder_snapshot(folder);
+  r = test::run_cli("medseg_preprocess", "-d 901 -plans_name CoarsePlans -c 3d_fullres -np 1 --no-progress", e.env());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find(folder + ": holds the data of plans 'OtherPlans' configuration '3d_fullres' (spacing ["),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("give 'CoarsePlans' its own data_identifier"), std::string::npos) << r.output;
+  EXPECT_EQ(test::folder_snapshot(folder), before);
+}

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "core/error.h"
@@ -272,4 +273,38 @@ TEST(FindBestConfiguration, NamesThatLeaveTheResultsAndRepeatsAreRefused) {
     test::expect_refused(r, "medseg_find_best_configuration", {says});
     EXPECT_EQ(test::folder_snapshot(d.path()), before);
   }
+}
+
+// Issue 26: a failed run leaves no crossval_results_folds_* (or ensemble) folder behind, whether it
+// fails on a configuration that was never trained or on a damaged prediction after gathering.
+TEST(FindBestConfiguration, AFailedRunLeavesNoFolderBehind) {
+  test::TempDir d("bestfail");
+  const TwoModels m(d);
+  std::ofstream(m.b + "/fold_1/validation/case_3.nii.gz") << "not an image";
+  const auto before = test::folder_snapshot(d.path());
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"-c 3d_fullres 3d_lowres", "nnUNetTrainer__nnUNetPlans__3d_lowres: no trained model here"},
+      {"-c 3d_fullres 2d", "case_3.nii.gz"},
+  };
+  for (const auto& [args, says] : rows) {
+    SCOPED_TRACE(args);
+    const auto r = test::run_cli("medseg_find_best_configuration", "321 " + args + " -np 1", m.env);
+    test::expect_refused(r, "medseg_find_best_configuration", {says});
+    EXPECT_EQ(test::folder_snapshot(d.path()), before);
+  }
+}
+
+// Issue 26: without -c, the configurations compared are those the plans define; a dataset planned
+// without 3d_lowres is not told to train 3d_lowres first.
+TEST(FindBestConfiguration, WithoutDashCTheConfigurationsAreThoseOfThePlans) {
+  test::TempDir d("bestdefault");
+  const TwoModels m(d);
+  write_json(d / "pre/Dataset321_Organ/nnUNetPlans.json",
+             {{"plans_name", "nnUNetPlans"}, {"configurations", {{"2d", json::object()}, {"3d_fullres", json::object()}}}});
+  const auto r = test::run_cli("medseg_find_best_configuration", "321 -np 1", m.env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json info = read_json(m.results + "/inference_information.json");
+  ASSERT_EQ(info["considered_models"].size(), 3u) << info.dump(2);  // 2d, 3d_fullres, their ensemble
+  EXPECT_EQ(info["considered_models"][0]["configurations"], json({"2d"}));
+  EXPECT_EQ(info["considered_models"][1]["configurations"], json({"3d_fullres"}));
 }

@@ -117,6 +117,14 @@ TEST(TrainingCheckpointFormat, CorruptTruncatedForeignAndMissingFilesAreClearErr
   EXPECT_NE(expect_file_error(dir / "missing.ck").find("not found"), std::string::npos);
 }
 
+// Issue 26: a folder where the checkpoint belongs said "cannot determine file size".
+TEST(TrainingCheckpointFormat, AFolderIsNamedAsAFolder) {
+  test::TempDir dir("ckdir");
+  fs::create_directories(dir / "checkpoint_final.ckpt");
+  EXPECT_EQ(expect_file_error(dir / "checkpoint_final.ckpt"),
+            dir / "checkpoint_final.ckpt: is a folder, not a checkpoint file");
+}
+
 namespace {
 
 template <class T> void put_le(std::string& out, T v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }

@@ -4,6 +4,7 @@
 // installed model never replaces an existing one without --overwrite. The zips the bad-input rows
 // start from are rewritten here with libzip and zlib directly, not with medseg's own zip code.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <zip.h>
 #include <zlib.h>
 
@@ -15,6 +16,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -118,6 +120,22 @@ void refresh_manifest(Entries& e, const std::string& file) {
       f["crc32"] = crc_hex(entry(e, file));
     }
   entry(e, kManifest) = m.dump();
+}
+
+// A new entry, listed in the manifest with its true size and CRC: the zip and the manifest agree.
+void add_listed(Entries& e, const std::string& name, const std::string& bytes) {
+  e.insert(e.end() - 1, {name, bytes});  // before the manifest, which stays last
+  json m = json::parse(entry(e, kManifest));
+  m["files"].push_back({{"path", name}, {"size", bytes.size()}, {"crc32", crc_hex(bytes)}});
+  entry(e, kManifest) = m.dump();
+}
+
+// The zip with the name of the entry `from` spelled `to` in its headers (same length): libzip cannot
+// write a zip that holds a name twice, so the bytes are patched.
+void rename_in_bytes(const std::string& zip_path, const std::string& from, const std::string& to) {
+  std::string bytes = test::read_text(zip_path);
+  for (auto at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at + 1)) bytes.replace(at, to.size(), to);
+  write_bytes(zip_path, bytes);
 }
 
 void edit_manifest(Entries& e, const std::function<void(json&)>& fn) {
@@ -336,6 +354,13 @@ std::vector<BadZip> bad_zips() {
       {"NotAZip", [](auto&, auto& b) { write_bytes(b, "plans.json, dataset.json and some weights\n"); },
        "not a readable zip file"},
       {"EmptyFile", [](auto&, auto& b) { write_bytes(b, ""); }, "not a readable zip file"},
+      // Issue 26: a zip that holds a name twice is refused naming it (libzip said "File already exists").
+      {"NameTwice",
+       [](auto& g, auto& b) {
+         rewrite(g, b, [](Entries& e) { e.insert(e.begin(), {kModel + "/plans.jsoX", "{}"}); });
+         rename_in_bytes(b, kModel + "/plans.jsoX", kModel + "/plans.json");
+       },
+       "entry '" + kModel + "/plans.json' appears twice"},
   };
 }
 
@@ -355,12 +380,94 @@ TEST_P(BadModelZip, IsRefusedNamingTheEntryAndWritesNothing) {
 INSTANTIATE_TEST_SUITE_P(Rows, BadModelZip, ::testing::ValuesIn(bad_zips()),
                          [](const auto& row_info) { return row_info.param.name; });
 
-TEST(ModelZipInstall, MissingZipIsNamed) {
+// Issue 26: only what a model folder holds is installed (model_files.h), even when the manifest lists
+// more: the zip and the manifest agree on every row below.
+TEST_F(ModelZip, OnlyWhatAModelFolderHoldsIsInstalled) {
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {kModel + "/fold_0/checkpoint_final.pth", "is not a file a model folder holds"},  // a pickle
+      {kModel + "/run.sh", "is not a file a model folder holds"},
+      {kModel + "/fold_0/checkpoint_latest.ckpt", "is a checkpoint the manifest's checkpoints do not list"},
+      {kModel + "/fold_7/checkpoint_final.ckpt", "is in fold_7, which the manifest's folds do not list"},
+  };
+  const std::string bad = d / "bad.zip";
+  for (const auto& [name, says] : rows) {
+    SCOPED_TRACE(name);
+    rewrite(zip, bad, [&, n = name](Entries& e) { add_listed(e, n, entry(e, kCk)); });
+    const auto r = install_refused(bad, d / "root2", "Dataset001_Other");
+    EXPECT_NE(r.output.find(bad + ": entry '" + name + "' " + says), std::string::npos) << r.output;
+  }
+}
+
+// Issue 26: an entry that would inflate to an absurd size is refused before anything is written: a
+// progress.png of 65 MiB (zeros, 64 KiB deflated), a checkpoint of zeros 1000-fold deflated.
+TEST_F(ModelZip, EntriesOfAbsurdSizeAreRefusedBeforeWriting) {
+  const std::vector<std::tuple<std::string, std::size_t, std::string>> rows = {
+      {kModel + "/fold_0/progress.png", 65u << 20, "would inflate to 65.0 MiB, more than such a file holds (64.0 MiB)"},
+      {kCk, 16u << 20, "would inflate"},
+  };
+  const std::string bad = d / "bad.zip";
+  for (const auto& [name, size, says] : rows) {
+    SCOPED_TRACE(name);
+    rewrite(zip, bad, [&, n = name, k = size](Entries& e) {
+      entry(e, n) = std::string(k, '\0');
+      refresh_manifest(e, n);
+    });
+    const auto r = install_refused(bad, d / "root2", "Dataset001_Other");
+    EXPECT_NE(r.output.find(bad + ": entry '" + name + "' " + says), std::string::npos) << r.output;
+  }
+}
+
+// A zip that is not there, or a folder where the zip belongs (issue 26: it said "zip file not found").
+TEST(ModelZipInstall, MissingZipOrAFolderIsNamed) {
   test::TempDir d("zip");
-  const auto r = test::run_cli("medseg_install_model_zip", d / "nope.zip -o " + d / "root");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find(d / "nope.zip: zip file not found"), std::string::npos) << r.output;
-  EXPECT_FALSE(fs::exists(d / "root"));
+  fs::create_directories(d / "m.zip");
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {d / "nope.zip", d / "nope.zip: zip file not found"},
+      {d / "m.zip", d / "m.zip: is a folder, not a zip file"},
+  };
+  for (const auto& [path, says] : rows) {
+    const auto r = test::run_cli("medseg_install_model_zip", path + " -o " + d / "root");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(line_count(r.output), 1) << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(d / "root"));
+  }
+}
+
+// ---- interrupted (issue 26): SIGTERM or SIGINT in the middle leaves nothing behind ----
+
+TEST_F(ModelZip, InstallEndedBySigtermLeavesTheResultsRootAsItWas) {
+  const std::string root = d / "root2";
+  write_bytes(root + "/Dataset001_Other/notes.txt", "someone else's");
+  const auto before = test::folder_snapshot(root);
+  test::PausedCli cli = test::start_paused_cli("medseg_install_model_zip", {zip, "-o", root}, "install_staged");
+  ASSERT_TRUE(cli.paused) << cli.output;
+  EXPECT_EQ(test::signal_and_wait(cli, SIGTERM), 128 + SIGTERM) << cli.output;
+  EXPECT_EQ(test::folder_snapshot(root), before);  // no hidden staging folder, no Dataset999_Tiny
+}
+
+TEST_F(ModelZip, ExportEndedBySigintLeavesNoZipAndNoTemporaryFile) {
+  const std::string out = d / "out/again.zip";
+  const auto before = test::folder_snapshot(d.path());
+  test::PausedCli cli = test::start_paused_cli("medseg_export_model_zip", {"-m", model, "-o", out}, "export_zip_written");
+  ASSERT_TRUE(cli.paused) << cli.output;
+  EXPECT_EQ(test::signal_and_wait(cli, SIGINT), 128 + SIGINT) << cli.output;
+  EXPECT_EQ(test::folder_snapshot(d.path()), before);  // no out/, no again.zip.XXXXXX
+}
+
+// What a SIGKILL leaves (it cannot be caught) goes with the next install into that folder.
+TEST_F(ModelZip, StagingLeftByAKilledInstallIsRemovedByTheNextOne) {
+  const std::string root = d / "root2";
+  const auto r0 = test::run_cli("medseg_install_model_zip", zip + " -o " + root);
+  ASSERT_EQ(r0.exit_code, 0) << r0.output;
+  const auto clean = test::folder_snapshot(root);
+  test::PausedCli cli = test::start_paused_cli("medseg_install_model_zip", {zip, "-o", root, "--overwrite"}, "install_staged");
+  ASSERT_TRUE(cli.paused) << cli.output;
+  EXPECT_EQ(test::signal_and_wait(cli, SIGKILL), 128 + SIGKILL) << cli.output;
+  ASSERT_NE(test::folder_snapshot(root), clean);  // the killed install's staging folder
+  const auto r = test::run_cli("medseg_install_model_zip", zip + " -o " + root + " --overwrite");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(test::folder_snapshot(root), clean);
 }
 
 // ---- bad exports: one row per input ----
@@ -417,6 +524,43 @@ INSTANTIATE_TEST_SUITE_P(
                   }, "",
                   "MODEL: no fold_K folders"}),
     [](const auto& row_info) { return row_info.param.name; });
+
+// Issue 26: a link among the model's files would ship its target, from outside the model folder; a
+// folder where a checkpoint belongs is no checkpoint. Each is refused naming it, and no zip is written.
+TEST(ModelZipExport, LinksAndFoldersAmongTheModelFilesAreRefused) {
+  const std::vector<BadExport> rows = {
+      {"SymlinkedFile",
+       [](auto& m) {
+         write_bytes(m + "/../../secret.png", "not the model's");
+         fs::remove(m + "/fold_0/progress.png");
+         fs::create_symlink(m + "/../../secret.png", m + "/fold_0/progress.png");
+       },
+       "", "MODEL/fold_0/progress.png: is a symbolic link"},
+      {"SymlinkedFoldFolder",
+       [](auto& m) {
+         fs::rename(m + "/fold_1", m + "/../../fold_1_elsewhere");
+         fs::create_directory_symlink(m + "/../../fold_1_elsewhere", m + "/fold_1");
+       },
+       "", "MODEL/fold_1: is a symbolic link"},
+      {"CheckpointIsAFolder",
+       [](auto& m) {
+         fs::remove(m + "/fold_1/checkpoint_final.ckpt");
+         fs::create_directories(m + "/fold_1/checkpoint_final.ckpt");
+       },
+       "", "MODEL/fold_1/checkpoint_final.ckpt: is a folder where a file belongs (-chk checkpoint_final)"},
+  };
+  for (const BadExport& row : rows) {
+    SCOPED_TRACE(row.name);
+    test::TempDir d("zipx");
+    const std::string model = make_model(d / "results");
+    row.prepare(model);
+    const auto r = test::run_cli("medseg_export_model_zip", "-m " + model + " -o " + d / "out/model.zip");
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_EQ(line_count(r.output), 1) << r.output;
+    EXPECT_NE(r.output.find(model + row.expected.substr(5)), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(d / "out")) << "output folder left behind";
+  }
+}
 
 TEST(ModelZipExport, FolderOutsideADatasetFolderIsRefused) {
   test::TempDir d("zipx");

@@ -1,6 +1,9 @@
 #include "support/test_support.h"
 
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -70,6 +73,81 @@ CmdResult run_cli(const std::string& app, const std::string& args, const std::st
   while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
   const int status = ::pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+namespace {
+
+// The pipe of each started CLI (its stdout and stderr), by pid.
+std::map<int, int>& cli_pipes() {
+  static std::map<int, int> pipes;
+  return pipes;
+}
+
+// Reads what is there until `until` appears in `out` (or, with "", until the end), at most
+// `timeout_ms` without new output. Returns false at the end of the output or on a timeout.
+bool read_output(int fd, std::string& out, const std::string& until, int timeout_ms) {
+  char buf[4096];
+  for (;;) {
+    if (!until.empty() && out.find(until) != std::string::npos) return true;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, timeout_ms) <= 0) return false;
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) return false;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
+PausedCli start_paused_cli(const std::string& app, const std::vector<std::string>& args, const std::string& point,
+                           const std::vector<std::string>& env) {
+  // Everything the child needs is built before fork(): after it, only exec-safe calls.
+  const std::string exe = bin_dir() + "/" + app;
+  std::vector<std::string> argv_s = {exe};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
+  env_s.push_back("MEDSEG_TEST_PAUSE_AT=" + point);
+  env_s.insert(env_s.end(), env.begin(), env.end());
+  std::vector<char*> argv, envp;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int fds[2];
+  PausedCli cli;
+  if (::pipe(fds) != 0) return cli;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::execve(exe.c_str(), argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  if (pid < 0) {
+    ::close(fds[0]);
+    return cli;
+  }
+  cli.pid = pid;
+  cli_pipes()[pid] = fds[0];
+  cli.paused = read_output(fds[0], cli.output, "medseg: paused at " + point, 60000);
+  return cli;
+}
+
+int signal_and_wait(PausedCli& cli, int signal) {
+  if (cli.pid < 0) return -1;
+  ::kill(cli.pid, signal);
+  const int fd = cli_pipes()[cli.pid];
+  read_output(fd, cli.output, "", 60000);
+  ::close(fd);
+  cli_pipes().erase(cli.pid);
+  int status = 0;
+  if (::waitpid(cli.pid, &status, 0) != cli.pid) return -1;
+  cli.pid = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace medseg::test

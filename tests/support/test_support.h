@@ -2,6 +2,7 @@
 // Helpers shared by the tests: scratch folders, and running the built CLIs.
 #include <map>
 #include <string>
+#include <vector>
 
 namespace medseg::test {
 
@@ -27,6 +28,22 @@ std::string bin_dir();
 
 // Runs a CLI from the build's bin folder (MEDSEG_BIN_DIR) with a shell-quoted argument string.
 CmdResult run_cli(const std::string& app, const std::string& args, const std::string& env = "");
+
+// A CLI started with MEDSEG_TEST_PAUSE_AT=<point> (core/test_pause.h), stopped at that point.
+struct PausedCli {
+  int pid = -1;        // -1: it could not be started
+  bool paused = false;  // false: it ended (or printed nothing for a minute) before the point
+  std::string output;   // stdout and stderr so far
+};
+
+// Starts `app` from the build's bin folder with `args` (not shell-quoted: one per element) and
+// `env` ("NAME=value" each) added to the environment, and returns once it printed that it paused.
+PausedCli start_paused_cli(const std::string& app, const std::vector<std::string>& args, const std::string& point,
+                           const std::vector<std::string>& env = {});
+
+// Sends `signal` to it and waits: the exit code as run_cli reports it (128 + the signal when it
+// died of one). Also gathers the rest of its output.
+int signal_and_wait(PausedCli& cli, int signal);
 
 // The whole file as text ("" when missing): for failure messages.
 std::string read_text(const std::string& path);
