@@ -14,8 +14,10 @@
 #include "core/progress.h"
 #include "distributed/launch.h"
 #include "distributed/process_group.h"
+#include "distributed/same_everywhere.h"
 #include "distributed/world.h"
 #include "inference/case_inputs.h"
+#include "inference/input_digest.h"
 #include "inference/model_folder.h"
 #include "postprocessing/postprocessing.h"
 #include "inference/output_collisions.h"
@@ -89,6 +91,9 @@ int predict_folder(inference::ModelFolder model, const std::string& model_folder
   const std::string dataset_copy = (fs::path(output) / "dataset.json").string();
   const std::string plans_copy = (fs::path(output) / "plans.json").string();
   inference::refuse_overwriting_inputs(all_cases, cases, ro, {dataset_copy, plans_copy});  // before any write
+  if (world.distributed())  // each host may read its own copy of the inputs: the same bytes on every rank?
+    distributed::check_same_lines(*po.group, inference::input_digests(cases), "reads other input images than", "case",
+                                  "every rank must read the same input images");
   if (ro.overlays) inference::create_overlay_folder(output);  // a folder in the way fails before any write
   if (world.rank == 0) {
     fs::create_directories(output);

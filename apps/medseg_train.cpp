@@ -15,6 +15,7 @@
 #include "distributed/launch.h"
 #include "distributed/process_group.h"
 #include "distributed/world.h"
+#include "training/rank_fit.h"
 #include "training/run_folder.h"
 #include "training/trainer.h"
 #include "training/trainer_config.h"
@@ -106,8 +107,14 @@ int main(int argc, char** argv) {
     if (!augment_device.empty()) cfg.augment_device = augment_device;
     if (given(o_ckpt, "checkpoint_every", static_cast<double>(ckpt_every))) cfg.checkpoint_every = ckpt_every;
     given(o_threads, "threads", opt.threads);
+    // What the plan alone rules out is refused once, before a rank starts or waits for the others.
+    const auto refuse_unfit = [&](int ranks) {
+      medseg::training::check_ranks_fit(medseg::training::read_run_plan(dataset, configuration, plans, preprocessed),
+                                        ranks, opt.spatial_parallel);
+    };
     // The launcher: checked its flags above, now starts the ranks (which find RANK set and train).
     if (local_ranks > 1 && std::getenv("RANK") == nullptr) {
+      refuse_unfit(local_ranks);
       medseg::distributed::LaunchOptions lo;
       lo.nproc = local_ranks;
       lo.grace = std::chrono::seconds(dist_timeout);
@@ -116,6 +123,7 @@ int main(int argc, char** argv) {
     }
     const auto world = medseg::distributed::world_from_environment();
     if (world.distributed()) {
+      refuse_unfit(world.world_size);
       // One GPU per rank; the host's cores shared between the local ranks unless --threads says.
       if (device == "cuda") device = "cuda:" + std::to_string(world.local_rank);
       if (o_threads->count() == 0) {

@@ -8,23 +8,48 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 
+#include <cstring>
+
 #include "core/error.h"
 #include "core/log.h"
 #include "core/strings.h"
 #include "core/torch_compat.h"
 #include "distributed/advertised_address.h"
 #include "distributed/backend.h"
+#include "distributed/rendezvous.h"
 
 namespace medseg::distributed {
 namespace {
 
 // The address this rank advertises (distributed/advertised_address.h), logged so that a user sees
 // which interface carries the run.
-std::shared_ptr<::gloo::transport::Device> gloo_device(const World& w) {
-  const AdvertisedAddress a = advertised_address(w.master_addr, w.master_port);
+std::shared_ptr<::gloo::transport::Device> gloo_device(const World& w, const AdvertisedAddress& a) {
   if (w.distributed()) spdlog::info("{}: Gloo on {}", w.label(), a.describe());
   if (a.from_environment) return c10d::ProcessGroupGloo::createDeviceForInterface(a.interface);
   return c10d::ProcessGroupGloo::createDeviceForHostname(a.address);
+}
+
+// Gloo connects the ranks with what is left of the join's deadline (at least a second, for the
+// connections themselves), so that a rank that cannot join gives up after one --dist-timeout;
+// its collectives then get the whole timeout again. LibTorch before 2.6 cannot change a Gloo
+// group's timeout after it connected: there the connections get a whole timeout of their own.
+std::chrono::milliseconds gloo_connect_timeout(Deadline deadline, std::chrono::milliseconds timeout) {
+#if MEDSEG_TORCH_AT_LEAST(2, 6)
+  (void)timeout;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::milliseconds(1000));
+#else
+  (void)deadline;
+  return timeout;
+#endif
+}
+
+void restore_gloo_timeout(c10d::ProcessGroupGloo& g, std::chrono::milliseconds timeout) {
+#if MEDSEG_TORCH_AT_LEAST(2, 6)
+  g.setTimeout(timeout);
+#else
+  (void)g, (void)timeout;
+#endif
 }
 
 void wait(ProcessGroup::Backend& b, const char* op, const c10::intrusive_ptr<c10d::Work>& work,
@@ -55,27 +80,38 @@ class TrafficScope {
 }  // namespace
 
 void ProcessGroup::Backend::fail(const std::string& op, const std::exception& e) const {
-  throw Error(world.label() + ": " + op + " failed: another rank exited or did not answer within " +
-              std::to_string(timeout.count()) + " s (" + one_line(e.what()) + ")");
+  const std::string why = one_line(e.what());
+  const auto blamed = blamed_ranks(why, addresses, world.rank);
+  const std::string who = blamed.empty() ? "another rank" : rank_list(blamed);
+  throw PeerError(world.label() + ": " + op + " failed: " + who + " exited or did not answer within " +
+              std::to_string(timeout.count()) + " s (" + why + ")");
 }
 
 ProcessGroup::ProcessGroup(std::unique_ptr<Backend> b) : b_(std::move(b)) {}
 ProcessGroup::~ProcessGroup() = default;
 
 std::shared_ptr<ProcessGroup> ProcessGroup::connect(const World& world, const ProcessGroupOptions& options) {
+  // One deadline for the whole join (rendezvous.h): reaching the store, every rank arriving, Gloo's
+  // connections.
+  const Deadline deadline = std::chrono::steady_clock::now() + options.timeout;
   auto b = std::make_unique<Backend>();
   b->world = world;
   b->timeout = options.timeout;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout);
   const std::string where = world.master_addr + ":" + std::to_string(world.master_port);
+  if (world.rank != 0) await_master(world, deadline, options.timeout);
   try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<uint16_t>(world.master_port);
     so.isServer = world.rank == 0;
     so.numWorkers = static_cast<size_t>(world.world_size);
-    so.waitWorkers = true;
-    so.timeout = ms;
+    so.waitWorkers = false;  // await_ranks waits, and names who is missing
+    // The master accepts connections (await_master): what is left of the deadline is enough for
+    // c10d's connect; later store operations get the whole timeout.
+    so.timeout = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()),
+                          std::chrono::milliseconds(1000));
     b->store = c10::make_intrusive<c10d::TCPStore>(world.master_addr, so);
+    b->store->setTimeout(ms);
   } catch (const std::exception& e) {
     const std::string why = one_line(e.what());
     if (world.rank == 0)
@@ -83,12 +119,15 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const World& world, const Pr
     throw Error(world.label() + ": cannot reach rank 0's rendezvous on " + where + " within " +
                 std::to_string(options.timeout.count()) + " s (" + why + ")");
   }
+  const AdvertisedAddress address = advertised_address(world.master_addr, world.master_port);
+  b->addresses = await_ranks(*b->store, world, address.address, deadline, options.timeout);
   try {
-    auto go = c10d::ProcessGroupGloo::Options::create(ms);
-    go->devices.push_back(gloo_device(world));
+    auto go = c10d::ProcessGroupGloo::Options::create(gloo_connect_timeout(deadline, ms));
+    go->devices.push_back(gloo_device(world, address));
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>("gloo", b->store);
-    b->cpu = compat::wrap_backend(b->store, world.rank, world.world_size,
-                                  c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, world.rank, world.world_size, go));
+    auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, world.rank, world.world_size, go);
+    restore_gloo_timeout(*gloo, ms);
+    b->cpu = compat::wrap_backend(b->store, world.rank, world.world_size, gloo);
     if (options.cuda) b->cuda = compat::make_nccl_group(b->store, world.rank, world.world_size, ms);
   } catch (const Error&) {
     throw;
@@ -179,17 +218,33 @@ void ProcessGroup::recv(at::Tensor& t, int src, int tag) {
 }
 
 std::vector<std::string> ProcessGroup::all_gather(const std::string& value) {
-  const std::string key = "gather/" + std::to_string(b_->gathers++) + "/";
-  std::vector<std::string> out;
-  try {
-    b_->store->set(key + std::to_string(rank()), std::vector<uint8_t>(value.begin(), value.end()));
-    for (int r = 0; r < size(); ++r) {
-      const auto bytes = b_->store->get(key + std::to_string(r));
-      out.emplace_back(bytes.begin(), bytes.end());
+  // Over Gloo, not through the store: c10d's TCPStore get, once its wait times out, blocks in recv
+  // without a timeout for the answer to its "stop waiting" (LibTorch 2.11), so a cut link would hang
+  // a rank there for the kernel's TCP time-out instead of --dist-timeout. First the lengths, then
+  // the bytes padded to the longest.
+  const auto gather = [this](const at::Tensor& mine) {
+    std::vector<at::Tensor> in{mine};
+    std::vector<std::vector<at::Tensor>> out(1);
+    for (int r = 0; r < size(); ++r) out[0].push_back(at::empty_like(mine));
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+      work = b_->cpu->allgather(out, in, c10d::AllgatherOptions());
+    } catch (const std::exception& e) {
+      b_->fail("exchanging run settings", e);
     }
-  } catch (const std::exception& e) {
-    b_->fail("exchanging run settings", e);
-  }
+    wait(*b_, "exchanging run settings", work);
+    return out[0];
+  };
+  const auto lengths = gather(at::full({1}, static_cast<int64_t>(value.size()), at::kLong));
+  int64_t longest = 1;
+  for (const auto& l : lengths) longest = std::max(longest, l.item<int64_t>());
+  at::Tensor mine = at::zeros({longest}, at::kByte);
+  if (!value.empty()) std::memcpy(mine.data_ptr(), value.data(), value.size());
+  const auto bytes = gather(mine);
+  std::vector<std::string> out;
+  for (int r = 0; r < size(); ++r)
+    out.emplace_back(static_cast<const char*>(bytes[static_cast<size_t>(r)].data_ptr()),
+                     static_cast<size_t>(lengths[static_cast<size_t>(r)].item<int64_t>()));
   return out;
 }
 

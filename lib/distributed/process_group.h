@@ -12,9 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "distributed/world.h"
 
 namespace medseg::distributed {
+
+// Another rank exited or stopped answering inside a collective or transfer: the run cannot go on.
+// Loops that carry on after one item's failure (a case that cannot be read) let this one through,
+// so that every rank stops within --dist-timeout of the fault instead of once per remaining item.
+class PeerError : public Error {
+ public:
+  using Error::Error;
+};
 
 struct ProcessGroupOptions {
   std::chrono::seconds timeout{60};  // rendezvous and every collective

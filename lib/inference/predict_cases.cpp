@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "distributed/process_group.h"
 #include "core/strings.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -198,6 +199,8 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     const auto t = Clock::now();
     try {
       r.logits = predictor.predict_logits(p.data->arrays);
+    } catch (const distributed::PeerError&) {
+      throw;  // a rank is gone: no later case can be predicted either
     } catch (const std::exception& e) {
       return ledger.fail(p.index, std::string("prediction: ") + one_line(e.what()));
     }

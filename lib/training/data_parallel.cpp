@@ -10,6 +10,7 @@
 #include "distributed/gradient_sync.h"
 #include "distributed/halo.h"
 #include "distributed/process_group.h"
+#include "distributed/same_everywhere.h"
 
 namespace medseg::training {
 
@@ -123,6 +124,12 @@ void DataParallel::check_same(const std::string& what, const std::string& value)
     if (all[r] != all[0])
       throw Error("rank " + std::to_string(r) + " differs from rank 0 in its " + what + " (" + all[r] + " vs " +
                   all[0] + "): every rank must run the same command on the same data");
+}
+
+void DataParallel::check_same_cases(const std::vector<std::string>& cases) const {
+  if (group_)
+    distributed::check_same_lines(*group_, cases, "trains on other data than", "case",
+                                  "every rank must read the same preprocessed data");
 }
 
 std::vector<std::string> DataParallel::my_cases(const std::vector<std::string>& ids) const {

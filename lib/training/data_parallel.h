@@ -76,6 +76,9 @@ class DataParallel {
   bool agree_to_stop(bool local) const;
   // Every rank's `value` must equal rank 0's; Error naming `what` and the first rank that differs.
   void check_same(const std::string& what, const std::string& value) const;
+  // Every rank's `cases` (one line per case, data/case_digest.h) must equal rank 0's: Error naming
+  // the first rank that differs and its first differing case. One small all-gather when they agree.
+  void check_same_cases(const std::vector<std::string>& cases) const;
   // The cases rank r handles out of `ids` (every R-th, from r), and a barrier after them.
   std::vector<std::string> my_cases(const std::vector<std::string>& ids) const;
   void barrier(std::chrono::seconds timeout = std::chrono::seconds(0)) const;

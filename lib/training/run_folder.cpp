@@ -102,6 +102,17 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
   return r;
 }
 
+planning::ConfigurationPlan read_run_plan(const std::string& dataset, const std::string& configuration,
+                                          const std::string& plans_name, const std::string& preprocessed_root) {
+  check_path_component(configuration, "configuration");
+  check_path_component(plans_name, "plans name (-p)");
+  const std::string pre = root_folder(Root::Preprocessed, preprocessed_root);
+  const std::string plans_file = (fs::path(pre) / find_dataset_name(pre, dataset) / (plans_name + ".json")).string();
+  if (!fs::exists(plans_file))
+    throw FileError(plans_file, "plans not found (run medseg_plan_experiment, or pass -p with the right plans name)");
+  return planning::plans_from_json(read_json(plans_file), plans_file).configuration(configuration);
+}
+
 std::string previous_stage_hint(const RunInputs& in) {
   return "rerun the final validation of '" + in.plans.configuration(in.configuration).previous_stage +
          "' (--val) to write it again";

@@ -48,6 +48,11 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
                       const std::string& plans_name, const std::string& trainer_name,
                       const std::string& preprocessed_root = "", const std::string& results_root = "");
 
+// The configuration's plan alone, read as resolve_run reads it (same errors) but writing nothing:
+// what the launcher checks (rank_fit.h) before it starts any rank.
+planning::ConfigurationPlan read_run_plan(const std::string& dataset, const std::string& configuration,
+                                          const std::string& plans_name, const std::string& preprocessed_root = "");
+
 // How to write a cascade stage's previous-stage segmentations again, for error messages.
 std::string previous_stage_hint(const RunInputs& in);
 

@@ -22,6 +22,7 @@
 #include "core/torch_memory.h"
 #include "core/torch_settings.h"
 #include "data/augment/device_augment.h"
+#include "data/case_digest.h"
 #include "data/previous_stage_source.h"
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
@@ -39,6 +40,7 @@
 #include "training/metrics_log.h"
 #include "training/pretrained.h"
 #include "training/progress_plot.h"
+#include "training/rank_fit.h"
 #include "training/schedule.h"
 
 namespace fs = std::filesystem;
@@ -115,26 +117,6 @@ struct Trainer::State {
 
 namespace {
 
-// --spatial_parallel N: the axis every patch is split along (planning/spatial_parallel.h), or -1.
-int spatial_parallel_axis(const planning::ConfigurationPlan& plan, const TrainOptions& opt) {
-  if (opt.spatial_parallel <= 1) return -1;
-  const int ranks = opt.group ? opt.group->size() : 1;
-  if (ranks != opt.spatial_parallel)
-    throw Error("--spatial_parallel " + std::to_string(opt.spatial_parallel) + " needs exactly that many ranks (" +
-                std::to_string(ranks) + " joined); combining it with data parallelism is not supported yet");
-  if (plan.architecture.swin)
-    throw Error("--spatial_parallel: SwinUNETR cannot be split into slabs (docs/spatial-parallel.md)");
-  const int axis = planning::spatial_shard_axis(plan.patch_size, plan.architecture.strides, opt.spatial_parallel);
-  if (axis < 0) {
-    std::string p;
-    for (int v : plan.patch_size) p += (p.empty() ? "" : "x") + std::to_string(v);
-    throw Error("--spatial_parallel " + std::to_string(opt.spatial_parallel) + ": no axis of the patch " + p +
-                " splits into that many slabs aligned with the network's strides; plan with medseg_plan_experiment "
-                "--spatial_parallel " + std::to_string(opt.spatial_parallel));
-  }
-  return axis;
-}
-
 // What every rank of a run must agree on before the first step.
 std::string run_digest(const RunInputs& in, const TrainerConfig& cfg) {
   const std::string all = in.plans_json.dump() + in.dataset_json.dump() + cfg.to_json().dump() + in.configuration +
@@ -176,7 +158,7 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.torch_settings = std::make_unique<ScopedTorchSettings>(torch_settings);
 
   const auto& plan = s.in.plans.configuration(s.in.configuration);
-  const int slab_axis = spatial_parallel_axis(plan, s.opt);
+  const int slab_axis = check_ranks_fit(plan, s.opt.group ? s.opt.group->size() : 1, s.opt.spatial_parallel);
   s.dp = std::make_unique<DataParallel>(s.opt.group, plan.batch_size, slab_axis);
   if (s.opt.inplace) s.cfg.inplace = *s.opt.inplace;
   // Refuse a plan that cannot fit before the network is built (planning/memory_check.h).
@@ -239,6 +221,14 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
                                                             s.in.previous_stage_labels, hint);
   }
   s.dp->check_same("plans, dataset.json, trainer config and split", run_digest(s.in, s.cfg));
+  if (s.dp->active()) {  // each host may read its own copy of the data: the same bytes on every rank?
+    const auto t0 = std::chrono::steady_clock::now();
+    auto cases = data::case_digests(*s.train_src, s.in.folders.data_folder);
+    for (auto& c : data::case_digests(*s.val_src, s.in.folders.data_folder)) cases.push_back(std::move(c));
+    spdlog::info("data digest of {} case(s) in {:.2f} s", cases.size(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    s.dp->check_same_cases(cases);
+  }
   // Nothing is written yet: run() and validate() check the fold folder first (open_run_folder).
 }
 
