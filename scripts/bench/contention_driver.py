@@ -12,6 +12,7 @@ excluded), the slowdown under load (wall with load / wall idle) and the ratios o
 """
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -47,6 +48,8 @@ def with_load(n, load_cmd, fn):
 
 
 def main():
+    # SIGTERM unwinds like Ctrl-C, so the finally in with_load stops the load processes.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     spec = json.load(open(sys.argv[1]))
     runs, repeat, n = spec["runs"], spec["repeat"], spec["load"]
     res = {(r["name"], c): [] for r in runs for c in ("idle", "load")}
