@@ -81,7 +81,8 @@ struct Dataset {
     // Five folds of one validation case each, written now so that no test writes into the cache.
     std::vector<std::string> ids;
     for (const auto& e : fs::directory_iterator(folder / "nnUNetPlans_3d_fullres"))
-      if (e.path().extension() == ".json") ids.push_back(e.path().stem().string());
+      if (e.path().extension() == ".json" && fs::exists(fs::path(e.path()).replace_extension(".npy")))
+        ids.push_back(e.path().stem().string());  // a case: CASE.json beside CASE.npy (not the folder's record)
     std::sort(ids.begin(), ids.end());
     json splits = json::array();
     for (size_t k = 0; k < ids.size(); ++k) {
@@ -288,7 +289,8 @@ TEST(DistributedData, RankWithZeroedImagesIsRefusedNamingTheCase) {
   const fs::path data = fs::path(d / "pre1") / "Dataset955_Hosts" / "nnUNetPlans_3d_fullres";
   std::vector<std::string> ids;
   for (const auto& e : fs::directory_iterator(data))
-    if (e.path().extension() == ".json") ids.push_back(e.path().stem().string());
+    if (e.path().extension() == ".json" && fs::exists(fs::path(e.path()).replace_extension(".npy")))
+      ids.push_back(e.path().stem().string());
   std::sort(ids.begin(), ids.end());
   ASSERT_FALSE(ids.empty());
   const std::string victim = ids.back();
