@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/strings.h"
 #include "core/log.h"
+#include "distributed/launch.h"
 
 namespace medseg::cli {
 
@@ -61,7 +62,14 @@ int run(int argc, char** argv, CLI::App& app, const std::function<int()>& body) 
   } catch (const std::exception& e) {
     // medseg::Error and everything else alike: LibTorch errors (also when wrapped in an Error) carry a
     // C++ backtrace after the first line, and the user gets exactly one line.
-    std::fprintf(stderr, "%s: error: %s\n", app.get_name().c_str(), one_line(e.what()).c_str());
+    const std::string line = app.get_name() + ": error: " + one_line(e.what());
+    // A rank started by --nproc_per_node leaves its line to the launcher, which prints one for all ranks.
+    const char* to_launcher = std::getenv(distributed::kRankErrorFileVariable);
+    if (FILE* f = to_launcher && *to_launcher ? std::fopen(to_launcher, "w") : nullptr) {
+      const bool written = std::fprintf(f, "%s\n", line.c_str()) > 0;
+      if (std::fclose(f) == 0 && written) return 1;
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
   }
   return 1;
 }

@@ -11,7 +11,10 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "core/error.h"
@@ -73,13 +76,39 @@ pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>
   return pid;
 }
 
-std::vector<std::string> rank_environment(int rank, int nproc, int port) {
+// A rank's one-line error goes to a file of the launcher's (kRankErrorFileVariable, written by the CLI's
+// error handler) instead of stderr, so that a refusal every rank makes reaches the user once: the
+// launcher prints the first failing rank's line and nothing else.
+class ErrorFolder {
+ public:
+  ErrorFolder() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/medseg_ranks_XXXXXX";
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;  // without it, ranks print their own lines
+  }
+  ~ErrorFolder() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(int rank) const { return path_.empty() ? "" : path_ + "/rank_" + std::to_string(rank); }
+  std::string line(int rank) const {
+    std::ifstream in(file(rank));
+    std::string l;
+    std::getline(in, l);
+    return l;
+  }
+
+ private:
+  std::string path_;
+};
+
+std::vector<std::string> rank_environment(int rank, int nproc, int port, const std::string& error_file) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string kv(*e);
     const std::string key = kv.substr(0, kv.find('='));
     if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
-        key == "MASTER_ADDR" || key == "MASTER_PORT")
+        key == "MASTER_ADDR" || key == "MASTER_PORT" || key == kRankErrorFileVariable)
       continue;
     env.push_back(kv);
   }
@@ -89,6 +118,7 @@ std::vector<std::string> rank_environment(int rank, int nproc, int port) {
   env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(nproc));
   env.push_back("MASTER_ADDR=127.0.0.1");
   env.push_back("MASTER_PORT=" + std::to_string(port));
+  if (!error_file.empty()) env.push_back(std::string(kRankErrorFileVariable) + "=" + error_file);
   return env;
 }
 
@@ -154,9 +184,10 @@ int launch_local_ranks(const std::vector<std::string>& args, const LaunchOptions
   if (o.nproc < 1) throw Error("--nproc_per_node must be at least 1");
   const int port = free_loopback_port();
   const ScopedForwarding forwarding;
+  const ErrorFolder errors;
   std::vector<Rank> ranks(static_cast<size_t>(o.nproc));
   for (int r = 0; r < o.nproc; ++r) {
-    ranks[static_cast<size_t>(r)].pid = spawn(args, rank_environment(r, o.nproc, port), getpid());
+    ranks[static_cast<size_t>(r)].pid = spawn(args, rank_environment(r, o.nproc, port, errors.file(r)), getpid());
     ranks[static_cast<size_t>(r)].running = true;
   }
   int forwarded = 0;  // signals passed on: the first as SIGINT, a second one kills
@@ -166,9 +197,15 @@ int launch_local_ranks(const std::vector<std::string>& args, const LaunchOptions
     // After a forwarded Ctrl-C the ranks exit on their own (130) once rank 0 has saved.
     if (failed >= 0 && !forwarded) {
       first_failed = failed;
-      std::fprintf(stderr, "%s: rank %d %s%s\n", o.program_name.c_str(), failed,
-                   describe(ranks[static_cast<size_t>(failed)].status).c_str(),
-                   any_running(ranks) ? "; stopping the other ranks" : "");
+      // The rank's own error line when it left one (a refusal: every rank may have made it), else
+      // what happened to it (killed, crashed).
+      const std::string line = errors.line(failed);
+      if (!line.empty())
+        std::fprintf(stderr, "%s\n", line.c_str());
+      else
+        std::fprintf(stderr, "%s: rank %d %s%s\n", o.program_name.c_str(), failed,
+                     describe(ranks[static_cast<size_t>(failed)].status).c_str(),
+                     any_running(ranks) ? "; stopping the other ranks" : "");
       signal_all(ranks, SIGTERM);
       wait_all(ranks, o.grace);
       break;

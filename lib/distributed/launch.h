@@ -2,8 +2,9 @@
 // `--nproc_per_node N`: the program re-executes itself as N local ranks, torchrun style. The
 // launcher picks a free loopback port for rank 0's rendezvous, starts every rank with RANK,
 // WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT in its environment, and watches them:
-//  - a rank that exits non-zero or is killed (SIGKILL, OOM) is named in one line and the others are
-//    stopped (SIGTERM, then SIGKILL after `grace`), so nothing is left running;
+//  - a rank that exits non-zero or is killed (SIGKILL, OOM) is named in one line (its own error line
+//    when it wrote one, kRankErrorFileVariable) and the others are stopped (SIGTERM, then SIGKILL
+//    after `grace`), so nothing is left running;
 //  - Ctrl-C (SIGINT/SIGTERM) on the launcher is passed to every rank once; they agree on the
 //    iteration to stop at, rank 0 saves checkpoint_latest, and the launcher returns their status.
 // Ranks run in their own process group and die with the launcher (PR_SET_PDEATHSIG).
@@ -12,6 +13,10 @@
 #include <vector>
 
 namespace medseg::distributed {
+
+// Set by the launcher in each rank's environment: the file a failing rank writes its one error line to
+// (apps/cli_common.cpp) instead of stderr; the launcher prints the first failing rank's line, once.
+inline constexpr char kRankErrorFileVariable[] = "MEDSEG_RANK_ERROR_FILE";
 
 struct LaunchOptions {
   int nproc = 2;

@@ -1,6 +1,8 @@
 #define MEDSEG_TORCH_COMPAT_C10D  // core/torch_compat.h: make_nccl_group
 #include "distributed/process_group.h"
 
+#include <c10/core/InferenceMode.h>
+
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -221,7 +223,10 @@ std::vector<std::string> ProcessGroup::all_gather(const std::string& value) {
   // Over Gloo, not through the store: c10d's TCPStore get, once its wait times out, blocks in recv
   // without a timeout for the answer to its "stop waiting" (LibTorch 2.11), so a cut link would hang
   // a rank there for the kernel's TCP time-out instead of --dist-timeout. First the lengths, then
-  // the bytes padded to the longest.
+  // the bytes padded to the longest. The buffers are ordinary tensors even when the caller predicts
+  // under c10::InferenceMode: LibTorch 1.13's Gloo allgather writes into its outputs in place, which an
+  // inference tensor refuses.
+  const c10::InferenceMode normal_tensors(false);
   const auto gather = [this](const at::Tensor& mine) {
     std::vector<at::Tensor> in{mine};
     std::vector<std::vector<at::Tensor>> out(1);

@@ -266,6 +266,24 @@ INSTANTIATE_TEST_SUITE_P(
                                  "--spatial_parallel: SwinUNETR cannot be split into slabs"}),
     [](const auto& row_info) { return row_info.param.name; });
 
+// A refusal only the ranks can make (here: a missing -pretrained_weights file, which every rank reads)
+// reaches the user once, as the rank wrote it, through the launcher (distributed/launch.h).
+TEST(DistributedRefusal, ARefusalEveryRankMakesIsPrintedOnce) {
+  test::TempDir d("refuse_inrank");
+  const auto r = test::run_cli("medseg_train",
+                               train_args(dataset().plans(2), "--epochs 1 --iters-per-epoch 1") +
+                                   " --nproc_per_node 2 --pretrained_weights " + (d / "missing.ckpt"),
+                               env(d / "res"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  int errors = 0;
+  std::istringstream in(r.output);
+  for (std::string l; std::getline(in, l);) errors += l.find(": error: ") != std::string::npos ? 1 : 0;
+  EXPECT_EQ(errors, 1) << r.output;
+  EXPECT_NE(r.output.find("medseg_train: error: " + (d / "missing.ckpt") + ": file not found"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("exited with status"), std::string::npos) << r.output;
+}
+
 TEST(DistributedRefusal, WorldSizeOtherThanSpatialParallelAtOnce) {
   test::TempDir d("refuse_ws");
   const int port = distributed::free_loopback_port();
