@@ -14,6 +14,7 @@
 #include "support/test_support.h"
 
 using namespace medseg;
+using test::wavy_image;
 using test::TwoHosts;
 namespace fs = std::filesystem;
 
@@ -21,19 +22,6 @@ namespace {
 
 constexpr int kTimeout = 5;    // --dist-timeout
 constexpr double kSlack = 4;  // a rank's start and exit on a loaded 2-core machine
-
-Volume wavy_image(const std::array<int64_t, 3>& shape, int salt) {
-  Geometry g;
-  g.spacing = {1.0, 1.0, 1.0};
-  Volume v(PixelType::Float32, shape, g);
-  float* p = v.data<float>();
-  for (int64_t z = 0; z < shape[0]; ++z)
-    for (int64_t y = 0; y < shape[1]; ++y)
-      for (int64_t x = 0; x < shape[2]; ++x)
-        p[(z * shape[1] + y) * shape[2] + x] =
-            static_cast<float>(std::sin(0.3 * z + salt) + std::cos(0.45 * y) * std::sin(0.2 * x + 0.1 * z));
-  return v;
-}
 
 // A one-fold tiny model and `cases` input images under `dir`.
 struct Inputs {

@@ -20,24 +20,11 @@
 #include "support/test_support.h"
 
 using namespace medseg;
+using test::wavy_image;
 using namespace medseg::inference;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A smooth image with structure everywhere, so that the tiles' logits all differ.
-Volume wavy_image(const std::array<int64_t, 3>& shape, int salt) {
-  Geometry g;
-  g.spacing = {1.0, 1.0, 1.0};
-  Volume v(PixelType::Float32, shape, g);
-  float* p = v.data<float>();
-  for (int64_t z = 0; z < shape[0]; ++z)
-    for (int64_t y = 0; y < shape[1]; ++y)
-      for (int64_t x = 0; x < shape[2]; ++x)
-        p[(z * shape[1] + y) * shape[2] + x] =
-            static_cast<float>(std::sin(0.3 * z + salt) + std::cos(0.45 * y) * std::sin(0.2 * x + 0.1 * z));
-  return v;
-}
 
 // Two folds with different weights, two labels + background, 16^3 patch, mirroring on every axis.
 std::string two_fold_model(const std::string& dir) {

@@ -4,16 +4,34 @@
 // in the layout the trainer writes (docs/predict.md).
 #include <nlohmann/json.hpp>
 
+#include <array>
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
 #include "core/json_io.h"
+#include "core/volume.h"
 #include "models/network.h"
 #include "nn/models_test_util.h"
 
 namespace medseg::test {
+
+// A smooth image with structure everywhere, so that the tiles' logits all differ (sharded prediction:
+// every rank's share of the tiles matters).
+inline Volume wavy_image(const std::array<int64_t, 3>& shape, int salt) {
+  Geometry g;
+  g.spacing = {1.0, 1.0, 1.0};
+  Volume v(PixelType::Float32, shape, g);
+  float* p = v.data<float>();
+  for (int64_t z = 0; z < shape[0]; ++z)
+    for (int64_t y = 0; y < shape[1]; ++y)
+      for (int64_t x = 0; x < shape[2]; ++x)
+        p[(z * shape[1] + y) * shape[2] + x] =
+            static_cast<float>(std::sin(0.3 * z + salt) + std::cos(0.45 * y) * std::sin(0.2 * x + 0.1 * z));
+  return v;
+}
 
 struct TinyModelSpec {
   std::string configuration = "3d_fullres";
