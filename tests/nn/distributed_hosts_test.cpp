@@ -147,6 +147,27 @@ void expect_identical(const std::string& a, const std::string& b) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// Ranks 0 and 1 on loopback, started with WORLD_SIZE world0 and world1, each waited for (60 s at most).
+struct TwoRankRun {
+  int status[2];
+  double took[2] = {0, 0};  // rank 1's: counted from the moment rank 0 had exited
+  std::string log[2];
+};
+TwoRankRun run_two_loopback_ranks(const test::TempDir& d, int world0, int world1) {
+  test::Processes procs;
+  const int port = distributed::free_loopback_port();
+  const std::string args = train_args(dataset().plans(4), "--epochs 1 --iters-per-epoch 1");
+  const int world[2] = {world0, world1};
+  pid_t pid[2];
+  for (int r = 0; r < 2; ++r)
+    pid[r] = procs.start(train(env(d / "res") + " " + test::torchrun_env(r, world[r], "127.0.0.1", port), args),
+                         d / ("rank" + std::to_string(r) + ".log"));
+  TwoRankRun run;
+  for (int r = 0; r < 2; ++r) run.status[r] = test::wait_exit(pid[r], std::chrono::seconds(60), &run.took[r]);
+  for (int r = 0; r < 2; ++r) run.log[r] = test::read_text(d / ("rank" + std::to_string(r) + ".log"));
+  return run;
+}
+
 }  // namespace
 
 // --- joining: every failure ends within --dist-timeout, naming the rank ----------------------------
@@ -171,16 +192,11 @@ TEST(DistributedJoin, MasterUnreachableEndsWithinTheTimeoutNamingRank0) {
 
 TEST(DistributedJoin, MissingRankIsNamedWithinTheTimeout) {
   test::TempDir d("join_missing");
-  test::Processes procs;
-  const int port = distributed::free_loopback_port();
   // World size 3, ranks 0 and 1 started: rank 2 never arrives.
-  const std::string args = train_args(dataset().plans(4), "--epochs 1 --iters-per-epoch 1");
-  const pid_t r0 = procs.start(train(env(d / "res") + " " + test::torchrun_env(0, 3, "127.0.0.1", port), args), d / "rank0.log");
-  const pid_t r1 = procs.start(train(env(d / "res") + " " + test::torchrun_env(1, 3, "127.0.0.1", port), args), d / "rank1.log");
-  double took0 = 0, took1 = 0;
-  const int s0 = test::wait_exit(r0, std::chrono::seconds(60), &took0);
-  const int s1 = test::wait_exit(r1, std::chrono::seconds(60), &took1);
-  const std::string log0 = test::read_text(d / "rank0.log"), log1 = test::read_text(d / "rank1.log");
+  const auto run = run_two_loopback_ranks(d, 3, 3);
+  const int s0 = run.status[0], s1 = run.status[1];
+  const double took0 = run.took[0], took1 = run.took[1];
+  const std::string &log0 = run.log[0], &log1 = run.log[1];
   EXPECT_NE(s0, 0) << log0;
   EXPECT_NE(s1, 0) << log1;
   EXPECT_LT(took0, kTimeout + kSlack) << log0;
@@ -193,15 +209,10 @@ TEST(DistributedJoin, MissingRankIsNamedWithinTheTimeout) {
 
 TEST(DistributedJoin, WrongWorldSizeIsNamedAtOnce) {
   test::TempDir d("join_size");
-  test::Processes procs;
-  const int port = distributed::free_loopback_port();
-  const std::string args = train_args(dataset().plans(4), "--epochs 1 --iters-per-epoch 1");
-  const pid_t r0 = procs.start(train(env(d / "res") + " " + test::torchrun_env(0, 2, "127.0.0.1", port), args), d / "rank0.log");
-  const pid_t r1 = procs.start(train(env(d / "res") + " " + test::torchrun_env(1, 3, "127.0.0.1", port), args), d / "rank1.log");
-  double took0 = 0, took1 = 0;
-  const int s0 = test::wait_exit(r0, std::chrono::seconds(60), &took0);
-  const int s1 = test::wait_exit(r1, std::chrono::seconds(60), &took1);
-  const std::string log0 = test::read_text(d / "rank0.log"), log1 = test::read_text(d / "rank1.log");
+  const auto run = run_two_loopback_ranks(d, 2, 3);
+  const int s0 = run.status[0], s1 = run.status[1];
+  const double took0 = run.took[0], took1 = run.took[1];
+  const std::string &log0 = run.log[0], &log1 = run.log[1];
   EXPECT_NE(s0, 0) << log0;
   EXPECT_NE(s1, 0) << log1;
   EXPECT_LT(took0, kTimeout + kSlack) << log0;
