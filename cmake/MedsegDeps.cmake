@@ -60,8 +60,15 @@ endforeach()
 # statically (std::filesystem among them) from libtorch*.so. An executable whose first NEEDED library
 # is libtorch binds std::filesystem::remove_all to torch's copy, which crashed at exit (a temporary
 # folder's destructor called a null pointer). libstdc++.so first in every link keeps the C++ runtime
-# the system's; only what it lacks is taken from torch.
+# the system's; only what it lacks is taken from torch. That flag alone was not enough with Ubuntu
+# 24.04's g++ 13 and ld 2.42 (the GPU node): its executables had no NEEDED libstdc++ at all, bound
+# remove_all to libtorch.so and crashed in a test's temporary folder. So every target that links torch
+# links it through medseg_torch, which names libstdc++ right before torch: the objects' std:: symbols
+# are still undefined there, so even an --as-needed link records libstdc++ ahead of libtorch.
+# tests/nn/link_order_test.cpp checks where the dynamic linker binds std::filesystem::remove_all.
 add_link_options("LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
+add_library(medseg_torch INTERFACE)
+target_link_libraries(medseg_torch INTERFACE stdc++ ${TORCH_LIBRARIES})
 # Debian's TorchConfig forces CXX_STANDARD 14 on the imported target; we build C++17 regardless.
 set(MEDSEG_TORCH_VERSION "${Torch_VERSION}")
 if(NOT MEDSEG_TORCH_VERSION)
@@ -72,6 +79,37 @@ if(TARGET torch_cuda OR CUDA_FOUND OR TORCH_CUDA_LIBRARIES)
   set(MEDSEG_TORCH_CUDA ON)
 endif()
 message(STATUS "medseg: LibTorch ${MEDSEG_TORCH_VERSION} at ${Torch_DIR}, CUDA=${MEDSEG_TORCH_CUDA}")
+# c10d's headers (ProcessGroupGloo.hpp, ProcessGroupNCCL.hpp) include gloo's and NCCL's, which a PyTorch
+# wheel does not ship: gloo's come from the system (Debian: libgloo-dev; the GPU bundle carries them),
+# NCCL's and the other CUDA libraries' from the CUDA toolkit or else the nvidia-* wheels installed
+# beside torch (a pip-installed PyTorch). They are added to torch's own include folders, after the
+# toolkit's, so that every target that links torch compiles c10d.
+find_path(MEDSEG_GLOO_INCLUDE_DIR gloo/algorithm.h HINTS ${TORCH_INCLUDE_DIRS})
+if(NOT MEDSEG_GLOO_INCLUDE_DIR)
+  message(FATAL_ERROR "medseg: gloo's headers (gloo/algorithm.h), which LibTorch's c10d headers include, "
+                      "were not found: install libgloo-dev (Debian) or pass -DMEDSEG_GLOO_INCLUDE_DIR=")
+endif()
+set(medseg_torch_extra_includes "${MEDSEG_GLOO_INCLUDE_DIR}")
+if(MEDSEG_TORCH_CUDA)
+  set(medseg_nvidia_includes)
+  if(medseg_torch_prefix)
+    file(GLOB medseg_nvidia_includes LIST_DIRECTORIES true "${medseg_torch_prefix}/../nvidia/*/include")
+  endif()
+  foreach(header nccl.h cudnn.h cublas_v2.h cusparse.h cusolverDn.h)
+    string(MAKE_C_IDENTIFIER "MEDSEG_CUDA_${header}_DIR" var)
+    find_path(${var} ${header} PATHS ${CUDAToolkit_INCLUDE_DIRS} ${medseg_nvidia_includes} NO_DEFAULT_PATH)
+    find_path(${var} ${header})
+    if(${var})
+      get_filename_component(dir "${${var}}" ABSOLUTE)
+      list(APPEND medseg_torch_extra_includes "${dir}")
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES medseg_torch_extra_includes)
+endif()
+if(TARGET torch)
+  set_property(TARGET torch APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES ${medseg_torch_extra_includes})
+endif()
+list(APPEND TORCH_INCLUDE_DIRS ${medseg_torch_extra_includes})
 
 if(MEDSEG_WITH_ITK)
   find_package(ITK REQUIRED COMPONENTS

@@ -114,7 +114,9 @@ mkdir -p "$stage"/{sysroot,runtime,tools} "$tmp/debs" "$tmp/x"
 # --- package selection ---------------------------------------------------------------------------
 # Roots: what cmake/MedsegDeps.cmake and tests/CMakeLists.txt find. Each -dev package's shared library
 # (the one its libFOO.so link points at) is added by its "(= version)" dependency below.
-roots=(nlohmann-json3-dev libcli11-dev libgtest-dev libspdlog-dev libfmt-dev libzip-dev libpng-dev zlib1g-dev)
+# libgloo-dev: LibTorch's c10d headers include gloo's, and a PyTorch wheel does not ship them.
+roots=(nlohmann-json3-dev libcli11-dev libgtest-dev libspdlog-dev libfmt-dev libzip-dev libpng-dev zlib1g-dev
+       libgloo-dev)
 runtime_extra=(libbz2-1.0 libssl3)   # libzip4's run-time needs (usually on the node already)
 tools_pkgs=(pkgconf-bin libpkgconf3)
 # Never bundled: the C library and compiler runtime (the node's own must be used), interpreters,

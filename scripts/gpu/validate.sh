@@ -4,7 +4,7 @@
 # scripts/gpu/bundle.sh on a connected machine:
 #
 #   scripts/gpu/validate.sh --bundle DIR [--build DIR] [--report DIR] [--jobs N] [--budget S]
-#                           [--skip-build] [--only REGEX]
+#                           [--skip-build] [--only REGEX] [--targets "T1 T2 ..."]
 #
 #   --bundle DIR   the folder bundle.sh wrote (required)
 #   --build DIR    build folder (default ./build-gpu of the checkout); configured here against the node's
@@ -15,6 +15,8 @@
 #                  reported "skipped: over the time budget", and each row's limit is cut to what is left
 #   --skip-build   use the build folder as it is (no configure, no build)
 #   --only REGEX   run only the rows whose id matches (the others are not reported)
+#   --targets LIST build only these CMake targets (space-separated; default: all). With --only, name the
+#                  programs its rows run, e.g. "medseg_tests_nn medseg_bench_models medseg_train"
 #
 # Every row is bounded by `timeout`; its status is ok, "failed: ..." or "skipped: ..."; without a CUDA
 # device (torch.cuda.is_available() is False) the GPU rows say "skipped: no CUDA device" and the CPU rows
@@ -27,14 +29,14 @@ die() { echo "validate.sh: $*" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 helper=$root/scripts/gpu/validate_report.py
 
-bundle="" build="" report="" jobs="" budget=1500 skip_build=0 only=""
+bundle="" build="" report="" jobs="" budget=1500 skip_build=0 only="" targets=""
 while (($#)); do
   case $1 in
-    --bundle|--build|--report|--jobs|--budget|--only)
+    --bundle|--build|--report|--jobs|--budget|--only|--targets)
       [[ $# -ge 2 ]] || die "$1 needs a value"
       case $1 in
         --bundle) bundle=$2 ;; --build) build=$2 ;; --report) report=$2 ;;
-        --jobs) jobs=$2 ;; --budget) budget=$2 ;; --only) only=$2 ;;
+        --jobs) jobs=$2 ;; --budget) budget=$2 ;; --only) only=$2 ;; --targets) targets=$2 ;;
       esac
       shift 2 ;;
     --skip-build) skip_build=1; shift ;;
@@ -237,7 +239,10 @@ cfg=(cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "
 if [[ $skip_build = 0 ]]; then
   row configure "cmake configure (node torch, bundle sysroot, ITK $with_itk)" cpu 300 none -- "${cfg[@]}"
   [[ $last_status = ok ]] && configured=1
-  row build "build, $jobs jobs" cpu 1200 none --needs configured -- cmake --build "$build" -j "$jobs"
+  target_args=()
+  for t in $targets; do target_args+=(--target "$t"); done
+  row build "build${targets:+ ($targets)}, $jobs jobs" cpu 1200 none --needs configured -- \
+    cmake --build "$build" -j "$jobs" "${target_args[@]}"
   [[ $last_status = ok ]] && built=1
 fi
 row version "medseg_version" cpu 60 version --needs build -- "$bin/medseg_version"
