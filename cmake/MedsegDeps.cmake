@@ -7,7 +7,14 @@ find_package(spdlog REQUIRED)
 find_package(PNG REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)  # progress.png plots
+# cairo draws progress.png and the overlay pictures. A build without it (e.g. on a GPU node that lacks
+# the library) trains and predicts all the same, without those pictures (docs/gpu-validation.md).
+option(MEDSEG_WITH_CAIRO "Draw progress.png and overlay pictures with cairo" ON)
+add_library(medseg_cairo INTERFACE)
+if(MEDSEG_WITH_CAIRO)
+  pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)
+  target_link_libraries(medseg_cairo INTERFACE PkgConfig::CAIRO)
+endif()
 pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)  # model zips (lib/sharing)
 
 # LibTorch: -DTorch_DIR selects any; by default the torch 2.11 wheel's (CUDA 13.0), unpacked by

@@ -17,4 +17,7 @@ struct PlotSize {
 // Writes the PNG atomically. An empty log gives empty axes. Throws FileError naming the file.
 void write_progress_plot(const std::string& png_path, const std::vector<EpochMetrics>& log, PlotSize size = {});
 
+// False in a build without cairo (MEDSEG_WITH_CAIRO=OFF): write_progress_plot then only warns once.
+bool progress_plot_available();
+
 }  // namespace medseg::training

@@ -30,7 +30,7 @@
 
 namespace medseg::visualization {
 
-constexpr int kViewSize = 256, kTitle = 30, kCaption = 18, kMargin = 8, kGap = 8, kLegend = 200;
+constexpr int kViewSize = 256, kTitle = 30, kCaption = 18, kMargin = 8, kGap = 8, kLegend = 200, kLegendRow = 18;
 constexpr double kFillAlpha = 0.4;
 
 struct LegendEntry {
@@ -53,7 +53,8 @@ struct OverlayInput {
 };
 
 // Renders and writes the PNG atomically (the folder is created). Throws Error for mismatched
-// shapes and FileError naming `png_path` when it cannot be written.
+// shapes and FileError naming `png_path` when it cannot be written. A build without cairo
+// (MEDSEG_WITH_CAIRO=OFF) throws Error saying so: it cannot draw.
 void write_overlay(const std::string& png_path, const OverlayInput& in);
 
 // One view's place on the canvas, for callers that need to find a voxel in the picture.
@@ -68,5 +69,8 @@ struct Layout {
 };
 Layout overlay_layout(const std::array<int64_t, 3>& shape_zyx, const Geometry& geometry, bool with_reference,
                       std::size_t legend_entries);
+
+// False in a build without cairo (MEDSEG_WITH_CAIRO=OFF): write_overlay then throws.
+bool overlays_available();
 
 }  // namespace medseg::visualization

@@ -14,8 +14,8 @@
 #                  of this checkout, when it has those programs)
 #   --no-dataset   no dataset (validate.sh then reports the rows that need it as skipped)
 #   --with-cairo   also libcairo2-dev and the -dev packages its pkg-config file pulls in (about 22 MiB);
-#   --no-cairo     without them. Default: with cairo while this checkout's cmake/MedsegDeps.cmake
-#                  requires it (pkg_check_modules(CAIRO REQUIRED) and no MEDSEG_WITH_CAIRO option)
+#   --no-cairo     without them. Default: without cairo (the node's build then has MEDSEG_WITH_CAIRO=OFF:
+#                  no progress.png, no overlay pictures), unless the checkout's CMake still requires it
 #   --with-itk     also libinsighttoolkit5-dev and its closure (far over 60 MiB: needs --max-mib)
 #   --max-mib N    size limit (default 60); the script fails, leaving nothing, when the bundle is larger
 #   --force        replace an existing bundle at OUT_DIR
@@ -68,6 +68,8 @@ if [[ $with_cairo = auto ]]; then
      ! grep -qs 'MEDSEG_WITH_CAIRO' "$root/CMakeLists.txt" "$root"/cmake/*.cmake; then
     with_cairo=1
     echo "bundle.sh: with cairo: this checkout's cmake/MedsegDeps.cmake requires it (--no-cairo leaves it out)" >&2
+  else
+    echo "bundle.sh: without cairo: the node builds with MEDSEG_WITH_CAIRO=OFF (no progress.png, no overlays; --with-cairo adds it)" >&2
   fi
 fi
 [[ $out = /* ]] || out=$PWD/$out
@@ -400,7 +402,7 @@ For a build by hand: \`. $(basename "$out")/env.sh\`, then
 The binaries find the bundled libraries through their build RPATH; libraries those need in turn
 (\`runtime/\`) must be on \`LD_LIBRARY_PATH\` where the node lacks them (validate.sh does this).
 
-cairo: $([[ $with_cairo = 1 ]] && echo 'included (today'"'"'s cmake/MedsegDeps.cmake requires it)' || echo 'not included: the build needs a checkout whose CMake can leave it out (MEDSEG_WITH_CAIRO=OFF) or a node with cairo'); ITK: $([[ $with_itk = 1 ]] && echo 'included (MEDSEG_WITH_ITK=ON)' || echo 'not included (MEDSEG_WITH_ITK=OFF: no NIfTI apps, no medseg_predict)').
+cairo: $([[ $with_cairo = 1 ]] && echo 'included (progress.png and overlay pictures)' || echo 'not included: validate.sh builds with MEDSEG_WITH_CAIRO=OFF unless the node has cairo (no progress.png, no overlay pictures; training and prediction are the same)'); ITK: $([[ $with_itk = 1 ]] && echo 'included (MEDSEG_WITH_ITK=ON)' || echo 'not included (MEDSEG_WITH_ITK=OFF: no NIfTI apps, no medseg_predict)').
 
 | folder | what |
 |---|---|

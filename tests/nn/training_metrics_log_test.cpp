@@ -86,6 +86,7 @@ TEST(TrainingMetricsLog, TornLastLineIsDroppedButBadLinesAreErrors) {
 }
 
 TEST(TrainingProgressPlot, WritesADecodablePngOfTheExpectedSize) {
+  if (!progress_plot_available()) GTEST_SKIP() << "this build has no cairo (MEDSEG_WITH_CAIRO=OFF)";
   test::TempDir dir("plot");
   const std::string path = dir / "progress.png";
   write_progress_plot(path, fake_log(60));
@@ -115,4 +116,11 @@ TEST(TrainingProgressPlot, WritesADecodablePngOfTheExpectedSize) {
   write_progress_plot(dir / "empty.png", {}, PlotSize{600, 300});
   EXPECT_TRUE(std::filesystem::exists(dir / "empty.png"));
   EXPECT_THROW(write_progress_plot(dir / "x.png", {}, PlotSize{10, 10}), Error);
+}
+
+TEST(TrainingProgressPlot, WithoutCairoTrainingGoesOnWithoutThePicture) {
+  if (progress_plot_available()) GTEST_SKIP() << "this build has cairo";
+  test::TempDir dir("plot");
+  EXPECT_NO_THROW(write_progress_plot(dir / "progress.png", fake_log(3)));
+  EXPECT_FALSE(std::filesystem::exists(dir / "progress.png"));
 }

@@ -176,6 +176,8 @@ std::vector<double> column(const std::vector<EpochMetrics>& log, const std::func
 
 }  // namespace
 
+bool progress_plot_available() { return true; }
+
 void write_progress_plot(const std::string& png_path, const std::vector<EpochMetrics>& log, PlotSize size) {
   if (size.width < 400 || size.panel_height < 200) throw Error("progress plot: image too small");
   std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> surface(
