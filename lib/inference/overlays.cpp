@@ -18,6 +18,8 @@ std::string overlay_file(const std::string& folder, const std::string& id) {
 }
 
 void create_overlay_folder(const std::string& folder) {
+  if (!visualization::overlays_available())
+    throw Error("--overlays: this build of medseg has no cairo (MEDSEG_WITH_CAIRO=OFF) and cannot draw them");
   const fs::path dir = fs::path(folder) / "overlays";
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -39,6 +41,7 @@ void write_prediction_overlay(const std::string& image_file, const Volume& segme
 void write_validation_overlay(const preprocessing::PreprocessedCase& c, const Volume& segmentation,
                               const std::string& reference_file, const io::DatasetInfo& dataset,
                               const ExportOptions& opts, const std::string& folder) {
+  if (!visualization::overlays_available()) return;  // a build without cairo: validation draws nothing
   try {
     const Volume image = channel_to_original(c.data(), c.properties(), opts);
     Volume reference;

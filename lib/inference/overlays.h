@@ -14,7 +14,7 @@ namespace medseg::inference {
 std::string overlay_file(const std::string& folder, const std::string& id);
 
 // Creates <folder>/overlays up front, so that a folder that cannot take them fails before any
-// prediction (FileError naming it) rather than once per case.
+// prediction (FileError naming it) rather than once per case; a build without cairo refuses here.
 void create_overlay_folder(const std::string& folder);
 
 // medseg_predict: the case's first channel, read again from `image_file` in its own geometry, under
@@ -24,7 +24,7 @@ void write_prediction_overlay(const std::string& image_file, const Volume& segme
 
 // Final validation: the preprocessed first channel brought back to the original grid (the raw images
 // may be gone, as for scoring), the segmentation and, in the second row, `reference_file`. A failure
-// is logged as a warning: a picture never fails a training run.
+// is logged as a warning: a picture never fails a training run. Nothing without cairo.
 void write_validation_overlay(const preprocessing::PreprocessedCase& c, const Volume& segmentation,
                               const std::string& reference_file, const io::DatasetInfo& dataset,
                               const ExportOptions& opts, const std::string& folder);
