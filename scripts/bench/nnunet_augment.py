@@ -34,6 +34,7 @@ in a module that refers to a stub.
 """
 import argparse
 import os
+import importlib.util
 import sys
 import time
 import types
@@ -70,6 +71,11 @@ def _install_stubs():
     for name in STUBBED:
         if name in sys.modules:
             continue
+        try:  # the real package where it is installed (a pip venv): torch 2.x inspects loaded modules
+            if importlib.util.find_spec(name) is not None:
+                continue
+        except (ImportError, ValueError):
+            pass
         mod = types.ModuleType(name)
         mod.__path__ = []
         mod.__medseg_stub__ = True
@@ -79,7 +85,9 @@ def _install_stubs():
         if parent and parent in sys.modules:
             setattr(sys.modules[parent], leaf, mod)
     # isinstance(x, OptimizedModule) must be a valid check
-    sys.modules['torch._dynamo'].OptimizedModule = type('OptimizedModule', (), {})
+    dynamo = sys.modules.get('torch._dynamo')
+    if dynamo is not None and not hasattr(dynamo, 'OptimizedModule'):
+        dynamo.OptimizedModule = type('OptimizedModule', (), {})
 
 
 def _refers_to_stub(module):
