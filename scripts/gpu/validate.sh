@@ -64,6 +64,12 @@ python3 -c 'import torch' >/dev/null 2>&1 || die "python3 cannot import torch ($
 torch_dir=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')/Torch
 [[ -f $torch_dir/TorchConfig.cmake ]] || die "torch has no CMake package at $torch_dir"
 cuda=$(python3 -c 'import torch;print(int(torch.cuda.is_available()))' 2>/dev/null || echo 0)
+# A CUDA build of torch: its CMake package enables CUDA, which needs nvcc (PATH, CUDACXX, or the usual place).
+if [[ $(python3 -c 'import torch;print(torch.version.cuda or "")' 2>/dev/null) != "" && -z ${CUDACXX:-} ]] &&
+   ! command -v nvcc >/dev/null; then
+  [[ -x /usr/local/cuda/bin/nvcc ]] || die "torch is a CUDA build and its CMake package needs nvcc: put the CUDA toolkit's bin on PATH (or set CUDACXX)"
+  export CUDACXX=/usr/local/cuda/bin/nvcc
+fi
 if [[ $skip_build = 0 ]]; then
   command -v cmake >/dev/null || die "cmake not found"
   command -v c++ >/dev/null || command -v g++ >/dev/null || command -v clang++ >/dev/null || die "no C++ compiler (c++, g++ or clang++) found"
