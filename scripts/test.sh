@@ -5,7 +5,8 @@
 #      suite on CPU; the tests that need a GPU report "Skipped" (ctest counts them apart from passes),
 #   3. builds against Debian's LibTorch 1.13 (CPU, Debian packages alone) and runs its torch suite
 #      (label nn; the torch-free label base is the same code either way),
-#   4. runs every libFuzzer target for a few seconds (MEDSEG_FUZZ_SECONDS, default 10; 0 skips them).
+#   4. runs every libFuzzer target for a few seconds (MEDSEG_FUZZ_SECONDS, default 10; 0 skips them),
+#   5. checks the offline GPU bundle in a clean debootstrapped root (MEDSEG_CLEAN_ROOT=0 skips it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MEDSEG_BUILD_DIR:-$root/build}
@@ -60,5 +61,17 @@ if [ "$fuzz_seconds" != 0 ]; then
   start=$(date +%s)
   MEDSEG_SANITIZE_BUILD_DIR=${MEDSEG_FUZZ_BUILD_DIR:-$root/build-fuzz} bash "$root/scripts/sanitize.sh" fuzz "$fuzz_seconds"
   elapsed "the fuzz targets" "$start"
+fi
+# The offline GPU bundle in a clean root (docs/gpu-validation.md): a debootstrapped Debian 12 with only
+# what a GPU node has configures against the bundle, builds a program linking its libraries and the
+# object that includes c10d's gloo/NCCL headers, and plans the bundled dataset. MEDSEG_CLEAN_ROOT=0 skips.
+if [ "${MEDSEG_CLEAN_ROOT:-1}" != 0 ]; then
+  start=$(date +%s)
+  if [ "$(id -u)" = 0 ]; then
+    bash "$root/scripts/gpu/check_clean_root.sh" --build "$build" --jobs "$jobs"
+  else
+    echo "test.sh: the clean-root check of the GPU bundle needs root (debootstrap, chroot): skipped"
+  fi
+  elapsed "the GPU bundle in a clean root" "$start"
 fi
 elapsed "everything" "$t0"

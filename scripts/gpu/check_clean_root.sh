@@ -42,7 +42,10 @@ command -v debootstrap >/dev/null || die "needs debootstrap (apt-get install deb
 cuda=$(readlink -f /usr/local/cuda 2>/dev/null || true)
 [[ -d $cuda/include ]] || die "no CUDA toolkit at /usr/local/cuda (a GPU node has one; it is mounted read-only)"
 site=$cache/venv-torch-2.11.0/lib/python3.11/site-packages
-[[ -d $site/torch ]] || die "no torch 2.11 at $site (scripts/bench/python_reference.sh makes that venv)"
+if [[ ! -d $site/torch && -n $build ]]; then  # the benchmarks' torch 2.11 venv, made from the cached wheel
+  bash "$root/scripts/bench/python_reference.sh" "$build" >/dev/null
+fi
+[[ -d $site/torch ]] || die "no torch 2.11 at $site (scripts/bench/python_reference.sh BUILD makes that venv)"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/medseg-clean-root.XXXXXX")
 mounts=()
