@@ -111,3 +111,44 @@ TEST(EvaluateCli, WritesSummaryAndFailsOnMissingPrediction) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("c2.nii.gz"), std::string::npos) << r.output;
 }
+
+// nnUNetv2_evaluate_simple's habits: labels on the command line, no dataset.json, -il, -o.
+TEST(EvaluateSimpleCli, ScoresTheGivenLabelsWithAndWithoutTheIgnoreLabel) {
+  test::TempDir d("eval_simple");
+  std::filesystem::create_directories(d / "gt");
+  std::filesystem::create_directories(d / "pred");
+  // label 1: tp 2 (voxels 0, 1), fn 1 (voxel 2), fp 2 (voxel 3, and voxel 4 where the reference says 2)
+  const std::vector<double> ref{1, 1, 1, 0, 2, 0, 0, 0}, pred{1, 1, 0, 1, 1, 0, 0, 0};
+  io::write_image(d / "gt/c1.nii.gz", Volume::from_values(PixelType::UInt8, {2, 2, 2}, Geometry{}, ref));
+  io::write_image(d / "pred/c1.nii.gz", Volume::from_values(PixelType::UInt8, {2, 2, 2}, Geometry{}, pred));
+  auto r = test::run_cli("medseg_evaluate_simple", d / "gt " + d / "pred -l 1 2 -np 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  json s = read_json(d / "pred/summary.json");
+  EXPECT_DOUBLE_EQ(s["mean"]["1"]["Dice"].get<double>(), 4.0 / 7.0);
+  EXPECT_DOUBLE_EQ(s["mean"]["2"]["Dice"].get<double>(), 0.0);  // in the reference only
+  EXPECT_EQ(s["metric_per_case"].size(), 1u);
+  // -il 2: voxel 4 counts nowhere, so label 1 has one false positive left.
+  r = test::run_cli("medseg_evaluate_simple", d / "gt " + d / "pred -l 1 -il 2 -o " + d / "s.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  s = read_json(d / "s.json");
+  EXPECT_DOUBLE_EQ(s["mean"]["1"]["Dice"].get<double>(), 4.0 / 6.0);
+  EXPECT_FALSE(s["mean"].contains("2"));
+}
+
+TEST(EvaluateSimpleCli, BadInputIsOneLineNamingTheProblem) {
+  test::TempDir d("eval_simple_bad");
+  std::filesystem::create_directories(d / "gt");
+  std::filesystem::create_directories(d / "pred");
+  auto r = test::run_cli("medseg_evaluate_simple", d / "gt " + d / "pred -l 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("holds no reference segmentation"), std::string::npos) << r.output;
+  const std::vector<double> ref{1, 0, 0, 0, 0, 0, 0, 0};
+  io::write_image(d / "gt/c1.nii.gz", Volume::from_values(PixelType::UInt8, {2, 2, 2}, Geometry{}, ref));
+  r = test::run_cli("medseg_evaluate_simple", d / "gt " + d / "pred -l 0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("-l: label 0"), std::string::npos) << r.output;
+  r = test::run_cli("medseg_evaluate_simple", d / "gt " + d / "pred -l 1");  // no prediction for c1
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("c1.nii.gz"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(d / "pred/summary.json"));
+}
