@@ -25,7 +25,8 @@ bool belongs_to_case(const std::string& name, const std::string& file_ending) {
 }  // namespace
 
 CrossvalResults gather_crossval(const std::string& model_folder, std::vector<std::string> folds,
-                                const std::string& references, const std::string& file_ending) {
+                                const std::string& references, const std::string& file_ending,
+                                const std::string& output_folder) {
   const fs::path model(model_folder);
   if (!fs::is_directory(model)) throw FileError(model_folder, "model folder not found");
   folds = parse_folds(folds, "-f");  // they name folders: numbers or "all", each once
@@ -35,6 +36,12 @@ CrossvalResults gather_crossval(const std::string& model_folder, std::vector<std
   CrossvalResults r;
   r.folds = folds;
   r.folder = (model / ("crossval_results_folds_" + join(folds, "_"))).string();
+  if (!output_folder.empty()) {
+    std::error_code ec;
+    if (fs::exists(output_folder, ec) && !(fs::is_directory(output_folder, ec) && fs::is_empty(output_folder, ec)))
+      throw FileError(output_folder, "exists and is not empty: give an empty or new output folder (-o)");
+    r.folder = output_folder;
+  }
   r.references = references;
   if (r.references.empty()) {
     const std::string dataset = fs::absolute(model).lexically_normal().parent_path().filename().string();
@@ -60,7 +67,7 @@ CrossvalResults gather_crossval(const std::string& model_folder, std::vector<std
   }
   if (r.cases == 0) throw FileError(model_folder, "the folds' validation folders hold no " + file_ending + " file");
   io::copy_dataset_jsons(model_folder, staged.path());
-  staged.commit();
+  staged.commit(output_folder.empty());  // -o: never over something that appeared meanwhile
   return r;
 }
 

@@ -20,7 +20,10 @@ struct CrossvalResults {
 // `references` "" = MEDSEG_PREPROCESSED/<the model's dataset folder>/gt_segmentations. Throws
 // FileError naming the folder for a fold without validation results, a case validated in two
 // folds, or missing references. The folder is built aside and moved into place when complete.
+// `output_folder` "" = MODEL/crossval_results_folds_...; another folder must be empty or absent
+// (nnU-Net's -o: nothing of the user's is replaced).
 CrossvalResults gather_crossval(const std::string& model_folder, std::vector<std::string> folds,
-                                const std::string& references, const std::string& file_ending);
+                                const std::string& references, const std::string& file_ending,
+                                const std::string& output_folder = "");
 
 }  // namespace medseg::postprocessing

@@ -271,3 +271,43 @@ TEST(PostprocessingCli, ModelFolderCrossValidationGivesPredictTheFile) {
   }
   EXPECT_EQ(test::folder_snapshot(model), snap);
 }
+
+// nnUNetv2_accumulate_crossval_results: the folds gathered and scored; label 2 has one stray voxel
+// in each prediction (Dice 16/17), label 1 is exact.
+TEST(AccumulateCrossvalCli, GathersTheFoldsAndScoresThem) {
+  test::TempDir d("accumulate");
+  const std::string model = d / "results/Dataset123_Liver/nnUNetTrainer__nnUNetPlans__3d_fullres";
+  const std::string gt = d / "pre/Dataset123_Liver/gt_segmentations";
+  fs::create_directories(gt);
+  write_dataset_json(model);
+  const char* fold_of[] = {"0", "1", "0"};
+  for (int i = 0; i < 4; ++i) reference().write(gt + "/case_" + std::to_string(i) + ".nii.gz");  // case_3: fold 2, not trained
+  for (int i = 0; i < 3; ++i) {
+    const std::string val = model + "/fold_" + fold_of[i] + "/validation";
+    fs::create_directories(val);
+    with_stray_label_2().write(val + "/case_" + std::to_string(i) + ".nii.gz");
+  }
+  const std::string env = "MEDSEG_PREPROCESSED=" + d / "pre" + " MEDSEG_RESULTS=" + d / "results";
+  auto r = test::run_cli("medseg_accumulate_crossval_results", "123 -c 3d_fullres -f 0 1", env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json s = read_json(model + "/crossval_results_folds_0_1/summary.json");
+  EXPECT_EQ(s["metric_per_case"].size(), 3u);
+  EXPECT_DOUBLE_EQ(dice(s, "1"), 1.0);
+  EXPECT_DOUBLE_EQ(dice(s, "2"), 16.0 / 17.0);
+  // -o: a new folder is made; one that holds something is refused and left as it was.
+  r = test::run_cli("medseg_accumulate_crossval_results", "Liver -c 3d_fullres -o " + d / "cv", env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(d / "cv/summary.json"));
+  EXPECT_TRUE(fs::exists(d / "cv/case_2.nii.gz"));
+  fs::create_directories(d / "busy");
+  write_json(d / "busy/mine.json", json::object());
+  r = test::run_cli("medseg_accumulate_crossval_results", "123 -c 3d_fullres -o " + d / "busy", env);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("is not empty"), std::string::npos) << r.output;
+  EXPECT_EQ(test::folder_snapshot(d / "busy").size(), 1u);
+  r = test::run_cli("medseg_accumulate_crossval_results", "123 -c 3d_fullres -f 2", env);  // fold 2 not trained
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("fold_2/validation"), std::string::npos) << r.output;
+  r = test::run_cli("medseg_accumulate_crossval_results", "123 -c ../x", env);
+  EXPECT_NE(r.exit_code, 0);
+}
