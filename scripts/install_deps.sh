@@ -16,6 +16,7 @@ PACKAGES=(
   python3 python3-torch python3-pip unzip   # pip fetches the torch wheel (scripts/install_libtorch.sh)
   clang libclang-rt-14-dev   # sanitizer builds and libFuzzer targets (docs/hardening.md)
   debootstrap python3-venv   # the GPU bundle's clean-root check (scripts/gpu/check_clean_root.sh)
+  python3-nibabel   # an independent NIfTI writer for tests (tests/base/convert_msd_itk_test.cpp)
 )
 
 missing=()

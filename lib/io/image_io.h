@@ -3,6 +3,7 @@
 // Volumes keep their pixel type and full geometry (spacing, origin, direction).
 // This header does not expose ITK; ITK lives in *_itk.cpp files only.
 #include <string>
+#include <vector>
 
 #include "core/volume.h"
 
@@ -14,6 +15,11 @@ bool image_io_available();
 // Reads a 2D or 3D scalar image. 2D images become shape (1, y, x). Throws FileError naming the
 // file for: missing/empty file, unknown format, truncated or corrupt data, vector/4D images.
 Volume read_image(const std::string& path);
+
+// Reads a 2D or 3D image as one volume, or a 4D image (x, y, z, t) as one 3D volume per t, each with
+// the 3D part of the file's geometry (the Medical Segmentation Decathlon's multi-modal files). The
+// checks of read_image apply.
+std::vector<Volume> read_image_volumes(const std::string& path);
 
 // Reads a label map: the pixel type must be integer, or float/double with only integral values
 // (as many tools write labels); anything else is a FileError. Returned as Int16 if values fit,

@@ -68,6 +68,58 @@ Volume read_typed(const std::string& path, itk::ImageIOBase* io, unsigned file_d
   return file_dims == 2 ? read_typed<T, 2>(path, io) : read_typed<T, 3>(path, io);
 }
 
+// A 4D file (x, y, z, t) as one 3D volume per t, each with the 3D part of the geometry (ITK keeps the
+// buffer x fastest, then y, z, t: each t is one contiguous block).
+template <class T>
+std::vector<Volume> read_typed_4d(const std::string& path, itk::ImageIOBase* io) {
+  using ImageT = itk::Image<T, 4>;
+  auto reader = itk::ImageFileReader<ImageT>::New();
+  reader->SetFileName(path);
+  reader->SetImageIO(io);
+  {
+    std::lock_guard<std::mutex> lock(itk_header_mutex());
+    reader->UpdateOutputInformation();
+  }
+  reader->Update();
+  typename ImageT::Pointer img = reader->GetOutput();
+  const auto size = img->GetLargestPossibleRegion().GetSize();
+  Geometry g;
+  for (unsigned i = 0; i < 3; ++i) {
+    g.spacing[i] = img->GetSpacing()[i];
+    g.origin[i] = img->GetOrigin()[i];
+    for (unsigned j = 0; j < 3; ++j) g.direction[i * 3 + j] = img->GetDirection()(i, j);
+  }
+  const std::array<int64_t, 3> shape{static_cast<int64_t>(size[2]), static_cast<int64_t>(size[1]),
+                                     static_cast<int64_t>(size[0])};
+  std::vector<Volume> out;
+  const T* src = img->GetBufferPointer();
+  for (itk::SizeValueType t = 0; t < size[3]; ++t) {
+    Volume v(PixelTypeOf<T>::value, shape, g);
+    std::copy(src + t * v.numel(), src + (t + 1) * v.numel(), v.data<T>());
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// Calls f(T{}) with the C++ type of an ITK component type; FileError naming `path` for others.
+template <class F>
+auto with_component_type(itk::IOComponentEnum type, const std::string& path, F&& f) {
+  using IOC = itk::IOComponentEnum;
+  switch (type) {
+    case IOC::UCHAR: return f(uint8_t{});
+    case IOC::CHAR: return f(int8_t{});
+    case IOC::USHORT: return f(uint16_t{});
+    case IOC::SHORT: return f(int16_t{});
+    case IOC::UINT: return f(uint32_t{});
+    case IOC::INT: return f(int32_t{});
+    case IOC::LONG: case IOC::LONGLONG: return f(int64_t{});
+    case IOC::FLOAT: return f(float{});
+    case IOC::DOUBLE: return f(double{});
+    default:
+      throw FileError(path, std::string("unsupported voxel type ") + itk::ImageIOBase::GetComponentTypeAsString(type));
+  }
+}
+
 // Writes a volume as a D-dimensional file; D = 2 only for a one-slice volume read from 2D.
 template <class T, unsigned D>
 void write_typed(const std::string& path, const Volume& v) {
@@ -146,7 +198,12 @@ std::string header_geometry_problem(const itk::ImageIOBase& io, unsigned dims) {
 
 bool image_io_available() { return true; }
 
-Volume read_image(const std::string& path) {
+namespace {
+
+// The checks every read makes before any voxel is read: the file, a NIfTI's raw header, the header
+// ITK reads, one component, 2 to 4 dimensions (a 4th only when `volumes` allows more than one t),
+// the geometry. Returns the ImageIO that read the header.
+itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
   init_itk_globals_once();
   std::error_code ec;
   if (!fs::exists(path, ec)) throw FileError(path, "file not found");
@@ -169,33 +226,44 @@ Volume read_image(const std::string& path) {
     throw FileError(path, "has " + std::to_string(io->GetNumberOfComponents()) +
                               " components per voxel; medseg expects one channel per file (_0000, _0001, ...)");
   const unsigned nd = io->GetNumberOfDimensions();
-  if (nd < 2 || nd > 4 || (nd == 4 && io->GetDimensions(3) != 1))
+  if (nd < 2 || nd > 4 || (nd == 4 && io->GetDimensions(3) != 1 && !volumes))
     throw FileError(path, "has " + std::to_string(nd) + " dimensions; expected a 2D or 3D image");
   const std::string geometry = header_geometry_problem(*io, nd);
   if (!geometry.empty()) throw FileError(path, "bad geometry in the header: " + geometry);
-  using IOC = itk::IOComponentEnum;
+  return io;
+}
+
+void check_finite(const std::string& path, const Volume& v) {
+  const int64_t bad = count_non_finite(v);
+  if (bad > 0) throw FileError(path, std::to_string(bad) + " voxel(s) are NaN or Inf");
+}
+
+}  // namespace
+
+Volume read_image(const std::string& path) {
+  const itk::ImageIOBase::Pointer io = open_checked(path, false);
+  const unsigned nd = io->GetNumberOfDimensions();
   Volume v;
   try {
-    switch (io->GetComponentType()) {
-      case IOC::UCHAR: v = read_typed<uint8_t>(path, io, nd); break;
-      case IOC::CHAR: v = read_typed<int8_t>(path, io, nd); break;
-      case IOC::USHORT: v = read_typed<uint16_t>(path, io, nd); break;
-      case IOC::SHORT: v = read_typed<int16_t>(path, io, nd); break;
-      case IOC::UINT: v = read_typed<uint32_t>(path, io, nd); break;
-      case IOC::INT: v = read_typed<int32_t>(path, io, nd); break;
-      case IOC::LONG: case IOC::LONGLONG: v = read_typed<int64_t>(path, io, nd); break;
-      case IOC::FLOAT: v = read_typed<float>(path, io, nd); break;
-      case IOC::DOUBLE: v = read_typed<double>(path, io, nd); break;
-      default:
-        throw FileError(path, std::string("unsupported voxel type ") +
-                                  itk::ImageIOBase::GetComponentTypeAsString(io->GetComponentType()));
-    }
+    v = with_component_type(io->GetComponentType(), path, [&](auto t) { return read_typed<decltype(t)>(path, io, nd); });
   } catch (const itk::ExceptionObject& e) {
     throw FileError(path, "cannot read voxel data (truncated or corrupt file?): " + itk_reason(e));
   }
-  const int64_t bad = count_non_finite(v);
-  if (bad > 0) throw FileError(path, std::to_string(bad) + " voxel(s) are NaN or Inf");
+  check_finite(path, v);
   return v;
+}
+
+std::vector<Volume> read_image_volumes(const std::string& path) {
+  const itk::ImageIOBase::Pointer io = open_checked(path, true);
+  if (io->GetNumberOfDimensions() < 4 || io->GetDimensions(3) == 1) return {read_image(path)};
+  std::vector<Volume> out;
+  try {
+    out = with_component_type(io->GetComponentType(), path, [&](auto t) { return read_typed_4d<decltype(t)>(path, io); });
+  } catch (const itk::ExceptionObject& e) {
+    throw FileError(path, "cannot read voxel data (truncated or corrupt file?): " + itk_reason(e));
+  }
+  for (const auto& v : out) check_finite(path, v);
+  return out;
 }
 
 // A label value as it is in the file: 3000000000, 2.5, -1.

@@ -13,6 +13,7 @@ static Error no_itk(const std::string& path) {
 
 bool image_io_available() { return false; }
 Volume read_image(const std::string& path) { throw no_itk(path); }
+std::vector<Volume> read_image_volumes(const std::string& path) { throw no_itk(path); }
 Volume read_label(const std::string& path) { throw no_itk(path); }
 void write_image(const std::string& path, const Volume&) { throw no_itk(path); }
 

@@ -1,0 +1,98 @@
+// medseg_convert_msd_dataset on a small MSD task whose 4D images nibabel writes (an independent
+// NIfTI writer): each volume becomes one channel file with its voxels and the 3D geometry, labels are
+// copied, dataset.json is nnU-Net's. Needs Debian's python3-nibabel (scripts/install_deps.sh).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/json_io.h"
+#include "io/image_io.h"
+#include "support/test_support.h"
+
+using namespace medseg;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Task09_Tiny: imagesTr/tiny_001 (4D: x 5, y 4, z 3, 2 modalities; voxel = 1000 t + 100 x + 10 y + z),
+// imagesTs/tiny_002 (the same), labelsTr/tiny_001, a "._tiny_001.nii.gz" macOS copy; spacing
+// 0.8 x 0.9 x 2.5 and RAS origin (10, 20, 30).
+bool write_task(const std::string& task, int modalities_in_file) {
+  const std::string script = R"(
+import json, os, sys, numpy as np, nibabel as nib
+task, t = sys.argv[1], int(sys.argv[2])
+for d in ('imagesTr', 'imagesTs', 'labelsTr'): os.makedirs(os.path.join(task, d), exist_ok=True)
+aff = np.diag([0.8, 0.9, 2.5, 1.0]); aff[:3, 3] = [10, 20, 30]
+x, y, z, c = np.meshgrid(np.arange(5), np.arange(4), np.arange(3), np.arange(t), indexing='ij')
+img = (1000 * c + 100 * x + 10 * y + z).astype(np.float32)
+for f in ('imagesTr/tiny_001.nii.gz', 'imagesTs/tiny_002.nii.gz', 'imagesTr/._tiny_001.nii.gz'):
+    nib.save(nib.Nifti1Image(img, aff), os.path.join(task, f))
+nib.save(nib.Nifti1Image((x[..., 0] % 3).astype(np.uint8), aff), os.path.join(task, 'labelsTr/tiny_001.nii.gz'))
+json.dump({'name': 'Tiny', 'tensorImageSize': '4D', 'modality': {'0': 'T2', '1': 'ADC'},
+           'labels': {'0': 'background', '1': 'PZ', '2': 'TZ'}, 'numTraining': 1, 'numTest': 1,
+           'training': [{'image': './imagesTr/tiny_001.nii.gz', 'label': './labelsTr/tiny_001.nii.gz'}],
+           'test': ['./imagesTs/tiny_002.nii.gz']}, open(os.path.join(task, 'dataset.json'), 'w'))
+)";
+  const std::string py = task + ".py";
+  write_file_atomic(py, script);
+  return std::system(("/usr/bin/python3 " + py + " " + task + " " + std::to_string(modalities_in_file) + " 2>&1").c_str()) == 0;
+}
+
+}  // namespace
+
+TEST(ConvertMsdCli, SplitsTheModalitiesAndWritesNnUNetsDatasetJson) {
+  if (std::system("/usr/bin/python3 -c 'import nibabel' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3-nibabel";
+  test::TempDir d("msd");
+  ASSERT_TRUE(write_task(d / "Task09_Tiny", 2));
+  const std::string env = "MEDSEG_RAW=" + d / "raw";
+  fs::create_directories(d / "raw");
+  auto r = test::run_cli("medseg_convert_msd_dataset", "-i " + d / "Task09_Tiny/", env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string out = d / "raw/Dataset009_Tiny";
+  for (int t = 0; t < 2; ++t) {
+    const Volume v = io::read_image(out + "/imagesTr/tiny_001_000" + std::to_string(t) + ".nii.gz");
+    ASSERT_EQ(v.shape(), (std::array<int64_t, 3>{3, 4, 5}));
+    EXPECT_EQ(v.at(0, 0, 0), 1000.0 * t);
+    EXPECT_EQ(v.at(2, 3, 4), 1000.0 * t + 400 + 30 + 2);  // z 2, y 3, x 4
+    EXPECT_EQ(v.at(1, 2, 3), 1000.0 * t + 300 + 20 + 1);
+    EXPECT_NEAR(v.geometry().spacing[0], 0.8, 1e-6);  // NIfTI keeps float32
+    EXPECT_NEAR(v.geometry().spacing[1], 0.9, 1e-6);  // NIfTI keeps float32
+    EXPECT_NEAR(v.geometry().spacing[2], 2.5, 1e-6);  // NIfTI keeps float32
+    EXPECT_NEAR(v.geometry().origin[0], -10.0, 1e-6);  // NIfTI keeps float32  // RAS (10, 20, 30) is LPS (-10, -20, 30)
+    EXPECT_NEAR(v.geometry().origin[1], -20.0, 1e-6);  // NIfTI keeps float32
+    EXPECT_NEAR(v.geometry().origin[2], 30.0, 1e-6);  // NIfTI keeps float32
+  }
+  EXPECT_TRUE(fs::exists(out + "/imagesTs/tiny_002_0001.nii.gz"));
+  EXPECT_FALSE(fs::exists(out + "/imagesTr/tiny_001_0002.nii.gz"));
+  EXPECT_FALSE(fs::exists(out + "/imagesTr/._tiny_001_0000.nii.gz"));
+  EXPECT_EQ(io::read_label(out + "/labelsTr/tiny_001.nii.gz").at(0, 0, 2), 2);
+  const auto dj = nlohmann::ordered_json::parse(read_file(out + "/dataset.json"));
+  EXPECT_EQ(dj["labels"].dump(), R"({"background":0,"PZ":1,"TZ":2})");
+  EXPECT_EQ(dj["channel_names"].dump(), R"({"0":"T2","1":"ADC"})");
+  EXPECT_EQ(dj["file_ending"], ".nii.gz");
+  EXPECT_EQ(dj["numTraining"], 1);
+  EXPECT_FALSE(dj.contains("training") || dj.contains("test") || dj.contains("modality"));
+
+  // The id is taken now; --overwrite_id gives another.
+  r = test::run_cli("medseg_convert_msd_dataset", "-i " + d / "Task09_Tiny", env);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("Dataset009_Tiny"), std::string::npos) << r.output;
+  r = test::run_cli("medseg_convert_msd_dataset", "-i " + d / "Task09_Tiny --overwrite_id 42", env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(d / "raw/Dataset042_Tiny/imagesTr/tiny_001_0001.nii.gz"));
+}
+
+TEST(ConvertMsdCli, AnImageWithTheWrongNumberOfModalitiesLeavesNothing) {
+  if (std::system("/usr/bin/python3 -c 'import nibabel' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3-nibabel";
+  test::TempDir d("msd_bad");
+  ASSERT_TRUE(write_task(d / "Task03_Odd", 3));  // 3 volumes, 2 modalities
+  fs::create_directories(d / "raw");
+  auto r = test::run_cli("medseg_convert_msd_dataset", "-i " + d / "Task03_Odd", "MEDSEG_RAW=" + d / "raw");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("holds 3 volume(s) but dataset.json names 2 modalities"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_empty(d / "raw"));
+  r = test::run_cli("medseg_convert_msd_dataset", "-i " + d / "raw", "MEDSEG_RAW=" + d / "raw");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("TaskXX_Name"), std::string::npos) << r.output;
+}
