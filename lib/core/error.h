@@ -1,5 +1,6 @@
 #pragma once
 // Errors thrown by the library. The CLIs catch them at the boundary and print one line.
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -22,4 +23,23 @@ class FileError : public Error {
   std::string path_;
 };
 
+// The parts streamed one after the other (c10::str's job, for medseg's messages): MEDSEG_CHECK's
+// message, or one built for a throw that is not a check.
+template <class... Parts>
+std::string concat(const Parts&... parts) {
+  std::ostringstream out;
+  ((out << parts), ...);
+  return out.str();
+}
+
 }  // namespace medseg
+
+// Throws medseg::Error whose message is the parts streamed in order unless `cond` holds, like
+// TORCH_CHECK (whose c10::Error would carry a source location and backtrace the user must not see):
+//   MEDSEG_CHECK(n > 0, "network: ", name, " needs at least 1 stage, got ", n);
+// The parts are evaluated only when the check fails. They print as operator<< prints them (a double
+// 0.5 as "0.5", not std::to_string's "0.500000"; a std::filesystem::path in quotes: pass .string()).
+#define MEDSEG_CHECK(cond, ...)                                       \
+  do {                                                                \
+    if (!(cond)) throw ::medseg::Error(::medseg::concat(__VA_ARGS__)); \
+  } while (false)

@@ -2,6 +2,7 @@
 // Small string helpers shared by the stages.
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -11,11 +12,18 @@ inline bool ends_with(const std::string& s, const std::string& e) {
   return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
 }
 
-// The values joined with `sep` between them.
-inline std::string join(const std::vector<std::string>& values, const std::string& sep) {
-  std::string s;
-  for (std::size_t i = 0; i < values.size(); ++i) s += (i ? sep : "") + values[i];
-  return s;
+// The values of any container (strings, integers, anything operator<< prints) with `sep` between
+// them: join(std::vector<int>{1, 2}, ", ") is "1, 2". Numbers print as operator<< prints them.
+template <class Container>
+std::string join(const Container& values, const std::string& sep) {
+  std::ostringstream out;
+  bool first = true;
+  for (const auto& v : values) {
+    if (!first) out << sep;
+    out << v;
+    first = false;
+  }
+  return out.str();
 }
 
 // The first value of `values` that an earlier one equals, or nothing when all differ: for lists

@@ -115,9 +115,7 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
   const std::vector<int>& prev_labels = cases.previous_stage_labels();
   const auto K = static_cast<int64_t>(prev_labels.size());
   const int64_t first = cfg.share_end < 0 ? 0 : cfg.share_begin, last = cfg.share_end < 0 ? B : cfg.share_end;
-  if (first < 0 || last > B || first >= last)
-    throw Error("data loader: share [" + std::to_string(first) + ", " + std::to_string(last) + ") of a batch of " +
-                std::to_string(B));
+  MEDSEG_CHECK(first >= 0 && last <= B && first < last, "data loader: share [", first, ", ", last, ") of a batch of ", B);
   const Shape3& P = cfg.final_patch;
   const Shape3& L = cfg.loader_patch;
   const uint64_t bseed = batch_seed(seed, epoch, index);
@@ -194,8 +192,8 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
         if (cfg.augment) augment::apply_cascade(augment::draw_cascade(static_cast<int>(K), cfg.aug, rng), onehot, static_cast<int>(K), P);
       }
     } catch (const std::exception& e) {
-      throw Error("data loader: case '" + cases.id(ci) + "' (epoch " + std::to_string(epoch) + ", batch " +
-                  std::to_string(index) + ", sample " + std::to_string(j) + "): " + one_line(e.what()));
+      throw Error(concat("data loader: case '", cases.id(ci), "' (epoch ", epoch, ", batch ", index, ", sample ", j,
+                                 "): ", one_line(e.what())));
     }
   }
   if (on_device) {

@@ -18,16 +18,13 @@ constexpr int kForwardTag = 0x4841;  // "HA"
 constexpr int kBackwardTag = 0x4842;
 
 void check_halo(const at::Tensor& x, int64_t dim, int64_t left, int64_t right, const SpatialShard& s) {
-  if (dim < 2 || dim >= x.dim())
-    throw Error("halo exchange: dim " + std::to_string(dim) + " is not a spatial dim of a " + std::to_string(x.dim()) +
-                "-D tensor");
-  if (left < 0 || right < 0) throw Error("halo exchange: negative halo width");
+  MEDSEG_CHECK(dim >= 2 && dim < x.dim(), "halo exchange: dim ", dim, " is not a spatial dim of a ", x.dim(),
+               "-D tensor");
+  MEDSEG_CHECK(left >= 0 && right >= 0, "halo exchange: negative halo width");
   const int64_t n = x.size(dim);
-  if (left > n || right > n)
-    throw Error("halo exchange: a halo of " + std::to_string(std::max(left, right)) + " planes is wider than the " +
-                std::to_string(n) + "-plane slab it comes from (slab " + std::to_string(s.index) + " of " +
-                std::to_string(s.count) + " along spatial axis " + std::to_string(s.axis) +
-                "): use fewer slabs or a larger patch along that axis");
+  MEDSEG_CHECK(left <= n && right <= n, "halo exchange: a halo of ", std::max(left, right), " planes is wider than the ",
+               n, "-plane slab it comes from (slab ", s.index, " of ", s.count, " along spatial axis ", s.axis,
+               "): use fewer slabs or a larger patch along that axis");
 }
 
 at::Tensor planes(const at::Tensor& like, int64_t dim, int64_t n) {
@@ -133,15 +130,12 @@ at::Tensor halo_exchange(const at::Tensor& x, int64_t dim, int64_t left, int64_t
 }
 
 at::Tensor spatial_slab(const at::Tensor& x, int axis, int index, int count) {
-  if (axis < 0 || 2 + axis >= x.dim())
-    throw Error("spatial slab: axis " + std::to_string(axis) + " is not a spatial axis of a " +
-                std::to_string(x.dim()) + "-D (B, C, *spatial) tensor");
-  if (count < 1 || index < 0 || index >= count)
-    throw Error("spatial slab: slab " + std::to_string(index) + " of " + std::to_string(count) + " does not exist");
+  MEDSEG_CHECK(axis >= 0 && 2 + axis < x.dim(), "spatial slab: axis ", axis, " is not a spatial axis of a ", x.dim(),
+               "-D (B, C, *spatial) tensor");
+  MEDSEG_CHECK(count >= 1 && index >= 0 && index < count, "spatial slab: slab ", index, " of ", count, " does not exist");
   const int64_t extent = x.size(2 + axis);
-  if (extent % count != 0)
-    throw Error("spatial slab: extent " + std::to_string(extent) + " along spatial axis " + std::to_string(axis) +
-                " is not divisible into " + std::to_string(count) + " equal slabs");
+  MEDSEG_CHECK(extent % count == 0, "spatial slab: extent ", extent, " along spatial axis ", axis,
+               " is not divisible into ", count, " equal slabs");
   const int64_t len = extent / count;
   return x.narrow(2 + axis, index * len, len).contiguous();
 }

@@ -118,10 +118,9 @@ std::vector<CaseInput> collect_case_inputs(const std::vector<std::string>& input
 }
 
 void check_part(int num_parts, int part_id) {
-  if (num_parts < 1) throw Error("-num_parts must be >= 1 (got " + std::to_string(num_parts) + ")");
-  if (part_id < 0 || part_id >= num_parts)
-    throw Error("-part_id must be in 0.." + std::to_string(num_parts - 1) + " for -num_parts " +
-                std::to_string(num_parts) + " (got " + std::to_string(part_id) + "; part ids count from 0)");
+  MEDSEG_CHECK(num_parts >= 1, "-num_parts must be >= 1 (got ", num_parts, ")");
+  MEDSEG_CHECK(part_id >= 0 && part_id < num_parts, "-part_id must be in 0..", num_parts - 1, " for -num_parts ", num_parts,
+               " (got ", part_id, "; part ids count from 0)");
 }
 
 void attach_previous_stage(std::vector<CaseInput>& cases, const std::string& folder, const std::string& file_ending) {

@@ -39,7 +39,6 @@ class Predictor {
   ~Predictor();
 
   const ModelFolder& model() const { return model_; }
-  const preprocessing::PreprocessPlan& preprocess_plan() const { return plan_; }
   const LabelMapping& labels() const { return labels_; }
   const ExportOptions& export_defaults() const { return export_; }
 

@@ -17,7 +17,7 @@ namespace medseg::models {
 namespace {
 
 void check_dims(int dims) {
-  if (dims != 2 && dims != 3) throw Error("network: spatial dims must be 2 or 3, got " + std::to_string(dims));
+  MEDSEG_CHECK(dims == 2 || dims == 3, "network: spatial dims must be 2 or 3, got ", dims);
 }
 
 template <size_t D>
@@ -40,9 +40,7 @@ Shape same_padding(const Shape& k) {
 
 Shape per_axis(const Shape& v, int dims, const std::string& what) {
   if (v.size() == 1) return Shape(dims, v[0]);
-  if (static_cast<int>(v.size()) != dims)
-    throw Error("network: " + what + " has " + std::to_string(v.size()) + " entries, expected 1 or " +
-                std::to_string(dims));
+  MEDSEG_CHECK(static_cast<int>(v.size()) == dims, "network: ", what, " has ", v.size(), " entries, expected 1 or ", dims);
   return v;
 }
 
@@ -69,7 +67,7 @@ torch::nn::AnyModule make_norm(int dims, NormKind kind, int64_t channels, double
   check_dims(dims);
   switch (kind) {
     case NormKind::kInstance:
-      return torch::nn::AnyModule(InstanceNorm(channels, eps, affine));
+      return torch::nn::AnyModule(InstanceNorm(InstanceNormOptions(channels).eps(eps).affine(affine)));
     case NormKind::kBatch:
       if (dims == 3)
         return torch::nn::AnyModule(torch::nn::BatchNorm3d(torch::nn::BatchNorm3dOptions(channels).eps(eps).affine(affine)));
@@ -80,15 +78,23 @@ torch::nn::AnyModule make_norm(int dims, NormKind kind, int64_t channels, double
   throw Error("network: make_norm called without a norm op");
 }
 
-InstanceNormImpl::InstanceNormImpl(int64_t channels, double eps, bool affine) : eps_(eps) {
-  if (affine) {
-    weight = register_parameter("weight", torch::ones({channels}));
-    bias = register_parameter("bias", torch::zeros({channels}));
+InstanceNormImpl::InstanceNormImpl(InstanceNormOptions options_) : options(std::move(options_)) { reset(); }
+
+void InstanceNormImpl::reset() {
+  weight = bias = torch::Tensor();
+  if (options.affine()) {
+    weight = register_parameter("weight", torch::ones({options.num_features()}));
+    bias = register_parameter("bias", torch::zeros({options.num_features()}));
   }
 }
 
+void InstanceNormImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::InstanceNorm(" << options.num_features() << ", eps=" << options.eps()
+         << ", affine=" << (options.affine() ? "true" : "false") << ")";
+}
+
 torch::Tensor InstanceNormImpl::forward(const torch::Tensor& x) {
-  if (shard_ && shard_->active()) return sharded_instance_norm(x, weight, bias, eps_, *shard_);
+  if (shard_ && shard_->active()) return sharded_instance_norm(x, weight, bias, options.eps(), *shard_);
   // What at::instance_norm does, up to its last step.
   const int64_t b = x.size(0);
   std::vector<int64_t> flat = x.sizes().vec();
@@ -97,7 +103,7 @@ torch::Tensor InstanceNormImpl::forward(const torch::Tensor& x) {
   const torch::Tensor w = weight.defined() ? weight.repeat({b}) : torch::Tensor();
   const torch::Tensor bi = bias.defined() ? bias.repeat({b}) : torch::Tensor();
   const torch::Tensor y = at::batch_norm(x.contiguous().view(flat), w, bi, /*running_mean=*/{}, /*running_var=*/{},
-                                         /*training=*/true, /*momentum=*/0.0, eps_,
+                                         /*training=*/true, /*momentum=*/0.0, options.eps(),
                                          at::globalContext().userEnabledCuDNN());
   // _unsafe_view: same storage, but not an autograd view (as matmul returns its result). Nothing
   // saved for backward refers to y (batch norm keeps its input and statistics), so in-place ops on

@@ -3,6 +3,7 @@
 // 3D at run time (plans say Conv2d or Conv3d), so layers are created here and held as AnyModule;
 // the concrete torch::nn module is registered under the reference name (e.g. "conv", "norm").
 #include <torch/arg.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/pimpl.h>
@@ -42,23 +43,34 @@ void print_layer_options(std::ostream& out, const LayerOptions& o);
 // "[3, 3, 3]"
 void print_shape(std::ostream& out, const std::vector<int64_t>& v);
 
+struct InstanceNormOptions {
+  /* implicit */ InstanceNormOptions(int64_t num_features) : num_features_(num_features) {}
+  TORCH_ARG(int64_t, num_features);
+  TORCH_ARG(double, eps) = 1e-5;
+  // Defaults as torch::nn::InstanceNormOptions' (no affine parameters); nnU-Net's U-Nets set it.
+  TORCH_ARG(bool, affine) = false;
+};
+
 // Instance normalisation with exactly the arithmetic of torch's InstanceNorm{2,3}d (batch norm over
 // the (1, B*C, ...) reshape: biased variance, no running statistics), but whose output is not an
 // autograd view of batch norm's output. torch's returns view_as(input), so the in-place LeakyReLU or
 // residual add that follows is differentiated through CopySlices: two extra activation-sized gradient
 // buffers per block and about 40 % more time for norm + activation on the CPU. Parameters "weight" and
 // "bias" when affine, as torch's (checkpoints and nnU-Net imports keep their names).
-class InstanceNormImpl : public torch::nn::Module {
+class InstanceNormImpl : public torch::nn::Cloneable<InstanceNormImpl> {
  public:
-  InstanceNormImpl(int64_t channels, double eps, bool affine);
+  explicit InstanceNormImpl(InstanceNormOptions options_);
+  // Registers weight and bias (affine only), ones and zeros as torch's; clone() calls it too.
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(const torch::Tensor& x);
   // With an active shard, statistics over every slab (models/spatial_shard.h); otherwise unchanged.
   void set_spatial_shard(std::optional<distributed::SpatialShard> shard) { shard_ = shard; }
 
+  InstanceNormOptions options;
   torch::Tensor weight, bias;  // undefined without affine
 
  private:
-  double eps_;
   std::optional<distributed::SpatialShard> shard_;
 };
 TORCH_MODULE(InstanceNorm);

@@ -3,10 +3,8 @@
 namespace medseg::models {
 namespace {
 
-torch::nn::Sequential monai_conv(torch::nn::AnyModule conv) {
-  torch::nn::Sequential s;
-  s->push_back("conv", std::move(conv));
-  return s;
+NamedConv monai_conv(int dims, int64_t in, int64_t out, int64_t kernel) {
+  return NamedConv(NamedConvOptions("conv", dims, in, out, {kernel}));
 }
 
 void print_block(std::ostream& stream, const char* name, const UnetrBlockOptions& o, bool with_inplace = true) {
@@ -18,13 +16,33 @@ void print_block(std::ostream& stream, const char* name, const UnetrBlockOptions
 
 }  // namespace
 
+NamedConvImpl::NamedConvImpl(NamedConvOptions options_) : options(std::move(options_)) { reset(); }
+
+void NamedConvImpl::reset() {
+  const NamedConvOptions& o = options;
+  conv_ = o.transposed() ? make_conv_transpose(o.dims(), o.in_channels(), o.out_channels(), o.kernel_size(), o.bias())
+                         : make_conv(o.dims(), o.in_channels(), o.out_channels(), o.kernel_size(), o.stride(), o.bias());
+  register_module(o.name(), conv_.ptr());
+}
+
+void NamedConvImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::NamedConv(" << options.name() << ": " << options.in_channels() << ", "
+         << options.out_channels() << ", kernel_size=";
+  print_shape(stream, options.kernel_size());
+  if (!options.transposed()) {
+    stream << ", stride=";
+    print_shape(stream, options.stride());
+  }
+  stream << ", bias=" << (options.bias() ? "true" : "false") << (options.transposed() ? ", transposed" : "") << ")";
+}
+
 UnetResBlockImpl::UnetResBlockImpl(UnetrBlockOptions options_) : options(std::move(options_)) { reset(); }
 
 void UnetResBlockImpl::reset() {
   const int dims = options.spatial_dims();
   const int64_t in = options.in_channels(), out = options.out_channels();
-  conv1_ = register_module("conv1", monai_conv(make_conv(dims, in, out, {3}, {1}, false)));
-  conv2_ = register_module("conv2", monai_conv(make_conv(dims, out, out, {3}, {1}, false)));
+  conv1_ = register_module("conv1", monai_conv(dims, in, out, 3));
+  conv2_ = register_module("conv2", monai_conv(dims, out, out, 3));
   lrelu_ = make_nonlin(NonlinKind::kLeakyReLU, 0.01, options.inplace());
   register_module("lrelu", lrelu_.ptr());
   norm1_ = make_norm(dims, NormKind::kInstance, out, 1e-5, false);
@@ -34,7 +52,7 @@ void UnetResBlockImpl::reset() {
   conv3_ = nullptr;
   norm3_ = {};
   if (in != out) {
-    conv3_ = register_module("conv3", monai_conv(make_conv(dims, in, out, {1}, {1}, false)));
+    conv3_ = register_module("conv3", monai_conv(dims, in, out, 1));
     norm3_ = make_norm(dims, NormKind::kInstance, out, 1e-5, false);
     register_module("norm3", norm3_.ptr());
   }
@@ -61,8 +79,8 @@ UnetrUpBlockImpl::UnetrUpBlockImpl(UnetrBlockOptions options_) : options(std::mo
 void UnetrUpBlockImpl::reset() {
   const int dims = options.spatial_dims();
   const int64_t out = options.out_channels();
-  transp_conv_ =
-      register_module("transp_conv", monai_conv(make_conv_transpose(dims, options.in_channels(), out, {2}, false)));
+  transp_conv_ = register_module(
+      "transp_conv", NamedConv(NamedConvOptions("conv", dims, options.in_channels(), out, {2}).transposed(true)));
   conv_block_ = register_module("conv_block", UnetResBlock(UnetrBlockOptions(dims, 2 * out, out).inplace(options.inplace())));
 }
 
@@ -75,8 +93,9 @@ torch::Tensor UnetrUpBlockImpl::forward(const torch::Tensor& x, const torch::Ten
 UnetOutBlockImpl::UnetOutBlockImpl(UnetrBlockOptions options_) : options(std::move(options_)) { reset(); }
 
 void UnetOutBlockImpl::reset() {
-  conv_ = register_module(
-      "conv", monai_conv(make_conv(options.spatial_dims(), options.in_channels(), options.out_channels(), {1}, {1}, true)));
+  conv_ = register_module("conv", NamedConv(NamedConvOptions("conv", options.spatial_dims(), options.in_channels(),
+                                                             options.out_channels(), {1})
+                                                .bias(true)));
 }
 
 void UnetOutBlockImpl::pretty_print(std::ostream& stream) const { print_block(stream, "UnetOutBlock", options, false); }

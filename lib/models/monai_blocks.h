@@ -8,9 +8,44 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
 
+#include <string>
+#include <utility>
+
 #include "models/layers.h"
 
 namespace medseg::models {
+
+struct NamedConvOptions {
+  NamedConvOptions(std::string name, int dims, int64_t in_channels, int64_t out_channels, Shape kernel_size)
+      : name_(std::move(name)), dims_(dims), in_channels_(in_channels), out_channels_(out_channels),
+        kernel_size_(std::move(kernel_size)) {}
+  TORCH_ARG(std::string, name);  // the conv's key: "conv" in a MONAI Convolution, "proj" in the patch embedding
+  TORCH_ARG(int, dims);
+  TORCH_ARG(int64_t, in_channels);
+  TORCH_ARG(int64_t, out_channels);
+  TORCH_ARG(Shape, kernel_size);
+  TORCH_ARG(Shape, stride) = Shape{1};  // ignored when transposed (stride = kernel)
+  TORCH_ARG(bool, bias) = false;
+  TORCH_ARG(bool, transposed) = false;  // a transposed conv with kernel == stride
+};
+
+// One conv registered under options.name(): MONAI's Convolution is an nn.Sequential whose conv is
+// "conv", SwinUNETR's patch embedding one whose conv is "proj". Not a torch::nn::Sequential here:
+// LibTorch's Sequential::clone() (1.13 and 2.x) names the copy's elements "0", "1", ..., which
+// would change the state-dict keys of a cloned network.
+class NamedConvImpl : public torch::nn::Cloneable<NamedConvImpl> {
+ public:
+  explicit NamedConvImpl(NamedConvOptions options_);
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
+  torch::Tensor forward(const torch::Tensor& x) { return conv_.forward(x); }
+
+  NamedConvOptions options;
+
+ private:
+  torch::nn::AnyModule conv_;
+};
+TORCH_MODULE(NamedConv);
 
 // The options of every block below (UnetOutBlock ignores `inplace`).
 struct UnetrBlockOptions {
@@ -33,7 +68,7 @@ class UnetResBlockImpl : public torch::nn::Cloneable<UnetResBlockImpl> {
   UnetrBlockOptions options;
 
  private:
-  torch::nn::Sequential conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
+  NamedConv conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
   torch::nn::AnyModule norm1_, norm2_, norm3_, lrelu_;
 };
 TORCH_MODULE(UnetResBlock);
@@ -64,7 +99,7 @@ class UnetrUpBlockImpl : public torch::nn::Cloneable<UnetrUpBlockImpl> {
   UnetrBlockOptions options;
 
  private:
-  torch::nn::Sequential transp_conv_{nullptr};
+  NamedConv transp_conv_{nullptr};
   UnetResBlock conv_block_{nullptr};
 };
 TORCH_MODULE(UnetrUpBlock);
@@ -80,7 +115,7 @@ class UnetOutBlockImpl : public torch::nn::Cloneable<UnetOutBlockImpl> {
   UnetrBlockOptions options;
 
  private:
-  torch::nn::Sequential conv_{nullptr};
+  NamedConv conv_{nullptr};
 };
 TORCH_MODULE(UnetOutBlock);
 

@@ -1,5 +1,7 @@
 #include "models/network.h"
 
+#include <torch/nn/cloneable.h>
+
 #include "core/error.h"
 #include "models/arch_kwargs.h"
 #include "models/layers.h"
@@ -9,8 +11,30 @@
 namespace medseg::models {
 
 namespace {
+
+// Cloneable::clone() deep-copies a module's children into the ones its reset() registered through
+// Module::clone_, which only a Cloneable may call. This Cloneable lends that step to a network: it
+// holds `from`'s children, and its reset() (which clone() calls on its copy) registers `into`'s.
+class ChildCloner : public torch::nn::Cloneable<ChildCloner> {
+ public:
+  ChildCloner(const torch::nn::Module& from, torch::nn::Module& into) : into_(&into) {
+    for (const auto& child : from.named_children()) register_module(child.key(), child.value());
+  }
+  void reset() override {
+    for (const auto& child : into_->named_children()) register_module(child.key(), child.value());
+  }
+
+ private:
+  torch::nn::Module* into_;
+};
+
 SegmentationNetwork as_network(std::shared_ptr<SegmentationNetworkImpl> impl) { return SegmentationNetwork(std::move(impl)); }
 }  // namespace
+
+void clone_children(const torch::nn::Module& from, torch::nn::Module& into,
+                    const torch::optional<torch::Device>& device) {
+  ChildCloner(from, into).clone(device);  // the returned ChildCloner only holds `into`'s children
+}
 
 int64_t SegmentationNetworkImpl::parameter_count() const { return unique_parameter_count(*this); }
 

@@ -1,10 +1,14 @@
 #pragma once
 // The type-erased segmentation network every trainer / predictor works with, and the factory that
 // builds one from a plans.json `architecture` block.
+#include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,8 +18,11 @@
 
 namespace medseg::models {
 
+// The interface every network implements; a network derives from it through CloneableNetwork.
 class SegmentationNetworkImpl : public torch::nn::Module {
  public:
+  // Builds the network's children from its options (as torch::nn::Cloneable::reset: clone() calls it).
+  virtual void reset() = 0;
   // Logits. With deep supervision on: one tensor per decoder scale, highest resolution first;
   // otherwise exactly one (full resolution).
   virtual std::vector<torch::Tensor> forward(const torch::Tensor& x) = 0;
@@ -40,6 +47,38 @@ class SegmentationNetworkImpl : public torch::nn::Module {
   std::optional<distributed::SpatialShard> shard_;
 };
 TORCH_MODULE(SegmentationNetwork);
+
+// Deep-copies `from`'s children into the children of the same names that `into`'s reset() built, in
+// place, as torch::nn::Cloneable::clone() does with a module's children: each takes the original's
+// tensors (cloned, or moved to `device`) and state, keeps its type, and every handle `into` holds to it
+// stays valid.
+void clone_children(const torch::nn::Module& from, torch::nn::Module& into,
+                    const torch::optional<torch::Device>& device);
+
+// torch::nn::Cloneable<Derived> for a network. A network cannot derive from Cloneable itself: its
+// base is SegmentationNetworkImpl (the type trainers and predictors hold), and both are a Module.
+// clone() does what Cloneable's does: a copy of the network (options, spatial shard, training mode)
+// is rebuilt by reset() and takes deep copies of the original's children. `Base` is the network's own
+// base class (UNetBaseImpl for the two U-Nets).
+template <typename Derived, typename Base = SegmentationNetworkImpl>
+class CloneableNetwork : public Base {
+ public:
+  using Base::Base;
+
+  std::shared_ptr<torch::nn::Module> clone(
+      const torch::optional<torch::Device>& device = torch::nullopt) const override {
+    torch::NoGradGuard no_grad;
+    // The networks keep every tensor in a child (Module's copy would share direct ones).
+    TORCH_CHECK(this->named_parameters(/*recurse=*/false).is_empty() && this->named_buffers(/*recurse=*/false).is_empty(),
+                "CloneableNetwork: register a network's parameters and buffers in its children");
+    auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
+    // The copy shares this network's children until its reset() builds its own.
+    for (const auto& child : copy->named_children().keys()) copy->unregister_module(child);
+    copy->reset();
+    clone_children(*this, *copy, device);
+    return copy;
+  }
+};
 
 struct NetworkBuildOptions {
   bool deep_supervision = true;

@@ -133,6 +133,15 @@ OneDnnConv3dImpl::OneDnnConv3dImpl(int64_t in, int64_t out, std::vector<int64_t>
                                 .bias(with_bias)),
       padding_(std::move(padding)) {}
 
+std::shared_ptr<torch::nn::Module> OneDnnConv3dImpl::clone(const torch::optional<torch::Device>& device) const {
+  // Conv3d's deep copy of options, weight and bias, assigned into a copy that keeps padding_: what
+  // Cloneable::clone_ does when a parent clones this module in place.
+  auto copy = std::make_shared<OneDnnConv3dImpl>(*this);
+  static_cast<torch::nn::Conv3dImpl&>(*copy) =
+      *std::dynamic_pointer_cast<torch::nn::Conv3dImpl>(torch::nn::Conv3dImpl::clone(device));
+  return copy;
+}
+
 torch::Tensor OneDnnConv3dImpl::forward(const torch::Tensor& input) {
   const at::IntArrayRef stride = *options.stride();
   if (!onednn_conv3d_applies(input, weight, stride, padding_)) return torch::nn::Conv3dImpl::forward(input);

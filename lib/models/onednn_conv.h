@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace medseg::models {
@@ -22,6 +23,9 @@ class OneDnnConv3dImpl : public torch::nn::Conv3dImpl {
   OneDnnConv3dImpl(int64_t in, int64_t out, std::vector<int64_t> kernel, std::vector<int64_t> stride,
                    std::vector<int64_t> padding, bool with_bias);
   torch::Tensor forward(const torch::Tensor& input);
+  // A OneDnnConv3d: Conv3dImpl's clone() (torch::nn::Cloneable<Conv3dImpl>) would return a plain
+  // Conv3d, which a Sequential or AnyModule holding this type cannot take back.
+  std::shared_ptr<torch::nn::Module> clone(const torch::optional<torch::Device>& device = torch::nullopt) const override;
 
  private:
   // The padding as numbers: options.padding() is a variant (c10:: in 1.13, std:: in 2.x).

@@ -153,9 +153,8 @@ HaloWidth conv_halo(int64_t kernel, int64_t stride, int64_t padding) {
 at::Tensor sharded_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, const Shape& stride,
                         const Shape& padding, const distributed::SpatialShard& shard) {
   const int64_t dim = shard.tensor_dim(), a = shard.axis;
-  if (x.size(dim) % stride[a] != 0)
-    throw Error("spatially sharded conv: the slab's " + std::to_string(x.size(dim)) + " planes along spatial axis " +
-                std::to_string(a) + " are not divisible by the conv's stride " + std::to_string(stride[a]));
+  MEDSEG_CHECK(x.size(dim) % stride[a] == 0, "spatially sharded conv: the slab's ", x.size(dim),
+               " planes along spatial axis ", a, " are not divisible by the conv's stride ", stride[a]);
   const HaloWidth h = conv_halo(weight.size(dim), stride[a], padding[a]);
   Ints pad = padding;
   pad[a] = 0;
@@ -173,19 +172,16 @@ Shape total_strides(const std::vector<Shape>& strides, int dims) {
 }
 
 void check_shardable_patch(const std::vector<Shape>& strides, int dims, const Shape& patch, int axis, int count) {
-  if (static_cast<int>(patch.size()) != dims)
-    throw Error("spatial sharding: patch has " + std::to_string(patch.size()) + " axes, the network " +
-                std::to_string(dims));
-  if (axis < 0 || axis >= dims || count < 1)
-    throw Error("spatial sharding: axis " + std::to_string(axis) + " / " + std::to_string(count) +
-                " slabs is not a split of a " + std::to_string(dims) + "-D patch");
+  MEDSEG_CHECK(static_cast<int>(patch.size()) == dims, "spatial sharding: patch has ", patch.size(),
+               " axes, the network ", dims);
+  MEDSEG_CHECK(axis >= 0 && axis < dims && count >= 1, "spatial sharding: axis ", axis, " / ", count,
+               " slabs is not a split of a ", dims, "-D patch");
   const int64_t align = total_strides(strides, dims)[axis];
-  if (patch[axis] % count != 0 || (patch[axis] / count) % align != 0)
-    throw Error("spatial sharding: a patch extent of " + std::to_string(patch[axis]) + " along spatial axis " +
-                std::to_string(axis) + " does not split into " + std::to_string(count) +
-                " equal slabs whose length is divisible by " + std::to_string(align) +
-                " (the product of the network's strides along that axis); choose an extent divisible by " +
-                std::to_string(align * count));
+  MEDSEG_CHECK(patch[axis] % count == 0 && (patch[axis] / count) % align == 0, "spatial sharding: a patch extent of ",
+               patch[axis], " along spatial axis ", axis, " does not split into ", count,
+               " equal slabs whose length is divisible by ", align,
+               " (the product of the network's strides along that axis); choose an extent divisible by ",
+               align * count);
 }
 
 }  // namespace medseg::models

@@ -10,9 +10,8 @@ void SwinTransformerImpl::reset() {
   const SwinUNETROptions& o = options;
   const int dims = o.spatial_dims();
   const int64_t f = o.feature_size();
-  patch_embed_ = torch::nn::Sequential();
-  patch_embed_->push_back("proj", make_conv(dims, o.in_channels(), f, {2}, {2}, true));
-  patch_embed_ = register_module("patch_embed", patch_embed_);
+  patch_embed_ = register_module(
+      "patch_embed", NamedConv(NamedConvOptions("proj", dims, o.in_channels(), f, {2}).stride({2}).bias(true)));
   const auto& depths = o.depths();
   int64_t total = 0;
   for (auto dpt : depths) total += dpt;
@@ -82,15 +81,15 @@ void SwinUNETRImpl::reset() {
   const SwinUNETROptions& o = options;
   const int dims = o.spatial_dims();
   if (dims != 2 && dims != 3) throw Error("SwinUNETR: spatial_dims must be 2 or 3");
-  if (o.feature_size() <= 0 || o.feature_size() % 12 != 0)
-    throw Error("SwinUNETR: feature_size must be a positive multiple of 12, got " + std::to_string(o.feature_size()));
+  MEDSEG_CHECK(o.feature_size() > 0 && o.feature_size() % 12 == 0,
+               "SwinUNETR: feature_size must be a positive multiple of 12, got ", o.feature_size());
   if (o.depths().size() != 4 || o.num_heads().size() != 4)
     throw Error("SwinUNETR: depths and num_heads need 4 entries (four Swin stages)");
   for (double r : {o.drop_rate(), o.attn_drop_rate(), o.dropout_path_rate()})
     if (r < 0.0 || r > 1.0) throw Error("SwinUNETR: drop rates must lie in [0, 1]");
   for (size_t i = 0; i < 4; ++i)
-    if (o.num_heads()[i] <= 0 || ((o.feature_size() << i) % o.num_heads()[i]) != 0)
-      throw Error("SwinUNETR: stage " + std::to_string(i + 1) + " width is not divisible by its head count");
+    MEDSEG_CHECK(o.num_heads()[i] > 0 && (o.feature_size() << i) % o.num_heads()[i] == 0, "SwinUNETR: stage ", i + 1,
+                 " width is not divisible by its head count");
   const int64_t f = o.feature_size();
   auto block = [&](int64_t in, int64_t out) { return UnetrBlockOptions(dims, in, out).inplace(o.inplace()); };
   swin_vit_ = register_module("swinViT", SwinTransformer(o));
@@ -139,13 +138,10 @@ void print_swin_options(std::ostream& out, const SwinUNETROptions& o) {
 
 std::vector<torch::Tensor> SwinUNETRImpl::forward(const torch::Tensor& x) {
   const int dims = options.spatial_dims();
-  if (x.dim() != dims + 2)
-    throw Error("SwinUNETR: expected a " + std::to_string(dims + 2) + "-D input (N, C, spatial), got " +
-                std::to_string(x.dim()) + "-D");
+  MEDSEG_CHECK(x.dim() == dims + 2, "SwinUNETR: expected a ", dims + 2, "-D input (N, C, spatial), got ", x.dim(), "-D");
   for (int64_t a = 2; a < x.dim(); ++a)
-    if (x.size(a) % 32 != 0)
-      throw Error("SwinUNETR: spatial size " + std::to_string(x.size(a)) + " (axis " + std::to_string(a - 2) +
-                  ") is not divisible by 32 = patch_size^5");
+    MEDSEG_CHECK(x.size(a) % 32 == 0, "SwinUNETR: spatial size ", x.size(a), " (axis ", a - 2,
+                 ") is not divisible by 32 = patch_size^5");
   const auto h = swin_vit_->forward(x);
   const auto enc0 = encoder1_->forward(x);
   const auto enc1 = encoder2_->forward(h[0]);

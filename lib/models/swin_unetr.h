@@ -46,7 +46,7 @@ class SwinTransformerImpl : public torch::nn::Cloneable<SwinTransformerImpl> {
   SwinUNETROptions options;
 
  private:
-  torch::nn::Sequential patch_embed_{nullptr};  // keys patch_embed.proj.*
+  NamedConv patch_embed_{nullptr};  // keys patch_embed.proj.*
   // MONAI keeps each stage in a one-element ModuleList, layers1 ... layers4 (keys layers1.0.*), and
   // with use_v2 a UnetrBasicBlock before it in layers1c ... layers4c. These are those four members.
   std::array<torch::nn::ModuleList, 4> layers_{nullptr, nullptr, nullptr, nullptr};
@@ -54,11 +54,11 @@ class SwinTransformerImpl : public torch::nn::Cloneable<SwinTransformerImpl> {
 };
 TORCH_MODULE(SwinTransformer);
 
-class SwinUNETRImpl : public SegmentationNetworkImpl {
+class SwinUNETRImpl : public CloneableNetwork<SwinUNETRImpl> {
  public:
   explicit SwinUNETRImpl(SwinUNETROptions options_);
   // Checks the options (medseg::Error) and builds the network.
-  void reset();
+  void reset() override;
   void pretty_print(std::ostream& stream) const override;
   // Throws medseg::Error unless every spatial size is divisible by 32.
   std::vector<torch::Tensor> forward(const torch::Tensor& x) override;

@@ -51,9 +51,8 @@ void print_unet_options(std::ostream& out, const UNetOptions& o) {
 void UNetOptions::validate(const std::string& blocks_key) const {
   const size_t n = features_per_stage_.size();
   auto need = [&](size_t got, size_t want, const std::string& key) {
-    if (got != want)
-      throw Error("network: arch_kwargs." + key + " has " + std::to_string(got) + " entries, expected " +
-                  std::to_string(want) + " (n_stages = " + std::to_string(n) + ")");
+    MEDSEG_CHECK(got == want, "network: arch_kwargs.", key, " has ", got, " entries, expected ", want, " (n_stages = ", n,
+                 ")");
   };
   if (n < 2) throw Error("network: a U-Net needs at least 2 stages");
   if (spatial_dims_ != 2 && spatial_dims_ != 3) throw Error("network: spatial dims must be 2 or 3");
@@ -196,11 +195,6 @@ void UNetBaseImpl::set_deep_supervision(bool on) {
   decoder_->options.deep_supervision(on);
 }
 
-void UNetBaseImpl::set_checkpoint_encoder(bool on) {
-  options.checkpoint_encoder(on);
-  encoder_->options.unet().checkpoint_encoder(on);
-}
-
 void UNetBaseImpl::set_spatial_shard(std::optional<distributed::SpatialShard> shard) {
   // Blocks first: one that refuses (batch norm, a bad axis) leaves no half-sharded network behind.
   shard_conv_blocks(*encoder_, shard);
@@ -210,9 +204,8 @@ void UNetBaseImpl::set_spatial_shard(std::optional<distributed::SpatialShard> sh
 
 std::vector<torch::Tensor> UNetBaseImpl::forward(const torch::Tensor& x) {
   const int dims = options.spatial_dims();
-  if (x.dim() != dims + 2)
-    throw Error("network: " + class_name() + " expects a " + std::to_string(dims + 2) + "-D input (N, C, spatial), got " +
-                std::to_string(x.dim()) + "-D");
+  MEDSEG_CHECK(x.dim() == dims + 2, "network: ", class_name(), " expects a ", dims + 2, "-D input (N, C, spatial), got ",
+               x.dim(), "-D");
   if (shard_ && shard_->active()) {
     Shape patch(x.sizes().begin() + 2, x.sizes().end());
     patch[shard_->axis] *= shard_->count;
@@ -221,7 +214,7 @@ std::vector<torch::Tensor> UNetBaseImpl::forward(const torch::Tensor& x) {
   return decoder_->forward(encoder_->forward(x));
 }
 
-PlainConvUNetImpl::PlainConvUNetImpl(UNetOptions options_) : UNetBaseImpl(std::move(options_), false) {}
-ResidualEncoderUNetImpl::ResidualEncoderUNetImpl(UNetOptions options_) : UNetBaseImpl(std::move(options_), true) {}
+PlainConvUNetImpl::PlainConvUNetImpl(UNetOptions options_) : CloneableNetwork(std::move(options_), false) {}
+ResidualEncoderUNetImpl::ResidualEncoderUNetImpl(UNetOptions options_) : CloneableNetwork(std::move(options_), true) {}
 
 }  // namespace medseg::models

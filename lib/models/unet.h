@@ -104,14 +104,13 @@ class UNetBaseImpl : public SegmentationNetworkImpl {
  public:
   // Builds encoder and decoder from `options` (and re-initialises them like nnU-Net when
   // options.init_weights() is set).
-  void reset();
+  void reset() override;
   void pretty_print(std::ostream& stream) const override;
   std::vector<torch::Tensor> forward(const torch::Tensor& x) override;
   void set_deep_supervision(bool on) override;
   bool deep_supervision() const override { return options.deep_supervision(); }
   int spatial_dims() const override { return options.spatial_dims(); }
   std::string segmentation_head_prefix() const override { return "decoder.seg_layers."; }
-  void set_checkpoint_encoder(bool on);
   // Hands the shard to every conv block (models/spatial_shard.h); forward then checks that the slab
   // is aligned with the strides along the shard axis.
   void set_spatial_shard(std::optional<distributed::SpatialShard> shard) override;
@@ -125,14 +124,14 @@ class UNetBaseImpl : public SegmentationNetworkImpl {
   UNetDecoder decoder_{nullptr};
 };
 
-class PlainConvUNetImpl : public UNetBaseImpl {
+class PlainConvUNetImpl : public CloneableNetwork<PlainConvUNetImpl, UNetBaseImpl> {
  public:
   explicit PlainConvUNetImpl(UNetOptions options_);
   std::string class_name() const override { return "PlainConvUNet"; }
 };
 TORCH_MODULE(PlainConvUNet);
 
-class ResidualEncoderUNetImpl : public UNetBaseImpl {
+class ResidualEncoderUNetImpl : public CloneableNetwork<ResidualEncoderUNetImpl, UNetBaseImpl> {
  public:
   explicit ResidualEncoderUNetImpl(UNetOptions options_);
   std::string class_name() const override { return "ResidualEncoderUNet"; }

@@ -224,21 +224,21 @@ PreprocessedCase open_preprocessed_case(const std::string& folder, const std::st
   const std::string json_path = case_path(folder, id, ".json");
   if (!fs::exists(json_path)) throw FileError(json_path, "file not found (case not preprocessed?)");
   c.props_ = case_properties_from_json(read_json(json_path), json_path);
-  c.data_path_ = case_path(folder, id, ".npy");
-  c.seg_path_ = case_path(folder, id, "_seg.npy");
-  c.data_map_ = map_npy(c.data_path_);
-  c.seg_map_ = map_npy(c.seg_path_);
+  const std::string data_path = case_path(folder, id, ".npy");
+  const std::string seg_path = case_path(folder, id, "_seg.npy");
+  c.data_map_ = map_npy(data_path);
+  c.seg_map_ = map_npy(seg_path);
   const NpyHeader& dh = c.data_map_->header;
   const NpyHeader& sh = c.seg_map_->header;
-  if (dh.descr != "<f4") throw FileError(c.data_path_, "dtype '" + dh.descr + "', expected float32 '<f4'");
-  c.seg_dtype_ = seg_dtype_of(sh, c.seg_path_);
+  if (dh.descr != "<f4") throw FileError(data_path, "dtype '" + dh.descr + "', expected float32 '<f4'");
+  c.seg_dtype_ = seg_dtype_of(sh, seg_path);
   c.channels_ = static_cast<int>(dh.shape[0]);
   c.shape_ = {dh.shape[1], dh.shape[2], dh.shape[3]};
   if (sh.shape[0] != 1 || Shape3{sh.shape[1], sh.shape[2], sh.shape[3]} != c.shape_)
-    throw FileError(c.seg_path_, "shape does not match " + c.data_path_);
+    throw FileError(seg_path, "shape does not match " + data_path);
   if (c.props_.shape_after_resampling != c.shape_)
     throw FileError(json_path, "shape_after_resampling " + shape_str(c.props_.shape_after_resampling) +
-                                   " does not match " + c.data_path_ + " " + shape_str(c.shape_));
+                                   " does not match " + data_path + " " + shape_str(c.shape_));
   if (c.props_.id != id) throw FileError(json_path, "id '" + c.props_.id + "' does not match the file name");
   c.data_ptr_ = reinterpret_cast<const float*>(c.data_map_->bytes() + dh.data_offset);
   c.seg_ptr_ = c.seg_map_->bytes() + sh.data_offset;

@@ -87,9 +87,6 @@ class PreprocessedCase {
   }
   int seg_at(int64_t z, int64_t y, int64_t x) const;
 
-  const std::string& data_path() const { return data_path_; }
-  const std::string& seg_path() const { return seg_path_; }
-
  private:
   friend PreprocessedCase open_preprocessed_case(const std::string& folder, const std::string& id);
   std::shared_ptr<const detail::NpyMapping> data_map_, seg_map_;
@@ -99,7 +96,6 @@ class PreprocessedCase {
   const float* data_ptr_ = nullptr;
   const void* seg_ptr_ = nullptr;
   SegDType seg_dtype_ = SegDType::Int8;
-  std::string data_path_, seg_path_;
 };
 
 // A segmentation stored on its own, as CASE_seg.npy is ((1, Z, Y, X) int8, or int16 when a value

@@ -25,6 +25,5 @@ ScopedInterruptHandler::~ScopedInterruptHandler() {
 
 bool interrupt_requested() { return g_interrupted != 0; }
 void clear_interrupt() { g_interrupted = 0; }
-void request_interrupt() { g_interrupted = 1; }
 
 }  // namespace medseg::training

@@ -21,7 +21,6 @@ class ScopedInterruptHandler {
 };
 
 bool interrupt_requested();
-void clear_interrupt();    // tests
-void request_interrupt();  // tests, and programmatic stops
+void clear_interrupt();  // tests
 
 }  // namespace medseg::training

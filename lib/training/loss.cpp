@@ -165,9 +165,9 @@ std::vector<double> deep_supervision_weights(int n, bool ddp) {
 
 at::Tensor deep_supervision_loss(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& targets,
                                  const std::vector<double>& weights, const DiceCeOptions& o) {
-  if (outputs.size() != targets.size() || outputs.size() != weights.size() || outputs.empty())
-    throw Error("deep_supervision_loss: " + std::to_string(outputs.size()) + " outputs, " +
-                std::to_string(targets.size()) + " targets, " + std::to_string(weights.size()) + " weights");
+  MEDSEG_CHECK(!outputs.empty() && outputs.size() == targets.size() && outputs.size() == weights.size(),
+               "deep_supervision_loss: ", outputs.size(), " outputs, ", targets.size(), " targets, ", weights.size(),
+               " weights");
   at::Tensor total = at::zeros({}, outputs.front().options());
   for (std::size_t i = 0; i < outputs.size(); ++i)
     if (weights[i] != 0.0) total = total + weights[i] * dice_ce_loss(outputs[i], targets[i], o);

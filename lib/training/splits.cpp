@@ -69,9 +69,7 @@ std::vector<Split> kfold_splits(std::vector<std::string> ids, int n_splits, uint
   std::sort(ids.begin(), ids.end());
   const auto n = static_cast<int64_t>(ids.size());
   if (n_splits < 2) throw Error("kfold_splits: need at least 2 folds");
-  if (n < n_splits)
-    throw Error("cannot make " + std::to_string(n_splits) + " cross-validation folds from " + std::to_string(n) +
-                " cases");
+  MEDSEG_CHECK(n >= n_splits, "cannot make ", n_splits, " cross-validation folds from ", n, " cases");
   const std::vector<int64_t> order = NumpyRandomState(seed).permutation(n);
   std::vector<Split> out;
   int64_t start = 0;

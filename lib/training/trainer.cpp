@@ -93,7 +93,6 @@ struct Trainer::State {
   std::vector<EpochMetrics> log;
   std::optional<double> ema;
   double best_ema = -std::numeric_limits<double>::infinity();
-  double last_iter_seconds = 0;
   std::vector<int64_t> mirror_axes;
 
   std::string path(const char* name) const { return (fs::path(in.folders.fold_folder) / name).string(); }
@@ -260,7 +259,6 @@ void Trainer::State::open_run_folder() {
 }
 
 const std::string& Trainer::fold_folder() const { return s_->in.folders.fold_folder; }
-double Trainer::last_iteration_seconds() const { return s_->last_iter_seconds; }
 
 
 Checkpoint Trainer::State::to_checkpoint() const {
@@ -398,8 +396,6 @@ bool Trainer::State::train_epoch() {
   set_learning_rate(*optimizer, poly_lr(cfg.optimizer.lr, epoch, cfg.num_epochs, cfg.poly_exponent));
   ProgressBar bar("epoch " + std::to_string(epoch), cfg.iterations_per_epoch, opt.progress_bar && dp->writer());
   bar.tick(next_iter);
-  const auto t_start = Clock::now();
-  const int64_t first = next_iter;
   for (; next_iter < cfg.iterations_per_epoch; ++next_iter) {
     if (dp->agree_to_stop(interrupt_requested())) return false;
     data::Batch b = train_loader->next();
@@ -427,8 +423,6 @@ bool Trainer::State::train_epoch() {
     bar.tick();
   }
   bar.finish();
-  const int64_t done = cfg.iterations_per_epoch - first;
-  if (done > 0) last_iter_seconds = std::chrono::duration<double>(Clock::now() - t_start).count() / static_cast<double>(done);
   return true;
 }
 

@@ -53,8 +53,6 @@ class Trainer {
   // --val / --val_best: loads fold_k/<checkpoint> and only runs the final validation.
   double validate(const std::string& checkpoint_name);
   const std::string& fold_folder() const;
-  // Seconds per training iteration of the last epoch (benchmarks: fresh vs resumed).
-  double last_iteration_seconds() const;
 
  private:
   struct State;

@@ -12,7 +12,7 @@ namespace {
 void check_against_torch(std::vector<int64_t> shape, bool affine) {
   torch::manual_seed(11);
   const int64_t c = shape[1];
-  models::InstanceNorm mine(c, 1e-5, affine);
+  models::InstanceNorm mine(models::InstanceNormOptions(c).eps(1e-5).affine(affine));
   if (affine) {
     torch::NoGradGuard ng;
     mine->weight.uniform_(0.5, 1.5);
@@ -54,7 +54,7 @@ TEST(ModelsLayers, InstanceNormMatchesTorch3d) { check_against_torch({2, 3, 5, 6
 TEST(ModelsLayers, InstanceNormMatchesTorch2dNoAffine) { check_against_torch({3, 4, 9, 8}, false); }
 
 TEST(ModelsLayers, InstanceNormParameterNames) {
-  models::InstanceNorm affine(4, 1e-5, true), plain(4, 1e-5, false);
+  models::InstanceNorm affine(models::InstanceNormOptions(4).affine(true)), plain(models::InstanceNormOptions(4));
   auto names = affine->named_parameters().keys();
   EXPECT_EQ(names, (std::vector<std::string>{"weight", "bias"}));
   EXPECT_TRUE(plain->named_parameters().is_empty());
