@@ -1,11 +1,11 @@
 // medseg-app: itk
 // medseg_convert_msd_dataset: nnUNetv2_convert_MSD_dataset - a Medical Segmentation Decathlon task
-// folder as a raw dataset under MEDSEG_RAW (lib/io/convert_msd.h).
+// folder as a raw dataset under MEDSEG_RAW (lib/io/dataset_conversion.h).
 #include <cstdio>
 
 #include "cli_common.h"
 #include "core/paths.h"
-#include "io/convert_msd.h"
+#include "io/dataset_conversion.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Convert a Medical Segmentation Decathlon task (TaskXX_Name) into a raw dataset DatasetXXX_Name "

@@ -1,6 +1,8 @@
-#include "io/convert_msd.h"
+#include "io/dataset_conversion.h"
 
+#include <algorithm>
 #include <atomic>
+#include <initializer_list>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -10,6 +12,7 @@
 #include "core/error.h"
 #include "core/json_io.h"
 #include "core/output_folder.h"
+#include "core/path_component.h"
 #include "core/paths.h"
 #include "io/image_io.h"
 
@@ -74,7 +77,8 @@ void parallel_for(std::size_t n, int threads, F job) {
   if (failure) std::rethrow_exception(failure);
 }
 
-ordered_json nnunet_dataset_json(const fs::path& msd_json) {
+// MSD's / nnU-Net v1's dataset.json in nnU-Net v2's form; `drop` are keys v2 has no use for.
+ordered_json nnunet_dataset_json(const fs::path& msd_json, std::initializer_list<const char*> drop) {
   ordered_json j;
   try {
     j = ordered_json::parse(read_file(msd_json.string()));
@@ -100,7 +104,7 @@ ordered_json nnunet_dataset_json(const fs::path& msd_json) {
   }
   ordered_json out = ordered_json::object();
   for (auto& [key, value] : j.items()) {
-    if (key == "training" || key == "test") continue;
+    if (std::any_of(drop.begin(), drop.end(), [&](const char* d) { return key == d; })) continue;
     if (key == "labels") out["labels"] = labels;
     else if (key == "modality") out["channel_names"] = value;
     else out[key] = value;
@@ -132,7 +136,7 @@ std::string convert_msd_dataset(const MsdConversion& c) {
     if (!fs::is_directory(source / sub)) throw FileError((source / sub).string(), "folder missing from the MSD task");
   const fs::path msd_json = source / "dataset.json";
   if (!fs::is_regular_file(msd_json)) throw FileError(msd_json.string(), "missing from the MSD task");
-  const ordered_json dataset = nnunet_dataset_json(msd_json);
+  const ordered_json dataset = nnunet_dataset_json(msd_json, {"training", "test"});
   const std::size_t channels = dataset["channel_names"].size();
 
   char name[32];
@@ -159,6 +163,29 @@ std::string convert_msd_dataset(const MsdConversion& c) {
     else split_channels(j.file, j.to, channels);
   });
   write_file_atomic((out / "dataset.json").string(), dataset.dump(4));
+  staged.commit(false);
+  return target.string();
+}
+
+std::string convert_old_nnunet_dataset(const std::string& source_folder, const std::string& raw_root,
+                                       const std::string& target_name) {
+  check_path_component(target_name, "OUTPUT_DATASET_NAME");
+  if (dataset_id_of(target_name) < 0)
+    throw Error("OUTPUT_DATASET_NAME '" + target_name + "' must follow the DatasetXXX_Name convention");
+  const fs::path source(source_folder);
+  for (const char* sub : {"imagesTr", "labelsTr"})
+    if (!fs::is_directory(source / sub)) throw FileError((source / sub).string(), "folder missing from the nnU-Net v1 task");
+  const fs::path v1_json = source / "dataset.json";
+  if (!fs::is_regular_file(v1_json)) throw FileError(v1_json.string(), "missing from the nnU-Net v1 task");
+  const ordered_json dataset = nnunet_dataset_json(v1_json, {"tensorImageSize", "numTest", "training", "test"});
+  refuse_taken_dataset_id(raw_root, target_name, "choose another OUTPUT_DATASET_NAME");
+  const fs::path target = fs::path(raw_root) / target_name;
+  if (fs::exists(target)) throw FileError(target.string(), "exists already; remove it or choose another OUTPUT_DATASET_NAME");
+
+  StagedFolder staged(target.string());
+  for (const char* sub : {"imagesTr", "labelsTr", "imagesTs", "labelsTs", "imagesVal", "labelsVal"})
+    if (fs::is_directory(source / sub)) fs::copy(source / sub, fs::path(staged.path()) / sub, fs::copy_options::recursive);
+  write_file_atomic((fs::path(staged.path()) / "dataset.json").string(), dataset.dump(4));
   staged.commit(false);
   return target.string();
 }

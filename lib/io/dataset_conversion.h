@@ -1,4 +1,7 @@
 #pragma once
+// Datasets in the layouts that came before nnU-Net v2, converted into its raw layout, as nnU-Net's
+// dataset_conversion does.
+//
 // nnUNetv2_convert_MSD_dataset: a Medical Segmentation Decathlon task folder (TaskXX_Name with
 // imagesTr, imagesTs, labelsTr and MSD's dataset.json) as a raw dataset DatasetXXX_Name. MSD stores
 // the modalities of a case as the 4th axis of one NIfTI file; nnU-Net wants one file per channel
@@ -23,5 +26,14 @@ struct MsdConversion {
 // number of volumes is not the number of modalities, any unreadable image. The dataset is built
 // aside and moved into place only when complete: a failure or an interruption leaves nothing.
 std::string convert_msd_dataset(const MsdConversion& c);
+
+// nnUNetv2_convert_old_nnUNet_dataset: an nnU-Net v1 task folder (images already one file per channel)
+// copied to raw_root/target_name (DatasetXXX_Name): imagesTr and labelsTr, and imagesTs, labelsTs,
+// imagesVal, labelsVal where present; dataset.json converted as for MSD, with "tensorImageSize" and
+// "numTest" dropped too. Throws FileError naming the folder or file for: a target name that is not
+// DatasetXXX_Name, a target that exists or whose id another dataset has, a missing imagesTr, labelsTr
+// or dataset.json. Built aside like convert_msd_dataset. Returns the dataset folder made.
+std::string convert_old_nnunet_dataset(const std::string& source, const std::string& raw_root,
+                                       const std::string& target_name);
 
 }  // namespace medseg::io

@@ -1,4 +1,4 @@
-// medseg_convert_msd_dataset on a small MSD task whose 4D images nibabel writes (an independent
+// Dataset conversion. medseg_convert_msd_dataset on a small MSD task whose 4D images nibabel writes (an independent
 // NIfTI writer): each volume becomes one channel file with its voxels and the 3D geometry, labels are
 // copied, dataset.json is nnU-Net's. Needs Debian's python3-nibabel (scripts/install_deps.sh).
 #include <gtest/gtest.h>
@@ -95,4 +95,45 @@ TEST(ConvertMsdCli, AnImageWithTheWrongNumberOfModalitiesLeavesNothing) {
   r = test::run_cli("medseg_convert_msd_dataset", "-i " + d / "raw", "MEDSEG_RAW=" + d / "raw");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("TaskXX_Name"), std::string::npos) << r.output;
+}
+
+// nnUNetv2_convert_old_nnUNet_dataset: the v1 folders copied, dataset.json converted (v1's keys
+// tensorImageSize, numTest, training, test dropped; labels inverted in the file's order).
+TEST(ConvertOldNnUNetCli, CopiesTheTaskAndConvertsDatasetJson) {
+  test::TempDir d("v1");
+  const std::string task = d / "Task017_Abdomen";
+  for (const char* sub : {"imagesTr", "labelsTr", "imagesTs"}) fs::create_directories(task + "/" + sub);
+  write_file_atomic(task + "/imagesTr/abd_001_0000.nii.gz", "image bytes");
+  write_file_atomic(task + "/labelsTr/abd_001.nii.gz", "label bytes");
+  write_file_atomic(task + "/imagesTs/abd_101_0000.nii.gz", "test bytes");
+  write_file_atomic(task + "/dataset.json", R"({"name": "Abdomen", "tensorImageSize": "3D", "modality": {"0": "CT"},
+    "labels": {"0": "background", "2": "spleen", "1": "liver"}, "numTraining": 1, "numTest": 1,
+    "training": [{"image": "./imagesTr/abd_001.nii.gz", "label": "./labelsTr/abd_001.nii.gz"}],
+    "test": ["./imagesTs/abd_101.nii.gz"]})");
+  fs::create_directories(d / "raw");
+  const std::string env = "MEDSEG_RAW=" + d / "raw";
+  auto r = test::run_cli("medseg_convert_old_nnunet_dataset", task + " Dataset017_Abdomen", env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string out = d / "raw/Dataset017_Abdomen";
+  EXPECT_EQ(read_file(out + "/imagesTr/abd_001_0000.nii.gz"), "image bytes");
+  EXPECT_EQ(read_file(out + "/labelsTr/abd_001.nii.gz"), "label bytes");
+  EXPECT_EQ(read_file(out + "/imagesTs/abd_101_0000.nii.gz"), "test bytes");
+  EXPECT_EQ(read_file(out + "/dataset.json"),
+            nlohmann::ordered_json::parse(R"({"name": "Abdomen", "channel_names": {"0": "CT"},
+              "labels": {"background": 0, "spleen": 2, "liver": 1}, "numTraining": 1, "file_ending": ".nii.gz"})")
+                .dump(4));
+  r = test::run_cli("medseg_convert_old_nnunet_dataset", task + " Dataset017_Abdomen", env);  // exists now
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("exists already"), std::string::npos) << r.output;
+  r = test::run_cli("medseg_convert_old_nnunet_dataset", task + " Abdomen", env);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("DatasetXXX_Name"), std::string::npos) << r.output;
+  r = test::run_cli("medseg_convert_old_nnunet_dataset", task + " ../Dataset018_Out", env);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_FALSE(fs::exists(d / "Dataset018_Out"));
+  fs::remove_all(task + "/labelsTr");
+  r = test::run_cli("medseg_convert_old_nnunet_dataset", task + " Dataset019_Abdomen", env);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("labelsTr"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d / "raw/Dataset019_Abdomen"));
 }
