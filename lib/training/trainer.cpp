@@ -13,6 +13,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/optimizer_state.h"
+#include "core/ordered_json_io.h"
 #include "core/autocast.h"
 #include "core/digest.h"
 #include "core/error.h"
@@ -128,7 +129,7 @@ void copy_run_files(const RunInputs& in, const TrainerConfig& cfg) {
   fs::create_directories(in.folders.fold_folder);
   const fs::path m(in.folders.model_folder);
   write_json((m / "plans.json").string(), in.plans_json);
-  write_json((m / "dataset.json").string(), in.dataset_json);
+  write_ordered_json((m / "dataset.json").string(), in.dataset_json);
   if (!in.fingerprint_json.is_null()) write_json((m / "dataset_fingerprint.json").string(), in.fingerprint_json);
   write_json((m / "trainer_config.json").string(), cfg.to_json());
 }
