@@ -123,11 +123,13 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
   if (m.num_classes != io::network_outputs(m.dataset))
     throw FileError(src, "has " + std::to_string(m.num_classes) + " outputs but dataset.json's labels need " +
                              std::to_string(io::network_outputs(m.dataset)));
-  if (first_extra.contains("inference_allowed_mirroring_axes") &&
-      !first_extra.at("inference_allowed_mirroring_axes").is_null()) {
-    m.mirror_axes = first_extra.at("inference_allowed_mirroring_axes").get<std::vector<int64_t>>();
+  // null is nnU-Net's None (nnUNetTrainerNoMirroring & co.): no mirroring at test time. Absent (a
+  // checkpoint that does not say): every axis, nnU-Net's default.
+  if (first_extra.contains("inference_allowed_mirroring_axes")) {
+    const auto& axes = first_extra.at("inference_allowed_mirroring_axes");
+    if (!axes.is_null()) m.mirror_axes = axes.get<std::vector<int64_t>>();
   } else {
-    for (int64_t a = 0; a < cfg.dim(); ++a) m.mirror_axes.push_back(a);  // nnU-Net's default: every axis
+    for (int64_t a = 0; a < cfg.dim(); ++a) m.mirror_axes.push_back(a);
   }
   for (int64_t a : m.mirror_axes)
     if (a < 0 || a >= cfg.dim()) throw FileError(src, "mirroring axis " + std::to_string(a) + " out of range");
