@@ -27,13 +27,13 @@ json TrainerConfig::to_json() const {
     opt["eps"] = optimizer.eps;
   }
   json j = {{"format", "medseg-trainer-config"}, {"version", 1}, {"name", name}, {"num_epochs", num_epochs},
-          {"iterations_per_epoch", iterations_per_epoch}, {"val_iterations_per_epoch", val_iterations_per_epoch},
-          {"optimizer", opt}, {"poly_exponent", poly_exponent}, {"grad_clip", grad_clip},
-          {"oversample_foreground", oversample_foreground}, {"deep_supervision", deep_supervision},
-          {"augment", augment}, {"checkpoint_every", checkpoint_every}, {"ema_momentum", ema_momentum},
-          {"seed", seed}, {"amp", to_string(amp)}, {"num_workers", num_workers},
-          {"augment_device", augment_device}, {"checkpoint_encoder", checkpoint_encoder},
-          {"use_checkpoint", use_checkpoint}, {"inplace", to_string(inplace)}};
+            {"iterations_per_epoch", iterations_per_epoch}, {"val_iterations_per_epoch", val_iterations_per_epoch},
+            {"optimizer", opt}, {"poly_exponent", poly_exponent}, {"grad_clip", grad_clip},
+            {"oversample_foreground", oversample_foreground}, {"deep_supervision", deep_supervision},
+            {"augment", augment}, {"checkpoint_every", checkpoint_every}, {"ema_momentum", ema_momentum},
+            {"seed", seed}, {"amp", to_string(amp)}, {"num_workers", num_workers},
+            {"augment_device", augment_device}, {"checkpoint_encoder", checkpoint_encoder},
+            {"use_checkpoint", use_checkpoint}, {"inplace", to_string(inplace)}};
   if (mirror_axes_2d || mirror_axes_3d) {
     j["mirror_axes"] = json::object();
     if (mirror_axes_2d) j["mirror_axes"]["2d"] = *mirror_axes_2d;
