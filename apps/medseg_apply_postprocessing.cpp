@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   return medseg::cli::run(argc, argv, app, [&] {
     if (pp_file.empty()) pp_file = (fs::path(input) / "postprocessing.json").string();
     if (djfile.empty()) djfile = (fs::path(input) / "dataset.json").string();
-    const auto labels = medseg::io::labels_from_json(medseg::read_json(djfile), djfile);
+    const auto labels = medseg::io::labels_from_json(medseg::read_ordered_json(djfile), djfile);
     const auto pp = medseg::postprocessing::read_postprocessing(pp_file, labels);
     const int64_t n = medseg::postprocessing::apply_postprocessing_to_folder(input, output, pp, threads);
     std::printf("%lld segmentation(s) postprocessed (%zu step(s)) -> %s\n", static_cast<long long>(n),

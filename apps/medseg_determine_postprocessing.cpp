@@ -9,6 +9,7 @@
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/ordered_json_io.h"
 #include "core/log.h"
 #include "postprocessing/crossval.h"
 #include "postprocessing/determine.h"
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
     medseg::postprocessing::DetermineOptions o;
     if (djfile.empty()) djfile = (fs::path(model.empty() ? input : model) / "dataset.json").string();
     if (!pfile.empty()) medseg::read_json(pfile);
-    medseg::evaluation::labels_from_dataset_json(medseg::read_json(djfile), o.evaluation, djfile);
+    medseg::evaluation::labels_from_dataset_json(medseg::read_ordered_json(djfile), o.evaluation, djfile);
     if (!model.empty()) {
       const auto cv = medseg::postprocessing::gather_crossval(model, folds, ref, o.evaluation.file_ending);
       std::printf("gathered %lld validation case(s) of %zu fold(s) -> %s\n", static_cast<long long>(cv.cases),

@@ -7,6 +7,7 @@
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/ordered_json_io.h"
 #include "core/log.h"
 #include "evaluation/evaluate_folder.h"
 
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
   app.add_flag("--hd95", o.hd95, "Also compute the 95th-percentile Hausdorff distance (mm)");
   app.add_flag("--chill", o.chill, "Do not fail when references have no prediction");
   return medseg::cli::run(argc, argv, app, [&] {
-    medseg::evaluation::labels_from_dataset_json(medseg::read_json(djfile), o, djfile);
+    medseg::evaluation::labels_from_dataset_json(medseg::read_ordered_json(djfile), o, djfile);
     if (!pfile.empty()) medseg::read_json(pfile);
     const auto summary = medseg::evaluation::evaluate_folder(gt, pred, o);
     if (out.empty()) out = (std::filesystem::path(pred) / "summary.json").string();

@@ -25,20 +25,20 @@ namespace {
 // Untrained weights must never silently replace a trained model: every target is checked before
 // anything is written, so a refusal leaves the folder exactly as it was.
 void refuse_existing(const std::string& output, const std::vector<std::string>& folds, const json& plans,
-                     const json& dataset) {
+                     const ordered_json& dataset) {
   const std::string hint = "; pass --overwrite to replace it with untrained weights";
   for (const std::string& f : folds) {
     const fs::path ck = fs::path(output) / ("fold_" + f) / "checkpoint_final.ckpt";
     if (fs::exists(ck)) throw FileError(ck.string(), "already exists (a trained model?)" + hint);
   }
   // The other folds' checkpoints were trained with the folder's plans: keep them consistent.
-  const auto same_or_absent = [&](const char* name, const json& content) {
-    const fs::path file = fs::path(output) / name;
-    if (fs::exists(file) && read_json(file.string()) != content)
-      throw FileError(file.string(), "already exists with other content (the folder holds another model?)" + hint);
+  const fs::path plans_file = fs::path(output) / "plans.json", dataset_file = fs::path(output) / "dataset.json";
+  const auto refuse = [&](const fs::path& file) {
+    throw FileError(file.string(), "already exists with other content (the folder holds another model?)" + hint);
   };
-  same_or_absent("plans.json", plans);
-  same_or_absent("dataset.json", dataset);
+  if (fs::exists(plans_file) && read_json(plans_file.string()) != plans) refuse(plans_file);
+  // Compared in the file's order: region outputs follow the order of "labels".
+  if (fs::exists(dataset_file) && read_ordered_json(dataset_file.string()) != dataset) refuse(dataset_file);
 }
 
 }  // namespace
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
     const std::string name = find_dataset_name(pre_root, dataset);
     const fs::path pre = fs::path(pre_root) / name;
     const json plans_json = read_json((pre / (plans_name + ".json")).string());
-    const json dataset_json = read_json((pre / "dataset.json").string());
+    const ordered_json dataset_json = read_ordered_json((pre / "dataset.json").string());
     const planning::Plans plans = planning::plans_from_json(plans_json, (pre / (plans_name + ".json")).string());
     const io::DatasetInfo info = io::dataset_info_from_json(dataset_json, (pre / "dataset.json").string());
     const auto& cfg = plans.configuration(configuration);
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
                 {"initialisation", init}};
     fs::create_directories(output);
     write_json((fs::path(output) / "plans.json").string(), plans_json);
-    write_json((fs::path(output) / "dataset.json").string(), dataset_json);
+    write_ordered_json((fs::path(output) / "dataset.json").string(), dataset_json);
     for (const std::string& f : folds) {
       fs::create_directories(fs::path(output) / ("fold_" + f));
       checkpoint::save_checkpoint((fs::path(output) / ("fold_" + f) / "checkpoint_final.ckpt").string(), ck);

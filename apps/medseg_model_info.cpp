@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
       // here rather than failing inside torch or in a huge allocation.
       planning::plans_from_json(plans_json, plans_path).configuration(config);
       const auto spec = models::plan_network_spec(plans_json, config, plans_path);
-      const auto dataset = read_json(dataset_path);
+      const auto dataset = read_ordered_json(dataset_path);
       arch = spec.architecture;
       in = static_cast<int64_t>(io::channel_names_from_json(dataset, dataset_path).size());
       classes = io::network_outputs(io::labels_from_json(dataset, dataset_path));

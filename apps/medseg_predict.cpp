@@ -9,6 +9,7 @@
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/ordered_json_io.h"
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/progress.h"
@@ -73,7 +74,8 @@ int predict_folder(inference::ModelFolder model, const std::string& model_folder
     spdlog::info("postprocessing from {}: {} step(s) (--disable_postprocessing skips it)", pp_file,
                  ro.postprocessing.size());
   }
-  const json plans_json = model.plans_json, dataset_json = model.dataset_json;
+  const json plans_json = model.plans_json;
+  const ordered_json dataset_json = model.dataset_json;  // the file's order: region outputs follow it
   inference::Predictor predictor(std::move(model), po);
   auto all_cases = inference::collect_case_inputs(inputs, ending, static_cast<int>(predictor.image_channels()));
   if (predictor.is_cascade()) {
@@ -97,7 +99,7 @@ int predict_folder(inference::ModelFolder model, const std::string& model_folder
   if (ro.overlays) inference::create_overlay_folder(output);  // a folder in the way fails before any write
   if (world.rank == 0) {
     fs::create_directories(output);
-    write_json(dataset_copy, dataset_json);
+    write_ordered_json(dataset_copy, dataset_json);
     write_json(plans_copy, plans_json);
   }
   const inference::RunSummary s = inference::predict_cases(predictor, cases, ro);

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   app.add_option("configuration", configuration, "Configuration (2d, 3d_fullres, 3d_lowres, ...)")->required();
   app.add_option("fold", fold, "Fold 0-4, or 'all'")->required();
   app.add_option("-p", plans, "Plans name")->capture_default_str();
-  app.add_option("--tr", trainer, "Trainer config: a name under configs/ or a JSON file")->capture_default_str();
+  app.add_option("--tr", trainer, "Trainer config: a name under configs/, an nnU-Net trainer variant (docs/trainer_variants.md) or a JSON file")->capture_default_str();
   app.add_flag("--c", resume, "Continue from the newest of checkpoint_final/latest/best");
   app.add_flag("--val", val, "Only run the final validation of a finished fold (checkpoint_final)");
   app.add_flag("--val_best", val_best, "With --val: use checkpoint_best");

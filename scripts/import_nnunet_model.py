@@ -209,7 +209,9 @@ def main():
         meta = {"kind": "medseg-training-checkpoint", "epoch": int(ck.get("current_epoch") or 0),
                 "optimizer": {"type": "", "groups": [], "scalars": {}}, "grad_scaler": {}, "rng": {},
                 "sampler": {}, "logs": [], "ema": ck.get("_best_ema"), "plans": plans, "dataset": dataset,
-                "trainer_config": None, "fingerprint": None, "extra": extra}
+                "trainer_config": None, "fingerprint": None, "extra": extra,
+                # medseg reads the metadata key-sorted; the label order (= region output order) travels as text.
+                "dataset_text": json.dumps(dataset)}
         out_dir = os.path.join(a.medseg_folder, f"fold_{fold}")
         os.makedirs(out_dir, exist_ok=True)
         out = os.path.join(out_dir, chk + ".ckpt")

@@ -54,7 +54,9 @@ TensorArchive to_archive(const Checkpoint& ck) {
             {"logs", ck.logs},
             {"ema", ck.ema},
             {"plans", ck.plans},
-            {"dataset", ck.dataset},
+            {"dataset", json(ck.dataset)},
+            // The metadata is one key-sorted object: the copy in the file's order travels as text.
+            {"dataset_text", ck.dataset.dump()},
             {"trainer_config", ck.trainer_config},
             {"fingerprint", ck.fingerprint},
             {"extra", ck.extra}};
@@ -101,7 +103,10 @@ Checkpoint from_archive(const std::string& path, const TensorArchive& a) {
     ck.logs = m.value("logs", json::array());
     ck.ema = m.value("ema", json());
     ck.plans = m.value("plans", json());
-    ck.dataset = m.value("dataset", json());
+    // Checkpoints older than dataset_text were written by a medseg that refused region labels out of
+    // name order, so their key-sorted copy is in the order they were trained with.
+    ck.dataset = m.contains("dataset_text") ? nlohmann::ordered_json::parse(m.at("dataset_text").get<std::string>())
+                                            : nlohmann::ordered_json(m.value("dataset", json()));
     ck.trainer_config = m.value("trainer_config", json());
     ck.fingerprint = m.value("fingerprint", json());
     ck.extra = m.value("extra", json::object());

@@ -23,7 +23,8 @@ struct Checkpoint {
   nlohmann::json sampler = nlohmann::json::object();  // data sampler position
   nlohmann::json logs = nlohmann::json::array();      // metrics log entries
   nlohmann::json ema = nullptr;                       // EMA pseudo Dice etc.
-  nlohmann::json plans, dataset, trainer_config, fingerprint;  // copies of the JSON files
+  nlohmann::json plans, trainer_config, fingerprint;  // copies of the JSON files
+  nlohmann::ordered_json dataset;  // dataset.json's copy, keys in the file's order (region outputs follow it)
   nlohmann::json extra = nlohmann::json::object();    // trainer name, best EMA, mirroring axes...
   // Weights and the JSON copies only (medseg_checkpoint average): predicts, never continues a run.
   bool weights_only = false;

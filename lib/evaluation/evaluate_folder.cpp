@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
+#include <utility>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -17,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace medseg::evaluation {
 
-void labels_from_dataset_json(const json& ds, EvaluateOptions& o, const std::string& source) {
+void labels_from_dataset_json(const ordered_json& ds, EvaluateOptions& o, const std::string& source) {
   // io's parser is the one reader of dataset.json labels (and refuses what nnU-Net refuses).
   const std::vector<io::LabelDef> defs = io::labels_from_json(ds, source);
   o.labels.clear();
@@ -43,6 +45,14 @@ void labels_from_dataset_json(const json& ds, EvaluateOptions& o, const std::str
     }
     o.labels.push_back(d.values);
     o.label_keys.push_back(key);
+  }
+  // nnU-Net scores regions in the order dataset.json lists them, plain labels by value
+  // (LabelManager.foreground_regions / foreground_labels).
+  if (std::none_of(defs.begin(), defs.end(), [](const io::LabelDef& d) { return d.values.size() != 1; })) {
+    std::vector<std::pair<std::vector<int>, std::string>> by_value;
+    for (size_t i = 0; i < o.labels.size(); ++i) by_value.emplace_back(o.labels[i], o.label_keys[i]);
+    std::sort(by_value.begin(), by_value.end());
+    for (size_t i = 0; i < by_value.size(); ++i) std::tie(o.labels[i], o.label_keys[i]) = by_value[i];
   }
   std::sort(o.declared.begin(), o.declared.end());
   o.declared.erase(std::unique(o.declared.begin(), o.declared.end()), o.declared.end());

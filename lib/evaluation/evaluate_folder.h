@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/json_io.h"
+#include "core/ordered_json_io.h"
 #include "core/volume.h"
 #include "evaluation/metrics.h"
 
@@ -24,7 +24,7 @@ struct EvaluateOptions {
 // Labels/regions and keys from a dataset.json (background excluded), as nnU-Net's label manager;
 // the ignore label ("ignore" in labels, as nnU-Net puts it); every declared value. Parsed by
 // io::labels_from_json: FileError naming `source` for labels nnU-Net would refuse.
-void labels_from_dataset_json(const json& dataset_json, EvaluateOptions& o,
+void labels_from_dataset_json(const ordered_json& dataset_json, EvaluateOptions& o,
                               const std::string& source = "dataset.json");
 
 // Scores one prediction against its reference held in memory (the checks of evaluate_folder, the

@@ -22,7 +22,7 @@ LabelMapping label_mapping(const io::DatasetInfo& dataset, const std::string& so
   int max_value = 0;
   if (dataset.has_regions()) {
     m.regions = true;
-    const json& order = dataset.raw.value("regions_class_order", json());
+    const ordered_json order = dataset.raw.value("regions_class_order", ordered_json());
     if (!order.is_array()) throw FileError(source, "dataset has regions but no 'regions_class_order'");
     for (const auto& v : order) m.values.push_back(v.get<int>());
     if (static_cast<int64_t>(m.values.size()) != io::network_outputs(dataset))

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <type_traits>
 
 #include "checkpoint/checkpoint.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/ordered_json_io.h"
 #include "core/log.h"
 #include "core/path_component.h"
 #include "core/paths.h"
@@ -39,8 +41,11 @@ std::string checkpoint_file_name(const std::string& chk) {
 namespace {
 
 // The folder's JSON file if present, else the checkpoint's copy; throws when neither exists.
-nlohmann::json json_file_or_copy(const fs::path& file, const nlohmann::json& copy, const std::string& ckpt) {
-  if (fs::exists(file)) return read_json(file.string());
+template <class J> J json_file_or_copy(const fs::path& file, const J& copy, const std::string& ckpt) {
+  if (fs::exists(file)) {
+    if constexpr (std::is_same_v<J, ordered_json>) return read_ordered_json(file.string());
+    else return read_json(file.string());
+  }
   if (copy.is_object() && !copy.empty()) return copy;
   throw FileError(file.string(), "not found, and checkpoint " + ckpt + " holds no copy of it");
 }
@@ -99,8 +104,6 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
                                                         ? (fs::path(folder) / "plans.json").string()
                                                         : src + " (plans copy)");
   m.dataset = io::dataset_info_from_json(m.dataset_json, (fs::path(folder) / "dataset.json").string());
-  if (m.dataset.has_regions() && fs::exists(fs::path(folder) / "dataset.json"))
-    io::check_region_label_order((fs::path(folder) / "dataset.json").string());
   m.dataset.folder = folder;
   m.dataset.name = fs::path(folder).lexically_normal().parent_path().filename().string();
   const planning::ConfigurationPlan& cfg = m.plans.configuration(m.configuration);
@@ -120,11 +123,13 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
   if (m.num_classes != io::network_outputs(m.dataset))
     throw FileError(src, "has " + std::to_string(m.num_classes) + " outputs but dataset.json's labels need " +
                              std::to_string(io::network_outputs(m.dataset)));
-  if (first_extra.contains("inference_allowed_mirroring_axes") &&
-      !first_extra.at("inference_allowed_mirroring_axes").is_null()) {
-    m.mirror_axes = first_extra.at("inference_allowed_mirroring_axes").get<std::vector<int64_t>>();
+  // null is nnU-Net's None (nnUNetTrainerNoMirroring & co.): no mirroring at test time. Absent (a
+  // checkpoint that does not say): every axis, nnU-Net's default.
+  if (first_extra.contains("inference_allowed_mirroring_axes")) {
+    const auto& axes = first_extra.at("inference_allowed_mirroring_axes");
+    if (!axes.is_null()) m.mirror_axes = axes.get<std::vector<int64_t>>();
   } else {
-    for (int64_t a = 0; a < cfg.dim(); ++a) m.mirror_axes.push_back(a);  // nnU-Net's default: every axis
+    for (int64_t a = 0; a < cfg.dim(); ++a) m.mirror_axes.push_back(a);
   }
   for (int64_t a : m.mirror_axes)
     if (a < 0 || a >= cfg.dim()) throw FileError(src, "mirroring axis " + std::to_string(a) + " out of range");

@@ -37,7 +37,8 @@ struct ModelFolder {
   std::string folder;
   std::string configuration;
   std::string trainer_name;
-  nlohmann::json plans_json, dataset_json;
+  nlohmann::json plans_json;
+  nlohmann::ordered_json dataset_json;  // keys in the file's order (region outputs follow "labels")
   planning::Plans plans;
   io::DatasetInfo dataset;
   int64_t in_channels = 0;

@@ -37,10 +37,10 @@ static void check_file_ending(const std::string& ending, const std::string& file
   if (ending[0] != '.') throw FileError(file, "file_ending '" + printable(ending) + "' must start with '.' (e.g. \".nii.gz\")");
 }
 
-std::vector<std::string> channel_names_from_json(const json& j, const std::string& file) {
+std::vector<std::string> channel_names_from_json(const ordered_json& j, const std::string& file) {
   const char* key = j.contains("channel_names") ? "channel_names" : (j.contains("modality") ? "modality" : nullptr);
   if (!key) throw FileError(file, "missing key 'channel_names'");
-  const json& c = j.at(key);
+  const ordered_json& c = j.at(key);
   if (!c.is_object() || c.empty()) throw FileError(file, std::string("'") + key + "' must be a non-empty object");
   std::vector<std::string> names(c.size());
   for (auto it = c.begin(); it != c.end(); ++it) {
@@ -58,7 +58,7 @@ std::vector<std::string> channel_names_from_json(const json& j, const std::strin
 }
 
 // A label value of dataset.json: 0, 1, 2, ... (-1 is preprocessing's "outside the image").
-static int label_value(const json& x, const std::string& name, const std::string& file) {
+static int label_value(const ordered_json& x, const std::string& name, const std::string& file) {
   if (!x.is_number_unsigned() && x.get<int64_t>() < 0)
     throw FileError(file, "label '" + name + "' has the negative value " + std::to_string(x.get<int64_t>()) +
                               "; label values are 0, 1, 2, ...");
@@ -67,17 +67,18 @@ static int label_value(const json& x, const std::string& name, const std::string
   return static_cast<int>(v);
 }
 
-std::vector<LabelDef> labels_from_json(const json& j, const std::string& file) {
+std::vector<LabelDef> labels_from_json(const ordered_json& j, const std::string& file) {
   if (!j.contains("labels") || !j.at("labels").is_object() || j.at("labels").empty())
     throw FileError(file, "missing or empty 'labels' (expected {\"background\": 0, ...})");
   std::vector<LabelDef> out;
   std::set<int> seen;
   for (auto it = j.at("labels").begin(); it != j.at("labels").end(); ++it) {
     LabelDef d{it.key(), {}};
-    const json& v = it.value();
+    const ordered_json& v = it.value();
     if (v.is_number_integer()) {
       d.values.push_back(label_value(v, it.key(), file));
-    } else if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number_integer(); })) {
+    } else if (v.is_array() && !v.empty() &&
+               std::all_of(v.begin(), v.end(), [](const ordered_json& x) { return x.is_number_integer(); })) {
       for (const auto& x : v) d.values.push_back(label_value(x, it.key(), file));
     } else {
       throw FileError(file, "label '" + it.key() + "' must be an integer or a list of integers");
@@ -137,35 +138,14 @@ std::vector<int> foreground_labels(const std::vector<LabelDef>& labels) {
 DatasetInfo load_dataset_info(const std::string& dataset_folder) {
   const std::string file = (fs::path(dataset_folder) / "dataset.json").string();
   if (!fs::is_directory(dataset_folder)) throw FileError(dataset_folder, "dataset folder not found");
-  DatasetInfo info = dataset_info_from_json(read_json(file), file);
-  if (info.has_regions()) check_region_label_order(file);
+  DatasetInfo info = dataset_info_from_json(read_ordered_json(file), file);
   info.folder = dataset_folder;
   info.name = fs::path(dataset_folder).lexically_normal().filename().string();
   if (info.name.empty()) info.name = fs::path(dataset_folder).lexically_normal().parent_path().filename().string();
   return info;
 }
 
-void check_region_label_order(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw FileError(file, "cannot be opened");
-  const auto ordered = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!ordered.is_object() || !ordered.contains("labels") || !ordered.at("labels").is_object()) return;  // parsed elsewhere
-  std::vector<std::string> names;
-  bool regions = false;
-  for (const auto& [name, v] : ordered.at("labels").items()) {
-    names.push_back(name);
-    regions = regions || (v.is_array() && v.size() > 1);
-  }
-  if (!regions || std::is_sorted(names.begin(), names.end())) return;
-  std::vector<std::string> sorted = names;
-  std::sort(sorted.begin(), sorted.end());
-  std::string order;
-  for (const auto& n : sorted) order += (order.empty() ? "" : ", ") + n;
-  throw FileError(file, "region labels must be listed sorted by name (medseg orders outputs by name: " + order +
-                            "); reorder 'labels' and 'regions_class_order' to match");
-}
-
-DatasetInfo dataset_info_from_json(const json& j, const std::string& file) {
+DatasetInfo dataset_info_from_json(const ordered_json& j, const std::string& file) {
   DatasetInfo info;
   info.raw = j;
   if (!info.raw.is_object()) throw FileError(file, "must be a JSON object");
@@ -179,7 +159,7 @@ DatasetInfo dataset_info_from_json(const json& j, const std::string& file) {
   return info;
 }
 
-std::string file_ending_from_json(const json& j, const std::string& file, const std::string& fallback) {
+std::string file_ending_from_json(const ordered_json& j, const std::string& file, const std::string& fallback) {
   if (!j.is_object() || !j.contains("file_ending")) return fallback;
   if (!j.at("file_ending").is_string()) throw FileError(file, "'file_ending' must be a string (e.g. \".nii.gz\")");
   const std::string ending = j.at("file_ending").get<std::string>();
@@ -232,7 +212,7 @@ std::vector<CaseFiles> list_training_cases(const DatasetInfo& info) {
     for (auto it = info.raw.at("dataset").begin(); it != info.raw.at("dataset").end(); ++it) {
       check_path_component(it.key(), "'dataset' case id", file);  // preprocessing writes <id>.npz & co.
       CaseFiles c{it.key(), {}, ""};
-      const json& e = it.value();
+      const ordered_json& e = it.value();
       if (!e.contains("images") || !e.contains("label"))
         throw FileError(file, "'dataset' entry '" + it.key() + "' needs 'images' and 'label'");
       auto resolve = [&](const std::string& p) { return fs::path(p).is_absolute() ? p : (root / p).string(); };

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/json_io.h"
+#include "core/ordered_json_io.h"
 
 namespace medseg::io {
 
@@ -19,10 +19,10 @@ struct DatasetInfo {
   std::string folder;                      // path to DatasetXXX_Name
   std::string name;                        // "DatasetXXX_Name"
   std::vector<std::string> channel_names;  // by channel index ("CT", "T2", ...)
-  std::vector<LabelDef> labels;            // in dataset.json order; background first
+  std::vector<LabelDef> labels;            // in dataset.json's order, as nnU-Net's LabelManager keeps it
   int num_training = 0;
   std::string file_ending = ".nii.gz";
-  json raw;                                // the whole dataset.json
+  ordered_json raw;                        // the whole dataset.json, keys in the file's order
 
   int num_channels() const { return static_cast<int>(channel_names.size()); }
   // Every label value a label map may hold, sorted: background, plain labels, the integers of
@@ -32,9 +32,12 @@ struct DatasetInfo {
 };
 
 // The parts of dataset.json a network needs, for readers that do not need a whole raw dataset
-// (medseg_model_info). Throw FileError naming `file` and the key.
-std::vector<std::string> channel_names_from_json(const json& dataset, const std::string& file);  // legacy: modality
-std::vector<LabelDef> labels_from_json(const json& dataset, const std::string& file);
+// (medseg_model_info). Throw FileError naming `file` and the key. dataset.json is read with
+// read_ordered_json: a region dataset's outputs follow the order of "labels" in the file, which a
+// key-sorted `json` has lost, so the `json` overloads are deleted.
+std::vector<std::string> channel_names_from_json(const ordered_json& dataset, const std::string& file);  // legacy: modality
+std::vector<LabelDef> labels_from_json(const ordered_json& dataset, const std::string& file);
+std::vector<LabelDef> labels_from_json(const json& dataset, const std::string& file) = delete;
 
 // Outputs (segmentation heads) a network for these labels has: one per label, background included,
 // "ignore" excluded; for a region-based dataset one per region (background excluded).
@@ -60,20 +63,16 @@ struct CaseFiles {
 // Parses and validates dataset.json (channel_names or legacy modality, labels, numTraining,
 // file_ending). Throws FileError naming the file and key.
 DatasetInfo load_dataset_info(const std::string& dataset_folder);
-// A region-based dataset's outputs follow the order of its labels, which nnU-Net takes from the
-// file; medseg's JSON objects keep their keys sorted. Throws FileError naming `file` when a
-// region-based dataset.json lists its labels in another order than sorted by name, rather than
-// train or export regions paired with the wrong regions_class_order entries. No-op for plain
-// labels, whose outputs follow the label values.
-void check_region_label_order(const std::string& file);
 // dataset.json's file_ending, checked as every name that becomes part of a path (outputs are named
 // <case id><file_ending>): a string, a single file name (check_path_component), starting with '.'.
 // `fallback` when the key is absent (copies of dataset.json in prediction and model folders). Throws
 // FileError naming `file`.
-std::string file_ending_from_json(const json& dataset, const std::string& file, const std::string& fallback = ".nii.gz");
+std::string file_ending_from_json(const ordered_json& dataset, const std::string& file,
+                                  const std::string& fallback = ".nii.gz");
 // The same checks on an already-parsed dataset.json (e.g. the copy inside a checkpoint); `file`
 // names its source in errors. folder and name stay empty.
-DatasetInfo dataset_info_from_json(const json& j, const std::string& file);
+DatasetInfo dataset_info_from_json(const ordered_json& j, const std::string& file);
+DatasetInfo dataset_info_from_json(const json& j, const std::string& file) = delete;
 
 // Training cases: from the explicit "dataset" mapping when dataset.json has one, otherwise by
 // scanning imagesTr/ for CASE_XXXX<file_ending> and labelsTr/CASE<file_ending>. Sorted by id.

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/ordered_json_io.h"
 #include "core/output_folder.h"
 #include "core/parallel.h"
 #include "core/path_component.h"
@@ -168,8 +169,8 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
                                     int threads) {
   if (o.dataset_id < 0 || o.dataset_id > 999) throw Error("dataset id must be in 0..999");
   if (o.num_cases < 1 || o.num_channels < 1 || o.num_labels < 1) throw Error("need at least one case, channel and label");
-  // Region names sort in label order only up to 9 ("region10" < "region2"), and one label is no region.
-  if (o.regions && (o.num_labels < 2 || o.num_labels > 9)) throw Error("--regions needs 2 to 9 labels");
+  // One label is no region.
+  if (o.regions && o.num_labels < 2) throw Error("--regions needs at least 2 labels");
   for (int a = o.two_d ? 1 : 0; a < 3; ++a)
     if (o.min_shape[a] < 8 || o.max_shape[a] < o.min_shape[a]) throw Error("invalid shape range (each axis >= 8, max >= min)");
   char name[32];
@@ -196,14 +197,15 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
                id, o, o.seed * 1000003ULL + static_cast<uint64_t>(k), o.ignore_label && !test);
   });
 
-  json ds;
+  // Written in the order nnU-Net's examples list keys; labels in value order ("region10" after "region9").
+  ordered_json ds;
   for (int c = 0; c < o.num_channels; ++c) ds["channel_names"][std::to_string(c)] = channel_name(o, c);
-  json labels = json::object();
+  ordered_json labels = ordered_json::object();
   labels["background"] = 0;
   if (o.regions) {
-    json order = json::array();
+    ordered_json order = ordered_json::array();
     for (int l = 1; l <= o.num_labels; ++l) {
-      json values = json::array();
+      ordered_json values = ordered_json::array();
       for (int v = l; v <= o.num_labels; ++v) values.push_back(v);
       labels["region" + std::to_string(l)] = values;
       order.push_back(l);
@@ -218,7 +220,7 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
   ds["file_ending"] = o.file_ending;
   ds["name"] = o.name;
   ds["description"] = "Synthetic dataset written by medseg_make_dataset (seed " + std::to_string(o.seed) + ")";
-  write_json((folder / "dataset.json").string(), ds);
+  write_ordered_json((folder / "dataset.json").string(), ds);
   staged.commit();
   return target.string();
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/ordered_json_io.h"
 #include "core/output_folder.h"
 #include "core/path_component.h"
 #include "core/paths.h"
@@ -133,7 +134,7 @@ json find_best_configuration(const FindBestOptions& in) {
                                        (default_list ? " (by default -c is every configuration of " + o.plans + ": " +
                                                            join(o.configurations, " ") + ")"
                                                      : ""));
-    evaluation::labels_from_dataset_json(read_json(dj), eval, dj);
+    evaluation::labels_from_dataset_json(read_ordered_json(dj), eval, dj);
     candidates.push_back(m);
   }
 

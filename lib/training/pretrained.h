@@ -23,6 +23,6 @@ struct PretrainedReport {
 // `net`, whose dataset.json has `labels`. Throws FileError naming the file and the first tensor
 // that is missing or has another shape outside the segmentation heads; `net` is unchanged then.
 PretrainedReport load_pretrained_weights(models::SegmentationNetworkImpl& net, const std::string& checkpoint_path,
-                                         const nlohmann::json& labels);
+                                         const nlohmann::ordered_json& labels);
 
 }  // namespace medseg::training

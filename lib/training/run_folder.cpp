@@ -71,9 +71,9 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
   r.plans_json = read_json(f.plans_file);
   r.plans = planning::plans_from_json(r.plans_json, f.plans_file);
   const auto& cfg = r.plans.configuration(configuration);
-  r.dataset_json = read_json(f.dataset_json_file);
+  r.dataset_json = read_ordered_json(f.dataset_json_file);
   if (fs::exists(f.fingerprint_file)) r.fingerprint_json = read_json(f.fingerprint_file);
-  r.in_channels = static_cast<int64_t>(json_get<json>(r.dataset_json, "channel_names", f.dataset_json_file).size());
+  r.in_channels = static_cast<int64_t>(json_get<ordered_json>(r.dataset_json, "channel_names", f.dataset_json_file).size());
   const auto labels = io::labels_from_json(r.dataset_json, f.dataset_json_file);
   r.num_classes = io::network_outputs(labels);
   r.ignore_label = io::ignore_label(labels);

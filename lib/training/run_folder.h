@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/json_io.h"
+#include "core/ordered_json_io.h"
 #include "planning/plans.h"
 
 namespace medseg::training {
@@ -23,7 +23,8 @@ struct RunInputs {
   RunFolders folders;
   std::string configuration, plans_name, trainer_name, fold;
   planning::Plans plans;
-  json plans_json, dataset_json, fingerprint_json;  // fingerprint may be null when absent
+  json plans_json, fingerprint_json;  // fingerprint may be null when absent
+  ordered_json dataset_json;         // keys in the file's order (label order = output order)
   std::vector<std::string> train_ids, val_ids;
   int64_t in_channels = 0, num_classes = 0;  // num_classes: network outputs (io::network_outputs)
   std::optional<int> ignore_label;             // dataset.json's "ignore" label value, if any

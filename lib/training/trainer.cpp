@@ -13,6 +13,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/optimizer_state.h"
+#include "core/ordered_json_io.h"
 #include "core/autocast.h"
 #include "core/digest.h"
 #include "core/error.h"
@@ -127,7 +128,7 @@ void copy_run_files(const RunInputs& in, const TrainerConfig& cfg) {
   fs::create_directories(in.folders.fold_folder);
   const fs::path m(in.folders.model_folder);
   write_json((m / "plans.json").string(), in.plans_json);
-  write_json((m / "dataset.json").string(), in.dataset_json);
+  write_ordered_json((m / "dataset.json").string(), in.dataset_json);
   if (!in.fingerprint_json.is_null()) write_json((m / "dataset_fingerprint.json").string(), in.fingerprint_json);
   write_json((m / "trainer_config.json").string(), cfg.to_json());
 }
@@ -205,7 +206,13 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   if (!s.cfg.augment) s.train_pipe.aug.disabled();
   s.train_pipe.device_augment = s.augment_device.has_value();  // validation batches are not augmented
   s.ds_weights = deep_supervision_weights(static_cast<int>(std::max<size_t>(1, s.train_pipe.ds_scales.size())));
-  for (int a : s.train_pipe.aug.mirror_axes) s.mirror_axes.push_back(a - (s.train_pipe.is_2d ? 1 : 0));
+  // The trainer config's axes are nnU-Net's, of the patch (0..dim-1); the pipeline's are of
+  // (z, y, x), where a 2D patch's z is its slice.
+  s.train_pipe.aug.mirror_axes.clear();
+  for (int a : s.cfg.mirror_axes(plan.dim())) {
+    s.train_pipe.aug.mirror_axes.push_back(a + (s.train_pipe.is_2d ? 1 : 0));
+    s.mirror_axes.push_back(a);
+  }
 
   s.train_src = std::make_shared<data::PreprocessedCaseSource>(s.in.folders.data_folder, s.in.train_ids);
   s.val_src = std::make_shared<data::PreprocessedCaseSource>(s.in.folders.data_folder, s.in.val_ids);
@@ -278,7 +285,9 @@ Checkpoint Trainer::State::to_checkpoint() const {
   ck.fingerprint = in.fingerprint_json;
   ck.extra = {{"configuration", in.configuration}, {"plans_name", in.plans_name}, {"trainer_name", cfg.name},
               {"fold", in.fold}, {"in_channels", in.in_channels}, {"num_classes", in.num_classes},
-              {"inference_allowed_mirroring_axes", mirror_axes}, {"network_class_name", net->class_name()}};
+              // No axes: nnU-Net's None (nnUNetTrainerNoMirroring), which prediction reads as no mirroring.
+              {"inference_allowed_mirroring_axes", mirror_axes.empty() ? json(nullptr) : json(mirror_axes)},
+              {"network_class_name", net->class_name()}};
   if (!opt.pretrained_weights.empty()) ck.extra["pretrained_weights"] = opt.pretrained_weights;
   return ck;
 }

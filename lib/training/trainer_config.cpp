@@ -1,5 +1,6 @@
 #include "training/trainer_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include "core/json_object_reader.h"
 #include "core/path_component.h"
 #include "core/paths.h"
+#include "training/trainer_variants.h"
 
 namespace fs = std::filesystem;
 
@@ -24,14 +26,28 @@ json TrainerConfig::to_json() const {
     opt["betas"] = {optimizer.beta1, optimizer.beta2};
     opt["eps"] = optimizer.eps;
   }
-  return {{"format", "medseg-trainer-config"}, {"version", 1}, {"name", name}, {"num_epochs", num_epochs},
-          {"iterations_per_epoch", iterations_per_epoch}, {"val_iterations_per_epoch", val_iterations_per_epoch},
-          {"optimizer", opt}, {"poly_exponent", poly_exponent}, {"grad_clip", grad_clip},
-          {"oversample_foreground", oversample_foreground}, {"deep_supervision", deep_supervision},
-          {"augment", augment}, {"checkpoint_every", checkpoint_every}, {"ema_momentum", ema_momentum},
-          {"seed", seed}, {"amp", to_string(amp)}, {"num_workers", num_workers},
-          {"augment_device", augment_device}, {"checkpoint_encoder", checkpoint_encoder},
-          {"use_checkpoint", use_checkpoint}, {"inplace", to_string(inplace)}};
+  json j = {{"format", "medseg-trainer-config"}, {"version", 1}, {"name", name}, {"num_epochs", num_epochs},
+            {"iterations_per_epoch", iterations_per_epoch}, {"val_iterations_per_epoch", val_iterations_per_epoch},
+            {"optimizer", opt}, {"poly_exponent", poly_exponent}, {"grad_clip", grad_clip},
+            {"oversample_foreground", oversample_foreground}, {"deep_supervision", deep_supervision},
+            {"augment", augment}, {"checkpoint_every", checkpoint_every}, {"ema_momentum", ema_momentum},
+            {"seed", seed}, {"amp", to_string(amp)}, {"num_workers", num_workers},
+            {"augment_device", augment_device}, {"checkpoint_encoder", checkpoint_encoder},
+            {"use_checkpoint", use_checkpoint}, {"inplace", to_string(inplace)}};
+  if (mirror_axes_2d || mirror_axes_3d) {
+    j["mirror_axes"] = json::object();
+    if (mirror_axes_2d) j["mirror_axes"]["2d"] = *mirror_axes_2d;
+    if (mirror_axes_3d) j["mirror_axes"]["3d"] = *mirror_axes_3d;
+  }
+  return j;
+}
+
+std::vector<int> TrainerConfig::mirror_axes(int dim) const {
+  const auto& set = dim == 2 ? mirror_axes_2d : mirror_axes_3d;
+  if (set) return *set;
+  std::vector<int> all;
+  for (int a = 0; a < dim; ++a) all.push_back(a);
+  return all;
 }
 
 InplaceMode parse_inplace(const std::string& value, const std::string& where) {
@@ -120,6 +136,16 @@ OptimizerConfig read_optimizer(const JsonObjectReader& o) {
   return c;
 }
 
+// Patch axes 0..dim-1, each at most once ([] = no mirroring).
+std::vector<int> distinct_axes(const JsonObjectReader& m, const json& raw, const std::string& key, int dim) {
+  if (raw.at(key).is_array() && raw.at(key).empty()) return {};
+  std::vector<int> axes = m.integers(key, 0, dim - 1, static_cast<std::size_t>(dim));
+  std::vector<int> sorted = axes;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) throw m.error(key, "names an axis twice");
+  return axes;
+}
+
 }  // namespace
 
 void check_trainer_setting(const std::string& key, double value, const std::string& where) {
@@ -134,7 +160,7 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   r.check_keys({"format", "version", "name", "num_epochs", "iterations_per_epoch", "val_iterations_per_epoch",
                 "optimizer", "poly_exponent", "grad_clip", "oversample_foreground", "deep_supervision", "augment",
                 "checkpoint_every", "ema_momentum", "seed", "amp", "num_workers", "augment_device", "checkpoint_encoder",
-                "use_checkpoint", "inplace", "description"});
+                "use_checkpoint", "inplace", "mirror_axes", "description"});
   TrainerConfig c;
   c.source = src;
   if (r.has("name")) c.name = r.file_name("name");  // like the trainer name, a name and never a path
@@ -160,26 +186,44 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
     c.inplace = parse_inplace(r.choice<std::string>("inplace", {{"auto", "auto"}, {"on", "on"}, {"off", "off"}}),
                               src + ": key 'inplace'");
   if (r.has("optimizer")) c.optimizer = read_optimizer(r.object("optimizer", true));
+  if (r.has("mirror_axes")) {
+    const JsonObjectReader m = r.object("mirror_axes", true);
+    m.check_keys({"2d", "3d"});
+    const json& raw = j.at("mirror_axes");
+    if (m.has("2d")) c.mirror_axes_2d = distinct_axes(m, raw, "2d", 2);
+    if (m.has("3d")) c.mirror_axes_3d = distinct_axes(m, raw, "3d", 3);
+  }
   return c;
 }
 
 TrainerConfig load_trainer_config(const std::string& path) { return trainer_config_from_json(read_json(path), path); }
 
-TrainerConfig find_trainer_config(const std::string& name) {
-  if (fs::exists(name) && fs::is_regular_file(name)) return load_trainer_config(name);
-  check_path_component(name, "trainer config (--tr)");  // a name under configs/, not a path out of it
+std::vector<std::string> trainer_config_dirs() {
   std::vector<std::string> dirs;
   if (const char* d = std::getenv("MEDSEG_CONFIG_DIR")) dirs.push_back(d);
 #ifdef MEDSEG_SOURCE_CONFIG_DIR
   dirs.push_back(MEDSEG_SOURCE_CONFIG_DIR);
 #endif
+  return dirs;
+}
+
+TrainerConfig find_trainer_config(const std::string& name) {
+  if (fs::exists(name) && fs::is_regular_file(name)) return load_trainer_config(name);
+  check_path_component(name, "trainer config (--tr)");  // a name under configs/, not a path out of it
+  const std::vector<std::string> dirs = trainer_config_dirs();
   for (const auto& d : dirs) {
     const fs::path p = fs::path(d) / (name + ".json");
     if (fs::exists(p)) return load_trainer_config(p.string());
   }
+  // A config file of the name wins over the table, so a user's file can replace a variant.
+  for (const auto& d : dirs) {
+    const fs::path table = fs::path(d) / "trainer_variants.json";
+    if (!fs::exists(table)) continue;
+    if (auto v = trainer_variant(name, table.string(), find_trainer_config)) return *v;
+  }
   if (name == "nnUNetTrainer") return TrainerConfig{};
-  throw Error("trainer config '" + name + "' not found (looked for a file of that name and for " + name +
-              ".json in configs/; set MEDSEG_CONFIG_DIR to add a folder)");
+  throw Error("trainer config '" + name + "' not found (looked for a file of that name, for " + name +
+              ".json in configs/ and in configs/trainer_variants.json; set MEDSEG_CONFIG_DIR to add a folder)");
 }
 
 }  // namespace medseg::training

@@ -2,7 +2,9 @@
 // Trainer settings, read from JSON (configs/<name>.json). Defaults are nnU-Net's recipe; the CLI
 // overrides a few of them (epochs, iterations, AMP, workers).
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/amp.h"
 #include "core/json_io.h"
@@ -41,7 +43,15 @@ struct TrainerConfig {
   bool checkpoint_encoder = false;     // gradient checkpointing of encoder stages (U-Nets)
   int use_checkpoint = -1;             // SwinUNETR blocks: -1 as planned, 0 off, 1 on
   InplaceMode inplace = InplaceMode::Auto;
+  // Mirroring, in training and at test time, along these patch axes of a 2D / 3D configuration
+  // (nnU-Net's mirror_axes and inference_allowed_mirroring_axes). Unset: every axis (nnU-Net's
+  // default). Empty: no mirroring in training and none at inference (nnUNetTrainerNoMirroring,
+  // which saves inference_allowed_mirroring_axes = None).
+  std::optional<std::vector<int>> mirror_axes_2d, mirror_axes_3d;
   std::string source;                  // where it was read from
+
+  // The mirroring axes of a `dim`-dimensional configuration (0..dim-1 when unset).
+  std::vector<int> mirror_axes(int dim) const;
 
   json to_json() const;
 };
@@ -56,7 +66,11 @@ TrainerConfig load_trainer_config(const std::string& path);
 TrainerConfig trainer_config_from_json(const json& j, const std::string& source);
 
 // Looks up `name` as a file path, then configs/<name>.json next to the executable's source tree
-// ($MEDSEG_CONFIG_DIR or the compiled-in source dir). "nnUNetTrainer" without a file = defaults.
+// ($MEDSEG_CONFIG_DIR or the compiled-in source dir), then nnU-Net's trainer variants in
+// configs/trainer_variants.json (trainer_variants.h). "nnUNetTrainer" without a file = defaults.
+// A variant medseg cannot honour throws Error("<name>: <why>").
 TrainerConfig find_trainer_config(const std::string& name);
+// The folders find_trainer_config searches, in order.
+std::vector<std::string> trainer_config_dirs();
 
 }  // namespace medseg::training

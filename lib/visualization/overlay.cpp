@@ -17,7 +17,7 @@ std::vector<LegendEntry> legend_from_dataset(const io::DatasetInfo& dataset) {
     for (const auto* l : shown) out.push_back({l->values.at(0), l->name});
     return out;
   }
-  const json& order = dataset.raw.value("regions_class_order", json());
+  const ordered_json order = dataset.raw.value("regions_class_order", ordered_json());
   if (!order.is_array() || order.size() != shown.size()) return out;
   for (std::size_t k = 0; k < shown.size(); ++k) out.push_back({order[k].get<int>(), shown[k]->name});
   return out;

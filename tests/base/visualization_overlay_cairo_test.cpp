@@ -256,21 +256,22 @@ TEST(Overlay, ShapeMismatchIsAnError) {
 }
 
 TEST(Overlay, LegendNamesTheDatasetsValues) {
-  const json plain = {{"channel_names", {{"0", "CT"}}},
+  const ordered_json plain = {{"channel_names", {{"0", "CT"}}},
                       {"labels", {{"background", 0}, {"liver", 1}, {"tumour", 2}, {"ignore", 3}}},
                       {"numTraining", 1},
                       {"file_ending", ".nii.gz"}};
-  json regions = plain;
-  // Names in alphabetical order: io keeps dataset.json's labels in key order (nlohmann::json).
-  regions["labels"] = {{"background", 0}, {"a_whole", {1, 2}}, {"b_core", {2}}};
-  regions["regions_class_order"] = {1, 2};
+  ordered_json regions = plain;
+  // nnU-Net's region example (documentation/region_based_training.md): regions pair with
+  // regions_class_order in the order dataset.json lists them, which is not by name.
+  regions["labels"] = {{"background", 0}, {"whole_tumor", {1, 2, 3}}, {"tumor_core", {2, 3}}, {"enhancing_tumor", 3}};
+  regions["regions_class_order"] = {1, 2, 3};
   struct Row {
     const char* name;
-    json dataset;
+    ordered_json dataset;
     std::vector<std::pair<int, std::string>> expected;
   };
   for (const Row& r : std::vector<Row>{{"plain", plain, {{1, "liver"}, {2, "tumour"}}},
-                                       {"regions", regions, {{1, "a_whole"}, {2, "b_core"}}}}) {
+                                       {"regions", regions, {{1, "whole_tumor"}, {2, "tumor_core"}, {3, "enhancing_tumor"}}}}) {
     SCOPED_TRACE(r.name);
     const auto legend = visualization::legend_from_dataset(io::dataset_info_from_json(r.dataset, "dataset.json"));
     std::vector<std::pair<int, std::string>> got;

@@ -255,7 +255,7 @@ TEST(TrainingCheckpointStore, AllFieldsRoundTrip) {
   ck.logs = json::array({{{"epoch", 0}, {"train_loss", -0.1}}});
   ck.ema = 0.75;
   ck.plans = {{"plans_name", "nnUNetPlans"}};
-  ck.dataset = {{"labels", {{"background", 0}, {"liver", 1}}}};
+  ck.dataset = {{"labels", {{"background", 0}, {"zeta", 1}, {"alpha", 2}}}};  // not by name: kept as listed
   ck.trainer_config = {{"epochs", 1000}};
   ck.fingerprint = {{"spacings", {{1, 1, 1}}}};
   ck.extra = {{"trainer_name", "nnUNetTrainer"}};
@@ -274,6 +274,7 @@ TEST(TrainingCheckpointStore, AllFieldsRoundTrip) {
   EXPECT_EQ(b.ema, ck.ema);
   EXPECT_EQ(b.plans, ck.plans);
   EXPECT_EQ(b.dataset, ck.dataset);
+  EXPECT_EQ(b.dataset.dump(), R"({"labels":{"background":0,"zeta":1,"alpha":2}})");
   EXPECT_EQ(b.trainer_config, ck.trainer_config);
   EXPECT_EQ(b.fingerprint, ck.fingerprint);
   EXPECT_EQ(b.extra, ck.extra);

@@ -119,7 +119,7 @@ TEST(InferenceExport, RegionsPaintInRegionsClassOrder) {
 
 TEST(InferenceExport, LabelMappingFromDatasetJson) {
   io::DatasetInfo ds = io::dataset_info_from_json(
-      {{"channel_names", {{"0", "CT"}}},
+      ordered_json{{"channel_names", {{"0", "CT"}}},
        {"labels", {{"background", 0}, {"a", 1}, {"b", 2}, {"ignore", 3}}},
        {"numTraining", 1},
        {"file_ending", ".nii.gz"}},
@@ -128,7 +128,7 @@ TEST(InferenceExport, LabelMappingFromDatasetJson) {
   EXPECT_FALSE(m.regions);
   EXPECT_EQ(m.values, (std::vector<int>{0, 1, 2}));  // "ignore" is not a network output
   io::DatasetInfo r = io::dataset_info_from_json(
-      {{"channel_names", {{"0", "T1"}}},
+      ordered_json{{"channel_names", {{"0", "T1"}}},
        {"labels", {{"background", 0}, {"whole", {1, 2}}, {"core", {2}}}},
        {"regions_class_order", {1, 2}},
        {"numTraining", 1},
@@ -139,4 +139,17 @@ TEST(InferenceExport, LabelMappingFromDatasetJson) {
   EXPECT_EQ(rm.values, (std::vector<int>{1, 2}));
   r.raw.erase("regions_class_order");
   EXPECT_THROW(label_mapping(r, "dataset.json"), Error);
+}
+
+// nnU-Net's region example (documentation/region_based_training.md), verbatim: output k is the k-th
+// region as listed and is painted with regions_class_order[k], names out of alphabetical order.
+TEST(InferenceExport, NnUNetRegionExampleMapsOutputsInTheFilesOrder) {
+  const io::DatasetInfo ds = io::dataset_info_from_json(ordered_json::parse(R"({"channel_names": {"0": "FLAIR"},
+      "labels": {"background": 0, "whole_tumor": [1, 2, 3], "tumor_core": [2, 3], "enhancing_tumor": 3},
+      "regions_class_order": [1, 2, 3], "numTraining": 1, "file_ending": ".nii.gz"})"),
+                                                        "dataset.json");
+  const LabelMapping m = label_mapping(ds, "dataset.json");
+  EXPECT_TRUE(m.regions);
+  EXPECT_EQ(m.values, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(io::foreground_regions(ds.labels), (std::vector<std::vector<int>>{{1, 2, 3}, {2, 3}, {3}}));
 }

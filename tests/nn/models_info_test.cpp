@@ -48,11 +48,11 @@ TEST(ModelsInfo, PlansHelpers) {
   EXPECT_EQ(spec.patch_size, (std::vector<int64_t>{16, 32, 24}));
   EXPECT_EQ(spec.architecture.at("arch_kwargs").at("n_stages"), 4);
   EXPECT_THROW(models::plan_network_spec(small_plans(), "2d"), Error);
-  const nlohmann::json ds = {{"channel_names", {{"0", "T2"}, {"1", "ADC"}}},
+  const nlohmann::ordered_json ds = {{"channel_names", {{"0", "T2"}, {"1", "ADC"}}},
                              {"labels", {{"background", 0}, {"PZ", 1}, {"TZ", 2}}}};
   EXPECT_EQ(io::channel_names_from_json(ds, "dataset.json").size(), 2u);
   EXPECT_EQ(io::network_outputs(io::labels_from_json(ds, "dataset.json")), 3);
-  const nlohmann::json regions = {{"channel_names", {{"0", "FLAIR"}}},
+  const nlohmann::ordered_json regions = {{"channel_names", {{"0", "FLAIR"}}},
                                   {"labels", {{"background", 0}, {"whole", {1, 2, 3}}, {"core", {2, 3}}, {"ignore", 4}}}};
   EXPECT_EQ(io::network_outputs(io::labels_from_json(regions, "dataset.json")), 2);
 }

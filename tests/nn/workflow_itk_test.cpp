@@ -160,23 +160,6 @@ TEST(WorkflowRegions, RegionsWithAnIgnoreLabelTrain) {
   EXPECT_EQ(lines[0].at("pseudo_dice").size(), 2u) << lines[0].dump();
 }
 
-// nnU-Net takes a region's output index from the order of dataset.json's labels; medseg's JSON
-// objects sort their keys. A region dataset listed in another order would pair outputs with the
-// wrong regions_class_order entries, so it is refused, naming the file, before anything is written.
-TEST(WorkflowRegions, RegionLabelsOutOfNameOrderAreRefused) {
-  test::TempDir dir("wf_region_order");
-  const fs::path ds = dir / "raw/Dataset952_Order";
-  fs::create_directories(ds / "imagesTr");
-  fs::create_directories(ds / "labelsTr");
-  std::ofstream(ds / "dataset.json") << R"({"channel_names": {"0": "MRI"}, "labels": {"background": 0,
-    "whole tumor": [1, 2, 3], "tumor core": [2, 3], "enhancing tumor": [3]}, "regions_class_order": [1, 2, 3],
-    "numTraining": 0, "file_ending": ".nii.gz"})";
-  const auto r = test::run_cli("medseg_verify_dataset", "-d 952", "MEDSEG_RAW=" + dir / "raw");
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find((ds / "dataset.json").string()), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("sorted by name"), std::string::npos) << r.output;
-}
-
 // A cascade stage needs the previous stage's predictions as input: training it as a plain
 // full-resolution model (what happened before) gave a model medseg_predict refused. Without those
 // predictions it is refused up front; with them it trains (workflow_cascade_itk_test.cpp).

@@ -1,0 +1,41 @@
+#include "training/trainer_variants.h"
+
+#include "core/error.h"
+#include "core/json_io.h"
+
+namespace medseg::training {
+
+std::optional<TrainerConfig> trainer_variant(const std::string& name, const std::string& table_file,
+                                             const std::function<TrainerConfig(const std::string&)>& load_base) {
+  const json table = read_json(table_file);
+  if (!table.is_object() || table.value("format", "") != "medseg-trainer-variants")
+    throw FileError(table_file, "not a trainer variant table (\"format\": \"medseg-trainer-variants\")");
+  const json variants = table.value("variants", json::object());
+  const json refused = table.value("refused", json::object());
+  if (!variants.is_object() || !refused.is_object())
+    throw FileError(table_file, "'variants' and 'refused' must be objects keyed by trainer name");
+  if (refused.contains(name)) {
+    if (!refused.at(name).is_string()) throw FileError(table_file, "refused '" + name + "' needs a reason (a string)");
+    throw Error(name + ": " + refused.at(name).get<std::string>());
+  }
+  if (!variants.contains(name)) return std::nullopt;
+  const json& v = variants.at(name);
+  const std::string where = table_file + " (" + name + ")";
+  if (!v.is_object() || !v.contains("base") || !v.at("base").is_string())
+    throw FileError(where, "a variant needs \"base\" (a trainer name) and \"settings\"");
+  const std::string base = v.at("base").get<std::string>();
+  // One level only: a variant of a variant could name itself in a loop.
+  if (variants.contains(base)) throw FileError(where, "base '" + base + "' is itself a variant; name a trainer config");
+  json config = load_base(base).to_json();
+  if (v.contains("settings")) {
+    if (!v.at("settings").is_object()) throw FileError(where, "'settings' must be an object of trainer config keys");
+    config.merge_patch(v.at("settings"));
+  }
+  config["name"] = name;
+  if (v.contains("description")) config["description"] = v.at("description");
+  // Read like a config file: a typo or an out-of-range value in the table is an error naming it.
+  TrainerConfig c = trainer_config_from_json(config, where);
+  return c;
+}
+
+}  // namespace medseg::training

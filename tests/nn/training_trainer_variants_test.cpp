@@ -1,0 +1,127 @@
+// nnU-Net's trainer variants by name (--tr NAME) from configs/trainer_variants.json, and the mirroring
+// setting the NoMirroring / onlyMirror01 variants need, in training and in the saved model.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "checkpoint/checkpoint.h"
+#include "core/error.h"
+#include "core/json_io.h"
+#include "inference/model_folder.h"
+#include "inference_test_util.h"
+#include "support/test_support.h"
+#include "training/trainer_config.h"
+#include "training/trainer_variants.h"
+
+using namespace medseg;
+using training::find_trainer_config;
+using training::TrainerConfig;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string error_of(const std::string& name) {
+  try {
+    find_trainer_config(name);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(TrainerVariants, EpochVariantsChangeOnlyTheEpochs) {
+  const TrainerConfig c = find_trainer_config("nnUNetTrainer_250epochs");
+  EXPECT_EQ(c.name, "nnUNetTrainer_250epochs");  // names the model folder, as nnU-Net's class name does
+  EXPECT_EQ(c.num_epochs, 250);
+  EXPECT_EQ(c.iterations_per_epoch, 250);
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.01);
+  EXPECT_TRUE(c.deep_supervision);
+  EXPECT_EQ(c.mirror_axes(3), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(c.mirror_axes(2), (std::vector<int>{0, 1}));
+  EXPECT_EQ(find_trainer_config("nnUNetTrainer_1epoch").num_epochs, 1);
+  EXPECT_EQ(find_trainer_config("nnUNetTrainer_8000epochs").num_epochs, 8000);
+}
+
+// nnUNetTrainerNoMirroring: mirror_axes = None in training and inference_allowed_mirroring_axes = None.
+TEST(TrainerVariants, NoMirroringMirrorsNothing) {
+  const TrainerConfig c = find_trainer_config("nnUNetTrainerNoMirroring");
+  EXPECT_EQ(c.num_epochs, 1000);
+  EXPECT_TRUE(c.mirror_axes(3).empty());
+  EXPECT_TRUE(c.mirror_axes(2).empty());
+  const TrainerConfig e = find_trainer_config("nnUNetTrainer_250epochs_NoMirroring");
+  EXPECT_EQ(e.num_epochs, 250);
+  EXPECT_TRUE(e.mirror_axes(3).empty());
+  // The checkpoint's trainer_config (and a resumed run) keeps the setting.
+  const TrainerConfig back = training::trainer_config_from_json(e.to_json(), "trainer_config.json");
+  EXPECT_TRUE(back.mirror_axes_3d.has_value());
+  EXPECT_TRUE(back.mirror_axes(3).empty());
+  EXPECT_EQ(e.to_json().at("mirror_axes"), json::parse(R"({"2d": [], "3d": []})"));
+}
+
+// nnUNetTrainer_onlyMirror01: axes (0, 1) of a 3D patch, (0,) of a 2D one.
+TEST(TrainerVariants, OnlyMirror01) {
+  const TrainerConfig c = find_trainer_config("nnUNetTrainer_onlyMirror01");
+  EXPECT_EQ(c.mirror_axes(3), (std::vector<int>{0, 1}));
+  EXPECT_EQ(c.mirror_axes(2), (std::vector<int>{0}));
+}
+
+TEST(TrainerVariants, NoDeepSupervision) {
+  EXPECT_FALSE(find_trainer_config("nnUNetTrainerNoDeepSupervision").deep_supervision);
+}
+
+TEST(TrainerVariants, RefusedNamesSayWhy) {
+  EXPECT_EQ(error_of("nnUNetTrainerDA5"), "nnUNetTrainerDA5: stronger augmentation (DA5) is not implemented in medseg");
+  EXPECT_NE(error_of("nnUNetTrainerCosAnneal").find("nnUNetTrainerCosAnneal: "), std::string::npos);
+  const std::string unknown = error_of("nnUNetTrainer_NoSuchVariant");
+  EXPECT_NE(unknown.find("trainer config 'nnUNetTrainer_NoSuchVariant' not found"), std::string::npos) << unknown;
+}
+
+// Every name of the table loads or is refused with its reason: no typo in the table trains a default.
+TEST(TrainerVariants, EveryNameOfTheTableResolves) {
+  const json table = read_json(std::string(MEDSEG_TEST_SOURCE_DIR) + "/configs/trainer_variants.json");
+  ASSERT_GE(table.at("variants").size(), 29u);
+  for (const auto& [name, v] : table.at("variants").items()) EXPECT_EQ(find_trainer_config(name).name, name);
+  for (const auto& [name, why] : table.at("refused").items())
+    EXPECT_EQ(error_of(name), name + ": " + why.get<std::string>());
+}
+
+TEST(TrainerVariants, ABadTableEntryIsNamed) {
+  test::TempDir dir("variants");
+  const std::string table = dir / "trainer_variants.json";
+  std::ofstream(table) << R"({"format": "medseg-trainer-variants", "variants": {
+      "typo": {"base": "nnUNetTrainer", "settings": {"num_epoch": 5}},
+      "range": {"base": "nnUNetTrainer", "settings": {"mirror_axes": {"3d": [0, 3]}}},
+      "loop": {"base": "typo", "settings": {}}}})";
+  const auto load = [](const std::string& n) { return find_trainer_config(n); };
+  for (const char* name : {"typo", "range", "loop"}) {
+    SCOPED_TRACE(name);
+    try {
+      training::trainer_variant(name, table, load);
+      FAIL();
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find(table + " (" + name + ")"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(training::trainer_variant("absent", table, load).has_value());
+}
+
+// A saved model's inference_allowed_mirroring_axes: null is nnU-Net's None (no test-time mirroring),
+// absent is every axis.
+TEST(TrainerVariants, SavedModelWithoutMirroringPredictsWithoutIt) {
+  test::TempDir dir("variants_model");
+  test::TinyModelSpec s;
+  auto net = test::tiny_network(s, 1);
+  const std::string folder = dir / "model";
+  test::write_model_folder(folder, s, net, {"0"});
+  const std::string ck_path = folder + "/fold_0/checkpoint_final.ckpt";
+  checkpoint::Checkpoint ck = checkpoint::load_checkpoint(ck_path);
+  ck.extra["inference_allowed_mirroring_axes"] = nullptr;
+  checkpoint::save_checkpoint(ck_path, ck);
+  EXPECT_TRUE(inference::load_model_folder(folder, {"0"}).mirror_axes.empty());
+  ck.extra.erase("inference_allowed_mirroring_axes");
+  checkpoint::save_checkpoint(ck_path, ck);
+  EXPECT_EQ(inference::load_model_folder(folder, {"0"}).mirror_axes, (std::vector<int64_t>{0, 1, 2}));
+}
