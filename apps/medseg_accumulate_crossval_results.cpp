@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/ordered_json_io.h"
 #include "core/path_component.h"
 #include "core/paths.h"
 #include "core/strings.h"
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
                            (trainer + "__" + plans + "__" + configuration);
     const std::string dj = (model / "dataset.json").string();
     if (!fs::exists(dj)) throw medseg::FileError(model.string(), "no trained model here (dataset.json missing)");
-    medseg::evaluation::labels_from_dataset_json(medseg::read_json(dj), eval, dj);
+    medseg::evaluation::labels_from_dataset_json(medseg::read_ordered_json(dj), eval, dj);
     const auto cv = medseg::postprocessing::gather_crossval(model.string(), folds, "", eval.file_ending, output);
     eval.chill = true;  // the folds' cases are scored; references of cases no given fold validated are not
     const auto summary = medseg::evaluation::evaluate_folder(cv.references, cv.folder, eval);
