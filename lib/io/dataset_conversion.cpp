@@ -104,7 +104,8 @@ ordered_json nnunet_dataset_json(const fs::path& msd_json, std::initializer_list
   }
   ordered_json out = ordered_json::object();
   for (auto& [key, value] : j.items()) {
-    if (std::any_of(drop.begin(), drop.end(), [&](const char* d) { return key == d; })) continue;
+    const std::string name = key;  // C++17 lambdas cannot capture a structured binding (clang)
+    if (std::any_of(drop.begin(), drop.end(), [&](const char* d) { return name == d; })) continue;
     if (key == "labels") out["labels"] = labels;
     else if (key == "modality") out["channel_names"] = value;
     else out[key] = value;
