@@ -32,10 +32,9 @@ std::string itk_reason(const itk::ExceptionObject& e) {
   return d;
 }
 
-// Reads a D-dimensional file (D = 2 or 3) into a 3D volume; a 2D image becomes one z slice.
-template <class T, unsigned D>
-Volume read_typed(const std::string& path, itk::ImageIOBase* io) {
-  using ImageT = itk::Image<T, D>;
+// Reads the file into an ITK image through the ImageIO that checked its header.
+template <class ImageT>
+typename ImageT::Pointer read_itk_image(const std::string& path, itk::ImageIOBase* io) {
   auto reader = itk::ImageFileReader<ImageT>::New();
   reader->SetFileName(path);
   reader->SetImageIO(io);
@@ -45,7 +44,14 @@ Volume read_typed(const std::string& path, itk::ImageIOBase* io) {
     reader->UpdateOutputInformation();
   }
   reader->Update();
-  typename ImageT::Pointer img = reader->GetOutput();
+  return reader->GetOutput();
+}
+
+// Reads a D-dimensional file (D = 2 or 3) into a 3D volume; a 2D image becomes one z slice.
+template <class T, unsigned D>
+Volume read_typed(const std::string& path, itk::ImageIOBase* io) {
+  using ImageT = itk::Image<T, D>;
+  typename ImageT::Pointer img = read_itk_image<ImageT>(path, io);
   const auto size = img->GetLargestPossibleRegion().GetSize();
   Geometry g;
   for (unsigned i = 0; i < D; ++i) {
@@ -73,15 +79,7 @@ Volume read_typed(const std::string& path, itk::ImageIOBase* io, unsigned file_d
 template <class T>
 std::vector<Volume> read_typed_4d(const std::string& path, itk::ImageIOBase* io) {
   using ImageT = itk::Image<T, 4>;
-  auto reader = itk::ImageFileReader<ImageT>::New();
-  reader->SetFileName(path);
-  reader->SetImageIO(io);
-  {
-    std::lock_guard<std::mutex> lock(itk_header_mutex());
-    reader->UpdateOutputInformation();
-  }
-  reader->Update();
-  typename ImageT::Pointer img = reader->GetOutput();
+  typename ImageT::Pointer img = read_itk_image<ImageT>(path, io);
   const auto size = img->GetLargestPossibleRegion().GetSize();
   Geometry g;
   for (unsigned i = 0; i < 3; ++i) {
