@@ -18,6 +18,7 @@
 #   --root DIR     the root (default $MEDSEG_CACHE/clean-root, i.e. ~/.cache/medseg/clean-root): made once
 #                  and reused; its /work is made anew each run
 #   --jobs N       build parallelism (default: nproc)
+# The root's compiler cache is kept in $MEDSEG_CACHE/clean-root-ccache (outside the root).
 # Prints the report's table; exit status 0 when validate.sh and the checks passed.
 set -euo pipefail
 
@@ -71,7 +72,7 @@ fi
 [[ -f $bundle/MANIFEST.json ]] || die "no bundle at $bundle"
 
 # --- the root: Debian 12 minbase + what a GPU node has (no -dev package of medseg's dependencies) ------
-node_pkgs=(python3 cmake ninja-build g++ ca-certificates)
+node_pkgs=(python3 cmake ninja-build g++ ca-certificates ccache)
 forbidden='^(nlohmann-json3-dev|libcli11-dev|libgtest-dev|libspdlog-dev|libfmt-dev|libzip-dev|libpng-dev|zlib1g-dev|libgloo-dev|libcairo2-dev|libinsighttoolkit5-dev|libtorch-dev|pkg-config|pkgconf)$'
 if [[ ! -f $rootfs/.medseg-clean-root ]]; then
   rm -rf "$rootfs"
@@ -87,6 +88,15 @@ if [[ ! -f $rootfs/.medseg-clean-root ]]; then
   chroot "$rootfs" apt-get clean
   touch "$rootfs/.medseg-clean-root"
 fi
+# ccache is no dependency of medseg (the build uses it when present, cmake/MedsegCcache.cmake): a root made
+# before it was added gets it here, and its cache lives outside the root so repeated runs (CI) rebuild fast.
+if [[ ! -x $rootfs/usr/bin/ccache ]]; then
+  mountpoint -q "$rootfs/proc" || mount_in /proc /proc
+  cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+  chroot "$rootfs" /usr/bin/env DEBIAN_FRONTEND=noninteractive bash -c \
+    "apt-get update -q=2 && apt-get install -q=2 -y --no-install-recommends ccache && apt-get clean" >"$work/apt.log" 2>&1 ||
+    { tail -5 "$work/apt.log" >&2; die "apt-get install ccache in the root failed (above)"; }
+fi
 bad=$(chroot "$rootfs" dpkg-query -W -f '${Package}\n' | grep -E "$forbidden" || true)
 [[ -z $bad ]] || die "the root holds packages a GPU node lacks: $(echo $bad)"
 
@@ -100,6 +110,8 @@ ln -sfn "$(basename "$cuda")" "$rootfs/usr/local/cuda"
 echo /usr/local/cuda/lib >"$rootfs/etc/ld.so.conf.d/cuda.conf"
 chroot "$rootfs" ldconfig
 mount_in "$site" /opt/torch-site ro
+mkdir -p "$cache/clean-root-ccache"
+mount_in "$cache/clean-root-ccache" /root/.cache/ccache
 rm -rf "$rootfs/work"
 mkdir -p "$rootfs/work/medseg"
 git -C "$root" archive HEAD | tar -x -C "$rootfs/work/medseg"
