@@ -121,8 +121,12 @@ list(APPEND TORCH_INCLUDE_DIRS ${medseg_torch_extra_includes})
 if(MEDSEG_WITH_ITK)
   find_package(ITK REQUIRED COMPONENTS
     ITKCommon ITKIOImageBase ITKIONIFTI ITKIONRRD ITKIOMeta
+    ITKIOPNG ITKIOBMP ITKIOTIFF ITKIOGIPL  # nnU-Net's NaturalImage2DIO, Tiff3DIO and .gipl (docs/file_formats.md)
     ITKImageFunction ITKImageGrid ITKSmoothing ITKDistanceMap ITKLabelMap)
   include(${ITK_USE_FILE})
+  # ITK's TIFF reader cannot read samples kept in separate planes, which is how tifffile stores a stack of
+  # 3 or 4 slices (lib/io/tiff_planes_itk.cpp reads those with libtiff itself).
+  find_package(TIFF REQUIRED)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     include(MedsegItkClang)
   endif()

@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libgloo-dev
-  libinsighttoolkit5-dev
+  libinsighttoolkit5-dev libtiff-dev   # libtiff: TIFF stacks kept as sample planes (lib/io/tiff_planes_itk.cpp)
   nlohmann-json3-dev libcli11-dev libgtest-dev
   libspdlog-dev libfmt-dev
   libpng-dev zlib1g-dev
@@ -17,6 +17,7 @@ PACKAGES=(
   clang libclang-rt-14-dev   # sanitizer builds and libFuzzer targets (docs/hardening.md)
   debootstrap python3-venv   # the GPU bundle's clean-root check (scripts/gpu/check_clean_root.sh)
   python3-nibabel   # an independent NIfTI writer for tests (tests/base/convert_msd_itk_test.cpp)
+  python3-pil python3-tifffile   # independent PNG/BMP/TIFF writers for tests (tests/base/io_natural_formats_itk_test.cpp)
 )
 
 missing=()

@@ -1,6 +1,7 @@
 #include "io/case_loader.h"
 
 #include "core/error.h"
+#include "io/image_formats.h"
 #include "io/image_io.h"
 
 namespace medseg::io {
@@ -14,14 +15,18 @@ LoadedCase load_case(const CaseFiles& files) {
   LoadedCase c;
   c.id = files.id;
   for (const auto& f : files.images) {
-    Volume v = read_image(f);
-    if (v.pixel_type() != PixelType::Float32) v = Volume::from_float(v.shape(), v.geometry(), v.to_float());
-    if (!c.channels.empty()) {
-      const std::string why = grid_mismatch(c.channels[0], v);
-      if (!why.empty())
-        throw FileError(f, "does not share the grid of " + files.images[0] + ": " + why);
+    // A natural image may hold several channels (RGB: io/image_formats.h); other files hold one.
+    std::vector<Volume> vs;
+    if (image_family(f) == ImageFamily::Medical) vs.push_back(read_image(f));
+    else vs = read_image_volumes(f);
+    for (Volume& v : vs) {
+      if (v.pixel_type() != PixelType::Float32) v = Volume::from_float(v.shape(), v.geometry(), v.to_float());
+      if (!c.channels.empty()) {
+        const std::string why = grid_mismatch(c.channels[0], v);
+        if (!why.empty()) throw FileError(f, "does not share the grid of " + files.images[0] + ": " + why);
+      }
+      c.channels.push_back(std::move(v));
     }
-    c.channels.push_back(std::move(v));
   }
   if (!files.label.empty()) {
     c.label = read_label(files.label);

@@ -1,9 +1,13 @@
 // ITK-backed implementation of io/image_io.h. The only place (with other *_itk.cpp files) that
 // includes ITK headers.
+#include <itkBMPImageIO.h>
 #include <itkImage.h>
 #include <itkImageFileReader.h>
 #include <itkImageFileWriter.h>
 #include <itkImageIOFactory.h>
+#include <itkPNGImageIO.h>
+#include <itkTIFFImageIO.h>
+#include <itkVectorImage.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,9 +18,11 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/image_formats.h"
 #include "io/image_io.h"
 #include "io/itk_globals.h"
 #include "io/nifti_check.h"
+#include "io/tiff_planes.h"
 
 namespace fs = std::filesystem;
 
@@ -47,22 +53,47 @@ typename ImageT::Pointer read_itk_image(const std::string& path, itk::ImageIOBas
   return reader->GetOutput();
 }
 
+// nnU-Net's geometry for the non-medical families (io/image_formats.h): natural 2D images have spacing
+// 1 whatever the file says (PNG's pHYs, TIFF's resolution tags); 3D TIFFs take the sidecar's spacing.
+// Origin 0 and identity direction for both.
+void apply_family_geometry(const std::string& path, unsigned dims, Geometry& g) {
+  const ImageFamily family = image_family(path);
+  if (family == ImageFamily::Medical) return;
+  g = Geometry{};
+  if (dims == 3) {
+    const std::string sidecar = tiff_sidecar_for(path);
+    if (!sidecar.empty()) {
+      const auto xyz = read_tiff_sidecar(sidecar);
+      for (unsigned i = 0; i < 3; ++i) g.spacing[i] = xyz[i];
+    }
+  }
+}
+
+// The geometry of an ITK image of D <= 3 dimensions; a 2D image is one slice 999 x its spacing thick.
+template <class ImageT>
+Geometry geometry_of(const std::string& path, const ImageT& img) {
+  constexpr unsigned D = ImageT::ImageDimension;
+  Geometry g;
+  for (unsigned i = 0; i < D; ++i) {
+    g.spacing[i] = img.GetSpacing()[i];
+    g.origin[i] = img.GetOrigin()[i];
+    for (unsigned j = 0; j < D; ++j) g.direction[i * 3 + j] = img.GetDirection()(i, j);
+  }
+  apply_family_geometry(path, D, g);
+  if (D == 2) {
+    g.spacing[2] = g.slice_spacing_2d();
+    g.file_dimension = 2;
+  }
+  return g;
+}
+
 // Reads a D-dimensional file (D = 2 or 3) into a 3D volume; a 2D image becomes one z slice.
 template <class T, unsigned D>
 Volume read_typed(const std::string& path, itk::ImageIOBase* io) {
   using ImageT = itk::Image<T, D>;
   typename ImageT::Pointer img = read_itk_image<ImageT>(path, io);
   const auto size = img->GetLargestPossibleRegion().GetSize();
-  Geometry g;
-  for (unsigned i = 0; i < D; ++i) {
-    g.spacing[i] = img->GetSpacing()[i];
-    g.origin[i] = img->GetOrigin()[i];
-    for (unsigned j = 0; j < D; ++j) g.direction[i * 3 + j] = img->GetDirection()(i, j);
-  }
-  if (D == 2) {
-    g.spacing[2] = g.slice_spacing_2d();
-    g.file_dimension = 2;
-  }
+  const Geometry g = geometry_of(path, *img);
   const int64_t nz = D == 3 ? static_cast<int64_t>(size[D - 1]) : 1;
   Volume v(PixelTypeOf<T>::value, {nz, static_cast<int64_t>(size[1]), static_cast<int64_t>(size[0])}, g);
   std::copy(img->GetBufferPointer(), img->GetBufferPointer() + v.numel(), v.data<T>());
@@ -94,6 +125,67 @@ std::vector<Volume> read_typed_4d(const std::string& path, itk::ImageIOBase* io)
   for (itk::SizeValueType t = 0; t < size[3]; ++t) {
     Volume v(PixelTypeOf<T>::value, shape, g);
     std::copy(src + t * v.numel(), src + (t + 1) * v.numel(), v.data<T>());
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// The palette of an image ITK read as index + palette (ExpandRGBPalette off), as RGB triples; empty for
+// any other image. Natural images only: PNG, BMP and TIFF keep palettes.
+std::vector<std::array<double, 3>> palette_of(itk::ImageIOBase* io) {
+  std::vector<std::array<double, 3>> out;
+  if (!io->GetIsReadAsScalarPlusPalette()) return out;
+  auto add = [&](const auto& pal) {
+    for (const auto& c : pal) out.push_back({double(c[0]), double(c[1]), double(c[2])});
+  };
+  if (auto* png = dynamic_cast<itk::PNGImageIO*>(io)) add(png->GetColorPalette());
+  else if (auto* bmp = dynamic_cast<itk::BMPImageIO*>(io)) add(bmp->GetColorPalette());
+  else if (auto* tif = dynamic_cast<itk::TIFFImageIO*>(io)) add(tif->GetColorPalette());
+  return out;
+}
+
+// A gray palette (every entry r = g = b) makes one channel, as Pillow reads such files ("L"); a color
+// palette makes three (RGB).
+bool gray_palette(const std::vector<std::array<double, 3>>& pal) {
+  return std::all_of(pal.begin(), pal.end(), [](const auto& c) { return c[0] == c[1] && c[1] == c[2]; });
+}
+
+// The channels of a palette image: its indices `idx` looked up in the palette, one volume per channel.
+std::vector<Volume> apply_palette(const std::string& path, const Volume& idx,
+                                  const std::vector<std::array<double, 3>>& pal) {
+  const int channels = gray_palette(pal) ? 1 : 3;
+  const bool wide = std::any_of(pal.begin(), pal.end(), [](const auto& c) { return c[0] > 255 || c[1] > 255 || c[2] > 255; });
+  const std::vector<double> index = idx.to_double();
+  std::vector<Volume> out;
+  for (int c = 0; c < channels; ++c) {
+    std::vector<double> values(index.size());
+    for (size_t i = 0; i < index.size(); ++i) {
+      const double k = index[i];
+      if (k < 0 || k >= static_cast<double>(pal.size()))
+        throw FileError(path, "palette index " + std::to_string(static_cast<int64_t>(k)) + " is outside the palette of " +
+                                  std::to_string(pal.size()) + " colors");
+      values[i] = pal[static_cast<size_t>(k)][static_cast<size_t>(c)];
+    }
+    out.push_back(Volume::from_values(wide ? PixelType::UInt16 : PixelType::UInt8, idx.shape(), idx.geometry(), values));
+  }
+  return out;
+}
+
+// An RGB(A) 2D image as one volume per color channel, in file order (nnU-Net's NaturalImage2DIO).
+template <class T>
+std::vector<Volume> read_color_channels(const std::string& path, itk::ImageIOBase* io) {
+  using ImageT = itk::VectorImage<T, 2>;
+  typename ImageT::Pointer img = read_itk_image<ImageT>(path, io);
+  const auto size = img->GetLargestPossibleRegion().GetSize();
+  const unsigned n = img->GetNumberOfComponentsPerPixel();
+  const Geometry g = geometry_of(path, *img);
+  const std::array<int64_t, 3> shape{1, static_cast<int64_t>(size[1]), static_cast<int64_t>(size[0])};
+  const T* src = img->GetBufferPointer();
+  std::vector<Volume> out;
+  for (unsigned c = 0; c < n; ++c) {
+    Volume v(PixelTypeOf<T>::value, shape, g);
+    T* dst = v.data<T>();
+    for (int64_t i = 0; i < v.numel(); ++i) dst[i] = src[i * n + c];
     out.push_back(std::move(v));
   }
   return out;
@@ -147,6 +239,13 @@ void write_typed(const std::string& path, const Volume& v) {
   writer->Update();
 }
 
+// A label value as it is in the file: 3000000000, 2.5, -1.
+std::string label_value_str(double x) {
+  std::ostringstream o;
+  o << std::setprecision(std::abs(x) < 1e15 ? 15 : 6) << x;
+  return o.str();
+}
+
 std::string lower_name(const std::string& path) {
   std::string s = fs::path(path).filename().string();
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -156,7 +255,8 @@ std::string lower_name(const std::string& path) {
 // The ".nii.gz"-style ending, so a temp file keeps the format ITK picks from the name.
 std::string image_ending(const std::string& path) {
   const std::string n = lower_name(path);
-  for (const char* e : {".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd"}) {
+  for (const char* e : {".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd", ".gipl.gz", ".gipl", ".png", ".bmp", ".tiff",
+                        ".tif"}) {
     const std::string s(e);
     if (n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0)
       return fs::path(path).filename().string().substr(n.size() - s.size());
@@ -213,17 +313,25 @@ itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
   itk::ImageIOBase::Pointer io =
       itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::ImageIOFactory::IOFileModeEnum::ReadMode);
   if (!io) throw FileError(path, "not a readable image (unknown format or corrupt header)");
+  const bool natural = image_family(path) != ImageFamily::Medical;
   try {
     io->SetFileName(path);
+    // Palettes are looked up here (apply_palette), so a gray palette gives one channel as Pillow reads it.
+    if (natural) io->SetExpandRGBPalette(false);
     std::lock_guard<std::mutex> lock(itk_header_mutex());
     io->ReadImageInformation();
   } catch (const itk::ExceptionObject& e) {
     throw FileError(path, "corrupt image header: " + itk_reason(e));
   }
-  if (io->GetNumberOfComponents() != 1)
-    throw FileError(path, "has " + std::to_string(io->GetNumberOfComponents()) +
-                              " components per voxel; medseg expects one channel per file (_0000, _0001, ...)");
   const unsigned nd = io->GetNumberOfDimensions();
+  const unsigned comps = io->GetNumberOfComponents();
+  // nnU-Net's NaturalImage2DIO: a 2D RGB or RGBA file is 3 or 4 channels; nothing else holds several.
+  const bool color = natural && nd == 2 && (comps == 3 || comps == 4);
+  if (comps != 1 && !(color && (volumes || tiff_planar_separate(path))))
+    throw FileError(path, "has " + std::to_string(comps) + " components per voxel; " +
+                              (color ? "a color image is image channels, not a label or a single channel"
+                                     : natural && nd == 2 ? "2D images must be grayscale, RGB or RGBA"
+                                                          : "medseg expects one channel per file (_0000, _0001, ...)"));
   if (nd < 2 || nd > 4 || (nd == 4 && io->GetDimensions(3) != 1 && !volumes))
     throw FileError(path, "has " + std::to_string(nd) + " dimensions; expected a 2D or 3D image");
   const std::string geometry = header_geometry_problem(*io, nd);
@@ -238,38 +346,58 @@ void check_finite(const std::string& path, const Volume& v) {
 
 }  // namespace
 
-Volume read_image(const std::string& path) {
-  const itk::ImageIOBase::Pointer io = open_checked(path, false);
+// The voxels of a checked file as one volume per channel: one for most files; 3 or 4 for a color 2D
+// image (when `volumes`), a color palette's 3, or one per t of a 4D file (when `volumes`).
+std::vector<Volume> read_checked(const std::string& path, itk::ImageIOBase* io, bool volumes) {
   const unsigned nd = io->GetNumberOfDimensions();
-  Volume v;
+  std::vector<Volume> out;
+  if (io->GetNumberOfComponents() > 1 && tiff_planar_separate(path)) {
+    // A stack of 3 or 4 slices as tifffile keeps it: the planes are z slices (nnU-Net's Tiff3DIO).
+    Geometry g;
+    apply_family_geometry(path, 3, g);
+    out.push_back(read_tiff_planes(path, g));
+    check_finite(path, out[0]);
+    return out;
+  }
   try {
-    v = with_component_type(io->GetComponentType(), path, [&](auto t) { return read_typed<decltype(t)>(path, io, nd); });
+    with_component_type(io->GetComponentType(), path, [&](auto t) {
+      using T = decltype(t);
+      if (io->GetNumberOfComponents() > 1) out = read_color_channels<T>(path, io);
+      else if (nd == 4 && io->GetDimensions(3) > 1) out = read_typed_4d<T>(path, io);
+      else out.push_back(read_typed<T>(path, io, std::min(nd, 3u)));
+      return 0;
+    });
   } catch (const itk::ExceptionObject& e) {
     throw FileError(path, "cannot read voxel data (truncated or corrupt file?): " + itk_reason(e));
   }
-  check_finite(path, v);
-  return v;
-}
-
-std::vector<Volume> read_image_volumes(const std::string& path) {
-  const itk::ImageIOBase::Pointer io = open_checked(path, true);
-  if (io->GetNumberOfDimensions() < 4 || io->GetDimensions(3) == 1) return {read_image(path)};
-  std::vector<Volume> out;
-  try {
-    out = with_component_type(io->GetComponentType(), path, [&](auto t) { return read_typed_4d<decltype(t)>(path, io); });
-  } catch (const itk::ExceptionObject& e) {
-    throw FileError(path, "cannot read voxel data (truncated or corrupt file?): " + itk_reason(e));
+  const auto pal = palette_of(io);
+  if (!pal.empty()) {
+    out = apply_palette(path, out.at(0), pal);
+    if (out.size() > 1 && !volumes)
+      throw FileError(path, "is a color palette image (3 channels); a label or a single channel must be grayscale");
   }
   for (const auto& v : out) check_finite(path, v);
   return out;
 }
 
-// A label value as it is in the file: 3000000000, 2.5, -1.
-static std::string label_value_str(double x) {
-  std::ostringstream o;
-  o << std::setprecision(std::abs(x) < 1e15 ? 15 : 6) << x;
-  return o.str();
+Volume read_image(const std::string& path) {
+  const itk::ImageIOBase::Pointer io = open_checked(path, false);
+  return std::move(read_checked(path, io, false).at(0));
 }
+
+std::vector<Volume> read_image_volumes(const std::string& path) {
+  const itk::ImageIOBase::Pointer io = open_checked(path, true);
+  return read_checked(path, io, true);
+}
+
+int image_file_channels(const std::string& path) {
+  const itk::ImageIOBase::Pointer io = open_checked(path, true);
+  if (io->GetNumberOfComponents() > 1 && !tiff_planar_separate(path)) return static_cast<int>(io->GetNumberOfComponents());
+  if (io->GetNumberOfDimensions() == 4) return static_cast<int>(io->GetDimensions(3));
+  if (io->GetIsReadAsScalarPlusPalette()) return static_cast<int>(read_checked(path, io, true).size());
+  return 1;
+}
+
 
 Volume read_label(const std::string& path) {
   Volume v = read_image(path);
@@ -305,20 +433,47 @@ Volume read_label(const std::string& path) {
   return Volume::from_values(target, v.shape(), v.geometry(), v.to_double());
 }
 
-void write_image(const std::string& path, const Volume& v) {
+namespace {
+
+// What a natural image or TIFF file can hold, as nnU-Net writes segmentations there: integers as 8 bit when
+// every value is below 255, else 16 bit (BMP: 8 bit only); TIFF also keeps float. A volume that does not
+// fit is a FileError naming the file, not a silently wrapped picture.
+Volume writable_for_family(const std::string& path, const Volume& v) {
+  const ImageFamily family = image_family(path);
+  if (family == ImageFamily::Medical) return v;
+  if (!is_integer_type(v.pixel_type())) {
+    if (family == ImageFamily::Tiff) return v;
+    throw FileError(path, std::string("PNG and BMP hold 8- or 16-bit integers; this image is ") + pixel_type_name(v.pixel_type()));
+  }
+  const std::vector<double> values = v.to_double();
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  const double min = values.empty() ? 0 : *lo, max = values.empty() ? 0 : *hi;
+  if (min < 0) throw FileError(path, "holds negative values (" + label_value_str(min) + "), which this format cannot");
+  const bool bmp = lower_name(path).size() >= 4 && lower_name(path).substr(lower_name(path).size() - 4) == ".bmp";
+  if (max > (bmp ? 255 : 65535))
+    throw FileError(path, "value " + label_value_str(max) + " does not fit the format's " + (bmp ? "8" : "16") + "-bit pixels");
+  const PixelType t = max < 255 ? PixelType::UInt8 : PixelType::UInt16;
+  return v.pixel_type() == t ? v : Volume::from_values(t, v.shape(), v.geometry(), values);
+}
+
+}  // namespace
+
+void write_image(const std::string& path, const Volume& input) {
   init_itk_globals_once();
   const std::string ending = image_ending(path);
   if (ending.empty())
-    throw FileError(path, "unknown image file ending (use .nii.gz, .nii, .nrrd, .mha)");
+    throw FileError(path, "unknown image file ending (use .nii.gz, .nii, .nrrd, .mha, .gipl, .png, .bmp, .tif)");
   const fs::path target(path);
   const fs::path dir = target.parent_path();
   if (!dir.empty()) fs::create_directories(dir);
   std::random_device rd;
   const fs::path tmp = dir / (".tmp_" + std::to_string(rd()) + "_" + target.filename().string());
+  const Volume v = writable_for_family(path, input);
+  const bool two_d = v.geometry().file_dimension == 2 && v.shape()[0] == 1;
   try {
     visit_pixels(v, [&](const auto* p) {
       using T = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
-      if (v.geometry().file_dimension == 2 && v.shape()[0] == 1)
+      if (two_d)
         write_typed<T, 2>(tmp.string(), v);
       else
         write_typed<T, 3>(tmp.string(), v);
@@ -334,6 +489,8 @@ void write_image(const std::string& path, const Volume& v) {
     fs::remove(tmp, ec);
     throw FileError(path, "cannot move the written image into place: " + ec.message());
   }
+  // Tiff3DIO's spacing travels beside the stack (image_formats.h).
+  if (image_family(path) == ImageFamily::Tiff && !two_d) write_tiff_sidecar(path, v.geometry().spacing);
 }
 
 }  // namespace medseg::io

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "io/image_formats.h"
 #include "io/image_io.h"
 
 namespace medseg::io {
@@ -16,6 +17,7 @@ Volume read_image(const std::string& path) { throw no_itk(path); }
 std::vector<Volume> read_image_volumes(const std::string& path) { throw no_itk(path); }
 Volume read_label(const std::string& path) { throw no_itk(path); }
 void write_image(const std::string& path, const Volume&) { throw no_itk(path); }
+int image_file_channels(const std::string& path) { throw no_itk(path); }
 
 }  // namespace medseg::io
 #endif

@@ -1,5 +1,7 @@
 // The one place that sets ITK up for use from many threads (see itk_globals.h).
+#include <itkBMPImageIOFactory.h>
 #include <itkFloatingPointExceptions.h>
+#include <itkGiplImageIOFactory.h>
 #include <itkImage.h>
 #include <itkImageFileReader.h>
 #include <itkImageFileWriter.h>
@@ -9,6 +11,8 @@
 #include <itkNiftiImageIOFactory.h>
 #include <itkNrrdImageIOFactory.h>
 #include <itkOutputWindow.h>
+#include <itkPNGImageIOFactory.h>
+#include <itkTIFFImageIOFactory.h>
 
 #include <mutex>
 
@@ -32,6 +36,10 @@ void init_itk_globals() {
   itk::NiftiImageIOFactory::RegisterOneFactory();
   itk::NrrdImageIOFactory::RegisterOneFactory();
   itk::MetaImageIOFactory::RegisterOneFactory();
+  itk::PNGImageIOFactory::RegisterOneFactory();
+  itk::BMPImageIOFactory::RegisterOneFactory();
+  itk::TIFFImageIOFactory::RegisterOneFactory();
+  itk::GiplImageIOFactory::RegisterOneFactory();
   // A reader and a writer: their ProcessObject base makes the multi-threader (and its thread
   // pool) and bumps the global time stamp; every image IO is instantiated as CreateImageIO does.
   using ImageT = itk::Image<float, 3>;
