@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 #include "core/strings.h"
+#include "io/image_formats.h"
+#include "io/image_io.h"
 
 namespace fs = std::filesystem;
 
@@ -47,9 +49,36 @@ std::string channel_name(const std::string& id, int c, const std::string& ending
   return id + buf + ending;
 }
 
+// The channels in a case's files when one file may hold several (an RGB .png: io/image_formats.h):
+// _0000, _0001, ... until they hold n. "" when they do, else what is wrong, naming the file.
+std::string multi_channel_images(const std::string& id, const Scanned& s, const std::string& ending, int n,
+                                 std::vector<std::string>& images) {
+  int held = 0;
+  for (int k = 0; held < n; ++k) {
+    auto it = s.channels.find(k);
+    if (it == s.channels.end()) {
+      const fs::path expected = fs::path(s.channels.begin()->second[0]).parent_path() / channel_name(id, k, ending);
+      return expected.string() + ": missing; case '" + id + "' holds " + std::to_string(held) + " of the " +
+             std::to_string(n) + " channel(s) the model takes";
+    }
+    held += io::image_file_channels(it->second[0]);
+    images.push_back(it->second[0]);
+  }
+  if (held != n || images.size() != s.channels.size())
+    return images.back() + ": case '" + id + "' holds " + std::to_string(held) + " channel(s) in " +
+           std::to_string(images.size()) + " file(s) of " + std::to_string(s.channels.size()) + "; the model takes " +
+           std::to_string(n);
+  return "";
+}
+
 CaseInput make_case(const std::string& id, const Scanned& s, const std::string& ending, int n) {
   CaseInput c;
   c.id = id;
+  const bool multi = io::multi_channel_ending(ending) && io::image_io_available();
+  if (multi && s.plain.size() == 1 && s.channels.empty() && n > 1 && io::image_file_channels(s.plain[0]) == n) {
+    c.images = s.plain;  // one RGB file without a channel suffix holds the model's channels
+    return c;
+  }
   if (!s.plain.empty()) {
     if (n != 1) {
       c.error = s.plain[0] + ": a file without the _XXXX channel suffix, but the model takes " + std::to_string(n) +
@@ -74,6 +103,11 @@ CaseInput make_case(const std::string& id, const Scanned& s, const std::string& 
                 std::to_string(n) + " channel(s)";
       return c;
     }
+  }
+  if (multi) {
+    c.error = multi_channel_images(id, s, ending, n, c.images);
+    if (!c.error.empty()) c.images.clear();
+    return c;
   }
   for (int k = 0; k < n; ++k) {
     auto it = s.channels.find(k);
@@ -110,7 +144,14 @@ std::vector<CaseInput> collect_case_inputs(const std::vector<std::string>& input
   if (cases.empty()) throw Error("no input images ending in '" + ending + "' found");
   std::vector<CaseInput> out;
   for (const auto& [id, s] : cases) {
-    out.push_back(make_case(id, s, ending, num_channels));
+    try {
+      out.push_back(make_case(id, s, ending, num_channels));
+    } catch (const std::exception& e) {  // a header that cannot be read while counting channels
+      CaseInput c;
+      c.id = id;
+      c.error = e.what();
+      out.push_back(std::move(c));
+    }
     out.back().files = s.plain;
     for (const auto& [k, files] : s.channels) out.back().files.insert(out.back().files.end(), files.begin(), files.end());
   }

@@ -29,7 +29,8 @@ void create_overlay_folder(const std::string& folder) {
 
 void write_prediction_overlay(const std::string& image_file, const Volume& segmentation, const io::DatasetInfo& dataset,
                               const std::string& folder, const std::string& id) {
-  const Volume image = io::read_image(image_file);
+  // An RGB image (one file, three channels: io/image_formats.h) is drawn from its first channel.
+  const Volume image = std::move(io::read_image_volumes(image_file).at(0));
   visualization::OverlayInput in;
   in.image = &image;
   in.segmentation = &segmentation;
