@@ -103,6 +103,9 @@ bad=$(chroot "$rootfs" dpkg-query -W -f '${Package}\n' | grep -E "$forbidden" ||
 # --- what the node has besides: torch, the CUDA toolkit; and the checkout and the bundle ---------------
 mountpoint -q "$rootfs/proc" || mount_in /proc /proc
 mount_in /dev /dev
+# Every installed system names localhost in /etc/hosts; debootstrap's minbase leaves the file out, and the
+# distributed tests join on localhost.
+[[ -s $rootfs/etc/hosts ]] || printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$rootfs/etc/hosts"
 # At its own path with the usual link: nvcc finds its parts through the real folder's name.
 mount_in "$cuda" "/usr/local/$(basename "$cuda")" ro
 [[ -L $rootfs/usr/local/cuda ]] || rmdir "$rootfs/usr/local/cuda" 2>/dev/null || true

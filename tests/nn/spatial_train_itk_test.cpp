@@ -2,7 +2,7 @@
 // every patch against a single process on the whole patches, checkpoints compared with
 // `medseg_checkpoint diff`; and the bad combinations refused with one line.
 //
-// As in distributed_train_test.cpp, the multi-iteration comparison runs at lr 1e-12 so that the
+// As in distributed_train_itk_test.cpp, the multi-iteration comparison runs at lr 1e-12 so that the
 // momentum buffers (three iterations of gradients) are what is compared; the default-lr row compares
 // the weights after one real step.
 #include <gtest/gtest.h>

@@ -1,0 +1,108 @@
+#include "sharing/nnunet_export.h"
+
+#include <torch/serialize.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "core/error.h"
+#include "core/json_io.h"
+#include "core/output_folder.h"
+#include "inference/model_folder.h"
+
+namespace fs = std::filesystem;
+
+namespace medseg::sharing {
+namespace {
+
+// nnU-Net's networks from dynamic-network-architectures: the only ones its predictor builds from plans.
+bool nnunet_builds(const nlohmann::json& plans, const std::string& configuration, bool* dropout) {
+  const auto& cfg = plans.at("configurations").at(configuration);
+  if (!cfg.contains("architecture")) return false;
+  const auto& arch = cfg.at("architecture");
+  const std::string cls = arch.value("network_class_name", "");
+  *dropout = arch.contains("arch_kwargs") && arch.at("arch_kwargs").contains("dropout_op") &&
+             !arch.at("arch_kwargs").at("dropout_op").is_null();
+  return cls == "dynamic_network_architectures.architectures.unet.PlainConvUNet" ||
+         cls == "dynamic_network_architectures.architectures.unet.ResidualEncoderUNet";
+}
+
+// medseg trainer names that are nnU-Net classes (docs/trainer_variants.md); anything else trains the same
+// network and is exported as nnUNetTrainer, whose build_network_architecture reads the plans alone.
+std::string nnunet_trainer(const std::string& own) {
+  static const std::regex known("^nnUNetTrainer(_\\d+epochs?(_NoMirroring)?|NoMirroring|_onlyMirror01|NoDeepSupervision)?$");
+  return std::regex_match(own, known) ? own : "nnUNetTrainer";
+}
+
+c10::IValue mirror_axes_value(const std::vector<int64_t>& axes) {
+  if (axes.empty()) return c10::IValue();  // None: nnU-Net predicts without mirroring
+  std::vector<c10::IValue> items(axes.begin(), axes.end());
+  return c10::ivalue::Tuple::create(std::move(items));
+}
+
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw FileError(path, "cannot write the checkpoint");
+}
+
+}  // namespace
+
+std::vector<std::string> nnunet_state_dict_names(const std::string& name, bool dropout) {
+  std::vector<std::string> views{name};
+  if (name.rfind("encoder.", 0) == 0) views.push_back("decoder." + name);
+  static const std::regex block("^(.*)\\.(conv|norm)\\.([A-Za-z_]+)$");
+  const size_t n = views.size();
+  for (size_t i = 0; i < n; ++i) {
+    std::smatch m;
+    if (!std::regex_match(views[i], m, block)) continue;
+    const std::string index = m[2] == "conv" ? "0" : (dropout ? "2" : "1");
+    views.push_back(m[1].str() + ".all_modules." + index + "." + m[3].str());
+  }
+  return views;
+}
+
+NnunetExportResult export_nnunet(const NnunetExportOptions& o) {
+  const inference::ModelFolder m = inference::load_model_folder(o.model_folder, o.folds, o.checkpoint);
+  bool dropout = false;
+  if (!nnunet_builds(m.plans_json, m.configuration, &dropout))
+    throw FileError(o.model_folder, "configuration '" + m.configuration +
+                                        "' is not a network nnU-Net builds from plans (PlainConvUNet or "
+                                        "ResidualEncoderUNet); it cannot be exported to nnU-Net");
+  NnunetExportResult r;
+  r.trainer_name = o.trainer_name.empty() ? nnunet_trainer(m.trainer_name) : o.trainer_name;
+  StagedFolder out(o.output);
+  write_json(out.path() + "/plans.json", m.plans_json);
+  write_file_atomic(out.path() + "/dataset.json", m.dataset_json.dump(4));
+  const fs::path fingerprint = fs::path(o.model_folder) / "dataset_fingerprint.json";
+  if (fs::is_regular_file(fingerprint)) fs::copy_file(fingerprint, out.path() + "/dataset_fingerprint.json");
+  for (const auto& f : m.folds) {
+    c10::Dict<std::string, at::Tensor> weights;
+    r.tensors = 0;
+    r.aliases = 0;
+    for (const auto& [name, t] : f.weights) {
+      const at::Tensor cpu = t.detach().to(at::kCPU).contiguous();
+      for (const std::string& view : nnunet_state_dict_names(name, dropout)) weights.insert(view, cpu);
+      r.tensors += 1;
+      r.aliases += static_cast<int64_t>(nnunet_state_dict_names(name, dropout).size()) - 1;
+    }
+    c10::impl::GenericDict init_args(c10::StringType::get(), c10::AnyType::get());
+    init_args.insert("configuration", m.configuration);
+    init_args.insert("fold", f.fold == "all" ? c10::IValue(std::string("all")) : c10::IValue(static_cast<int64_t>(std::stoll(f.fold))));
+    c10::impl::GenericDict ck(c10::StringType::get(), c10::AnyType::get());
+    ck.insert("network_weights", weights);
+    ck.insert("trainer_name", r.trainer_name);
+    ck.insert("init_args", init_args);
+    ck.insert("inference_allowed_mirroring_axes", mirror_axes_value(m.mirror_axes));
+    ck.insert("current_epoch", static_cast<int64_t>(0));
+    const fs::path dir = fs::path(out.path()) / ("fold_" + f.fold);
+    fs::create_directories(dir);
+    write_bytes((dir / "checkpoint_final.pth").string(), torch::pickle_save(c10::IValue(ck)));
+    r.folds.push_back(f.fold);
+  }
+  out.commit(o.overwrite);
+  return r;
+}
+
+}  // namespace medseg::sharing
