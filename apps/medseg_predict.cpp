@@ -18,6 +18,7 @@
 #include "distributed/same_everywhere.h"
 #include "distributed/world.h"
 #include "inference/case_inputs.h"
+#include "inference/export.h"
 #include "inference/input_digest.h"
 #include "inference/model_folder.h"
 #include "postprocessing/postprocessing.h"
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Predict segmentations with a trained model (nnU-Net's nnUNetv2_predict)", "medseg_predict"};
   std::vector<std::string> inputs, folds;
   std::string output, dataset, configuration, plans = "nnUNetPlans", trainer = "nnUNetTrainer", model_folder;
-  std::string chk = "checkpoint_final", amp = "auto";
+  std::string chk = "checkpoint_final", amp = "auto", probabilities_format = "medseg";
   inference::PredictorOptions po;
   inference::RunOptions ro;
   bool disable_tta = false, no_progress = false;
@@ -137,7 +138,10 @@ int main(int argc, char** argv) {
   app.add_option("--step_size", po.step_size, "Sliding-window step as a fraction of the patch")->capture_default_str();
   app.add_flag("--disable_tta", disable_tta, "No mirroring test-time augmentation (about 8x faster in 3D)");
   app.add_flag("--save_probabilities", ro.save_probabilities,
-               "Also write CASE_probabilities.npy (class, z, y, x) and CASE_probabilities.json");
+               "Also write the probabilities: CASE_probabilities.npy (class, z, y, x) and CASE_probabilities.json");
+  app.add_option("--probabilities_format", probabilities_format,
+                 "With --save_probabilities: medseg (npy + json), nnunet (nnU-Net's CASE.npz) or both")
+      ->capture_default_str();
   app.add_flag("--overlays", ro.overlays,
                "Also write overlays/CASE.png: axial, coronal and sagittal slices with the segmentation drawn over the image");
   app.add_option("--device", po.device, "cpu, cuda or cuda:N")->capture_default_str();
@@ -175,6 +179,7 @@ int main(int argc, char** argv) {
       model_folder = inference::model_folder_path(root_folder(Root::Results), dataset, trainer, plans, configuration);
     }
     if (ro.npp < 0 || ro.nps < 0) throw Error("-npp and -nps must be >= 0");
+    inference::parse_probabilities_format(probabilities_format, &ro.probabilities_npy, &ro.probabilities_npz);
     inference::check_step_size(po.step_size, "-step_size");  // once, not once per case
     inference::check_part(num_parts, part_id);
     if (nproc > 1 && std::getenv("RANK") == nullptr) {

@@ -10,7 +10,9 @@
 #include "fingerprint/crop.h"
 #include "inference/model_folder.h"
 #include "io/image_io.h"
+#include "io/output_classes.h"
 #include "preprocessing/npy.h"
+#include "preprocessing/npz.h"
 #include "preprocessing/resampling.h"
 #include "preprocessing/transpose.h"
 
@@ -18,21 +20,11 @@ namespace medseg::inference {
 
 
 LabelMapping label_mapping(const io::DatasetInfo& dataset, const std::string& source) {
+  const io::OutputClasses classes = io::output_classes(dataset, source);
   LabelMapping m;
+  m.regions = classes.regions;
+  m.values = classes.values;
   int max_value = 0;
-  if (dataset.has_regions()) {
-    m.regions = true;
-    const ordered_json order = dataset.raw.value("regions_class_order", ordered_json());
-    if (!order.is_array()) throw FileError(source, "dataset has regions but no 'regions_class_order'");
-    for (const auto& v : order) m.values.push_back(v.get<int>());
-    if (static_cast<int64_t>(m.values.size()) != io::network_outputs(dataset))
-      throw FileError(source, "'regions_class_order' has " + std::to_string(m.values.size()) + " entries for " +
-                                  std::to_string(io::network_outputs(dataset)) + " regions");
-  } else {
-    for (const auto& l : dataset.labels)
-      if (l.name != "ignore") m.values.push_back(l.values.at(0));
-    std::sort(m.values.begin(), m.values.end());
-  }
   for (int v : m.values) max_value = std::max(max_value, v);
   if (max_value > 65535) throw FileError(source, "label values above 65535 are not supported");
   m.pixel_type = max_value > 255 ? PixelType::UInt16 : PixelType::UInt8;
@@ -185,11 +177,23 @@ Volume channel_to_original(const float* channel, const preprocessing::CaseProper
   return Volume::from_float(p.original_shape, p.original_geometry, std::move(full));
 }
 
+void parse_probabilities_format(const std::string& value, bool* npy, bool* npz) {
+  if (value != "medseg" && value != "nnunet" && value != "both")
+    throw Error("--probabilities_format: '" + value + "' is not medseg, nnunet or both");
+  *npy = value != "nnunet";
+  *npz = value != "medseg";
+}
+
 Volume export_prediction(const at::Tensor& logits, const preprocessing::CaseProperties& p, const LabelMapping& labels,
                          const ExportOptions& opts, const std::string& base, const std::string& file_ending) {
   std::vector<float> probs;
   Volume seg = logits_to_segmentation(logits, p, labels, opts, opts.save_probabilities ? &probs : nullptr);
-  if (opts.save_probabilities) {
+  if (opts.save_probabilities && opts.probabilities_npz) {
+    const auto& s = p.original_shape;
+    preprocessing::write_npz_float32(base + ".npz", "probabilities",
+                                     {static_cast<int64_t>(labels.values.size()), s[0], s[1], s[2]}, probs.data());
+  }
+  if (opts.save_probabilities && opts.probabilities_npy) {
     const auto& s = p.original_shape;
     const std::vector<int64_t> shape{static_cast<int64_t>(labels.values.size()), s[0], s[1], s[2]};
     preprocessing::write_npy(base + "_probabilities.npy", "<f4", shape, probs.data(), probs.size() * sizeof(float));

@@ -38,10 +38,18 @@ LabelMapping label_mapping(const io::DatasetInfo& dataset, const std::string& so
 struct ExportOptions {
   preprocessing::ResampleSpec resample{{1, 0}, std::nullopt};  // resampling_fn_probabilities_kwargs
   bool save_probabilities = false;
+  // Which probability files save_probabilities writes: medseg's CASE_probabilities.npy + .json (geometry,
+  // class values) and/or nnU-Net's CASE.npz (key "probabilities", the same array; its geometry is the
+  // segmentation's beside it). --probabilities_format medseg | nnunet | both.
+  bool probabilities_npy = true;
+  bool probabilities_npz = false;
   int threads = 1;  // classes resampled at once (and the bound on classes held in memory)
   // Applied to the written segmentation only (probabilities stay the network's), as nnU-Net does.
   std::vector<postprocessing::KeepLargestComponent> postprocessing;
 };
+
+// --probabilities_format: "medseg" (npy + json), "nnunet" (npz) or "both"; Error naming the flag otherwise.
+void parse_probabilities_format(const std::string& value, bool* npy, bool* npz);
 
 // The probabilities resampling spec of a configuration (order 1 / order_z 0 by default).
 preprocessing::ResampleSpec probabilities_resampling(const planning::ConfigurationPlan& cfg);

@@ -22,13 +22,14 @@ namespace fs = std::filesystem;
 namespace medseg::inference {
 
 std::vector<std::string> output_files(const std::string& folder, const std::string& id, const std::string& ending,
-                                      bool save_probabilities, bool overlays) {
+                                      bool save_probabilities, bool overlays, bool npy, bool npz) {
   const std::string base = (fs::path(folder) / id).string();
   std::vector<std::string> f{base + ending};
-  if (save_probabilities) {
+  if (save_probabilities && npy) {
     f.push_back(base + "_probabilities.npy");
     f.push_back(base + "_probabilities.json");
   }
+  if (save_probabilities && npz) f.push_back(base + ".npz");
   if (overlays) f.push_back(overlay_file(folder, id));
   return f;
 }
@@ -84,7 +85,8 @@ class Ledger {
 };
 
 bool outputs_exist(const RunOptions& o, const std::string& id) {
-  for (const auto& f : output_files(o.output_folder, id, o.file_ending, o.save_probabilities, o.overlays))
+  for (const auto& f : output_files(o.output_folder, id, o.file_ending, o.save_probabilities, o.overlays, o.probabilities_npy,
+                                    o.probabilities_npz))
     if (!fs::exists(f)) return false;
   return true;
 }
@@ -144,6 +146,8 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
 
   ExportOptions eo = predictor.export_defaults();
   eo.save_probabilities = o.save_probabilities;
+  eo.probabilities_npy = o.probabilities_npy;
+  eo.probabilities_npz = o.probabilities_npz;
   eo.threads = std::max(1, o.export_threads);
   eo.postprocessing = o.postprocessing;
 

@@ -23,6 +23,7 @@ struct RunOptions {
   std::string output_folder;
   std::string file_ending = ".nii.gz";
   bool save_probabilities = false;
+  bool probabilities_npy = true, probabilities_npz = false;  // ExportOptions' (--probabilities_format)
   bool continue_prediction = false;  // skip cases whose outputs exist
   bool overlays = false;             // also overlays/CASE.png, a QA picture (inference/overlays.h)
   int npp = 2;                       // preprocessing workers
@@ -44,6 +45,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
 
 // The files a case's prediction consists of (segmentation first).
 std::vector<std::string> output_files(const std::string& output_folder, const std::string& id,
-                                      const std::string& file_ending, bool save_probabilities, bool overlays = false);
+                                      const std::string& file_ending, bool save_probabilities, bool overlays = false,
+                                      bool npy = true, bool npz = false);
 
 }  // namespace medseg::inference

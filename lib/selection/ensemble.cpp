@@ -1,6 +1,7 @@
 #include "selection/ensemble.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -11,8 +12,11 @@
 #include "core/progress.h"
 #include "core/volume.h"
 #include "io/image_folder.h"
+#include "io/dataset.h"
 #include "io/image_io.h"
+#include "io/output_classes.h"
 #include "preprocessing/npy.h"
+#include "preprocessing/npz.h"
 
 namespace fs = std::filesystem;
 
@@ -39,8 +43,39 @@ void check_probability_values(const Probabilities& p, const std::string& file) {
   }
 }
 
+// nnU-Net's CASE.npz (key "probabilities", no pickle read): its classes come from the folder's dataset.json
+// (nnUNetv2_predict writes it there), its geometry from the segmentation CASE<file_ending> beside it.
+Probabilities read_nnunet_probabilities(const std::string& folder, const std::string& id) {
+  const std::string npz = (fs::path(folder) / (id + ".npz")).string();
+  const fs::path dj = fs::path(folder) / "dataset.json";
+  if (!fs::is_regular_file(dj))
+    throw FileError(npz, "an nnU-Net probabilities file needs the folder's dataset.json (its classes), which is missing");
+  const io::DatasetInfo ds = io::load_dataset_info(folder);
+  const io::OutputClasses classes = io::output_classes(ds, dj.string());
+  const std::string seg_file = (fs::path(folder) / (id + ds.file_ending)).string();
+  if (!fs::is_regular_file(seg_file))
+    throw FileError(npz, "an nnU-Net probabilities file needs its segmentation " + seg_file + " (its geometry), which is missing");
+  const Volume seg = io::read_image(seg_file);
+  Probabilities p;
+  p.values = preprocessing::read_npz_float32(npz, "probabilities", p.shape);
+  const auto& s = seg.shape();
+  const std::vector<int64_t> want{static_cast<int64_t>(classes.values.size()), s[0], s[1], s[2]};
+  if (p.shape != want)
+    throw FileError(npz, "probabilities of shape " + json(p.shape).dump() + "; its segmentation and dataset.json make " +
+                             json(want).dump());
+  const Geometry& g = seg.geometry();
+  p.meta = {{"format", "medseg-probabilities"},     {"version", 1},
+            {"kind", classes.regions ? "sigmoid per region" : "softmax over labels"},
+            {"class_values", classes.values},       {"shape", p.shape},
+            {"spacing", g.spacing},                 {"origin", g.origin},
+            {"direction", g.direction},             {"file_dimension", g.file_dimension}};
+  check_probability_values(p, npz);
+  return p;
+}
+
 Probabilities read_probabilities(const std::string& folder, const std::string& id) {
   const std::string base = (fs::path(folder) / id).string();
+  if (!fs::exists(base + kSuffix) && fs::exists(base + ".npz")) return read_nnunet_probabilities(folder, id);
   Probabilities p;
   p.meta = read_json(base + "_probabilities.json");
   if (p.meta.value("format", "") != "medseg-probabilities")
@@ -53,10 +88,18 @@ Probabilities read_probabilities(const std::string& folder, const std::string& i
   return p;
 }
 
-// The keys that must agree for probabilities to be averaged.
+// The keys that must agree for probabilities to be averaged. Geometry within 1e-5: a NIfTI header (where an
+// nnU-Net .npz takes it from) keeps float32.
 std::string disagreement(const json& a, const json& b) {
-  for (const char* k : {"kind", "class_values", "shape", "spacing", "origin", "direction"})
+  for (const char* k : {"kind", "class_values", "shape"})
     if (a.value(k, json()) != b.value(k, json())) return std::string(k) + " " + b.value(k, json()).dump() + " vs " + a.value(k, json()).dump();
+  for (const char* k : {"spacing", "origin", "direction"}) {
+    const json &x = a.value(k, json()), &y = b.value(k, json());
+    bool same = x.is_array() && y.is_array() && x.size() == y.size();
+    for (size_t i = 0; same && i < x.size(); ++i)
+      same = std::abs(x[i].get<double>() - y[i].get<double>()) <= 1e-5 * std::max(1.0, std::abs(x[i].get<double>()));
+    if (!same) return std::string(k) + " " + y.dump() + " vs " + x.dump();
+  }
   return "";
 }
 
@@ -98,10 +141,12 @@ void refuse_same_folder_twice(const std::vector<std::string>& inputs) {
                     " are the same folder; an ensemble averages the predictions of different folders");
 }
 
+// Cases with medseg's CASE_probabilities.npy or nnU-Net's CASE.npz.
 std::set<std::string> case_ids(const std::string& folder) {
   if (!fs::is_directory(folder)) throw FileError(folder, "input folder not found");
   std::set<std::string> ids;
   for (const auto& n : io::files_with_ending(folder, kSuffix)) ids.insert(n.substr(0, n.size() - std::string(kSuffix).size()));
+  for (const auto& n : io::files_with_ending(folder, ".npz")) ids.insert(n.substr(0, n.size() - 4));
   return ids;
 }
 
@@ -112,7 +157,7 @@ int64_t ensemble_folders(const EnsembleOptions& o) {
   const std::set<std::string> ids = case_ids(o.inputs[0]);
   refuse_same_folder_twice(o.inputs);
   if (ids.empty())
-    throw FileError(o.inputs[0], "holds no CASE_probabilities.npy (predict with --save_probabilities, or validate with --npz)");
+    throw FileError(o.inputs[0], "holds no CASE_probabilities.npy or CASE.npz (predict with --save_probabilities, or validate with --npz)");
   for (size_t f = 1; f < o.inputs.size(); ++f) {
     const auto other = case_ids(o.inputs[f]);
     for (const auto& id : ids)

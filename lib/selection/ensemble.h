@@ -8,7 +8,9 @@
 namespace medseg::selection {
 
 struct EnsembleOptions {
-  std::vector<std::string> inputs;  // two or more folders of CASE_probabilities.npy/.json
+  // Two or more folders of CASE_probabilities.npy/.json, or of nnU-Net's CASE.npz (key "probabilities") beside
+  // the segmentation CASE<file_ending> (its geometry) and the folder's dataset.json (its classes).
+  std::vector<std::string> inputs;
   std::string output;
   std::string file_ending = ".nii.gz";  // of the written segmentations
   bool save_probabilities = false;      // also write the averaged probabilities

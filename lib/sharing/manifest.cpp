@@ -6,7 +6,7 @@
 #include "core/json_object_reader.h"
 #include "core/path_component.h"
 #include "core/paths.h"
-#include "sharing/zip_archive.h"
+#include "core/zip_archive.h"
 
 #ifndef MEDSEG_VERSION
 #define MEDSEG_VERSION "unknown"

@@ -14,7 +14,7 @@
 #include "core/test_pause.h"
 #include "inference/model_folder.h"
 #include "sharing/model_files.h"
-#include "sharing/zip_archive.h"
+#include "core/zip_archive.h"
 
 namespace fs = std::filesystem;
 

@@ -16,7 +16,7 @@
 #include "core/strings.h"
 #include "core/test_pause.h"
 #include "sharing/model_files.h"
-#include "sharing/zip_archive.h"
+#include "core/zip_archive.h"
 
 namespace fs = std::filesystem;
 

@@ -17,6 +17,8 @@
 #include "io/image_io.h"
 #include "models/network.h"
 #include "models_test_util.h"
+#include "preprocessing/npy.h"
+#include "preprocessing/npz.h"
 #include "sharing/nnunet_export.h"
 #include "support/test_support.h"
 
@@ -114,8 +116,11 @@ print('ok', len(w))
   ASSERT_EQ(std::system(("/usr/bin/python3 " + import + " " + d / "nnunet" + " " + d / "back" + " >/dev/null 2>&1").c_str()), 0);
 
   for (const char* m : {"model", "back"}) {
+    // The original model also writes nnU-Net's .npz (--probabilities_format both): the same array.
+    const std::string format = std::string(m) == "model" ? " --probabilities_format both" : "";
     r = test::run_cli("medseg_predict", "-i " + d / "raw/Dataset953_Exp/imagesTs -o " + d / (std::string("pred_") + m) +
-                                            " -m " + d / m + " -f 0 --threads 2 -npp 0 -nps 0 --disable_progress_bar --save_probabilities",
+                                            " -m " + d / m + " -f 0 --threads 2 -npp 0 -nps 0 --disable_progress_bar --save_probabilities" +
+                                            format,
                       env);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
@@ -129,6 +134,11 @@ print('ok', len(w))
     EXPECT_EQ(test::read_text(d / ("pred_model/" + id + "_probabilities.npy")),
               test::read_text(d / ("pred_back/" + id + "_probabilities.npy")))
         << "probabilities of " << id;
+    std::vector<int64_t> npy_shape, npz_shape;
+    EXPECT_EQ(preprocessing::read_npy_float32(d / ("pred_model/" + id + "_probabilities.npy"), npy_shape),
+              preprocessing::read_npz_float32(d / ("pred_model/" + id + ".npz"), "probabilities", npz_shape));
+    EXPECT_EQ(npy_shape, npz_shape);
+    EXPECT_FALSE(fs::exists(d / ("pred_back/" + id + ".npz"))) << "the default format is medseg's alone";
     ++compared;
   }
   EXPECT_EQ(compared, 1);

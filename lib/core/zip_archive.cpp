@@ -1,4 +1,4 @@
-#include "sharing/zip_archive.h"
+#include "core/zip_archive.h"
 
 #include <zip.h>
 #include <zlib.h>
@@ -15,7 +15,7 @@
 
 namespace fs = std::filesystem;
 
-namespace medseg::sharing {
+namespace medseg {
 
 namespace {
 
@@ -213,4 +213,4 @@ void ZipWriter::commit() {
   z_ = nullptr;
 }
 
-}  // namespace medseg::sharing
+}  // namespace medseg

@@ -1,5 +1,5 @@
 #pragma once
-// The two things model sharing asks of a zip file, on libzip: reading entries (name, size, bytes,
+// Zip files on libzip (model zips, numpy .npz): reading entries (name, size, bytes,
 // with libzip's own per-entry CRC check) and writing one in a single atomic step. Every error is a
 // FileError naming the zip file (and the entry).
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 struct zip;
 
-namespace medseg::sharing {
+namespace medseg {
 
 // zlib's crc32 (the one zip files and Python's zlib.crc32 use) as 8 lowercase hex digits.
 std::string crc32_hex(uint32_t crc);
@@ -74,4 +74,4 @@ class ZipWriter {
   std::vector<std::unique_ptr<std::string>> buffers_;  // alive until commit(): libzip reads them then
 };
 
-}  // namespace medseg::sharing
+}  // namespace medseg

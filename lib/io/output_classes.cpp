@@ -1,0 +1,27 @@
+#include "io/output_classes.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace medseg::io {
+
+OutputClasses output_classes(const DatasetInfo& dataset, const std::string& source) {
+  OutputClasses m;
+  if (dataset.has_regions()) {
+    m.regions = true;
+    const ordered_json order = dataset.raw.value("regions_class_order", ordered_json());
+    if (!order.is_array()) throw FileError(source, "dataset has regions but no 'regions_class_order'");
+    for (const auto& v : order) m.values.push_back(v.get<int>());
+    if (static_cast<int64_t>(m.values.size()) != network_outputs(dataset))
+      throw FileError(source, "'regions_class_order' has " + std::to_string(m.values.size()) + " entries for " +
+                                  std::to_string(network_outputs(dataset)) + " regions");
+  } else {
+    for (const auto& l : dataset.labels)
+      if (l.name != "ignore") m.values.push_back(l.values.at(0));
+    std::sort(m.values.begin(), m.values.end());
+  }
+  return m;
+}
+
+}  // namespace medseg::io
