@@ -8,7 +8,8 @@ For each of PlainConvUNet and ResidualEncoderUNet (planners ExperimentPlanner an
 dynamic-network-architectures (nnU-Net's network code, given as a source checkout; not part of medseg),
 fills every parameter with random values, saves an nnU-Net v2 results folder (plans.json, dataset.json,
 fold_0/checkpoint_final.pth with nnU-Net's aliased state dict), converts it with
-scripts/import_nnunet_model.py, and predicts one image with medseg_predict (no TTA, probabilities saved).
+scripts/import_nnunet_model.py (or, with --native, medseg_import_nnunet, which reads the .pth without Python),
+and predicts one image with medseg_predict (no TTA, probabilities saved).
 The image has the plan's spacing and patch-sized extent and no zero voxel, so preprocessing is a z-score
 only and the sliding window is one tile per image (per slice for 2d). The reference is nnU-Net's network on
 the z-scored image, softmaxed; prints the largest probability difference per case and fails above 1e-4.
@@ -98,7 +99,10 @@ def check(args, work, planner, config, seed):
     torch.save({"network_weights": net.state_dict(), "trainer_name": "nnUNetTrainer", "current_epoch": 1000,
                 "init_args": {"configuration": config, "fold": 0}}, f"{nn_folder}/fold_0/checkpoint_final.pth")
     md_folder = f"{work}/medseg/{plans['plans_name']}__{config}"
-    run([sys.executable, f"{args.root}/scripts/import_nnunet_model.py", nn_folder, md_folder, "-f", "0"], env)
+    if args.native:  # medseg's own reader of the .pth, no Python
+        run([f"{args.bin}/medseg_import_nnunet", "-i", nn_folder, "-o", md_folder, "-f", "0"], env)
+    else:
+        run([sys.executable, f"{args.root}/scripts/import_nnunet_model.py", nn_folder, md_folder, "-f", "0"], env)
 
     # one image: the plan's spacing, patch-sized (2d: a few slices of the patch), no zero voxel
     patch = cfg["patch_size"]
@@ -137,6 +141,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dna", required=True, help="dynamic-network-architectures source checkout")
     ap.add_argument("--bin", default=None, help="medseg bin folder (default: build/bin)")
+    ap.add_argument("--native", action="store_true",
+                    help="convert with medseg_import_nnunet (no Python) instead of scripts/import_nnunet_model.py")
     args = ap.parse_args()
     args.root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     args.bin = os.path.abspath(args.bin or f"{args.root}/build/bin")

@@ -77,10 +77,10 @@ std::string crc32_hex(uint32_t crc) {
   return buf;
 }
 
-FileDigest digest_file(const std::string& path) {
+Crc32Digest crc32_digest_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw FileError(path, std::string("cannot read: ") + std::strerror(errno));
-  FileDigest d;
+  Crc32Digest d;
   d.crc32 = static_cast<uint32_t>(::crc32(0L, Z_NULL, 0));
   std::string buf(kChunk, '\0');
   std::size_t n = 0;
@@ -147,11 +147,11 @@ std::string ZipReader::read(const ZipEntry& e, uint64_t max_bytes) const {
   return out;
 }
 
-FileDigest ZipReader::extract(const ZipEntry& e, const std::string& target) const {
+Crc32Digest ZipReader::extract(const ZipEntry& e, const std::string& target) const {
   EntryStream s(z_, e, path_);
   std::FILE* out = std::fopen(target.c_str(), "wbx");  // "x": never through an existing file or link
   if (!out) throw FileError(target, std::string("cannot create: ") + std::strerror(errno));
-  FileDigest d;
+  Crc32Digest d;
   d.crc32 = static_cast<uint32_t>(::crc32(0L, Z_NULL, 0));
   std::string buf(kChunk, '\0');
   try {

@@ -14,13 +14,13 @@ namespace medseg {
 // zlib's crc32 (the one zip files and Python's zlib.crc32 use) as 8 lowercase hex digits.
 std::string crc32_hex(uint32_t crc);
 
-struct FileDigest {
+struct Crc32Digest {
   uint64_t size = 0;
   uint32_t crc32 = 0;
 };
 
 // Size and CRC32 of a file, streamed. Throws FileError naming the file.
-FileDigest digest_file(const std::string& path);
+Crc32Digest crc32_digest_file(const std::string& path);
 
 struct ZipEntry {
   uint64_t index = 0;
@@ -46,7 +46,7 @@ class ZipReader {
   std::string read(const ZipEntry& e, uint64_t max_bytes) const;
   // Streams the entry into a new file `target`; returns what was written. Data beyond the size the
   // zip's directory records is refused as it arrives, not after it was written.
-  FileDigest extract(const ZipEntry& e, const std::string& target) const;
+  Crc32Digest extract(const ZipEntry& e, const std::string& target) const;
 
  private:
   std::string path_;

@@ -154,7 +154,7 @@ Manifest export_model_zip(const ExportOptions& o) {
   for (const std::string& rel : files) {
     const std::string path = (folder / rel).string();
     check_content(path);  // never share a damaged file
-    const FileDigest d = digest_file(path);
+    const Crc32Digest d = crc32_digest_file(path);
     m.files.push_back({name + "/" + rel, d.size, d.crc32});
   }
 

@@ -115,7 +115,7 @@ void extract_all(const ZipReader& z, const std::map<std::string, ZipEntry>& file
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);
     if (ec) throw FileError(z.path(), entry(f.path) + ": cannot be placed (" + ec.message() + "); nothing was installed");
-    const FileDigest d = z.extract(files.at(f.path), target.string());
+    const Crc32Digest d = z.extract(files.at(f.path), target.string());
     if (d.size != f.size || d.crc32 != f.crc32)
       throw FileError(z.path(), entry(f.path) + ": checksum mismatch (the manifest says " + std::to_string(f.size) +
                                     " bytes, crc32 " + crc32_hex(f.crc32) + "; the data has " + std::to_string(d.size) +

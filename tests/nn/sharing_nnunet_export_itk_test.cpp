@@ -3,7 +3,8 @@
 // dynamic-network-architectures: tests/data/nnunet_state_dict_keys.py); the .pth it writes is read by
 // Python's torch.load (Debian's python3-torch) and brought back by scripts/import_nnunet_model.py, an
 // independent reader, after which medseg_predict must give the same probabilities as the original model.
-// nnU-Net's predictor on an export is scripts/check_nnunet_export.sh (needs nnU-Net; not in CI).
+// The same file re-saved by Python's torch.save (as nnU-Net saves) is read back by medseg_import_nnunet, which
+// runs no Python. nnU-Net's predictor on an export is scripts/check_nnunet_export.sh (needs nnU-Net; not in CI).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -115,7 +116,27 @@ print('ok', len(w))
   const std::string import = std::string(MEDSEG_TEST_SOURCE_DIR) + "/scripts/import_nnunet_model.py";
   ASSERT_EQ(std::system(("/usr/bin/python3 " + import + " " + d / "nnunet" + " " + d / "back" + " >/dev/null 2>&1").c_str()), 0);
 
-  for (const char* m : {"model", "back"}) {
+  // The same model as Python's torch.save writes an nnU-Net checkpoint (numpy logs, torch.device, the optimizer
+  // state), brought back by medseg_import_nnunet without Python.
+  const std::string resave = d / "resave.py";
+  write_file_atomic(resave, R"(
+import sys, os, shutil, numpy as np, torch
+src, dst = sys.argv[1] + '/nnunet', sys.argv[1] + '/nnunet_py'
+os.makedirs(dst + '/fold_0')
+for f in ('plans.json', 'dataset.json'): shutil.copy(src + '/' + f, dst + '/' + f)
+ck = torch.load(src + '/fold_0/checkpoint_final.pth', map_location='cpu')
+ck['init_args']['device'] = torch.device('cpu')
+ck['logging'] = {'ema_fg_dice': [np.float64(0.5)], 'epoch_end_timestamps': [1.5]}
+ck['_best_ema'] = np.float64(0.5)
+ck['optimizer_state'] = {'state': {0: {'momentum_buffer': torch.zeros(3)}}, 'param_groups': [{'lr': 0.01, 'params': [0]}]}
+torch.save(ck, dst + '/fold_0/checkpoint_final.pth')
+)");
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + resave + " " + d.path() + " 2>&1").c_str()), 0);
+  r = test::run_cli("medseg_import_nnunet", "-i " + d / "nnunet_py" + " -o " + d / "native", env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("alias(es) dropped"), std::string::npos) << r.output;
+
+  for (const char* m : {"model", "back", "native"}) {
     // The original model also writes nnU-Net's .npz (--probabilities_format both): the same array.
     const std::string format = std::string(m) == "model" ? " --probabilities_format both" : "";
     r = test::run_cli("medseg_predict", "-i " + d / "raw/Dataset953_Exp/imagesTs -o " + d / (std::string("pred_") + m) +
@@ -131,9 +152,10 @@ print('ok', len(w))
     const Volume a = io::read_image(e.path().string()), b = io::read_image(d / ("pred_back/" + n));
     EXPECT_EQ(a.to_double(), b.to_double()) << n;
     const std::string id = n.substr(0, n.size() - 7);
-    EXPECT_EQ(test::read_text(d / ("pred_model/" + id + "_probabilities.npy")),
-              test::read_text(d / ("pred_back/" + id + "_probabilities.npy")))
-        << "probabilities of " << id;
+    for (const char* other : {"pred_back/", "pred_native/"})
+      EXPECT_EQ(test::read_text(d / ("pred_model/" + id + "_probabilities.npy")),
+                test::read_text(d / (other + id + "_probabilities.npy")))
+          << "probabilities of " << id << " in " << other;
     std::vector<int64_t> npy_shape, npz_shape;
     EXPECT_EQ(preprocessing::read_npy_float32(d / ("pred_model/" + id + "_probabilities.npy"), npy_shape),
               preprocessing::read_npz_float32(d / ("pred_model/" + id + ".npz"), "probabilities", npz_shape));

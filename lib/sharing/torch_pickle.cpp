@@ -1,0 +1,317 @@
+#include "sharing/torch_pickle.h"
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "core/error.h"
+#include "core/zip_archive.h"
+
+namespace medseg::sharing {
+
+const PickleValue* PickleValue::get(const std::string& key) const {
+  if (kind != Kind::Dict) return nullptr;
+  for (const auto& [k, v] : dict)
+    if (k->kind == Kind::String && k->s == key) return v.get();
+  return nullptr;
+}
+
+namespace {
+
+using Kind = PickleValue::Kind;
+
+PickleRef make(Kind k) {
+  auto v = std::make_shared<PickleValue>();
+  v->kind = k;
+  return v;
+}
+
+// torch.<Type>Storage -> dtype.
+const std::map<std::string, at::ScalarType>& storage_types() {
+  static const std::map<std::string, at::ScalarType> m = {
+      {"torch.FloatStorage", at::kFloat},   {"torch.DoubleStorage", at::kDouble}, {"torch.HalfStorage", at::kHalf},
+      {"torch.BFloat16Storage", at::kBFloat16}, {"torch.LongStorage", at::kLong}, {"torch.IntStorage", at::kInt},
+      {"torch.ShortStorage", at::kShort},   {"torch.CharStorage", at::kChar},     {"torch.ByteStorage", at::kByte},
+      {"torch.BoolStorage", at::kBool}};
+  return m;
+}
+
+bool allowed_global(const std::string& name) {
+  static const std::set<std::string> ok = {
+      "collections.OrderedDict", "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_parameter",
+      "torch.device", "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar", "numpy.dtype", "_codecs.encode"};
+  return ok.count(name) || storage_types().count(name);
+}
+
+class Machine {
+ public:
+  Machine(std::string path, const ZipReader& zip, std::string prefix, std::string bytes)
+      : path_(std::move(path)), zip_(zip), prefix_(std::move(prefix)), p_(std::move(bytes)) {}
+
+  PickleRef run() {
+    while (true) {
+      const unsigned char op = byte();
+      switch (op) {
+        case 0x80: byte(); break;                            // PROTO
+        case 0x95: take(8); break;                           // FRAME
+        case '.': return pop();                              // STOP
+        case '(': marks_.push_back(stack_.size()); break;    // MARK
+        case '}': push(make(Kind::Dict)); break;             // EMPTY_DICT
+        case ']': push(make(Kind::List)); break;             // EMPTY_LIST
+        case ')': push(make(Kind::Tuple)); break;            // EMPTY_TUPLE
+        case 'N': push(make(Kind::None)); break;
+        case 0x88: case 0x89: { auto v = make(Kind::Bool); v->b = op == 0x88; push(v); break; }
+        case 'J': push(integer(static_cast<int32_t>(u32()))); break;             // BININT
+        case 'K': push(integer(byte())); break;                                  // BININT1
+        case 'M': push(integer(u16())); break;                                   // BININT2
+        case 0x8a: push(long1()); break;                                         // LONG1
+        case 'G': push(binfloat()); break;                                       // BINFLOAT
+        case 'X': push(text(Kind::String, u32())); break;                        // BINUNICODE
+        case 0x8c: push(text(Kind::String, byte())); break;                      // SHORT_BINUNICODE
+        case 0x8d: push(text(Kind::String, u64())); break;                       // BINUNICODE8
+        case 'U': push(text(Kind::String, byte())); break;                       // SHORT_BINSTRING
+        case 'T': push(text(Kind::String, u32())); break;                        // BINSTRING
+        case 'C': push(text(Kind::Bytes, byte())); break;                        // SHORT_BINBYTES
+        case 'B': push(text(Kind::Bytes, u32())); break;                         // BINBYTES
+        case 'q': memo_[byte()] = top(); break;                                  // BINPUT
+        case 'r': memo_[u32()] = top(); break;                                   // LONG_BINPUT
+        case 0x94: memo_[static_cast<uint32_t>(memo_.size())] = top(); break;    // MEMOIZE
+        case 'h': push(memo(byte())); break;                                     // BINGET
+        case 'j': push(memo(u32())); break;                                      // LONG_BINGET
+        case 't': { auto v = make(Kind::Tuple); v->items = pop_mark(); push(v); break; }
+        case 0x85: case 0x86: case 0x87: {                                       // TUPLE1..3
+          auto v = make(Kind::Tuple);
+          v->items.resize(op - 0x84);
+          for (size_t k = v->items.size(); k-- > 0;) v->items[k] = pop();
+          push(v);
+          break;
+        }
+        case 'l': { auto v = make(Kind::List); v->items = pop_mark(); push(v); break; }
+        case 'a': { auto x = pop(); container(Kind::List)->items.push_back(x); break; }        // APPEND
+        case 'e': { auto xs = pop_mark(); auto& l = container(Kind::List)->items; l.insert(l.end(), xs.begin(), xs.end()); break; }
+        case 'd': { auto v = make(Kind::Dict); set_items(*v, pop_mark()); push(v); break; }  // DICT
+        case 's': { auto val = pop(); auto key = pop(); container(Kind::Dict)->dict.emplace_back(key, val); break; }
+        case 'u': { auto xs = pop_mark(); set_items(*container(Kind::Dict), xs); break; }      // SETITEMS
+        case 'c': { const std::string m = line(); push(global(m + "." + line())); break; }    // GLOBAL
+        case 0x93: { auto name = pop(); auto mod = pop(); push(global(mod->s + "." + name->s)); break; }  // STACK_GLOBAL
+        case 'Q': push(persistent(pop())); break;                                             // BINPERSID
+        case 'R': { auto args = pop(); auto fn = pop(); push(reduce(*fn, *args)); break; }    // REDUCE
+        case 'b': { auto state = pop(); build(*top(), *state); break; }                        // BUILD
+        default: fail("pickle opcode 0x" + hex(op) + " at byte " + std::to_string(pos_ - 1) + " is not one medseg reads");
+      }
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const { throw FileError(path_, why + "; nothing was executed"); }
+  static std::string hex(unsigned v) {
+    const char* d = "0123456789abcdef";
+    return std::string{d[(v >> 4) & 15], d[v & 15]};
+  }
+  std::string take(uint64_t n) {
+    if (n > p_.size() - pos_) fail("the pickle ends early (truncated file?)");
+    std::string s = p_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  unsigned byte() { return static_cast<unsigned char>(take(1)[0]); }
+  uint64_t little(int n) {
+    const std::string s = take(static_cast<uint64_t>(n));
+    uint64_t v = 0;
+    for (int k = n - 1; k >= 0; --k) v = v << 8 | static_cast<unsigned char>(s[k]);
+    return v;
+  }
+  uint32_t u16() { return static_cast<uint32_t>(little(2)); }
+  uint32_t u32() { return static_cast<uint32_t>(little(4)); }
+  uint64_t u64() { return little(8); }
+  std::string line() {
+    const auto end = p_.find('\n', pos_);
+    if (end == std::string::npos) fail("the pickle ends inside a global name");
+    std::string s = p_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    return s;
+  }
+  PickleRef integer(int64_t x) {
+    auto v = make(Kind::Int);
+    v->i = x;
+    return v;
+  }
+  PickleRef long1() {
+    const unsigned n = byte();
+    if (n > 8) fail("an integer of " + std::to_string(n) + " bytes");
+    const std::string s = take(n);
+    int64_t x = 0;
+    for (int k = static_cast<int>(n) - 1; k >= 0; --k) x = static_cast<int64_t>(static_cast<uint64_t>(x) << 8 | static_cast<unsigned char>(s[k]));
+    if (n > 0 && n < 8 && (static_cast<unsigned char>(s[n - 1]) & 0x80)) x -= int64_t(1) << (8 * n);  // sign
+    return integer(x);
+  }
+  PickleRef binfloat() {
+    const std::string s = take(8);  // big-endian IEEE double
+    uint64_t bits = 0;
+    for (unsigned char c : s) bits = bits << 8 | c;
+    double d;
+    std::memcpy(&d, &bits, 8);
+    auto v = make(Kind::Float);
+    v->f = d;
+    return v;
+  }
+  PickleRef text(Kind k, uint64_t n) {
+    auto v = make(k);
+    v->s = take(n);
+    return v;
+  }
+  void push(PickleRef v) { stack_.push_back(std::move(v)); }
+  PickleRef pop() {
+    if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back())) fail("the pickle pops an empty stack");
+    auto v = stack_.back();
+    stack_.pop_back();
+    return v;
+  }
+  PickleRef& top() {
+    if (stack_.empty()) fail("the pickle reads an empty stack");
+    return stack_.back();
+  }
+  std::vector<PickleRef> pop_mark() {
+    if (marks_.empty()) fail("the pickle closes a mark it never opened");
+    std::vector<PickleRef> xs(stack_.begin() + static_cast<std::ptrdiff_t>(marks_.back()), stack_.end());
+    stack_.resize(marks_.back());
+    marks_.pop_back();
+    return xs;
+  }
+  PickleRef memo(uint32_t k) {
+    auto it = memo_.find(k);
+    if (it == memo_.end()) fail("the pickle reads memo " + std::to_string(k) + ", which it never stored");
+    return it->second;
+  }
+  PickleValue* container(Kind k) {
+    PickleValue* c = top().get();
+    if (c->kind != k) fail(k == Kind::Dict ? "the pickle sets an item of something that is no dict" : "the pickle appends to something that is no list");
+    return c;
+  }
+  void set_items(PickleValue& d, const std::vector<PickleRef>& xs) {
+    if (d.kind != Kind::Dict || xs.size() % 2) fail("the pickle's SETITEMS is malformed");
+    for (size_t k = 0; k < xs.size(); k += 2) d.dict.emplace_back(xs[k], xs[k + 1]);
+  }
+  PickleRef global(const std::string& name) {
+    if (!allowed_global(name))
+      fail("the pickle names the global '" + name + "', which is neither a tensor nor plain data; medseg reads no such file");
+    auto v = make(Kind::Global);
+    v->s = name;
+    return v;
+  }
+  // ('storage', torch.<Type>Storage, key, location, numel): the archive's data/<key>, read once per key.
+  PickleRef persistent(const PickleRef& pid) {
+    const auto& t = pid->items;
+    if (pid->kind != Kind::Tuple || t.size() < 5 || t[0]->s != "storage" || t[1]->kind != Kind::Global || t[2]->kind != Kind::String ||
+        t[4]->kind != Kind::Int)
+      fail("a persistent id that is not a torch storage");
+    const auto type = storage_types().find(t[1]->s);
+    if (type == storage_types().end()) fail("storage type '" + t[1]->s + "'");
+    auto& cached = storages_[t[2]->s];
+    if (!cached) {
+      cached = make(Kind::Storage);
+      const std::string entry = prefix_ + "data/" + t[2]->s;
+      const int64_t numel = t[4]->i;
+      const size_t bytes = static_cast<size_t>(numel) * at::elementSize(type->second);
+      for (const ZipEntry& e : zip_.entries())
+        if (e.name == entry) {
+          const std::string data = zip_.read(e, bytes);
+          if (data.size() != bytes) fail("storage " + entry + " holds " + std::to_string(data.size()) + " bytes, not " + std::to_string(bytes));
+          cached->tensor = at::empty({numel}, at::TensorOptions().dtype(type->second));
+          std::memcpy(cached->tensor.data_ptr(), data.data(), bytes);
+        }
+      if (!cached->tensor.defined()) fail("the archive has no " + entry);
+    }
+    return cached;
+  }
+  static std::vector<int64_t> ints(const PickleValue& t) {
+    std::vector<int64_t> v;
+    for (const auto& x : t.items) v.push_back(x->i);
+    return v;
+  }
+  PickleRef reduce(const PickleValue& fn, const PickleValue& args) {
+    if (fn.kind != Kind::Global || args.kind != Kind::Tuple) fail("the pickle calls something that is no accepted global");
+    const auto& a = args.items;
+    if (fn.s == "collections.OrderedDict") return make(Kind::Dict);
+    if (fn.s == "torch._utils._rebuild_tensor_v2" && a.size() >= 4 && a[0]->kind == Kind::Storage) {
+      auto v = make(Kind::Tensor);
+      v->tensor = a[0]->tensor.as_strided(ints(*a[2]), ints(*a[3]), a[1]->i);
+      return v;
+    }
+    if (fn.s == "torch._utils._rebuild_parameter" && !a.empty() && a[0]->kind == Kind::Tensor) return a[0];
+    if (fn.s == "torch.device" && !a.empty()) {
+      auto v = make(Kind::Device);
+      v->s = a[0]->s;
+      return v;
+    }
+    if (fn.s == "numpy.dtype" && !a.empty()) {
+      auto v = make(Kind::Dtype);
+      v->s = a[0]->s;
+      return v;
+    }
+    if (fn.s == "_codecs.encode" && a.size() == 2 && a[0]->kind == Kind::String) return latin1(a[0]->s);
+    if ((fn.s == "numpy.core.multiarray.scalar" || fn.s == "numpy._core.multiarray.scalar") && a.size() == 2 &&
+        a[0]->kind == Kind::Dtype)
+      return numpy_scalar(a[0]->s, a[1]->s);
+    fail("the pickle calls '" + fn.s + "' with arguments medseg does not read");
+  }
+  void build(PickleValue& target, const PickleValue& state) {
+    if (target.kind == Kind::Dtype) return;  // the byte order and flags of a numpy dtype: little-endian assumed
+    if (target.kind == Kind::Dict && state.kind == Kind::Dict) return;  // an OrderedDict's empty __dict__
+    fail("the pickle sets the state of an object medseg does not read");
+  }
+  // Protocol 2 keeps bytes as a str of code points < 256 encoded with latin1: back to the bytes.
+  PickleRef latin1(const std::string& utf8) {
+    auto v = make(Kind::Bytes);
+    for (size_t k = 0; k < utf8.size(); ++k) {
+      const unsigned char c = static_cast<unsigned char>(utf8[k]);
+      if (c < 0x80) v->s += static_cast<char>(c);
+      else if ((c & 0xe0) == 0xc0 && k + 1 < utf8.size()) v->s += static_cast<char>(((c & 0x1f) << 6) | (utf8[++k] & 0x3f));
+      else fail("bytes outside latin1 in the pickle");
+    }
+    return v;
+  }
+  PickleRef numpy_scalar(const std::string& dtype, const std::string& b) {
+    auto read = [&](auto x) {
+      if (b.size() != sizeof(x)) fail("a numpy " + dtype + " scalar of " + std::to_string(b.size()) + " bytes");
+      std::memcpy(&x, b.data(), sizeof(x));
+      return x;
+    };
+    auto v = make(Kind::Float);
+    if (dtype == "f8") v->f = read(double{});
+    else if (dtype == "f4") v->f = read(float{});
+    else if (dtype == "i8") { v->kind = Kind::Int; v->i = read(int64_t{}); }
+    else if (dtype == "i4") { v->kind = Kind::Int; v->i = read(int32_t{}); }
+    else if (dtype == "b1") { v->kind = Kind::Bool; v->b = read(uint8_t{}) != 0; }
+    else fail("a numpy scalar of dtype '" + dtype + "'");
+    return v;
+  }
+
+  std::string path_;
+  const ZipReader& zip_;
+  std::string prefix_;
+  std::string p_;
+  size_t pos_ = 0;
+  std::vector<PickleRef> stack_;
+  std::vector<size_t> marks_;
+  std::map<uint32_t, PickleRef> memo_;
+  std::map<std::string, PickleRef> storages_;
+};
+
+}  // namespace
+
+PickleRef read_torch_file(const std::string& path) {
+  const ZipReader zip(path);
+  for (const ZipEntry& e : zip.entries()) {
+    const std::string tail = "/data.pkl";
+    if (e.name.size() <= tail.size() || e.name.compare(e.name.size() - tail.size(), tail.size(), tail) != 0) continue;
+    if (e.name.find('/') != e.name.size() - tail.size()) continue;  // <name>/data.pkl at the archive's top
+    const std::string prefix = e.name.substr(0, e.name.size() - std::string("data.pkl").size());
+    return Machine(path, zip, prefix, zip.read(e, uint64_t(1) << 31)).run();
+  }
+  throw FileError(path, "not a torch.save archive (no <name>/data.pkl); files from torch older than 1.6 are not read");
+}
+
+}  // namespace medseg::sharing

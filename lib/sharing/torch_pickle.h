@@ -1,0 +1,43 @@
+#pragma once
+// A reader for files written by Python's torch.save (a zip archive: <name>/data.pkl, <name>/data/<key>) that
+// runs no code: the pickle is decoded into plain values by a small pickle machine that knows tensors and plain
+// containers only. The globals it accepts are data, not behaviour:
+//   collections.OrderedDict, torch._utils._rebuild_tensor_v2 / _rebuild_parameter, torch.<Type>Storage,
+//   torch.device, numpy's scalar and dtype (nnU-Net's logs hold numpy floats), _codecs.encode (how protocol 2
+//   spells bytes).
+// A pickle that names any other global (os.system, builtins.eval, a class) is refused, naming it; opcodes
+// outside protocols 2-4's data opcodes are refused too. Nothing named in a pickle is ever called.
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace medseg::sharing {
+
+struct PickleValue;
+using PickleRef = std::shared_ptr<PickleValue>;
+
+struct PickleValue {
+  enum class Kind { None, Bool, Int, Float, String, Bytes, List, Tuple, Dict, Tensor, Device, Global, Storage, Dtype };
+  Kind kind = Kind::None;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;                                   // String, Bytes, Device, Global ("module.name"), Dtype
+  std::vector<PickleRef> items;                    // List, Tuple
+  std::vector<std::pair<PickleRef, PickleRef>> dict;  // Dict, in insertion order
+  at::Tensor tensor;                               // Tensor; Storage (one-dimensional, the whole storage)
+
+  // Dict lookup by string key; nullptr when absent or not a dict.
+  const PickleValue* get(const std::string& key) const;
+};
+
+// Reads a torch.save file. Throws FileError naming the file for a file that is not a torch zip archive, a
+// refused global or opcode (named), or a storage the archive lacks or holds too few bytes of.
+PickleRef read_torch_file(const std::string& path);
+
+}  // namespace medseg::sharing
