@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <regex>
+#include <set>
 
 #include "checkpoint/container.h"
 #include "core/atomic_writer.h"
@@ -16,6 +18,7 @@
 #include "core/strings.h"
 #include "core/test_pause.h"
 #include "sharing/model_files.h"
+#include "sharing/nnunet_import.h"
 #include "core/zip_archive.h"
 
 namespace fs = std::filesystem;
@@ -124,11 +127,74 @@ void extract_all(const ZipReader& z, const std::map<std::string, ZipEntry>& file
   }
 }
 
+// The model folders of a zip written by nnU-Net's nnUNetv2_export_model_to_zip (no manifest, checkpoints as
+// <Dataset>/<Trainer__Plans__Config>/fold_K/checkpoint_final.pth): "Dataset.../Trainer__Plans__Config" each.
+std::set<std::string> nnunet_model_folders(const std::map<std::string, ZipEntry>& files) {
+  static const std::regex pth("^(Dataset\\d{3}_[^/]+/[^/]+__[^/]+__[^/]+)/fold_[^/]+/checkpoint_final\\.pth$");
+  std::set<std::string> out;
+  for (const auto& [name, e] : files) {
+    std::smatch m;
+    if (std::regex_match(name, m, pth)) out.insert(m[1].str());
+  }
+  return out;
+}
+
+// An nnU-Net zip: each model folder's JSON files and fold_K/checkpoint_final.pth are extracted to a scratch
+// folder beside the destination and converted there by medseg_import_nnunet's reader (no Python, no code
+// from the zip runs); the rest (progress pictures, debug files, pickles) stays in the zip.
+InstallResult install_nnunet_zip(const ZipReader& z, const std::map<std::string, ZipEntry>& files,
+                                 const std::set<std::string>& models, const std::string& results_root, bool overwrite) {
+  InstallResult r;
+  for (const std::string& model : models) {
+    const fs::path dest = fs::path(results_root) / model;
+    refuse_taken_dataset_id(results_root, dest.parent_path().filename().string(),
+                            "nothing was installed; install into another results root (-o), or rename one of them");
+    if (fs::exists(fs::symlink_status(dest)) && !overwrite)
+      throw FileError(dest.string(), "already exists; pass --overwrite to replace it (nothing was installed)");
+    // The dataset folder first, so that the scratch folder's guard never owns it (it would remove the installed
+    // model with it); it goes again only if this install fails.
+    NewFolderGuard dataset_folder(dest.parent_path().string());
+    StagedFolder scratch(dest.string() + ".nnunet-zip");  // never committed: removed on the way out
+    uint64_t bytes = 0;
+    std::vector<const ZipEntry*> take;
+    static const std::regex wanted("^(plans\\.json|dataset\\.json|dataset_fingerprint\\.json|fold_[^/]+/checkpoint_final\\.pth)$");
+    for (const auto& [name, e] : files)
+      if (name.rfind(model + "/", 0) == 0 && std::regex_match(name.substr(model.size() + 1), wanted)) {
+        take.push_back(&e);
+        bytes += e.size;
+      }
+    check_free_space(fs::path(results_root).string(), 2 * bytes, "the nnU-Net model " + model + " of " + z.path());
+    for (const ZipEntry* e : take) {
+      const fs::path target = fs::path(scratch.path()) / e->name.substr(model.size() + 1);
+      fs::create_directories(target.parent_path());
+      if (e->compressed_size > 0 && e->size / std::max<uint64_t>(e->compressed_size, 1) > kMaxCheckpointInflation &&
+          ends_with(e->name, ".pth"))
+        throw FileError(z.path(), entry(e->name) + " inflates " + std::to_string(e->size / e->compressed_size) +
+                                      "-fold: not weights; nothing was installed");
+      z.extract(*e, target.string());
+    }
+    NnunetImportOptions o;
+    o.nnunet_folder = scratch.path();
+    o.output = dest.string();
+    o.overwrite = overwrite;
+    import_nnunet(o);
+    dataset_folder.keep();
+    r.model_folder = dest.string();
+    r.manifest.model_folder = model;
+    spdlog::info("installed {} from nnU-Net's zip {} (converted without Python)", r.model_folder, z.path());
+  }
+  return r;
+}
+
 }  // namespace
 
 InstallResult install_model_zip(const std::string& zip_path, const std::string& results_root, bool overwrite) {
   const ZipReader z(zip_path);
   const std::map<std::string, ZipEntry> files = checked_entries(z);
+  if (!files.count(kManifestName)) {
+    const std::set<std::string> models = nnunet_model_folders(files);
+    if (!models.empty()) return install_nnunet_zip(z, files, models, results_root, overwrite);
+  }
   InstallResult r;
   r.manifest = read_manifest(z, files);
   check_against_manifest(z, files, r.manifest);

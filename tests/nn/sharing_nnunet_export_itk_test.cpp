@@ -82,7 +82,7 @@ TEST(NnunetExport, DropoutMovesTheNormOneSlotUp) {
 
 // A random-initialised model (medseg_init_model) -> medseg_export_nnunet -> torch.load in Python (keys nnU-Net's
 // predictor reads, aliases sharing values) -> scripts/import_nnunet_model.py -> medseg_predict on both: equal.
-TEST(NnunetExport, RoundTripThroughTorchLoadAndTheImportScriptPredictsTheSame) {
+TEST(NnunetExport, ExportedImportedAndInstalledModelsPredictTheSame) {
   if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3-torch";
   test::TempDir d("nnexp");
   const std::string env = "MEDSEG_RAW=" + d / "raw" + " MEDSEG_PREPROCESSED=" + d / "pre" + " MEDSEG_RESULTS=" + d / "res";
@@ -136,7 +136,38 @@ torch.save(ck, dst + '/fold_0/checkpoint_final.pth')
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("alias(es) dropped"), std::string::npos) << r.output;
 
-  for (const char* m : {"model", "back", "native"}) {
+  // nnU-Net's own zip layout (nnUNetv2_export_model_to_zip) of that folder, installed by medseg_install_model_zip;
+  // and the same zip with a checkpoint whose pickle would run a command: refused, nothing left.
+  const std::string zip_py = d / "zip.py";
+  write_file_atomic(zip_py, R"(
+import sys, os, zipfile, torch
+d = sys.argv[1]
+m = 'Dataset953_Exp/nnUNetTrainer__nnUNetPlans__3d_fullres/'
+with zipfile.ZipFile(d + '/nnunet_model.zip', 'w') as z:
+    for f in ('plans.json', 'dataset.json', 'fold_0/checkpoint_final.pth'): z.write(d + '/nnunet_py/' + f, m + f)
+    z.writestr(m + 'fold_0/debug.json', '{}')
+    z.writestr(m + 'fold_0/progress.png', b'not read')
+class Evil:
+    def __reduce__(self): return (os.system, ('touch ' + d + '/pwned',))
+torch.save({'network_weights': {}, 'x': Evil()}, d + '/evil.pth')
+with zipfile.ZipFile(d + '/evil.zip', 'w') as z:
+    for f in ('plans.json', 'dataset.json'): z.write(d + '/nnunet_py/' + f, m + f)
+    z.write(d + '/evil.pth', m + 'fold_0/checkpoint_final.pth')
+)");
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + zip_py + " " + d.path() + " 2>&1").c_str()), 0);
+  r = test::run_cli("medseg_install_model_zip", d / "nnunet_model.zip" + " -o " + d / "installed", env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string installed = d / "installed/Dataset953_Exp/nnUNetTrainer__nnUNetPlans__3d_fullres";
+  EXPECT_TRUE(fs::exists(installed + "/fold_0/checkpoint_final.ckpt"));
+  r = test::run_cli("medseg_install_model_zip", d / "evil.zip" + " -o " + d / "evil_results", env);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("'posix.system'"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d / "pwned"));
+  EXPECT_TRUE(!fs::exists(d / "evil_results") || fs::is_empty(d / "evil_results")) << "an install that failed left files";
+  fs::create_directories(d / "installed_model");
+  fs::rename(installed, d / "installed_model/m");
+
+  for (const char* m : {"model", "back", "native", "installed_model/m"}) {
     // The original model also writes nnU-Net's .npz (--probabilities_format both): the same array.
     const std::string format = std::string(m) == "model" ? " --probabilities_format both" : "";
     r = test::run_cli("medseg_predict", "-i " + d / "raw/Dataset953_Exp/imagesTs -o " + d / (std::string("pred_") + m) +
@@ -152,7 +183,7 @@ torch.save(ck, dst + '/fold_0/checkpoint_final.pth')
     const Volume a = io::read_image(e.path().string()), b = io::read_image(d / ("pred_back/" + n));
     EXPECT_EQ(a.to_double(), b.to_double()) << n;
     const std::string id = n.substr(0, n.size() - 7);
-    for (const char* other : {"pred_back/", "pred_native/"})
+    for (const char* other : {"pred_back/", "pred_native/", "pred_installed_model/m/"})
       EXPECT_EQ(test::read_text(d / ("pred_model/" + id + "_probabilities.npy")),
                 test::read_text(d / (other + id + "_probabilities.npy")))
           << "probabilities of " << id << " in " << other;
