@@ -102,7 +102,7 @@ NnunetImportResult import_nnunet(const NnunetImportOptions& o) {
   for (const std::string& fold : r.folds) {
     const fs::path pth = src / ("fold_" + fold) / (chk + ".pth");
     if (!fs::is_regular_file(pth)) throw FileError(pth.string(), "not found");
-    const PickleRef ck = read_torch_file(pth.string());
+    const PickleDocument ck = read_torch_file(pth.string());
     const PickleValue* weights = ck->get("network_weights");
     if (!weights || weights->kind != PickleValue::Kind::Dict)
       throw FileError(pth.string(), "no 'network_weights' (not an nnU-Net v2 checkpoint?)");

@@ -14,19 +14,18 @@ namespace medseg::sharing {
 const PickleValue* PickleValue::get(const std::string& key) const {
   if (kind != Kind::Dict) return nullptr;
   for (const auto& [k, v] : dict)
-    if (k->kind == Kind::String && k->s == key) return v.get();
+    if (k->kind == Kind::String && k->s == key) return v;
   return nullptr;
+}
+
+PickleValue* PickleDocument::make() {
+  values_.push_back(std::make_unique<PickleValue>());
+  return values_.back().get();
 }
 
 namespace {
 
 using Kind = PickleValue::Kind;
-
-PickleRef make(Kind k) {
-  auto v = std::make_shared<PickleValue>();
-  v->kind = k;
-  return v;
-}
 
 // torch.<Type>Storage -> dtype.
 const std::map<std::string, at::ScalarType>& storage_types() {
@@ -47,8 +46,8 @@ bool allowed_global(const std::string& name) {
 
 class Machine {
  public:
-  Machine(std::string path, const ZipReader& zip, std::string prefix, std::string bytes)
-      : path_(std::move(path)), zip_(zip), prefix_(std::move(prefix)), p_(std::move(bytes)) {}
+  Machine(std::string path, const StorageBytes& storage, std::string bytes, PickleDocument& doc)
+      : path_(std::move(path)), storage_(storage), p_(std::move(bytes)), doc_(doc) {}
 
   PickleRef run() {
     while (true) {
@@ -186,7 +185,7 @@ class Machine {
     return it->second;
   }
   PickleValue* container(Kind k) {
-    PickleValue* c = top().get();
+    PickleValue* c = top();
     if (c->kind != k) fail(k == Kind::Dict ? "the pickle sets an item of something that is no dict" : "the pickle appends to something that is no list");
     return c;
   }
@@ -211,18 +210,15 @@ class Machine {
     if (type == storage_types().end()) fail("storage type '" + t[1]->s + "'");
     auto& cached = storages_[t[2]->s];
     if (!cached) {
-      cached = make(Kind::Storage);
-      const std::string entry = prefix_ + "data/" + t[2]->s;
       const int64_t numel = t[4]->i;
-      const size_t bytes = static_cast<size_t>(numel) * at::elementSize(type->second);
-      for (const ZipEntry& e : zip_.entries())
-        if (e.name == entry) {
-          const std::string data = zip_.read(e, bytes);
-          if (data.size() != bytes) fail("storage " + entry + " holds " + std::to_string(data.size()) + " bytes, not " + std::to_string(bytes));
-          cached->tensor = at::empty({numel}, at::TensorOptions().dtype(type->second));
-          std::memcpy(cached->tensor.data_ptr(), data.data(), bytes);
-        }
-      if (!cached->tensor.defined()) fail("the archive has no " + entry);
+      const auto item = static_cast<int64_t>(at::elementSize(type->second));
+      if (numel < 0 || numel > (int64_t(1) << 40) / item) fail("storage '" + t[2]->s + "' claims " + std::to_string(numel) + " elements");
+      const std::string data = storage_(t[2]->s, static_cast<uint64_t>(numel * item));
+      if (data.size() != static_cast<size_t>(numel * item))
+        fail("storage '" + t[2]->s + "' holds " + std::to_string(data.size()) + " bytes, not " + std::to_string(numel * item));
+      cached = make(Kind::Storage);
+      cached->tensor = at::empty({numel}, at::TensorOptions().dtype(type->second));
+      if (!data.empty()) std::memcpy(cached->tensor.data_ptr(), data.data(), data.size());
     }
     return cached;
   }
@@ -235,9 +231,10 @@ class Machine {
     if (fn.kind != Kind::Global || args.kind != Kind::Tuple) fail("the pickle calls something that is no accepted global");
     const auto& a = args.items;
     if (fn.s == "collections.OrderedDict") return make(Kind::Dict);
-    if (fn.s == "torch._utils._rebuild_tensor_v2" && a.size() >= 4 && a[0]->kind == Kind::Storage) {
+    if (fn.s == "torch._utils._rebuild_tensor_v2" && a.size() >= 4 && a[0]->kind == Kind::Storage && a[1]->kind == Kind::Int &&
+        a[2]->kind == Kind::Tuple && a[3]->kind == Kind::Tuple) {
       auto v = make(Kind::Tensor);
-      v->tensor = a[0]->tensor.as_strided(ints(*a[2]), ints(*a[3]), a[1]->i);
+      v->tensor = view(a[0]->tensor, a[1]->i, ints(*a[2]), ints(*a[3]));
       return v;
     }
     if (fn.s == "torch._utils._rebuild_parameter" && !a.empty() && a[0]->kind == Kind::Tensor) return a[0];
@@ -257,6 +254,23 @@ class Machine {
       return numpy_scalar(a[0]->s, a[1]->s);
     fail("the pickle calls '" + fn.s + "' with arguments medseg does not read");
   }
+  // A tensor's view of its storage, checked to lie inside it (a hostile file could point anywhere).
+  at::Tensor view(const at::Tensor& storage, int64_t offset, const std::vector<int64_t>& size,
+                  const std::vector<int64_t>& stride) {
+    if (size.size() != stride.size() || offset < 0) fail("a tensor whose sizes, strides and offset do not fit together");
+    int64_t last = offset;
+    bool empty = false;
+    for (size_t k = 0; k < size.size(); ++k) {
+      if (size[k] < 0 || stride[k] < 0 || size[k] > (int64_t(1) << 40) || stride[k] > (int64_t(1) << 40))
+        fail("a tensor of size or stride outside what a file holds");
+      empty = empty || size[k] == 0;
+      last += (size[k] - 1) * stride[k];
+    }
+    if (!empty && last >= storage.numel())
+      fail("a tensor view reaches element " + std::to_string(last) + " of a storage of " + std::to_string(storage.numel()));
+    return storage.as_strided(size, stride, offset);
+  }
+
   void build(PickleValue& target, const PickleValue& state) {
     if (target.kind == Kind::Dtype) return;  // the byte order and flags of a numpy dtype: little-endian assumed
     if (target.kind == Kind::Dict && state.kind == Kind::Dict) return;  // an OrderedDict's empty __dict__
@@ -290,26 +304,49 @@ class Machine {
   }
 
   std::string path_;
-  const ZipReader& zip_;
-  std::string prefix_;
+  const StorageBytes& storage_;
   std::string p_;
   size_t pos_ = 0;
   std::vector<PickleRef> stack_;
   std::vector<size_t> marks_;
   std::map<uint32_t, PickleRef> memo_;
   std::map<std::string, PickleRef> storages_;
+  PickleDocument& doc_;
+
+  PickleRef make(Kind k) {
+    PickleRef v = doc_.make();
+    v->kind = k;
+    return v;
+  }
 };
 
 }  // namespace
 
-PickleRef read_torch_file(const std::string& path) {
+PickleDocument decode_pickle(const std::string& pickle, const std::string& source, const StorageBytes& storage) {
+  PickleDocument doc;
+  doc.set_root(Machine(source, storage, pickle, doc).run());
+  return doc;
+}
+
+PickleDocument read_torch_file(const std::string& path) {
   const ZipReader zip(path);
   for (const ZipEntry& e : zip.entries()) {
     const std::string tail = "/data.pkl";
     if (e.name.size() <= tail.size() || e.name.compare(e.name.size() - tail.size(), tail.size(), tail) != 0) continue;
     if (e.name.find('/') != e.name.size() - tail.size()) continue;  // <name>/data.pkl at the archive's top
     const std::string prefix = e.name.substr(0, e.name.size() - std::string("data.pkl").size());
-    return Machine(path, zip, prefix, zip.read(e, uint64_t(1) << 31)).run();
+    const StorageBytes from_zip = [&](const std::string& key, uint64_t bytes) {
+      const std::string entry = prefix + "data/" + key;
+      for (const ZipEntry& s : zip.entries())
+        if (s.name == entry) {
+          if (s.size != bytes)
+            throw FileError(path, "storage " + entry + " holds " + std::to_string(s.size) + " bytes, not " + std::to_string(bytes) +
+                                      "; nothing was executed");
+          return zip.read(s, bytes);
+        }
+      throw FileError(path, "the archive has no " + entry + "; nothing was executed");
+    };
+    return decode_pickle(zip.read(e, uint64_t(1) << 31), path, from_zip);
   }
   throw FileError(path, "not a torch.save archive (no <name>/data.pkl); files from torch older than 1.6 are not read");
 }

@@ -10,6 +10,7 @@
 #include <ATen/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,7 +20,9 @@
 namespace medseg::sharing {
 
 struct PickleValue;
-using PickleRef = std::shared_ptr<PickleValue>;
+// Values point at each other (a pickle may share one object, or even make a cycle); they are owned by the
+// PickleDocument that decoded them, and live as long as it does.
+using PickleRef = PickleValue*;
 
 struct PickleValue {
   enum class Kind { None, Bool, Int, Float, String, Bytes, List, Tuple, Dict, Tensor, Device, Global, Storage, Dtype };
@@ -36,8 +39,28 @@ struct PickleValue {
   const PickleValue* get(const std::string& key) const;
 };
 
+// The values of one pickle and their owner. Movable; the values stay where they are.
+class PickleDocument {
+ public:
+  const PickleValue& root() const { return *root_; }
+  const PickleValue* operator->() const { return root_; }
+  PickleValue* make();  // a new value owned by this document
+  void set_root(PickleValue* v) { root_ = v; }
+
+ private:
+  std::vector<std::unique_ptr<PickleValue>> values_;
+  PickleValue* root_ = nullptr;
+};
+
+// The bytes of storage `key` (`bytes` long), or a FileError naming what is missing.
+using StorageBytes = std::function<std::string(const std::string& key, uint64_t bytes)>;
+
+// Decodes one pickle (a torch.save archive's data.pkl); `source` names it in errors. Storages come from
+// `storage`. The checks of read_torch_file apply; tensor views must lie inside their storage.
+PickleDocument decode_pickle(const std::string& pickle, const std::string& source, const StorageBytes& storage);
+
 // Reads a torch.save file. Throws FileError naming the file for a file that is not a torch zip archive, a
 // refused global or opcode (named), or a storage the archive lacks or holds too few bytes of.
-PickleRef read_torch_file(const std::string& path);
+PickleDocument read_torch_file(const std::string& path);
 
 }  // namespace medseg::sharing

@@ -2,6 +2,7 @@
 // Seeds are made by the library's own writers (so they track the formats) plus the JSON files
 // that the tests already use; tiny on purpose, since small seeds mutate faster.
 #include <ATen/ATen.h>
+#include <torch/serialize.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/container.h"
 #include "core/json_io.h"
+#include "core/zip_archive.h"
 #include "fingerprint/fingerprint.h"
 #include "io/image_io.h"
 #include "preprocessing/case_store.h"
@@ -114,6 +116,24 @@ void json_seeds(const std::string& src) {
   training::write_splits(out_root + "/splits/seed.json", training::kfold_splits({"case_000", "case_001", "case_002"}, 3));
 }
 
+// Pickles as torch.save writes them: LibTorch's pickle_save of a checkpoint-like dict (data.pkl of its zip).
+void torch_pickle_seeds(const std::string& tmp) {
+  c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+  c10::Dict<std::string, at::Tensor> w;
+  w.insert("encoder.stem.convs.0.conv.weight", at::arange(12, at::kFloat).reshape({3, 4}));
+  w.insert("decoder.seg_layers.0.bias", at::ones({2}, at::kHalf));
+  d.insert("network_weights", w);
+  d.insert("trainer_name", std::string("nnUNetTrainer"));
+  d.insert("inference_allowed_mirroring_axes", c10::ivalue::Tuple::create({int64_t(0), int64_t(1)}));
+  d.insert("current_epoch", int64_t(3));
+  const std::vector<char> bytes = torch::pickle_save(c10::IValue(d));
+  const std::string zip_path = tmp + "/seed.pth";
+  std::ofstream(zip_path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  const ZipReader z(zip_path);
+  for (const ZipEntry& e : z.entries())
+    if (e.name.size() > 9 && e.name.substr(e.name.size() - 9) == "/data.pkl") seed("torch_pickle", "pickle_save.pkl", z.read(e, 1u << 20));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,6 +150,7 @@ int main(int argc, char** argv) {
     npy_seeds(tmp);
     image_seeds(tmp);
     json_seeds(argv[2]);
+    torch_pickle_seeds(tmp);
   } catch (const std::exception& e) {
     std::cerr << "medseg_fuzz_seeds: " << e.what() << "\n";
     return 1;

@@ -111,3 +111,44 @@ open(d + '/truncated.pth', 'wb').write(data[:len(data) // 2])
   EXPECT_NE(refusal(d / "not_zip.pth").find("not_zip.pth"), std::string::npos);
   EXPECT_NE(refusal(d / "truncated.pth").find("truncated.pth"), std::string::npos);
 }
+
+namespace {
+
+// A BINUNICODE string opcode.
+std::string uni(const std::string& s) {
+  const auto n = static_cast<uint32_t>(s.size());
+  return std::string("X") + std::string(reinterpret_cast<const char*>(&n), 4) + s;
+}
+
+// {'t': a float tensor of `size` elements, stride 1, at `offset` of a 4-element storage}, as torch.save pickles it.
+std::string tensor_pickle(int size, int offset) {
+  return std::string("\x80\x02}(") + uni("t") + "ctorch._utils\n_rebuild_tensor_v2\n((" + uni("storage") +
+         "ctorch\nFloatStorage\n" + uni("0") + uni("cpu") + "K\x04tQK" + std::string(1, static_cast<char>(offset)) + "K" +
+         std::string(1, static_cast<char>(size)) + "\x85K\x01\x85\x89" + "ccollections\nOrderedDict\n)RtRu.";
+}
+
+}  // namespace
+
+TEST(TorchPickle, AViewBeyondItsStorageIsRefused) {
+  const sharing::StorageBytes four_floats = [](const std::string&, uint64_t bytes) { return std::string(bytes, '\0'); };
+  const auto ok = sharing::decode_pickle(tensor_pickle(3, 1), "ok.pkl", four_floats);
+  EXPECT_EQ(ok->get("t")->tensor.numel(), 3);
+  for (const auto& [size, offset] : {std::pair{10, 0}, std::pair{4, 1}}) {
+    try {
+      sharing::decode_pickle(tensor_pickle(size, offset), "bad.pkl", four_floats);
+      ADD_FAILURE() << "a view of " << size << " elements at " << offset << " was read from 4";
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find("reaches element"), std::string::npos) << e.what();
+    }
+  }
+  // A list that holds itself (pickle can say so) is read without looping; a truncated pickle is named.
+  const std::string cyclic("\x80\x02]q\0h\0a.", 9);  // [] memoized as 0, then appended to itself
+  const auto c = sharing::decode_pickle(cyclic, "cyclic.pkl", four_floats);
+  EXPECT_EQ(c->items.at(0), &c.root());
+  try {
+    sharing::decode_pickle(tensor_pickle(3, 1).substr(0, 40), "cut.pkl", four_floats);
+    ADD_FAILURE() << "a truncated pickle was read";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("cut.pkl"), std::string::npos) << e.what();
+  }
+}
