@@ -13,4 +13,11 @@ double poly_lr(double initial_lr, int64_t epoch, int64_t max_epochs, double expo
   return initial_lr * std::pow(1.0 - static_cast<double>(epoch) / static_cast<double>(max_epochs), exponent);
 }
 
+double cosine_lr(double initial_lr, int64_t epoch, int64_t max_epochs) {
+  MEDSEG_CHECK(max_epochs > 0, "cosine_lr: max_epochs must be positive, got ", max_epochs);
+  MEDSEG_CHECK(epoch >= 0 && epoch <= max_epochs, "cosine_lr: epoch ", epoch, " is outside [0, ", max_epochs, "]");
+  const double pi = std::acos(-1.0);
+  return initial_lr * (1.0 + std::cos(pi * static_cast<double>(epoch) / static_cast<double>(max_epochs))) / 2.0;
+}
+
 }  // namespace medseg::training

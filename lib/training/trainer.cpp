@@ -402,7 +402,8 @@ std::vector<at::Tensor> Trainer::State::device_targets(const data::Batch& b) con
 
 bool Trainer::State::train_epoch() {
   net->train();
-  set_learning_rate(*optimizer, poly_lr(cfg.optimizer.lr, epoch, cfg.num_epochs, cfg.poly_exponent));
+  set_learning_rate(*optimizer, cfg.lr_schedule == "cosine" ? cosine_lr(cfg.optimizer.lr, epoch, cfg.num_epochs)
+                                                           : poly_lr(cfg.optimizer.lr, epoch, cfg.num_epochs, cfg.poly_exponent));
   ProgressBar bar("epoch " + std::to_string(epoch), cfg.iterations_per_epoch, opt.progress_bar && dp->writer());
   bar.tick(next_iter);
   for (; next_iter < cfg.iterations_per_epoch; ++next_iter) {

@@ -28,7 +28,7 @@ json TrainerConfig::to_json() const {
   }
   json j = {{"format", "medseg-trainer-config"}, {"version", 1}, {"name", name}, {"num_epochs", num_epochs},
             {"iterations_per_epoch", iterations_per_epoch}, {"val_iterations_per_epoch", val_iterations_per_epoch},
-            {"optimizer", opt}, {"poly_exponent", poly_exponent}, {"grad_clip", grad_clip},
+            {"optimizer", opt}, {"poly_exponent", poly_exponent}, {"lr_schedule", lr_schedule}, {"grad_clip", grad_clip},
             {"oversample_foreground", oversample_foreground}, {"deep_supervision", deep_supervision},
             {"augment", augment}, {"checkpoint_every", checkpoint_every}, {"ema_momentum", ema_momentum},
             {"seed", seed}, {"amp", to_string(amp)}, {"num_workers", num_workers},
@@ -158,7 +158,7 @@ void check_trainer_setting(const std::string& key, double value, const std::stri
 TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   const JsonObjectReader r(j, src, "", "a trainer config");
   r.check_keys({"format", "version", "name", "num_epochs", "iterations_per_epoch", "val_iterations_per_epoch",
-                "optimizer", "poly_exponent", "grad_clip", "oversample_foreground", "deep_supervision", "augment",
+                "optimizer", "poly_exponent", "lr_schedule", "grad_clip", "oversample_foreground", "deep_supervision", "augment",
                 "checkpoint_every", "ema_momentum", "seed", "amp", "num_workers", "augment_device", "checkpoint_encoder",
                 "use_checkpoint", "inplace", "mirror_axes", "description"});
   TrainerConfig c;
@@ -171,6 +171,7 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   c.num_workers = static_cast<int>(integer_in_range(r, "num_workers", c.num_workers));
   c.use_checkpoint = static_cast<int>(integer_in_range(r, "use_checkpoint", c.use_checkpoint));
   c.poly_exponent = number_in_range(r, "", "poly_exponent", c.poly_exponent);
+  if (r.has("lr_schedule")) c.lr_schedule = r.choice<std::string>("lr_schedule", {{"poly", "poly"}, {"cosine", "cosine"}});
   c.grad_clip = number_in_range(r, "", "grad_clip", c.grad_clip);
   c.oversample_foreground = number_in_range(r, "", "oversample_foreground", c.oversample_foreground);
   c.ema_momentum = number_in_range(r, "", "ema_momentum", c.ema_momentum);

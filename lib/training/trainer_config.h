@@ -27,6 +27,9 @@ struct TrainerConfig {
   int64_t val_iterations_per_epoch = 50;
   OptimizerConfig optimizer;           // SGD nesterov 0.99, lr 1e-2, wd 3e-5
   double poly_exponent = 0.9;
+  // The learning-rate schedule: "poly" (nnU-Net's PolyLRScheduler with poly_exponent) or "cosine"
+  // (nnUNetTrainerCosAnneal; training/schedule.h).
+  std::string lr_schedule = "poly";
   double grad_clip = 12.0;
   double oversample_foreground = 0.33;
   bool deep_supervision = true;

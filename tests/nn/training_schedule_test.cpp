@@ -22,6 +22,17 @@ TEST(TrainingSchedule, PolyLrMatchesHandValues) {
   EXPECT_THROW(poly_lr(1e-2, 0, 0), medseg::Error);
 }
 
+// nnUNetTrainerCosAnneal's schedule against torch's CosineAnnealingLR(T_max = 1000) stepped with the epoch
+// (the values Debian's python3-torch prints for lr 1e-2).
+TEST(TrainingSchedule, CosineLrMatchesTorchsCosineAnnealingLR) {
+  EXPECT_DOUBLE_EQ(cosine_lr(1e-2, 0, 1000), 0.01);
+  EXPECT_NEAR(cosine_lr(1e-2, 250, 1000), 0.008535533905932738, 1e-17);
+  EXPECT_NEAR(cosine_lr(1e-2, 500, 1000), 0.005, 1e-17);
+  EXPECT_NEAR(cosine_lr(1e-2, 999, 1000), 2.467399070893439e-08, 1e-20);
+  EXPECT_NEAR(cosine_lr(1e-2, 1000, 1000), 0.0, 1e-18);
+  EXPECT_THROW(cosine_lr(1e-2, 1001, 1000), medseg::Error);
+}
+
 TEST(TrainingOptimizer, FactoryUsesNnUNetDefaults) {
   torch::nn::Linear lin(3, 2);
   auto sgd = make_optimizer(*lin, OptimizerConfig::nnunet_sgd());

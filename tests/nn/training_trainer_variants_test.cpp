@@ -68,13 +68,22 @@ TEST(TrainerVariants, OnlyMirror01) {
   EXPECT_EQ(c.mirror_axes(2), (std::vector<int>{0}));
 }
 
+// nnUNetTrainerCosAnneal: the cosine schedule, the rest of nnUNetTrainer's recipe; it travels in checkpoints.
+TEST(TrainerVariants, CosAnneal) {
+  const TrainerConfig c = find_trainer_config("nnUNetTrainerCosAnneal");
+  EXPECT_EQ(c.lr_schedule, "cosine");
+  EXPECT_EQ(c.num_epochs, 1000);
+  EXPECT_EQ(medseg::training::trainer_config_from_json(c.to_json(), "copy").lr_schedule, "cosine");
+  EXPECT_EQ(find_trainer_config("nnUNetTrainer").lr_schedule, "poly");
+}
+
 TEST(TrainerVariants, NoDeepSupervision) {
   EXPECT_FALSE(find_trainer_config("nnUNetTrainerNoDeepSupervision").deep_supervision);
 }
 
 TEST(TrainerVariants, RefusedNamesSayWhy) {
   EXPECT_EQ(error_of("nnUNetTrainerDA5"), "nnUNetTrainerDA5: stronger augmentation (DA5) is not implemented in medseg");
-  EXPECT_NE(error_of("nnUNetTrainerCosAnneal").find("nnUNetTrainerCosAnneal: "), std::string::npos);
+  EXPECT_NE(error_of("nnUNetTrainer_warmup").find("nnUNetTrainer_warmup: "), std::string::npos);
   const std::string unknown = error_of("nnUNetTrainer_NoSuchVariant");
   EXPECT_NE(unknown.find("trainer config 'nnUNetTrainer_NoSuchVariant' not found"), std::string::npos) << unknown;
 }
