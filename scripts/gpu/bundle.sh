@@ -130,7 +130,8 @@ closure() {  # closure PKG...: PKG and what it depends on, recursively (no recom
 }
 extra_roots=()
 [[ $with_cairo = 1 ]] && extra_roots+=(libcairo2-dev)
-[[ $with_itk = 1 ]] && extra_roots+=(libinsighttoolkit5-dev)
+# libtiff-dev: an ITK build also reads TIFF stacks with libtiff itself (lib/io/tiff_planes_itk.cpp).
+[[ $with_itk = 1 ]] && extra_roots+=(libinsighttoolkit5-dev libtiff-dev)
 pkgs=("${roots[@]}" "${runtime_extra[@]}")
 if ((${#extra_roots[@]})); then
   mapfile -t more < <(closure "${extra_roots[@]}")
