@@ -52,11 +52,10 @@ int64_t from_preprocessed(const Options& o, const std::string& name) {
     if (o.channel >= c.num_channels())
       throw Error("-channel_idx " + std::to_string(o.channel) + ": this dataset has channels 0.." + std::to_string(c.num_channels() - 1));
     const auto& s = c.shape();
-    std::vector<int> seg(static_cast<size_t>(c.voxels()));
-    for (int64_t z = 0, k = 0; z < s[0]; ++z)
-      for (int64_t y = 0; y < s[1]; ++y)
-        for (int64_t x = 0; x < s[2]; ++x) seg[static_cast<size_t>(k++)] = c.seg_at(z, y, x);
-    plot(c.channel(o.channel), std::move(seg), s[0], s[1], s[2], o.intensity, (fs::path(o.output) / (c.id() + ".png")).string());
+    std::vector<int16_t> stored(static_cast<size_t>(c.voxels()));
+    preprocessing::read_seg_patch(c, Box{{0, 0, 0}, s}, stored.data());  // the whole case, int8 or int16 as stored
+    plot(c.channel(o.channel), std::vector<int>(stored.begin(), stored.end()), s[0], s[1], s[2], o.intensity,
+         (fs::path(o.output) / (c.id() + ".png")).string());
     bar.tick();
   });
   bar.finish();

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/strings.h"
+#include "io/image_folder.h"
 #include "io/image_formats.h"
 #include "io/image_io.h"
 
@@ -49,25 +50,22 @@ std::string channel_name(const std::string& id, int c, const std::string& ending
   return id + buf + ending;
 }
 
-// The channels in a case's files when one file may hold several (an RGB .png: io/image_formats.h):
-// _0000, _0001, ... until they hold n. "" when they do, else what is wrong, naming the file.
+// The channels in a case's files when one file may hold several (an RGB .png: io/image_formats.h), as the
+// case listing counts them (io::files_holding_channels); a file beyond those is an error too. "" when they
+// hold the model's n channels, else what is wrong, naming the file.
 std::string multi_channel_images(const std::string& id, const Scanned& s, const std::string& ending, int n,
                                  std::vector<std::string>& images) {
-  int held = 0;
-  for (int k = 0; held < n; ++k) {
-    auto it = s.channels.find(k);
-    if (it == s.channels.end()) {
-      const fs::path expected = fs::path(s.channels.begin()->second[0]).parent_path() / channel_name(id, k, ending);
-      return expected.string() + ": missing; case '" + id + "' holds " + std::to_string(held) + " of the " +
-             std::to_string(n) + " channel(s) the model takes";
-    }
-    held += io::image_file_channels(it->second[0]);
-    images.push_back(it->second[0]);
+  std::map<int, std::string> first;  // a channel given twice was refused before
+  for (const auto& [k, files] : s.channels) first.emplace(k, files[0]);
+  const std::string folder = fs::path(first.begin()->second).parent_path().string();
+  try {
+    images = io::files_holding_channels(id, first, folder, ending, n, "the model takes");
+  } catch (const FileError& e) {
+    return e.what();
   }
-  if (held != n || images.size() != s.channels.size())
-    return images.back() + ": case '" + id + "' holds " + std::to_string(held) + " channel(s) in " +
-           std::to_string(images.size()) + " file(s) of " + std::to_string(s.channels.size()) + "; the model takes " +
-           std::to_string(n);
+  if (images.size() != s.channels.size())
+    return first.rbegin()->second + ": case '" + id + "' has " + std::to_string(s.channels.size()) + " files; its first " +
+           std::to_string(images.size()) + " hold the " + std::to_string(n) + " channel(s) the model takes";
   return "";
 }
 

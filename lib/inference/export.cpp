@@ -188,27 +188,15 @@ Volume export_prediction(const at::Tensor& logits, const preprocessing::CaseProp
                          const ExportOptions& opts, const std::string& base, const std::string& file_ending) {
   std::vector<float> probs;
   Volume seg = logits_to_segmentation(logits, p, labels, opts, opts.save_probabilities ? &probs : nullptr);
-  if (opts.save_probabilities && opts.probabilities_npz) {
-    const auto& s = p.original_shape;
-    preprocessing::write_npz_float32(base + ".npz", "probabilities",
-                                     {static_cast<int64_t>(labels.values.size()), s[0], s[1], s[2]}, probs.data());
-  }
-  if (opts.save_probabilities && opts.probabilities_npy) {
+  if (opts.save_probabilities) {
     const auto& s = p.original_shape;
     const std::vector<int64_t> shape{static_cast<int64_t>(labels.values.size()), s[0], s[1], s[2]};
-    preprocessing::write_npy(base + "_probabilities.npy", "<f4", shape, probs.data(), probs.size() * sizeof(float));
-    const Geometry& g = p.original_geometry;
-    json meta = {{"format", "medseg-probabilities"},
-                 {"version", 1},
-                 {"array", "(class, z, y, x) float32, the segmentation's voxel order"},
-                 {"kind", labels.regions ? "sigmoid per region" : "softmax over labels"},
-                 {"class_values", labels.values},
-                 {"shape", shape},
-                 {"spacing", g.spacing},
-                 {"origin", g.origin},
-                 {"direction", g.direction},
-                 {"file_dimension", g.file_dimension}};
-    write_json(base + "_probabilities.json", meta);
+    if (opts.probabilities_npz) preprocessing::write_npz_float32(base + ".npz", "probabilities", shape, probs.data());
+    if (opts.probabilities_npy) {
+      preprocessing::write_npy(base + "_probabilities.npy", "<f4", shape, probs.data(), probs.size() * sizeof(float));
+      write_json(base + "_probabilities.json",
+                 io::probabilities_meta({labels.values, labels.regions}, shape, p.original_geometry));
+    }
   }
   if (!opts.postprocessing.empty()) seg = postprocessing::apply_postprocessing(seg, opts.postprocessing);
   io::write_image(base + file_ending, seg);

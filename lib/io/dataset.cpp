@@ -171,27 +171,6 @@ std::string file_ending_from_json(const ordered_json& j, const std::string& file
 
 namespace {
 
-// The files of a case whose files may each hold several channels (an RGB .png is 3: nnU-Net's
-// NaturalImage2DIO): _0000, _0001, ... in order until they hold the n channels dataset.json declares.
-std::vector<std::string> multi_channel_files(const std::string& id, const std::map<int, std::string>& chans,
-                                             const std::string& folder, const std::string& ending, int n) {
-  std::vector<std::string> files;
-  int held = 0;
-  for (int k = 0; held < n; ++k) {
-    auto it = chans.find(k);
-    if (it == chans.end())
-      throw FileError(channel_file(folder, id, k, ending),
-                      "missing: case '" + id + "' has " + std::to_string(held) + " of the " + std::to_string(n) +
-                          " channels dataset.json declares in its first " + std::to_string(k) + " file(s)");
-    held += image_file_channels(it->second);
-    files.push_back(it->second);
-  }
-  if (held != n)
-    throw FileError(files.back(), "case '" + id + "' holds " + std::to_string(held) + " channels in " +
-                                      std::to_string(files.size()) + " file(s); dataset.json declares " + std::to_string(n));
-  return files;
-}
-
 std::vector<CaseFiles> collect(const std::map<std::string, std::map<int, std::string>>& scanned,
                                const std::string& folder, const std::string& ending, int n) {
   std::vector<CaseFiles> out;
@@ -199,7 +178,7 @@ std::vector<CaseFiles> collect(const std::map<std::string, std::map<int, std::st
     check_path_component(id, "case id", chans.begin()->second);
     CaseFiles c{id, {}, ""};
     if (multi_channel_ending(ending) && image_io_available()) {
-      c.images = multi_channel_files(id, chans, folder, ending, n);
+      c.images = files_holding_channels(id, chans, folder, ending, n, "dataset.json declares");
       out.push_back(std::move(c));
       continue;
     }

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/strings.h"
+#include "io/image_formats.h"
 
 namespace fs = std::filesystem;
 
@@ -56,6 +57,26 @@ std::string channel_file(const std::string& folder, const std::string& id, int c
   char buf[16];
   std::snprintf(buf, sizeof buf, "_%04d", c);
   return (fs::path(folder) / (id + buf + ending)).string();
+}
+
+std::vector<std::string> files_holding_channels(const std::string& id, const std::map<int, std::string>& files,
+                                                const std::string& folder, const std::string& ending, int n,
+                                                const std::string& expected_by) {
+  std::vector<std::string> out;
+  int held = 0;
+  for (int k = 0; held < n; ++k) {
+    auto it = files.find(k);
+    if (it == files.end())
+      throw FileError(channel_file(folder, id, k, ending),
+                      "missing: case '" + id + "' has " + std::to_string(held) + " of the " + std::to_string(n) +
+                          " channels " + expected_by + " in its first " + std::to_string(k) + " file(s)");
+    held += image_file_channels(it->second);
+    out.push_back(it->second);
+  }
+  if (held != n)
+    throw FileError(out.back(), "case '" + id + "' holds " + std::to_string(held) + " channels in " +
+                                    std::to_string(out.size()) + " file(s); " + expected_by + " " + std::to_string(n));
+  return out;
 }
 
 }  // namespace medseg::io

@@ -27,4 +27,12 @@ void copy_dataset_jsons(const std::string& from, const std::string& to);
 // folder/CASE_XXXX<file_ending>
 std::string channel_file(const std::string& folder, const std::string& id, int channel, const std::string& file_ending);
 
+// The files of case `id` when one file may hold several channels (an RGB .png is 3: io/image_formats.h):
+// `files` (channel index -> path) from _0000 on, in order, until they hold the `n` channels that
+// `expected_by` ("dataset.json declares", "the model takes") names. Throws FileError naming the missing
+// file, or the last file when the channels they hold overshoot n. Reads each file's header.
+std::vector<std::string> files_holding_channels(const std::string& id, const std::map<int, std::string>& files,
+                                                const std::string& folder, const std::string& file_ending, int n,
+                                                const std::string& expected_by);
+
 }  // namespace medseg::io

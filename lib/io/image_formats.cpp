@@ -39,6 +39,7 @@ bool multi_channel_ending(const std::string& file_ending) {
 }
 
 bool tiff_planar_separate(const std::string& path) {
+  if (image_family(path) != ImageFamily::Tiff) return false;  // a color PNG or BMP is not opened again
   std::ifstream f(path, std::ios::binary);
   unsigned char h[8];
   if (!f.read(reinterpret_cast<char*>(h), 8)) return false;

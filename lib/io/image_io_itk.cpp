@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "io/image_formats.h"
 #include "io/image_io.h"
 #include "io/itk_globals.h"
@@ -394,8 +395,8 @@ int image_file_channels(const std::string& path) {
   const itk::ImageIOBase::Pointer io = open_checked(path, true);
   if (io->GetNumberOfComponents() > 1 && !tiff_planar_separate(path)) return static_cast<int>(io->GetNumberOfComponents());
   if (io->GetNumberOfDimensions() == 4) return static_cast<int>(io->GetDimensions(3));
-  if (io->GetIsReadAsScalarPlusPalette()) return static_cast<int>(read_checked(path, io, true).size());
-  return 1;
+  const auto pal = palette_of(io);  // what apply_palette will make of the indices, from the header
+  return pal.empty() || gray_palette(pal) ? 1 : 3;
 }
 
 
@@ -449,7 +450,7 @@ Volume writable_for_family(const std::string& path, const Volume& v) {
   const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
   const double min = values.empty() ? 0 : *lo, max = values.empty() ? 0 : *hi;
   if (min < 0) throw FileError(path, "holds negative values (" + label_value_str(min) + "), which this format cannot");
-  const bool bmp = lower_name(path).size() >= 4 && lower_name(path).substr(lower_name(path).size() - 4) == ".bmp";
+  const bool bmp = ends_with(lower_name(path), ".bmp");
   if (max > (bmp ? 255 : 65535))
     throw FileError(path, "value " + label_value_str(max) + " does not fit the format's " + (bmp ? "8" : "16") + "-bit pixels");
   const PixelType t = max < 255 ? PixelType::UInt8 : PixelType::UInt16;

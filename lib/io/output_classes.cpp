@@ -24,4 +24,17 @@ OutputClasses output_classes(const DatasetInfo& dataset, const std::string& sour
   return m;
 }
 
+json probabilities_meta(const OutputClasses& classes, const std::vector<int64_t>& shape, const Geometry& g) {
+  return {{"format", "medseg-probabilities"},
+          {"version", 1},
+          {"array", "(class, z, y, x) float32, the segmentation's voxel order"},
+          {"kind", classes.regions ? "sigmoid per region" : "softmax over labels"},
+          {"class_values", classes.values},
+          {"shape", shape},
+          {"spacing", g.spacing},
+          {"origin", g.origin},
+          {"direction", g.direction},
+          {"file_dimension", g.file_dimension}};
+}
+
 }  // namespace medseg::io

@@ -63,12 +63,7 @@ Probabilities read_nnunet_probabilities(const std::string& folder, const std::st
   if (p.shape != want)
     throw FileError(npz, "probabilities of shape " + json(p.shape).dump() + "; its segmentation and dataset.json make " +
                              json(want).dump());
-  const Geometry& g = seg.geometry();
-  p.meta = {{"format", "medseg-probabilities"},     {"version", 1},
-            {"kind", classes.regions ? "sigmoid per region" : "softmax over labels"},
-            {"class_values", classes.values},       {"shape", p.shape},
-            {"spacing", g.spacing},                 {"origin", g.origin},
-            {"direction", g.direction},             {"file_dimension", g.file_dimension}};
+  p.meta = io::probabilities_meta(classes, p.shape, seg.geometry());
   check_probability_values(p, npz);
   return p;
 }

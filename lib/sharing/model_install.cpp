@@ -60,19 +60,26 @@ Manifest read_manifest(const ZipReader& z, const std::map<std::string, ZipEntry>
   return manifest_from_json(j, source);
 }
 
+// An entry's size against what its file can be (`rel`: its path in the model folder): a side file is
+// small (max_model_file_bytes), and a checkpoint, float weights that barely deflate, inflates at most
+// kMaxCheckpointInflation-fold; more is a zip bomb.
+void check_entry_size(const ZipReader& z, const ZipEntry& e, const std::string& rel, bool checkpoint) {
+  if (!checkpoint && e.size > max_model_file_bytes(rel))
+    throw FileError(z.path(), entry(e.name) + " would inflate to " + byte_size_text(e.size) + ", more than such a file holds (" +
+                                  byte_size_text(max_model_file_bytes(rel)) + "); nothing was installed");
+  if (checkpoint && e.size / kMaxCheckpointInflation > e.compressed_size)
+    throw FileError(z.path(), entry(e.name) + " would inflate " + std::to_string(e.size / std::max<uint64_t>(e.compressed_size, 1)) +
+                                  "-fold (" + byte_size_text(e.compressed_size) + " to " + byte_size_text(e.size) +
+                                  "), which no checkpoint does: a zip bomb; nothing was installed");
+}
+
 // A file the manifest lists: one a model folder holds (model_files.h), of a plausible size.
 void check_listed_file(const ZipReader& z, const ZipEntry& e, const Manifest& m) {
   const std::string rel = e.name.substr(m.model_folder.size() + 1);
   const std::string problem = model_file_problem(rel, m.folds, m.checkpoints);
   if (!problem.empty())
     throw FileError(z.path(), entry(e.name) + " " + problem + "; nothing was installed");
-  if (e.size > max_model_file_bytes(rel))
-    throw FileError(z.path(), entry(e.name) + " would inflate to " + byte_size_text(e.size) + ", more than such a file holds (" +
-                                  byte_size_text(max_model_file_bytes(rel)) + "); nothing was installed");
-  if (ends_with(rel, ".ckpt") && e.size / kMaxCheckpointInflation > e.compressed_size)
-    throw FileError(z.path(), entry(e.name) + " would inflate " + std::to_string(e.size / std::max<uint64_t>(e.compressed_size, 1)) +
-                                  "-fold (" + byte_size_text(e.compressed_size) + " to " + byte_size_text(e.size) +
-                                  "), which no checkpoint does: a zip bomb; nothing was installed");
+  check_entry_size(z, e, rel, ends_with(rel, ".ckpt"));
 }
 
 // The zip holds exactly the manifest's files, with the sizes it records.
@@ -165,12 +172,10 @@ InstallResult install_nnunet_zip(const ZipReader& z, const std::map<std::string,
       }
     check_free_space(fs::path(results_root).string(), 2 * bytes, "the nnU-Net model " + model + " of " + z.path());
     for (const ZipEntry* e : take) {
-      const fs::path target = fs::path(scratch.path()) / e->name.substr(model.size() + 1);
+      const std::string rel = e->name.substr(model.size() + 1);
+      check_entry_size(z, *e, rel, ends_with(rel, ".pth"));
+      const fs::path target = fs::path(scratch.path()) / rel;
       fs::create_directories(target.parent_path());
-      if (e->compressed_size > 0 && e->size / std::max<uint64_t>(e->compressed_size, 1) > kMaxCheckpointInflation &&
-          ends_with(e->name, ".pth"))
-        throw FileError(z.path(), entry(e->name) + " inflates " + std::to_string(e->size / e->compressed_size) +
-                                      "-fold: not weights; nothing was installed");
       z.extract(*e, target.string());
     }
     NnunetImportOptions o;

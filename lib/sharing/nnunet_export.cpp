@@ -83,9 +83,10 @@ NnunetExportResult export_nnunet(const NnunetExportOptions& o) {
     r.aliases = 0;
     for (const auto& [name, t] : f.weights) {
       const at::Tensor cpu = t.detach().to(at::kCPU).contiguous();
-      for (const std::string& view : nnunet_state_dict_names(name, dropout)) weights.insert(view, cpu);
+      const std::vector<std::string> views = nnunet_state_dict_names(name, dropout);
+      for (const std::string& view : views) weights.insert(view, cpu);
       r.tensors += 1;
-      r.aliases += static_cast<int64_t>(nnunet_state_dict_names(name, dropout).size()) - 1;
+      r.aliases += static_cast<int64_t>(views.size()) - 1;
     }
     c10::impl::GenericDict init_args(c10::StringType::get(), c10::AnyType::get());
     init_args.insert("configuration", m.configuration);

@@ -110,10 +110,15 @@ TEST(NaturalImages, PalettesAreLookedUpAsPillowReadsThem) {
   python(d.path(), "Image.fromarray(p(0)).save(d + '/gray.bmp')\n"
                   "im = Image.fromarray(p(0) % 64, mode='L').convert('P')\n"
                   "im.putpalette([v for k in range(256) for v in (k, (2 * k) % 256, 255 - k)])\n"
-                  "im.save(d + '/pal.png')");
+                  "im.save(d + '/pal.png')\n"
+                  "im.save(d + '/pal.bmp')");
   const Volume gray = io::read_image(d / "gray.bmp");
   expect_pattern(gray, 0);
   expect_natural_geometry(gray);
+  // The channel count comes from the header alone; it must agree with what reading gives.
+  EXPECT_EQ(io::image_file_channels(d / "gray.bmp"), 1);
+  EXPECT_EQ(io::image_file_channels(d / "pal.bmp"), 3);
+  EXPECT_EQ(io::read_image_volumes(d / "pal.bmp").size(), 3u);
   const std::vector<Volume> pal = io::read_image_volumes(d / "pal.png");
   ASSERT_EQ(pal.size(), 3u);
   EXPECT_EQ(io::image_file_channels(d / "pal.png"), 3);

@@ -83,4 +83,22 @@ assert im.mode == 'L', im.mode
 assert a.shape == (24, 28), a.shape
 assert set(np.unique(a)) <= {0, 1}, np.unique(a)
 )"));
+
+  // Inputs that do not hold the model's three channels are named, case by case: a gray file alone, and an
+  // RGB file followed by a file beyond the three channels.
+  ASSERT_TRUE(python(d, R"(
+os.makedirs(d + '/bad')
+Image.fromarray(np.zeros((24, 28), np.uint8)).save(d + '/bad/gray_0000.png')
+Image.fromarray(np.zeros((24, 28, 3), np.uint8)).save(d + '/bad/extra_0000.png')
+Image.fromarray(np.zeros((24, 28), np.uint8)).save(d + '/bad/extra_0001.png')
+)"));
+  res = test::run_cli("medseg_predict", "-i " + d + "/bad -o " + d + "/pred_bad -d 952 -c 2d -f 0 --threads 2 -npp 0 -nps 0 "
+                                        "--disable_progress_bar",
+                      env);
+  EXPECT_NE(res.exit_code, 0);
+  EXPECT_NE(res.output.find("gray_0001.png: missing: case 'gray' has 1 of the 3 channels the model takes"), std::string::npos)
+      << res.output;
+  EXPECT_NE(res.output.find("extra_0001.png: case 'extra' has 2 files; its first 1 hold the 3 channel(s) the model takes"),
+            std::string::npos)
+      << res.output;
 }
