@@ -100,6 +100,13 @@ PipelineConfig validation_pipeline(const planning::ConfigurationPlan& plan, bool
   return cfg;
 }
 
+PipelineConfig without_augmentation(PipelineConfig p) {
+  p.augment = false;
+  p.aug.disabled();
+  p.loader_patch = p.final_patch;
+  return p;
+}
+
 BatchShare batch_share(int64_t batch, int rank, int ranks) {
   if (ranks < 1 || rank < 0 || rank >= ranks) throw Error("batch_share: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
   return {batch * rank / ranks, batch * (rank + 1) / ranks};
@@ -144,7 +151,7 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
       const uint64_t sseed = sample_seed(bseed, j);
       Rng rng(sseed);
       const uint64_t noise_seed = mix64(sseed ^ 0x6e6f697365ULL);
-      const bool force = force_foreground(j, B, cfg.oversample);
+      const bool force = cfg.probabilistic_oversampling ? rng.bernoulli(cfg.oversample) : force_foreground(j, B, cfg.oversample);
       const auto choice = sampler.choose(cases.shape(ci), force, cases.class_locations(ci), rng);
       out.forced_label.push_back(choice.label);
       if (on_device) {  // the same draws, in the same order, as the per-sample path below

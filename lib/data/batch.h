@@ -25,6 +25,9 @@ struct PipelineConfig {
   Shape3 final_patch{0, 0, 0};   // what the network sees
   int64_t batch_size = 2;
   double oversample = 0.33;      // oversample_foreground_percent
+  // false: the last samples of the batch hold foreground (force_foreground); true: each sample with
+  // probability `oversample`, drawn from its own seed (nnUNetTrainer_probabilisticOversampling).
+  bool probabilistic_oversampling = false;
   bool augment = true;           // false: validation (crop, -1 -> 0, deep-supervision targets)
   augment::AugmentConfig aug;
   std::vector<augment::Scale3> ds_scales;  // empty: a single full-resolution target
@@ -46,6 +49,10 @@ struct BatchShare {
   int64_t size() const { return end - begin; }
 };
 BatchShare batch_share(int64_t batch, int rank, int ranks);
+
+// nnUNetTrainerNoDA's training pipeline: nnU-Net's validation transforms on patches cropped at the
+// final patch size (no enlarged loader patch, no augmentation), the sampling rule of `p` kept.
+PipelineConfig without_augmentation(PipelineConfig p);
 
 // nnU-Net's training pipeline for a plan configuration: rotation +-30 deg in 3D, +-180 deg for
 // dummy-2D (max(patch) / patch[0] > 3) and 2D, +-15 deg for 2D patches with aspect > 1.5; loader

@@ -14,6 +14,13 @@ bool force_foreground(int64_t j, int64_t batch_size, double oversample) {
   return j >= round_half_even_int(static_cast<double>(batch_size) * (1.0 - oversample));
 }
 
+double batch_tail_share(int64_t batch_size, double oversample) {
+  MEDSEG_CHECK(batch_size > 0, "batch_tail_share: batch size ", batch_size, " is not positive");
+  int64_t forced = 0;
+  for (int64_t j = 0; j < batch_size; ++j) forced += force_foreground(j, batch_size, oversample) ? 1 : 0;
+  return static_cast<double>(forced) / static_cast<double>(batch_size);
+}
+
 namespace {
 
 // Python floor division (the sampler's bounds use -need // 2 for odd need).

@@ -20,6 +20,9 @@ namespace medseg::data {
 // nnU-Net's rule for sample j: forced foreground iff j >= round(bs * (1 - oversample)) (Python
 // round, half to even).
 bool force_foreground(int64_t j, int64_t batch_size, double oversample);
+// The share of a batch that rule forces: nnUNetTrainer_probabilisticOversampling's probability
+// (0.5 for batch 2 at 0.33, 0.25 for batch 4).
+double batch_tail_share(int64_t batch_size, double oversample);
 
 // nnU-Net's get_patch_size(final_patch, rot, rot, rot, (0.85, 1.25)): the patch that still covers
 // the final patch after any rotation up to `max_rotation` (radians, capped at 90 degrees) about each

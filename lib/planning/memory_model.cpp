@@ -60,7 +60,7 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
   for (const auto& o : ops) e.parameters += o.params;
   e.weights_bytes = 4 * e.parameters;
   e.gradients_bytes = 4 * e.parameters;
-  const int64_t opt_factor = opt.optimizer == OptimizerKind::AdamW ? 2 : 1;
+  const int64_t opt_factor = opt.optimizer == OptimizerKind::AdamAmsgrad ? 3 : opt.optimizer == OptimizerKind::AdamW ? 2 : 1;
   e.optimizer_bytes = opt_factor * 4 * e.parameters;
   std::vector<int64_t> shape(patch.begin(), patch.end());
   e.input_bytes = static_cast<int64_t>(batch) * in_channels * detail::volume(shape) * 4 + target_bytes(arch, patch, batch, opt);

@@ -23,7 +23,8 @@
 
 namespace medseg::planning {
 
-enum class OptimizerKind { SgdMomentum, AdamW };
+// State per weight: SGD's momentum 1x, Adam/AdamW's two moments 2x, with amsgrad a third (max_exp_avg_sq).
+enum class OptimizerKind { SgdMomentum, AdamW, AdamAmsgrad };
 enum class StepDevice { Cuda, Cpu };
 
 struct MemoryOptions {

@@ -3,7 +3,9 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -130,18 +132,37 @@ at::Tensor region_bce_loss(const at::Tensor& logits, const at::Tensor& target, c
   return sum / at::clamp_min(count.detach(), 1e-8);
 }
 
+namespace {
+
+// nnU-Net's TopKLoss: CE per voxel without reduction (ignored voxels give 0), then the mean of the
+// largest int(numel * k / 100) values, numel counting every voxel.
+at::Tensor topk_cross_entropy(const at::Tensor& logits, const at::Tensor& labels, const DiceCeOptions& o) {
+  if (o.spatial_sum)
+    throw Error("loss: the top-k cross-entropy cannot be split over spatial-parallel slabs (train it without "
+                "--spatial_parallel)");
+  const at::Tensor per_voxel =
+      at::cross_entropy_loss(logits, labels, /*weight=*/{}, at::Reduction::None, o.ignore_label, o.label_smoothing);
+  const int64_t n = per_voxel.numel();
+  const auto k = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(n) * o.topk_percent / 100.0));
+  return std::get<0>(at::topk(per_voxel.reshape({-1}), k, /*dim=*/0, /*largest=*/true, /*sorted=*/false)).mean();
+}
+
+}  // namespace
+
 at::Tensor robust_cross_entropy(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o) {
   const at::Tensor labels = labels_of(logits, target).squeeze(1);
+  if (o.topk_percent < 100) return topk_cross_entropy(logits, labels, o);
   if (o.spatial_sum) {
     // The mean over the whole patch's valid voxels: sum and count pooled over the slabs.
-    const at::Tensor sum = at::cross_entropy_loss(logits, labels, /*weight=*/{}, at::Reduction::Sum, o.ignore_label);
+    const at::Tensor sum =
+        at::cross_entropy_loss(logits, labels, /*weight=*/{}, at::Reduction::Sum, o.ignore_label, o.label_smoothing);
     const at::Tensor count = labels.ne(o.ignore_label).sum().to(sum.scalar_type());
     const at::Tensor pooled = o.spatial_sum(at::stack({sum, count}));
     if (pooled[1].item<double>() == 0) return pooled[0] * 0;  // every voxel ignored: 0, still in the graph
     return pooled[0] / pooled[1].detach();
   }
   if (!labels.ne(o.ignore_label).any().item<bool>()) return at::zeros({}, logits.options());
-  return at::cross_entropy_loss(logits, labels, /*weight=*/{}, at::Reduction::Mean, o.ignore_label);
+  return at::cross_entropy_loss(logits, labels, /*weight=*/{}, at::Reduction::Mean, o.ignore_label, o.label_smoothing);
 }
 
 at::Tensor dice_ce_loss(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o) {

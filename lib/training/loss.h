@@ -25,6 +25,10 @@ struct DiceCeOptions {
   double weight_ce = 1.0;
   double weight_dice = 1.0;
   int64_t ignore_label = -1;  // voxels with this target value contribute to neither term
+  // The CE term as nnU-Net's TopKLoss when < 100: per-voxel CE (ignored voxels 0), the mean of the
+  // largest int(voxels * topk_percent / 100) of them, ignored voxels counted in `voxels` as nnU-Net does.
+  double topk_percent = 100;
+  double label_smoothing = 0;  // torch's CrossEntropyLoss label_smoothing
   BatchSumFn batch_sum;       // with batch_dice: pools the counts over ranks (empty: one process)
   // Spatial parallelism: logits and target are this rank's slab of every sample; sums the per-sample
   // Dice counts and the cross-entropy's sum and voxel count over the slabs (inside autograd), so the
@@ -41,7 +45,9 @@ struct DiceCeOptions {
 // Returns -mean Dice over (sample,) foreground class.
 at::Tensor soft_dice_loss(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o = {});
 
-// Cross-entropy averaged over the non-ignored voxels (0 if every voxel is ignored).
+// Cross-entropy averaged over the non-ignored voxels (0 if every voxel is ignored); with
+// o.topk_percent < 100 nnU-Net's TopKLoss instead (not under spatial parallelism: the top k of a
+// patch split over ranks is not a sum of the slabs' parts, so it throws).
 at::Tensor robust_cross_entropy(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o = {});
 
 // A dataset's ignore label (dataset.json "ignore": K) as the loss's ignore value: voxels holding K

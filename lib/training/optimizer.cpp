@@ -26,10 +26,16 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const torch::nn::Module&
     return std::make_unique<torch::optim::SGD>(params, o);
   }
   if (cfg.type == "AdamW") {
-    auto o = torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(cfg.weight_decay);
+    auto o = torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(cfg.weight_decay)
+                 .amsgrad(cfg.amsgrad);
     return std::make_unique<torch::optim::AdamW>(params, o);
   }
-  throw Error("unknown optimizer '" + cfg.type + "' (use SGD or AdamW)");
+  if (cfg.type == "Adam") {
+    auto o = torch::optim::AdamOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(cfg.weight_decay)
+                 .amsgrad(cfg.amsgrad);
+    return std::make_unique<torch::optim::Adam>(params, o);
+  }
+  throw Error("unknown optimizer '" + cfg.type + "' (use SGD, Adam or AdamW)");
 }
 
 void set_learning_rate(torch::optim::Optimizer& opt, double lr) {

@@ -12,12 +12,13 @@
 namespace medseg::training {
 
 struct OptimizerConfig {
-  std::string type = "SGD";    // "SGD" or "AdamW"
+  std::string type = "SGD";    // "SGD", "Adam" (L2 weight decay) or "AdamW" (decoupled weight decay)
   double lr = 1e-2;
   double weight_decay = 3e-5;
   double momentum = 0.99;      // SGD
   bool nesterov = true;        // SGD
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // AdamW
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // Adam, AdamW
+  bool amsgrad = false;                            // Adam, AdamW (nnUNetTrainerAdam: AdamW with amsgrad)
 
   static OptimizerConfig nnunet_sgd() { return {}; }
   // MONAI's SwinUNETR recipe (AdamW, lr 1e-4, weight decay 1e-5).

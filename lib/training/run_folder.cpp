@@ -113,6 +113,20 @@ planning::ConfigurationPlan read_run_plan(const std::string& dataset, const std:
   return planning::plans_from_json(read_json(plans_file), plans_file).configuration(configuration);
 }
 
+void use_batch_norm(RunInputs& in) {
+  const std::string& name = in.configuration;
+  json resolved = planning::resolve_configuration(in.plans_json.at("configurations"), name, in.folders.plans_file);
+  json& kwargs = resolved["architecture"]["arch_kwargs"];
+  if (!kwargs.is_object() || !kwargs.contains("norm_op"))
+    throw Error("trainer '" + in.trainer_name + "': configuration '" + name +
+                "' has no norm_op in its arch_kwargs (batch norm replaces the norm of nnU-Net's U-Nets only)");
+  const std::string dim = in.plans.configuration(name).dim() == 2 ? "2" : "3";
+  kwargs["norm_op"] = "torch.nn.modules.batchnorm.BatchNorm" + dim + "d";
+  kwargs["norm_op_kwargs"] = json{{"eps", 1e-05}, {"affine", true}};
+  in.plans_json["configurations"][name]["architecture"] = resolved["architecture"];
+  in.plans = planning::plans_from_json(in.plans_json, in.folders.plans_file);
+}
+
 std::string previous_stage_hint(const RunInputs& in) {
   return "rerun the final validation of '" + in.plans.configuration(in.configuration).previous_stage +
          "' (--val) to write it again";

@@ -54,6 +54,12 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
 planning::ConfigurationPlan read_run_plan(const std::string& dataset, const std::string& configuration,
                                           const std::string& plans_name, const std::string& preprocessed_root = "");
 
+// nnUNetTrainerBN: the configuration's U-Net with BatchNorm (eps 1e-5, affine) in place of the plans'
+// norm_op, written into in.plans_json (so the model folder's plans.json and the checkpoints build the
+// same network at prediction and in nnU-Net) and in.plans. Throws Error for an architecture without
+// norm_op (SwinUNETR), as nnU-Net's trainer does.
+void use_batch_norm(RunInputs& in);
+
 // How to write a cascade stage's previous-stage segmentations again, for error messages.
 std::string previous_stage_hint(const RunInputs& in);
 

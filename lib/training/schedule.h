@@ -2,6 +2,7 @@
 // nnU-Net's PolyLRScheduler: lr = initial * (1 - epoch / max_epochs)^exponent. Stateless: the
 // learning rate is a function of the epoch, so resuming needs only the epoch number.
 #include <cstdint>
+#include <string>
 
 namespace medseg::training {
 
@@ -11,5 +12,13 @@ double poly_lr(double initial_lr, int64_t epoch, int64_t max_epochs, double expo
 // nnUNetTrainerCosAnneal: torch's CosineAnnealingLR(T_max = max_epochs, eta_min = 0) stepped with the epoch,
 // i.e. its closed form initial * (1 + cos(pi * epoch / max_epochs)) / 2. The same checks as poly_lr.
 double cosine_lr(double initial_lr, int64_t epoch, int64_t max_epochs);
+
+// The learning rate of `epoch` under a trainer config's schedule ("poly" or "cosine") with
+// `warmup_epochs` W of linear warm-up (nnUNetTrainer_warmup, W = 50): lr0 (1 + epoch) / W while
+// epoch < W (nnU-Net's Lin_incr_LRScheduler), then the schedule over epoch - W of max_epochs - W
+// (PolyLRScheduler_offset; the cosine likewise). W = 0 is poly_lr / cosine_lr. Throws Error for
+// W >= max_epochs or an unknown schedule.
+double scheduled_lr(const std::string& schedule, double initial_lr, int64_t epoch, int64_t max_epochs, double exponent,
+                    int64_t warmup_epochs);
 
 }  // namespace medseg::training

@@ -26,6 +26,7 @@
 #include "data/case_digest.h"
 #include "data/previous_stage_source.h"
 #include "data/data_loader.h"
+#include "data/patch_sampler.h"
 #include "data/preprocessed_source.h"
 #include "data/region_targets.h"
 #include "distributed/halo.h"
@@ -117,6 +118,28 @@ struct Trainer::State {
 
 namespace {
 
+void apply_loss_config(const LossConfig& c, DiceCeOptions& o) {
+  if (o.regions && (c.topk() || c.label_smoothing > 0))
+    throw Error("trainer config: the top-k loss and label smoothing need labels, not regions (as nnU-Net's "
+                "Topk trainers assert)");
+  o.weight_ce = c.weight_ce;
+  o.weight_dice = c.weight_dice;
+  o.smooth = c.dice_smooth;
+  o.topk_percent = c.topk_percent;
+  o.label_smoothing = c.label_smoothing;
+}
+
+void apply_oversampling(const TrainerConfig& c, data::PipelineConfig& p) {
+  if (c.oversampling == Oversampling::BatchTail) return;
+  p.probabilistic_oversampling = true;
+  if (c.oversampling == Oversampling::ProbabilisticBatchRate) p.oversample = data::batch_tail_share(p.batch_size, p.oversample);
+}
+
+planning::OptimizerKind optimizer_kind(const OptimizerConfig& o) {
+  if (o.type == "SGD") return planning::OptimizerKind::SgdMomentum;
+  return o.amsgrad ? planning::OptimizerKind::AdamAmsgrad : planning::OptimizerKind::AdamW;
+}
+
 // What every rank of a run must agree on before the first step.
 std::string run_digest(const RunInputs& in, const TrainerConfig& cfg) {
   const std::string all = in.plans_json.dump() + in.dataset_json.dump() + cfg.to_json().dump() + in.configuration +
@@ -141,6 +164,16 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.cfg = std::move(config);
   s.opt = std::move(options);
   if (s.opt.amp) s.cfg.amp = *s.opt.amp;
+  if (s.cfg.warmup_epochs >= s.cfg.num_epochs)
+    throw Error("trainer '" + s.cfg.name + "': warmup_epochs (" + std::to_string(s.cfg.warmup_epochs) +
+                ") must be below the number of epochs (" + std::to_string(s.cfg.num_epochs) + ")");
+  if (s.cfg.norm == "batch") {
+    // Per-rank batch statistics would differ from one process's; nnU-Net syncs them (SyncBatchNorm).
+    if (s.opt.group && s.opt.group->size() > 1)
+      throw Error("trainer '" + s.cfg.name + "': batch norm across ranks needs synchronised statistics (nnU-Net's "
+                  "SyncBatchNorm), which medseg does not implement; train it on one process");
+    use_batch_norm(s.in);
+  }
 
   s.device = torch::Device(s.opt.device);
   s.cuda = s.device.is_cuda();
@@ -164,7 +197,7 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   // Refuse a plan that cannot fit before the network is built (planning/memory_check.h).
   planning::TrainingStep step{static_cast<int>(s.in.in_channels), static_cast<int>(s.in.num_classes), {}};
   step.options.amp = s.amp_on;
-  step.options.optimizer = s.cfg.optimizer.type == "AdamW" ? planning::OptimizerKind::AdamW : planning::OptimizerKind::SgdMomentum;
+  step.options.optimizer = optimizer_kind(s.cfg.optimizer);
   step.options.deep_supervision = s.cfg.deep_supervision;
   step.options.checkpointing = plan.architecture.swin ? s.cfg.use_checkpoint : (s.cfg.checkpoint_encoder ? 1 : 0);
   step.options.device = s.cuda ? planning::StepDevice::Cuda : planning::StepDevice::Cpu;
@@ -197,13 +230,16 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.loss_opts.spatial_sum = s.dp->spatial_sum();
   s.loss_opts.regions = !s.in.regions.empty();
   s.loss_opts.ignore_channel = s.loss_opts.regions && s.in.ignore_label.has_value();
+  apply_loss_config(s.cfg.loss, s.loss_opts);
   s.train_pipe = data::training_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground);
   s.val_pipe = data::validation_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground);
   for (auto* p : {&s.train_pipe, &s.val_pipe}) {
     p->share_begin = s.dp->share().begin;
     p->share_end = s.dp->share().end;
+    apply_oversampling(s.cfg, *p);
   }
-  if (!s.cfg.augment) s.train_pipe.aug.disabled();
+  // nnUNetTrainerNoDA: the validation transforms for training, and the loader crops the final patch.
+  if (!s.cfg.augment) s.train_pipe = data::without_augmentation(s.train_pipe);
   s.train_pipe.device_augment = s.augment_device.has_value();  // validation batches are not augmented
   s.ds_weights = deep_supervision_weights(static_cast<int>(std::max<size_t>(1, s.train_pipe.ds_scales.size())));
   // The trainer config's axes are nnU-Net's, of the patch (0..dim-1); the pipeline's are of
@@ -402,8 +438,8 @@ std::vector<at::Tensor> Trainer::State::device_targets(const data::Batch& b) con
 
 bool Trainer::State::train_epoch() {
   net->train();
-  set_learning_rate(*optimizer, cfg.lr_schedule == "cosine" ? cosine_lr(cfg.optimizer.lr, epoch, cfg.num_epochs)
-                                                           : poly_lr(cfg.optimizer.lr, epoch, cfg.num_epochs, cfg.poly_exponent));
+  set_learning_rate(*optimizer, scheduled_lr(cfg.lr_schedule, cfg.optimizer.lr, epoch, cfg.num_epochs, cfg.poly_exponent,
+                                            cfg.warmup_epochs));
   ProgressBar bar("epoch " + std::to_string(epoch), cfg.iterations_per_epoch, opt.progress_bar && dp->writer());
   bar.tick(next_iter);
   for (; next_iter < cfg.iterations_per_epoch; ++next_iter) {

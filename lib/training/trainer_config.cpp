@@ -25,10 +25,15 @@ json TrainerConfig::to_json() const {
   } else {
     opt["betas"] = {optimizer.beta1, optimizer.beta2};
     opt["eps"] = optimizer.eps;
+    opt["amsgrad"] = optimizer.amsgrad;
   }
+  const json loss_json = {{"weight_ce", loss.weight_ce}, {"weight_dice", loss.weight_dice}, {"dice_smooth", loss.dice_smooth},
+                          {"topk_percent", loss.topk_percent}, {"label_smoothing", loss.label_smoothing}};
   json j = {{"format", "medseg-trainer-config"}, {"version", 1}, {"name", name}, {"num_epochs", num_epochs},
             {"iterations_per_epoch", iterations_per_epoch}, {"val_iterations_per_epoch", val_iterations_per_epoch},
-            {"optimizer", opt}, {"poly_exponent", poly_exponent}, {"lr_schedule", lr_schedule}, {"grad_clip", grad_clip},
+            {"optimizer", opt}, {"poly_exponent", poly_exponent}, {"lr_schedule", lr_schedule},
+            {"warmup_epochs", warmup_epochs}, {"loss", loss_json}, {"oversampling", to_string(oversampling)}, {"norm", norm},
+            {"grad_clip", grad_clip},
             {"oversample_foreground", oversample_foreground}, {"deep_supervision", deep_supervision},
             {"augment", augment}, {"checkpoint_every", checkpoint_every}, {"ema_momentum", ema_momentum},
             {"seed", seed}, {"amp", to_string(amp)}, {"num_workers", num_workers},
@@ -48,6 +53,12 @@ std::vector<int> TrainerConfig::mirror_axes(int dim) const {
   std::vector<int> all;
   for (int a = 0; a < dim; ++a) all.push_back(a);
   return all;
+}
+
+std::string to_string(Oversampling o) {
+  return o == Oversampling::Probabilistic            ? "probabilistic"
+         : o == Oversampling::ProbabilisticBatchRate ? "probabilistic_batch_rate"
+                                                     : "batch_tail";
 }
 
 InplaceMode parse_inplace(const std::string& value, const std::string& where) {
@@ -89,6 +100,9 @@ constexpr NumericRange kRanges[] = {
     {"optimizer.lr", 0, 10, true},         {"optimizer.weight_decay", 0, 1, false},
     {"optimizer.momentum", 0, 0.999999, false}, {"optimizer.betas", 0, 0.999999, false},
     {"optimizer.eps", 0, 1, true},         {"threads", 1, 4096, false},
+    {"warmup_epochs", 0, 1e6, false},      {"loss.weight_ce", 0, 100, false},
+    {"loss.weight_dice", 0, 100, false},   {"loss.dice_smooth", 0, 1, false},
+    {"loss.topk_percent", 0, 100, true},   {"loss.label_smoothing", 0, 0.999999, false},
 };
 
 const NumericRange& range_of(const std::string& key) {
@@ -116,14 +130,17 @@ int64_t integer_in_range(const JsonObjectReader& r, const std::string& key, int6
 }
 
 OptimizerConfig read_optimizer(const JsonObjectReader& o) {
-  o.check_keys({"type", "lr", "weight_decay", "momentum", "nesterov", "betas", "eps"});
-  const std::string type = o.has("type") ? o.choice<std::string>("type", {{"SGD", "SGD"}, {"AdamW", "AdamW"}}) : "SGD";
-  OptimizerConfig c = type == "AdamW" ? OptimizerConfig::adamw() : OptimizerConfig::nnunet_sgd();
+  o.check_keys({"type", "lr", "weight_decay", "momentum", "nesterov", "betas", "eps", "amsgrad"});
+  const std::string type =
+      o.has("type") ? o.choice<std::string>("type", {{"SGD", "SGD"}, {"Adam", "Adam"}, {"AdamW", "AdamW"}}) : "SGD";
+  OptimizerConfig c = type == "SGD" ? OptimizerConfig::nnunet_sgd() : OptimizerConfig::adamw();
   c.type = type;
   c.lr = number_in_range(o, "optimizer.", "lr", c.lr);
   c.weight_decay = number_in_range(o, "optimizer.", "weight_decay", c.weight_decay);
   c.momentum = number_in_range(o, "optimizer.", "momentum", c.momentum);
   c.nesterov = o.boolean("nesterov", c.nesterov);
+  c.amsgrad = o.boolean("amsgrad", c.amsgrad);
+  if (type == "SGD" && c.amsgrad) throw o.error("amsgrad", "is an Adam/AdamW setting (type is SGD)");
   c.eps = number_in_range(o, "optimizer.", "eps", c.eps);
   if (o.has("betas")) {
     const NumericRange& r = range_of("optimizer.betas");
@@ -133,6 +150,20 @@ OptimizerConfig read_optimizer(const JsonObjectReader& o) {
   }
   if (type == "SGD" && c.nesterov && !(c.momentum > 0))
     throw o.error("nesterov", "needs a momentum > 0 (momentum is " + format_number(c.momentum) + ")");
+  return c;
+}
+
+LossConfig read_loss(const JsonObjectReader& o) {
+  o.check_keys({"weight_ce", "weight_dice", "dice_smooth", "topk_percent", "label_smoothing"});
+  LossConfig c;
+  c.weight_ce = number_in_range(o, "loss.", "weight_ce", c.weight_ce);
+  c.weight_dice = number_in_range(o, "loss.", "weight_dice", c.weight_dice);
+  c.dice_smooth = number_in_range(o, "loss.", "dice_smooth", c.dice_smooth);
+  c.topk_percent = number_in_range(o, "loss.", "topk_percent", c.topk_percent);
+  c.label_smoothing = number_in_range(o, "loss.", "label_smoothing", c.label_smoothing);
+  if (c.weight_ce == 0 && c.weight_dice == 0) throw o.error("weight_ce", "and weight_dice are both 0 (nothing to train)");
+  if (c.weight_ce == 0 && (c.topk() || c.label_smoothing > 0))
+    throw o.error("weight_ce", "is 0, but topk_percent or label_smoothing set the CE term");
   return c;
 }
 
@@ -158,7 +189,7 @@ void check_trainer_setting(const std::string& key, double value, const std::stri
 TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   const JsonObjectReader r(j, src, "", "a trainer config");
   r.check_keys({"format", "version", "name", "num_epochs", "iterations_per_epoch", "val_iterations_per_epoch",
-                "optimizer", "poly_exponent", "lr_schedule", "grad_clip", "oversample_foreground", "deep_supervision", "augment",
+                "optimizer", "poly_exponent", "lr_schedule", "warmup_epochs", "loss", "oversampling", "norm", "grad_clip", "oversample_foreground", "deep_supervision", "augment",
                 "checkpoint_every", "ema_momentum", "seed", "amp", "num_workers", "augment_device", "checkpoint_encoder",
                 "use_checkpoint", "inplace", "mirror_axes", "description"});
   TrainerConfig c;
@@ -172,6 +203,16 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   c.use_checkpoint = static_cast<int>(integer_in_range(r, "use_checkpoint", c.use_checkpoint));
   c.poly_exponent = number_in_range(r, "", "poly_exponent", c.poly_exponent);
   if (r.has("lr_schedule")) c.lr_schedule = r.choice<std::string>("lr_schedule", {{"poly", "poly"}, {"cosine", "cosine"}});
+  c.warmup_epochs = integer_in_range(r, "warmup_epochs", c.warmup_epochs);
+  if (c.warmup_epochs >= c.num_epochs)
+    throw r.error("warmup_epochs", "is " + std::to_string(c.warmup_epochs) + ", not below num_epochs (" +
+                                       std::to_string(c.num_epochs) + ")");
+  if (r.has("loss")) c.loss = read_loss(r.object("loss", true));
+  if (r.has("oversampling"))
+    c.oversampling = r.choice<Oversampling>("oversampling", {{"batch_tail", Oversampling::BatchTail},
+                                                              {"probabilistic", Oversampling::Probabilistic},
+                                                              {"probabilistic_batch_rate", Oversampling::ProbabilisticBatchRate}});
+  if (r.has("norm")) c.norm = r.choice<std::string>("norm", {{"plans", "plans"}, {"batch", "batch"}});
   c.grad_clip = number_in_range(r, "", "grad_clip", c.grad_clip);
   c.oversample_foreground = number_in_range(r, "", "oversample_foreground", c.oversample_foreground);
   c.ema_momentum = number_in_range(r, "", "ema_momentum", c.ema_momentum);

@@ -20,6 +20,27 @@ std::string to_string(InplaceMode m);
 // What the network is built with: On/Off as given; Auto = off with several ranks, else `plans_inplace`.
 bool resolve_inplace(InplaceMode mode, bool plans_inplace, bool data_parallel);
 
+// The training loss (nnU-Net's loss variants, docs/trainer_variants.md): weight_ce * CE + weight_dice *
+// soft Dice; the CE term optionally with label smoothing and as nnU-Net's TopKLoss (the mean of the
+// largest topk_percent % of the per-voxel terms). Regions: the CE term is the BCE, and top-k and
+// label smoothing are refused, as nnU-Net's trainers assert.
+struct LossConfig {
+  double weight_ce = 1.0;        // 0: Dice only (nnUNetTrainerDiceLoss)
+  double weight_dice = 1.0;      // 0: CE / top-k only (nnUNetTrainerCELoss, nnUNetTrainerTopk10Loss)
+  double dice_smooth = 1e-5;     // 0: nnUNetTrainerDiceCELoss_noSmooth
+  double topk_percent = 100;     // < 100: TopKLoss with k = topk_percent (nnU-Net's k = 10)
+  double label_smoothing = 0;    // of the CE term (nnUNetTrainerTopk10LossLS01: 0.1)
+  bool topk() const { return topk_percent < 100; }
+};
+
+// Which samples of a batch must hold foreground (nnU-Net's DataLoader): the last
+// round(batch * oversample) ones (BatchTail, the default), or each with probability `oversample`
+// (Probabilistic; nnUNetTrainer_probabilisticOversampling_033/_010), or each with the share of the
+// batch BatchTail would force (ProbabilisticBatchRate; nnUNetTrainer_probabilisticOversampling,
+// 0.5 for batch 2 and 0.33).
+enum class Oversampling { BatchTail, Probabilistic, ProbabilisticBatchRate };
+std::string to_string(Oversampling o);  // "batch_tail", "probabilistic", "probabilistic_batch_rate"
+
 struct TrainerConfig {
   std::string name = "nnUNetTrainer";
   int64_t num_epochs = 1000;
@@ -30,6 +51,14 @@ struct TrainerConfig {
   // The learning-rate schedule: "poly" (nnU-Net's PolyLRScheduler with poly_exponent) or "cosine"
   // (nnUNetTrainerCosAnneal; training/schedule.h).
   std::string lr_schedule = "poly";
+  // Linear warm-up over the first warmup_epochs epochs to the initial learning rate, then the schedule
+  // over the remaining epochs (nnUNetTrainer_warmup: 50; training/schedule.h).
+  int64_t warmup_epochs = 0;
+  LossConfig loss;
+  Oversampling oversampling = Oversampling::BatchTail;
+  // The U-Net's normalisation: "plans" (the plans' norm_op, instance norm) or "batch" (nnUNetTrainerBN:
+  // BatchNorm with eps 1e-5 and affine weights in place of the plans' norm_op; one process only).
+  std::string norm = "plans";
   double grad_clip = 12.0;
   double oversample_foreground = 0.33;
   bool deep_supervision = true;
