@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
                  o.threads, o.exact_stats ? ", exact statistics" : "");
     o.progress = !no_progress;
     o.label_values = info.label_values();
+    o.reorient_to_ras = info.reorient_to_ras;
     const auto fp = fingerprint::extract_fingerprint(cases, info.num_channels(), o);
     fingerprint::save_fingerprint(output, fp);
     print_summary(fp, output);

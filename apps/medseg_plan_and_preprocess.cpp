@@ -49,6 +49,7 @@ void fingerprint_step(const io::DatasetInfo& info, const std::string& path, cons
   o.threads = a.fingerprint_threads;
   o.progress = !a.no_progress;
   o.label_values = info.label_values();
+  o.reorient_to_ras = info.reorient_to_ras;
   const auto cases = io::list_training_cases(info);
   spdlog::info("{}: fingerprint of {} case(s), {} thread(s)", info.name, cases.size(), o.threads);
   fingerprint::save_fingerprint(path, fingerprint::extract_fingerprint(cases, info.num_channels(), o));

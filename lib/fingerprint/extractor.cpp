@@ -104,7 +104,7 @@ DatasetFingerprint extract_fingerprint(const std::vector<io::CaseFiles>& cases, 
     ProgressBar bar("fingerprint", n, o.progress);
     parallel_for(n, o.threads, [&](int64_t i) {
       const io::CaseFiles& files = cases[i];
-      const io::LoadedCase loaded = io::load_case(files);
+      const io::LoadedCase loaded = io::load_case(files, o.reorient_to_ras);
       // Counted after reading: one RGB .png holds three channels (io/image_formats.h).
       if (static_cast<int>(loaded.channels.size()) != num_channels)
         throw Error("case '" + files.id + "' has " + std::to_string(loaded.channels.size()) + " channel(s) in " +

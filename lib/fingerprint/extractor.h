@@ -25,6 +25,7 @@ struct ExtractOptions {
   // Every value dataset.json declares (io::DatasetInfo::label_values); when set, a label map with
   // another value is an error naming the file: the foreground (label > 0) would be wrong.
   std::vector<int> label_values;
+  bool reorient_to_ras = false;  // dataset.json names NibabelIOWithReorient (io/reorient.h)
 };
 
 struct CaseAnalysis {

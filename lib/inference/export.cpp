@@ -11,6 +11,7 @@
 #include "inference/model_folder.h"
 #include "io/image_io.h"
 #include "io/output_classes.h"
+#include "io/reorient.h"
 #include "preprocessing/npy.h"
 #include "preprocessing/npz.h"
 #include "preprocessing/resampling.h"
@@ -163,6 +164,11 @@ Volume logits_to_segmentation(const at::Tensor& logits, const preprocessing::Cas
       to_original(all.data() + k * n, p, fill, probabilities->data() + k * N);
     }
   }
+  // NibabelIOWithReorient: back from the canonical orientation to the file's array and geometry.
+  if (p.reorientation) {
+    if (probabilities) *probabilities = io::reorient_back_channels(*probabilities, K, orig, *p.reorientation);
+    out = io::reorient_back(out, *p.reorientation, p.file_geometry);
+  }
   return out;
 }
 
@@ -189,13 +195,13 @@ Volume export_prediction(const at::Tensor& logits, const preprocessing::CaseProp
   std::vector<float> probs;
   Volume seg = logits_to_segmentation(logits, p, labels, opts, opts.save_probabilities ? &probs : nullptr);
   if (opts.save_probabilities) {
-    const auto& s = p.original_shape;
+    const auto& s = seg.shape();  // the file's array order (also after a reorientation)
     const std::vector<int64_t> shape{static_cast<int64_t>(labels.values.size()), s[0], s[1], s[2]};
     if (opts.probabilities_npz) preprocessing::write_npz_float32(base + ".npz", "probabilities", shape, probs.data());
     if (opts.probabilities_npy) {
       preprocessing::write_npy(base + "_probabilities.npy", "<f4", shape, probs.data(), probs.size() * sizeof(float));
       write_json(base + "_probabilities.json",
-                 io::probabilities_meta({labels.values, labels.regions}, shape, p.original_geometry));
+                 io::probabilities_meta({labels.values, labels.regions}, shape, seg.geometry()));
     }
   }
   if (!opts.postprocessing.empty()) seg = postprocessing::apply_postprocessing(seg, opts.postprocessing);

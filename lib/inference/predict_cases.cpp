@@ -156,7 +156,8 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     p.index = i;
     try {
       const CaseInput& c = cases[i];
-      p.data = predictor.preprocess(io::load_case({c.id, c.images, c.previous_stage}), c.previous_stage);
+      p.data = predictor.preprocess(io::load_case({c.id, c.images, c.previous_stage}, predictor.reorients_to_ras()),
+                                    c.previous_stage);
     } catch (const std::exception& e) {
       p.error = one_line(e.what());
     }

@@ -46,6 +46,8 @@ class Predictor {
   bool is_cascade() const { return !previous_stage_labels_.empty(); }
   const std::vector<int>& previous_stage_labels() const { return previous_stage_labels_; }
   int64_t image_channels() const;  // in_channels without the previous stage's one-hot channels
+  // The model's plans read NIfTI through NibabelIOWithReorient: load cases with io::load_case(files, true).
+  bool reorients_to_ras() const { return plan_.reorient_to_ras; }
 
   // Loads nothing: preprocesses an already-loaded case with the training preprocessing. A cascade
   // stage takes the previous stage's segmentation as c.label (read from `previous_stage`, named in

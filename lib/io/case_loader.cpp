@@ -10,7 +10,7 @@ std::string grid_mismatch(const Volume& a, const Volume& b) {
   return geometry_mismatch(a.geometry(), a.shape(), b.geometry(), b.shape());
 }
 
-LoadedCase load_case(const CaseFiles& files) {
+LoadedCase load_case(const CaseFiles& files, bool reorient_to_ras) {
   if (files.images.empty()) throw Error("case '" + files.id + "' has no image files");
   LoadedCase c;
   c.id = files.id;
@@ -32,6 +32,13 @@ LoadedCase load_case(const CaseFiles& files) {
     c.label = read_label(files.label);
     const std::string why = grid_mismatch(c.channels[0], c.label);
     if (!why.empty()) throw FileError(files.label, "does not share the grid of " + files.images[0] + ": " + why);
+  }
+  if (reorient_to_ras) {
+    const Reorientation r = ras_reorientation(c.channels[0].geometry());
+    c.file_geometry = c.channels[0].geometry();
+    c.reorientation = r;
+    for (Volume& v : c.channels) v = reorient(v, r);
+    if (c.label.numel() > 0) c.label = reorient(c.label, r);
   }
   return c;
 }

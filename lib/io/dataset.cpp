@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "io/reorient.h"
 #include "core/error.h"
 #include "core/path_component.h"
 #include "core/paths.h"
@@ -69,6 +70,22 @@ static int label_value(const ordered_json& x, const std::string& name, const std
   return static_cast<int>(v);
 }
 
+// nnU-Net's LabelManager: the ignore label is one integer, the highest value (1 above every other label
+// and region value), so that it is never a network output.
+static void check_ignore_label(const ordered_json& labels, const std::vector<LabelDef>& defs, const std::string& file) {
+  if (!labels.contains("ignore")) return;
+  if (!labels.at("ignore").is_number_integer())
+    throw FileError(file, "label 'ignore' must be one integer (nnU-Net's ignore label), not a list");
+  int highest = 0;
+  for (const auto& d : defs)
+    if (d.name != "ignore")
+      for (int v : d.values) highest = std::max(highest, v);
+  const int ignore = labels.at("ignore").get<int>();
+  if (ignore != highest + 1)
+    throw FileError(file, "the ignore label is " + std::to_string(ignore) + " but must be the highest label value, " +
+                              std::to_string(highest + 1) + " (one above every other label, as nnU-Net requires)");
+}
+
 std::vector<LabelDef> labels_from_json(const ordered_json& j, const std::string& file) {
   if (!j.contains("labels") || !j.at("labels").is_object() || j.at("labels").empty())
     throw FileError(file, "missing or empty 'labels' (expected {\"background\": 0, ...})");
@@ -90,6 +107,7 @@ std::vector<LabelDef> labels_from_json(const ordered_json& j, const std::string&
     out.push_back(d);
   }
   if (!seen.count(0)) throw FileError(file, "labels must include background = 0");
+  check_ignore_label(j.at("labels"), out, file);
   // nnU-Net requires consecutive plain labels 0..K (region datasets list their values instead).
   if (std::any_of(out.begin(), out.end(), [](const LabelDef& d) { return d.values.size() != 1; })) return out;
   int expect = 0;
@@ -158,6 +176,8 @@ DatasetInfo dataset_info_from_json(const ordered_json& j, const std::string& fil
   info.num_training = info.raw.at("numTraining").get<int>();
   if (!info.raw.contains("file_ending")) throw FileError(file, "missing 'file_ending' (e.g. \".nii.gz\")");
   info.file_ending = file_ending_from_json(info.raw, file);
+  const auto rw = info.raw.find("overwrite_image_reader_writer");
+  info.reorient_to_ras = rw != info.raw.end() && rw->is_string() && rw->get<std::string>() == kReorientingReader;
   return info;
 }
 

@@ -23,6 +23,8 @@ struct DatasetInfo {
   int num_training = 0;
   std::string file_ending = ".nii.gz";
   ordered_json raw;                        // the whole dataset.json, keys in the file's order
+  // "overwrite_image_reader_writer": "NibabelIOWithReorient": volumes are read in canonical orientation.
+  bool reorient_to_ras = false;
 
   int num_channels() const { return static_cast<int>(channel_names.size()); }
   // Every label value a label map may hold, sorted: background, plain labels, the integers of

@@ -178,12 +178,14 @@ std::string normalization_scheme_for(const std::string& channel_name) {
 }
 
 std::string reader_writer_for(const DatasetJsonInput& ds, bool is_3d) {
-  // nnU-Net's reorienting reader hands the network RAS-ordered arrays; medseg reads every file in its own axis
-  // order, so a model planned with it would see other arrays than nnU-Net's: refused until it is implemented.
-  if (ds.overwrite_image_reader_writer == "NibabelIOWithReorient")
-    throw FileError(ds.source, "overwrite_image_reader_writer 'NibabelIOWithReorient' is not supported yet (medseg reads "
-                               "NIfTI in the file's axis order, as nnU-Net's default readers do); remove the key or name "
-                               "NibabelIO or SimpleITKIO");
+  // NibabelIOWithReorient: io::load_case brings every volume to canonical orientation (io/reorient.h).
+  if (ds.overwrite_image_reader_writer == "NibabelIOWithReorient") {
+    std::string e;
+    for (unsigned char ch : ds.file_ending) e += static_cast<char>(std::tolower(ch));
+    if (e != ".nii" && e != ".nii.gz")
+      throw FileError(ds.source, "overwrite_image_reader_writer 'NibabelIOWithReorient' reads .nii and .nii.gz only, not "
+                                 "file_ending '" + ds.file_ending + "'");
+  }
   if (!ds.overwrite_image_reader_writer.empty()) return ds.overwrite_image_reader_writer;
   std::string e;
   for (unsigned char ch : ds.file_ending) e += static_cast<char>(std::tolower(ch));

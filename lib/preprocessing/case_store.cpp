@@ -51,7 +51,7 @@ json case_properties_to_json(const CaseProperties& p) {
     for (const Location& v : cl.locations) l.push_back({v[0], v[1], v[2], v[3]});
     locs[cl.key] = std::move(l);
   }
-  return json{{"format", "medseg.preprocessed_case"},
+  json j{{"format", "medseg.preprocessed_case"},
               {"version", p.version},
               {"id", p.id},
               {"original_shape", p.original_shape},
@@ -70,6 +70,14 @@ json case_properties_to_json(const CaseProperties& p) {
               {"shape_after_resampling", p.shape_after_resampling},
               {"has_label", p.has_label},
               {"class_locations", locs}};
+  if (p.reorientation) {
+    json r = io::reorientation_to_json(*p.reorientation);
+    r["file_geometry"] = {{"spacing", p.file_geometry.spacing},
+                          {"origin", p.file_geometry.origin},
+                          {"direction", p.file_geometry.direction}};
+    j["reorientation"] = std::move(r);
+  }
+  return j;
 }
 
 CaseProperties case_properties_from_json(const json& j, const std::string& source) {
@@ -108,6 +116,14 @@ CaseProperties case_properties_from_json(const json& j, const std::string& sourc
     p.spacing_after_resampling = get_array<double, 3>(j, "spacing_after_resampling", source);
     p.shape_after_resampling = get_array<int64_t, 3>(j, "shape_after_resampling", source);
     p.has_label = json_get<bool>(j, "has_label", source);
+    if (j.contains("reorientation")) {  // NibabelIOWithReorient (io/reorient.h)
+      const json& r = get_object(j, "reorientation", source);
+      p.reorientation = io::reorientation_from_json(r, source);
+      const json& fg = get_object(r, "file_geometry", source);
+      p.file_geometry.spacing = get_array<double, 3>(fg, "spacing", source);
+      p.file_geometry.origin = get_array<double, 3>(fg, "origin", source);
+      p.file_geometry.direction = get_array<double, 9>(fg, "direction", source);
+    }
     for (const auto& [key, list] : get_object(j, "class_locations", source).items()) {
       ClassLocations cl{key, {}};
       for (const auto& v : list) cl.locations.push_back(v.get<Location>());

@@ -10,12 +10,14 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/json_io.h"
 #include "core/volume.h"
 #include "fingerprint/crop.h"
+#include "io/reorient.h"
 #include "preprocessing/class_locations.h"
 #include "preprocessing/transpose.h"
 
@@ -32,6 +34,10 @@ struct CaseProperties {
   Shape3 original_shape{0, 0, 0};
   Spacing3 original_spacing{1, 1, 1};  // (z, y, x) mm: nnU-Net's properties['spacing']
   Geometry original_geometry;          // ITK's spacing/origin (x, y, z) and direction
+  // NibabelIOWithReorient (io/reorient.h): the original_* fields above describe the case in canonical
+  // orientation, `reorientation` took it there from the file, whose own geometry is `file_geometry`.
+  std::optional<io::Reorientation> reorientation;
+  Geometry file_geometry;
   // What preprocessing did, in order. Shapes and boxes after the transpose are transposed arrays.
   Perm3 transpose_forward{0, 1, 2};
   Shape3 shape_before_cropping{0, 0, 0};  // after transpose

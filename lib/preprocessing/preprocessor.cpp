@@ -103,6 +103,7 @@ PreprocessPlan make_preprocess_plan(const planning::Plans& plans, const std::str
   p.seg = resample_spec(c.resampling_fn_seg, c.resampling_fn_seg_kwargs, src);
   p.classes = sampling_classes(dataset);
   p.label_values = dataset.label_values();
+  p.reorient_to_ras = plans.image_reader_writer == io::kReorientingReader;
   return p;
 }
 
@@ -112,6 +113,8 @@ PreprocessedCaseData preprocess_case(io::LoadedCase loaded, const PreprocessPlan
   props.id = loaded.id;
   props.original_shape = loaded.shape();
   props.original_geometry = loaded.geometry();
+  props.reorientation = loaded.reorientation;
+  props.file_geometry = loaded.file_geometry;
   props.original_spacing = props.original_geometry.spacing_zyx();
   props.transpose_forward = plan.transpose_forward;
   props.has_label = loaded.label.numel() > 0;
@@ -188,7 +191,7 @@ void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessP
   auto one_case = [&](int64_t i) {
     const io::CaseFiles& files = cases[static_cast<std::size_t>(i)];
     try {
-      io::LoadedCase loaded = io::load_case(files);
+      io::LoadedCase loaded = io::load_case(files, plan.reorient_to_ras);
       if (loaded.label.numel() > 0 && !plan.label_values.empty())
         io::check_label_values(loaded.label, plan.label_values, files.label, files.id);
       PreprocessedCaseData r = preprocess_case(std::move(loaded), plan);

@@ -39,6 +39,7 @@ struct PreprocessPlan {
   ResampleSpec data, seg;
   std::vector<SamplingClass> classes;
   std::vector<int> label_values;  // every value a label map may hold (io::DatasetInfo::label_values)
+  bool reorient_to_ras = false;   // plans' image_reader_writer is NibabelIOWithReorient (io/reorient.h)
 };
 
 // Builds the plan for `configuration`; throws Error naming the plans file for an unknown

@@ -272,7 +272,7 @@ row nccl "NCCL with one rank (CudaNccl.*)" gpu 180 ctest --needs build --junit "
 row cudnn "conv3d fp16 autocast in torch.profiler: cuDNN kernels?" gpu 180 json -- python3 "$helper" cudnn-probe
 
 # 5. step time and caching-allocator peak: ResEnc M 128^3 x 2 and SwinUNETR 96^3 x 1, fp32/fp16/bf16,
-#    cuDNN autotuning on and off (apps/medseg_bench_models.cpp)
+#    cuDNN autotuning on and off (bench/medseg_bench_models.cpp)
 for model in resenc swin; do
   if [[ $model = resenc ]]; then size=(--patch 128 --batch 2); else size=(--patch 96 --batch 1); fi
   for amp in off fp16 bf16; do

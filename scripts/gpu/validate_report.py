@@ -8,7 +8,7 @@
 
 A row is {id, title, kind (cpu|gpu), command, status, rc, wall_s, log, figures, note}. status is "ok",
 "failed: ..." or "skipped: ..." (e.g. "skipped: no CUDA device"). The parsers below turn a row's log
-into its figures; each knows one program's output (apps/medseg_bench_*.cpp, ctest, medseg_train).
+into its figures; each knows one program's output (bench/medseg_bench_*.cpp, ctest, medseg_train).
 """
 import argparse
 import datetime

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/error.h"
 #include "core/ordered_json_io.h"
 #include "evaluation/evaluate_folder.h"
 #include "io/dataset.h"
@@ -99,4 +100,41 @@ TEST(DatasetLabelOrder, EvaluationScoresPlainLabelsByValue) {
   evaluation::labels_from_dataset_json(ds, o, "dataset.json");
   EXPECT_EQ(o.label_keys, (std::vector<std::string>{"1", "2"}));
   EXPECT_EQ(o.labels, (std::vector<std::vector<int>>{{1}, {2}}));
+}
+
+// documentation/ignore_label.md's two examples (its Python tuples written as JSON lists): the ignore
+// label is no output, and one-element regions such as (3, ) are regions like 3.
+TEST(DatasetLabelOrder, NnUNetIgnoreLabelExamples) {
+  test::TempDir root("label_order");
+  const io::DatasetInfo plain = io::load_dataset_info(write_dataset(
+      root, R"({"background": 0, "edema": 1, "non_enhancing_and_necrosis": 2, "enhancing_tumor": 3, "ignore": 4})"));
+  EXPECT_EQ(io::network_outputs(plain), 4);
+  EXPECT_EQ(io::ignore_label(plain.labels), 4);
+  for (const char* enhancing : {"3", "[3]"}) {
+    SCOPED_TRACE(enhancing);
+    const io::DatasetInfo regions = io::load_dataset_info(write_dataset(
+        root, std::string(R"({"background": 0, "whole_tumor": [1, 2, 3], "tumor_core": [2, 3], "enhancing_tumor": )") +
+                  enhancing + R"(, "ignore": 4}, "regions_class_order": [1, 2, 3])"));
+    EXPECT_EQ(io::network_outputs(regions), 3);
+    EXPECT_EQ(io::foreground_regions(regions.labels), (std::vector<std::vector<int>>{{1, 2, 3}, {2, 3}, {3}}));
+    EXPECT_EQ(io::ignore_label(regions.labels), 4);
+  }
+}
+
+// LabelManager's rule: "If you use the ignore label it must have the highest label value! It cannot be 0
+// or in between other labels." A list is no ignore label either.
+TEST(DatasetLabelOrder, IgnoreLabelMustBeTheHighestInteger) {
+  test::TempDir root("label_order");
+  for (const char* labels : {R"({"background": 0, "ignore": 1, "a": 2})", R"({"background": 0, "a": 1, "ignore": 3})",
+                             R"({"background": 0, "whole": [1, 2], "ignore": 2})", R"({"background": 0, "a": 1, "ignore": [2]})"}) {
+    SCOPED_TRACE(labels);
+    const std::string folder = write_dataset(root, labels);
+    try {
+      io::load_dataset_info(folder);
+      ADD_FAILURE() << "accepted";
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find("ignore"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("dataset.json"), std::string::npos) << e.what();
+    }
+  }
 }
