@@ -5,7 +5,7 @@
 #      suite on CPU; the tests that need a GPU report "Skipped" (ctest counts them apart from passes),
 #   3. builds against Debian's LibTorch 1.13 (CPU, Debian packages alone) and runs the tests of what differs
 #      between the versions (MEDSEG_DEBIAN_TESTS, below),
-#   4. runs every libFuzzer target for a few seconds (MEDSEG_FUZZ_SECONDS, default 10; 0 skips them),
+#   4. runs every libFuzzer target for a few seconds (MEDSEG_FUZZ_SECONDS, default 5; 0 skips them),
 #   5. checks the offline GPU bundle in a clean debootstrapped root (MEDSEG_CLEAN_ROOT=0 skips it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +21,18 @@ elapsed() { echo "test.sh: $1 took $(( $(date +%s) - $2 )) s"; }
 
 bash "$root/scripts/install_deps.sh"
 elapsed "installing dependencies" "$t0"
+
+# The clean root of the last step is made (debootstrap, about 5 min on a new machine, mostly waiting on the
+# network) while the builds run; the last step waits for it.
+clean_root=${MEDSEG_CLEAN_ROOT:-1}
+prepare_pid=""
+prepare_log=$(mktemp "${TMPDIR:-/tmp}/medseg-clean-root-prepare.XXXXXX")
+# A failing step ends the run: the root's making stops too (an unfinished root is made anew next time).
+trap 'rm -f "$prepare_log"; if [ -n "$prepare_pid" ]; then kill "$prepare_pid" 2>/dev/null || true; fi' EXIT
+if [ "$clean_root" != 0 ] && [ "$(id -u)" = 0 ]; then
+  bash "$root/scripts/gpu/check_clean_root.sh" --prepare >"$prepare_log" 2>&1 &
+  prepare_pid=$!
+fi
 
 # -Werror: a new warning fails CI (docs/hardening.md); local builds only warn.
 start=$(date +%s)
@@ -64,7 +76,7 @@ fi
 
 # The fuzz targets link only the torch-free readers, in their own clang ASan+UBSan build folder
 # (docs/hardening.md): a few minutes of build, then each target from its seeds.
-fuzz_seconds=${MEDSEG_FUZZ_SECONDS:-10}
+fuzz_seconds=${MEDSEG_FUZZ_SECONDS:-5}
 if [ "$fuzz_seconds" != 0 ]; then
   start=$(date +%s)
   MEDSEG_SANITIZE_BUILD_DIR=${MEDSEG_FUZZ_BUILD_DIR:-$root/build-fuzz} bash "$root/scripts/sanitize.sh" fuzz "$fuzz_seconds"
@@ -73,8 +85,13 @@ fi
 # The offline GPU bundle in a clean root (docs/gpu-validation.md): a debootstrapped Debian 12 with only
 # what a GPU node has configures against the bundle, builds a program linking its libraries and the
 # object that includes c10d's gloo/NCCL headers, and plans the bundled dataset. MEDSEG_CLEAN_ROOT=0 skips.
-if [ "${MEDSEG_CLEAN_ROOT:-1}" != 0 ]; then
+if [ "$clean_root" != 0 ]; then
   start=$(date +%s)
+  if [ -n "$prepare_pid" ] && ! wait "$prepare_pid"; then
+    cat "$prepare_log" >&2
+    echo "test.sh: making the clean root failed (above)" >&2
+    exit 1
+  fi
   if [ "$(id -u)" = 0 ]; then
     bash "$root/scripts/gpu/check_clean_root.sh" --build "$build" --jobs "$jobs"
   else

@@ -10,7 +10,25 @@ namespace fs = std::filesystem;
 
 namespace medseg {
 
+namespace {
+
+// The folder of the running executable ("" if /proc/self/exe cannot be read).
+fs::path executable_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+}  // namespace
+
 std::string shipped_data_dir(const std::string& subdir) {
+  if (const char* share = std::getenv("MEDSEG_SHARE_DIR"); share && *share) return (fs::path(share) / subdir).string();
+  const fs::path exe = executable_dir();
+  if (!exe.empty()) {
+    std::error_code ec;
+    const fs::path installed = exe.parent_path() / "share" / "medseg" / subdir;
+    if (fs::is_directory(installed, ec)) return installed.lexically_normal().string();
+  }
 #ifdef MEDSEG_SOURCE_DIR
   return (fs::path(MEDSEG_SOURCE_DIR) / subdir).string();
 #else

@@ -1,13 +1,15 @@
 #pragma once
-// Data files medseg ships beside its sources: trainer configs (configs/) and planner presets (plans/).
-// The binaries find them in the source tree they were built from (the docker image builds in
-// /opt/medseg, so the same holds there); a user adds or overrides files through a folder of their own.
+// Data files medseg ships: trainer configs (configs/) and planner presets (plans/). An installed medseg
+// (`cmake --install`) keeps them in <prefix>/share/medseg/, found relative to the running executable, so a
+// tree moved to another prefix still finds its own; a build tree uses the source tree it was built from.
+// $MEDSEG_SHARE_DIR replaces both; a user adds or overrides single files through a folder of their own.
 #include <string>
 #include <vector>
 
 namespace medseg {
 
-// <source tree>/<subdir>, compiled in.
+// $MEDSEG_SHARE_DIR/<subdir> when set; else <executable's folder>/../share/medseg/<subdir> when that
+// folder exists (an installed tree); else <source tree>/<subdir>, compiled in.
 std::string shipped_data_dir(const std::string& subdir);
 
 // The folders searched for a file of `subdir`, in order: `flag_dir` (a CLI option) if not empty, the folder

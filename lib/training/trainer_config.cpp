@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/data_files.h"
 #include "core/error.h"
 #include "core/json_object_reader.h"
 #include "core/path_component.h"
@@ -243,9 +244,7 @@ TrainerConfig load_trainer_config(const std::string& path) { return trainer_conf
 std::vector<std::string> trainer_config_dirs() {
   std::vector<std::string> dirs;
   if (const char* d = std::getenv("MEDSEG_CONFIG_DIR")) dirs.push_back(d);
-#ifdef MEDSEG_SOURCE_CONFIG_DIR
-  dirs.push_back(MEDSEG_SOURCE_CONFIG_DIR);
-#endif
+  dirs.push_back(shipped_data_dir("configs"));
   return dirs;
 }
 

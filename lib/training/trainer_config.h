@@ -98,7 +98,7 @@ TrainerConfig load_trainer_config(const std::string& path);
 TrainerConfig trainer_config_from_json(const json& j, const std::string& source);
 
 // Looks up `name` as a file path, then configs/<name>.json next to the executable's source tree
-// ($MEDSEG_CONFIG_DIR or the compiled-in source dir), then nnU-Net's trainer variants in
+// ($MEDSEG_CONFIG_DIR, then the shipped configs/: core/data_files.h), then nnU-Net's trainer variants in
 // configs/trainer_variants.json (trainer_variants.h). "nnUNetTrainer" without a file = defaults.
 // A variant medseg cannot honour throws Error("<name>: <why>").
 TrainerConfig find_trainer_config(const std::string& name);

@@ -7,6 +7,7 @@
 # Debian mirror.
 #
 #   sudo scripts/gpu/check_clean_root.sh --bundle DIR | --build DIR   [--full] [--root DIR] [--jobs N]
+#   sudo scripts/gpu/check_clean_root.sh --prepare [--root DIR]
 #
 #   --bundle DIR   a bundle made by scripts/gpu/bundle.sh; or
 #   --build DIR    an ITK build of this checkout: a bundle is made from it first (bundle.sh --build DIR)
@@ -18,6 +19,8 @@
 #   --root DIR     the root (default $MEDSEG_CACHE/clean-root, i.e. ~/.cache/medseg/clean-root): made once
 #                  and reused; its /work is made anew each run
 #   --jobs N       build parallelism (default: nproc)
+#   --prepare      only make the root (debootstrap and the node's packages, about 5 min the first time) and stop:
+#                  scripts/test.sh starts it while it builds, so a cold CI downloads the root beside the compile
 # The root's compiler cache is kept in $MEDSEG_CACHE/clean-root-ccache (outside the root).
 # Prints the report's table; exit status 0 when validate.sh and the checks passed.
 set -euo pipefail
@@ -25,7 +28,7 @@ set -euo pipefail
 die() { echo "check_clean_root: $*" >&2; exit 1; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${MEDSEG_CACHE:-$HOME/.cache/medseg}
-rootfs=$cache/clean-root bundle="" build="" full=0 jobs=$(nproc)
+rootfs=$cache/clean-root bundle="" build="" full=0 jobs=$(nproc) prepare=0
 while (($#)); do
   case $1 in
     --bundle) bundle=$2; shift 2 ;;
@@ -33,20 +36,21 @@ while (($#)); do
     --root) rootfs=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --full) full=1; shift ;;
+    --prepare) prepare=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
 [[ $(id -u) = 0 ]] || die "needs root (debootstrap, chroot, mounts)"
 command -v debootstrap >/dev/null || die "needs debootstrap (apt-get install debootstrap)"
-[[ -n $bundle || -n $build ]] || die "give --bundle DIR or --build DIR"
+[[ -n $bundle || -n $build ]] || ((prepare)) || die "give --bundle DIR or --build DIR"
 cuda=$(readlink -f /usr/local/cuda 2>/dev/null || true)
 [[ -d $cuda/include ]] || die "no CUDA toolkit at /usr/local/cuda (a GPU node has one; it is mounted read-only)"
 site=$cache/venv-torch-2.11.0/lib/python3.11/site-packages
-if [[ ! -d $site/torch && -n $build ]]; then  # the benchmarks' torch 2.11 venv, made from the cached wheel
+if [[ ! -d $site/torch && -n $build ]] && ! ((prepare)); then  # the benchmarks' torch 2.11 venv, made from the cached wheel
   bash "$root/scripts/bench/python_reference.sh" "$build" >/dev/null
 fi
-[[ -d $site/torch ]] || die "no torch 2.11 at $site (scripts/bench/python_reference.sh BUILD makes that venv)"
+[[ -d $site/torch ]] || ((prepare)) || die "no torch 2.11 at $site (scripts/bench/python_reference.sh BUILD makes that venv)"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/medseg-clean-root.XXXXXX")
 mounts=()
@@ -63,13 +67,6 @@ mount_in() {  # mount_in SRC DEST [ro]: a bind mount inside the root, undone on 
   [[ ${3:-} = ro ]] && mount -o remount,bind,ro "$rootfs$2"
   return 0
 }
-
-if [[ -z $bundle ]]; then
-  bundle=$work/bundle
-  bash "$root/scripts/gpu/bundle.sh" "$bundle" --build "$build" >"$work/bundle.log" 2>&1 ||
-    { tail -5 "$work/bundle.log" >&2; die "bundle.sh failed (above)"; }
-fi
-[[ -f $bundle/MANIFEST.json ]] || die "no bundle at $bundle"
 
 # --- the root: Debian 12 minbase + what a GPU node has (no -dev package of medseg's dependencies) ------
 node_pkgs=(python3 cmake ninja-build g++ ca-certificates ccache)
@@ -99,6 +96,18 @@ if [[ ! -x $rootfs/usr/bin/ccache ]]; then
 fi
 bad=$(chroot "$rootfs" dpkg-query -W -f '${Package}\n' | grep -E "$forbidden" || true)
 [[ -z $bad ]] || die "the root holds packages a GPU node lacks: $(echo $bad)"
+if ((prepare)); then
+  echo "check_clean_root: root ready at $rootfs" >&2
+  exit 0
+fi
+
+if [[ -z $bundle ]]; then
+  bundle=$work/bundle
+  bash "$root/scripts/gpu/bundle.sh" "$bundle" --build "$build" >"$work/bundle.log" 2>&1 ||
+    { tail -5 "$work/bundle.log" >&2; die "bundle.sh failed (above)"; }
+fi
+[[ -f $bundle/MANIFEST.json ]] || die "no bundle at $bundle"
+
 
 # --- what the node has besides: torch, the CUDA toolkit; and the checkout and the bundle ---------------
 mountpoint -q "$rootfs/proc" || mount_in /proc /proc

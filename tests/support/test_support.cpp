@@ -64,7 +64,8 @@ std::string source_path(const std::string& rel) {
 }
 
 CmdResult run_cli(const std::string& app, const std::string& args, const std::string& env) {
-  const std::string cmd = env + (env.empty() ? "" : " ") + bin_dir() + "/" + app + " " + args + " 2>&1";
+  const std::string program = app.rfind('/', 0) == 0 ? app : bin_dir() + "/" + app;  // absolute: as given
+  const std::string cmd = env + (env.empty() ? "" : " ") + program + " " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) throw std::runtime_error("cannot run " + cmd);
   std::string out;

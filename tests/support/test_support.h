@@ -26,7 +26,8 @@ struct CmdResult {
 // The build's bin folder (MEDSEG_BIN_DIR, set by ctest).
 std::string bin_dir();
 
-// Runs a CLI from the build's bin folder (MEDSEG_BIN_DIR) with a shell-quoted argument string.
+// Runs a CLI from the build's bin folder (MEDSEG_BIN_DIR), or the program at an absolute path, with a
+// shell-quoted argument string.
 CmdResult run_cli(const std::string& app, const std::string& args, const std::string& env = "");
 
 // A CLI started with MEDSEG_TEST_PAUSE_AT=<point> (core/test_pause.h), stopped at that point.

@@ -1,0 +1,69 @@
+// `cmake --install` writes a tree that works where it is moved: the installed programs run (their library
+// paths survive the install) and read configs/ and plans/ from <prefix>/share/medseg beside them, not from
+// the source tree they were built from; $MEDSEG_SHARE_DIR replaces that folder (docs/install.md).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using namespace medseg;
+
+namespace {
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Replaces the refusal reason of nnUNetTrainerDA5 in a trainer variant table with `reason`.
+void mark_table(const fs::path& table, const std::string& reason) {
+  std::string text = read_all(table);
+  const std::string key = "\"nnUNetTrainerDA5\": \"";
+  const auto at = text.find(key);
+  ASSERT_NE(at, std::string::npos);
+  const auto end = text.find('"', at + key.size());
+  text.replace(at + key.size(), end - at - key.size(), reason);
+  std::ofstream(table) << text;
+}
+
+}  // namespace
+
+TEST(Install, AMovedTreeRunsAndReadsItsOwnDataFiles) {
+  const fs::path build = fs::path(test::bin_dir()).parent_path();
+  test::TempDir dir("install");
+  const fs::path first = dir / "first", moved = dir / "moved";
+  const auto install = test::run_cli("/usr/bin/env", "cmake --install " + build.string() + " --prefix " + first.string());
+  ASSERT_EQ(install.exit_code, 0) << install.output;
+  fs::rename(first, moved);
+  ASSERT_TRUE(fs::exists(moved / "bin/medseg_train"));
+  EXPECT_FALSE(fs::exists(moved / "bin/medseg_bench_models")) << "benchmark programs are not installed";
+  ASSERT_TRUE(fs::exists(moved / "share/medseg/configs/trainer_variants.json"));
+  ASSERT_TRUE(fs::exists(moved / "share/medseg/plans/nnUNetPlannerResEncM.json"));
+
+  const auto version = test::run_cli((moved / "bin/medseg_version").string(), "");
+  EXPECT_EQ(version.exit_code, 0) << version.output;
+
+  // Only the moved tree's table says this: the installed program must have read it.
+  mark_table(moved / "share/medseg/configs/trainer_variants.json", "refused by the moved tree");
+  const std::string train = (moved / "bin/medseg_train").string();
+  auto r = test::run_cli(train, "1 3d_fullres 0 --tr nnUNetTrainerDA5");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("nnUNetTrainerDA5: refused by the moved tree"), std::string::npos) << r.output;
+
+  // $MEDSEG_SHARE_DIR wins over the folder beside the program.
+  fs::create_directories(dir / "share/configs");
+  fs::copy_file(moved / "share/medseg/configs/trainer_variants.json", dir / "share/configs/trainer_variants.json");
+  mark_table(dir / "share/configs/trainer_variants.json", "refused by MEDSEG_SHARE_DIR");
+  r = test::run_cli(train, "1 3d_fullres 0 --tr nnUNetTrainerDA5", "MEDSEG_SHARE_DIR=" + dir / "share");
+  EXPECT_NE(r.output.find("nnUNetTrainerDA5: refused by MEDSEG_SHARE_DIR"), std::string::npos) << r.output;
+
+  // The build tree's program still reads the source tree.
+  r = test::run_cli("medseg_train", "1 3d_fullres 0 --tr nnUNetTrainerDA5");
+  EXPECT_NE(r.output.find("stronger augmentation (DA5) is not implemented"), std::string::npos) << r.output;
+}
