@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "support/test_support.h"
 
@@ -14,16 +13,9 @@ using namespace medseg;
 
 namespace {
 
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Replaces the refusal reason of nnUNetTrainerDA5 in a trainer variant table with `reason`.
 void mark_table(const fs::path& table, const std::string& reason) {
-  std::string text = read_all(table);
+  std::string text = test::read_text(table.string());
   const std::string key = "\"nnUNetTrainerDA5\": \"";
   const auto at = text.find(key);
   ASSERT_NE(at, std::string::npos);

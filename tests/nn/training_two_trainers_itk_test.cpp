@@ -21,13 +21,6 @@ using namespace medseg;
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 class TwoTrainers : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -51,7 +44,7 @@ class TwoTrainers : public ::testing::Test {
                                     dir.path() + "/results");
     return std::make_unique<training::Trainer>(std::move(in), cfg, opt);
   }
-  std::string log_of(const training::Trainer& t) const { return read_text(t.fold_folder() + "/training_log.txt"); }
+  std::string log_of(const training::Trainer& t) const { return test::read_text(t.fold_folder() + "/training_log.txt"); }
   test::TempDir dir{"two_trainers"};
 };
 
@@ -68,11 +61,11 @@ TEST_F(TwoTrainers, EachKeepsItsOwnLogWhicheverEndsFirst) {
   spdlog::info("marker line for the trainer that is still alive");
   spdlog::default_logger()->flush();
   EXPECT_NE(log_of(b_ref).find("marker line"), std::string::npos) << "the living trainer lost its log";
-  EXPECT_EQ(read_text(a_folder + "/training_log.txt").find("marker line"), std::string::npos)
+  EXPECT_EQ(test::read_text(a_folder + "/training_log.txt").find("marker line"), std::string::npos)
       << "an ended trainer still receives the log";
   b.reset();
   spdlog::info("after both");
-  EXPECT_EQ(read_text(a_folder + "/training_log.txt").find("after both"), std::string::npos);
+  EXPECT_EQ(test::read_text(a_folder + "/training_log.txt").find("after both"), std::string::npos);
 }
 
 TEST_F(TwoTrainers, TheProcessGetsItsThreadCountBack) {

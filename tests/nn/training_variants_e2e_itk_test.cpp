@@ -17,6 +17,21 @@
 namespace fs = std::filesystem;
 using namespace medseg;
 
+namespace {
+
+// The tiny synthetic dataset DatasetID_NAME (5 cases), planned and preprocessed for 3d_fullres.
+void make_planned_dataset(const std::string& id, const std::string& name, int seed, const std::string& env) {
+  auto r = test::run_cli("medseg_make_dataset", "-d " + id + " -n " + name +
+                                                    " --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 --seed " +
+                                                    std::to_string(seed),
+                         env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_cli("medseg_plan_and_preprocess", "-d " + id + " -c 3d_fullres --np 2 --no_pbar", env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
+}  // namespace
+
 TEST(TrainerVariantsE2E, BatchNormTopKWarmupAmsgradTrainAndPredict) {
   test::TempDir dir("variants_e2e");
   const std::string d = dir.path();
@@ -29,12 +44,8 @@ TEST(TrainerVariantsE2E, BatchNormTopKWarmupAmsgradTrainAndPredict) {
     "norm": "batch", "loss": {"topk_percent": 10, "label_smoothing": 0.1}, "warmup_epochs": 2,
     "optimizer": {"type": "AdamW", "lr": 0.001, "weight_decay": 3e-5, "amsgrad": true},
     "oversampling": "probabilistic_batch_rate", "augment": false, "mirror_axes": {"3d": []}, "num_workers": 1})";
-  auto r = test::run_cli("medseg_make_dataset", "-d 951 -n Mixed --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 --seed 4",
-                         env);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = test::run_cli("medseg_plan_and_preprocess", "-d 951 -c 3d_fullres --np 2 --no_pbar", env);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = test::run_cli("medseg_train", "951 3d_fullres 0 --tr MixedVariants --threads 2 --no_pbar", env);
+  ASSERT_NO_FATAL_FAILURE(make_planned_dataset("951", "Mixed", 4, env));
+  auto r = test::run_cli("medseg_train", "951 3d_fullres 0 --tr MixedVariants --threads 2 --no_pbar", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
   const std::string model = d + "/results/Dataset951_Mixed/MixedVariants__nnUNetPlans__3d_fullres";
@@ -79,12 +90,8 @@ TEST(TrainerVariantsE2E, BatchNormOnSeveralRanksIsRefused) {
   const std::string d = dir.path();
   fs::create_directories(d + "/raw");
   const std::string env = "MEDSEG_RAW=" + d + "/raw MEDSEG_PREPROCESSED=" + d + "/pre MEDSEG_RESULTS=" + d + "/results";
-  auto r = test::run_cli("medseg_make_dataset", "-d 952 -n BnRanks --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5",
-                         env);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = test::run_cli("medseg_plan_and_preprocess", "-d 952 -c 3d_fullres --np 2 --no_pbar", env);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = test::run_cli("medseg_train", "952 3d_fullres 0 --tr nnUNetTrainerBN --nproc_per_node 2 --epochs 1 --no_pbar", env);
+  ASSERT_NO_FATAL_FAILURE(make_planned_dataset("952", "BnRanks", 5, env));
+  auto r = test::run_cli("medseg_train", "952 3d_fullres 0 --tr nnUNetTrainerBN --nproc_per_node 2 --epochs 1 --no_pbar", env);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("SyncBatchNorm"), std::string::npos) << r.output;
 }
