@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Predict segmentations with a trained model (nnU-Net's nnUNetv2_predict)", "medseg_predict"};
   std::vector<std::string> inputs, folds;
   std::string output, dataset, configuration, plans = "nnUNetPlans", trainer = "nnUNetTrainer", model_folder;
-  std::string chk = "checkpoint_final", amp = "auto", probabilities_format = "medseg";
+  std::string chk = "checkpoint_final", amp = "auto", probabilities_format = "medseg", slabs = "auto";
   inference::PredictorOptions po;
   inference::RunOptions ro;
   bool disable_tta = false, no_progress = false;
@@ -146,6 +146,11 @@ int main(int argc, char** argv) {
                "Also write overlays/CASE.png: axial, coronal and sagittal slices with the segmentation drawn over the image");
   app.add_option("--device", po.device, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--amp", amp, "Mixed precision: auto (fp16 on CUDA, off on CPU), fp16, bf16, off")->capture_default_str();
+  app.add_flag("--not_on_device", po.not_on_device,
+               "Accumulate the logits in host memory, not on the GPU (nnU-Net's flag; for large cases)");
+  app.add_option("--slabs", slabs,
+                 "auto: predict a case in slabs when its whole logits would not fit the memory free; always; never")
+      ->capture_default_str();
   app.add_option("--npp", ro.npp, "Preprocessing workers (0: inline)")->capture_default_str();
   app.add_option("--nps", ro.nps, "Export workers (0: inline)")->capture_default_str();
   app.add_option("--tile_batch", po.tile_batch, "Tiles x mirrored copies per forward pass")->capture_default_str();
@@ -193,6 +198,7 @@ int main(int argc, char** argv) {
     if (world.distributed()) join_ranks(world, dist_timeout, o_threads_given->count() > 0, po, no_progress);
     po.mirroring = !disable_tta;
     po.amp = parse_amp(amp, "--amp");
+    po.slabs = inference::parse_slab_mode(slabs);
     po.progress = false;
     ro.progress = !no_progress;
     set_progress_bars_enabled(!no_progress);

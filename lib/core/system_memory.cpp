@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 
@@ -32,6 +33,33 @@ int64_t physical_memory_bytes() {
   for (const char* f : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
     const int64_t limit = cgroup_limit(f);
     if (limit > 0 && (bytes == 0 || limit < bytes)) bytes = limit;
+  }
+  return bytes;
+}
+
+int64_t available_memory_bytes() {
+  const MemoryLimit forced = memory_limit_override();
+  if (forced.bytes > 0) return forced.bytes;
+  int64_t bytes = 0;
+  std::ifstream info("/proc/meminfo");
+  std::string key, unit;
+  long long kib = 0;
+  while (info >> key >> kib) {
+    std::getline(info, unit);
+    if (key == "MemAvailable:") {
+      bytes = static_cast<int64_t>(kib) * 1024;
+      break;
+    }
+  }
+  const std::pair<const char*, const char*> cgroups[] = {
+      {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"},
+      {"/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"}};
+  for (const auto& [limit_file, usage_file] : cgroups) {
+    const int64_t limit = cgroup_limit(limit_file), usage = cgroup_limit(usage_file);
+    if (limit > 0 && limit < (int64_t{1} << 60)) {
+      const int64_t left = std::max<int64_t>(0, limit - usage);
+      if (bytes == 0 || left < bytes) bytes = left;
+    }
   }
   return bytes;
 }

@@ -16,6 +16,10 @@ struct MemoryLimit {
 // Physical RAM, or the container's cgroup memory limit when that is smaller. 0 when unknown.
 int64_t physical_memory_bytes();
 
+// Memory a new allocation can still get: MEDSEG_MEMORY_LIMIT_GIB when set, else the kernel's
+// MemAvailable (/proc/meminfo), capped by what a cgroup limit leaves (limit - usage). 0 when unknown.
+int64_t available_memory_bytes();
+
 // MEDSEG_MEMORY_LIMIT_GIB when set (it replaces the device's memory), else bytes = 0. Throws Error for
 // a value that is not a positive number of GiB.
 MemoryLimit memory_limit_override();

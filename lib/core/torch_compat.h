@@ -21,6 +21,8 @@
 
 #if defined(MEDSEG_WITH_CUDA)
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #endif
 
 #define MEDSEG_TORCH_AT_LEAST(maj, min) \
@@ -115,6 +117,23 @@ inline CudaAllocated cuda_allocated(int device = 0) {
 #else
   (void)device;
   return {};
+#endif
+}
+// Bytes a new allocation on `device` can still get: the driver's free memory plus what the caching
+// allocator reserved but holds no tensor in. 0 without CUDA or when the driver cannot tell.
+inline int64_t cuda_free_memory(int device = 0) {
+#if defined(MEDSEG_WITH_CUDA)
+  const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));  // restores the current device
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky error
+    return 0;
+  }
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
+  return static_cast<int64_t>(free) + stats.reserved_bytes[0].current - stats.allocated_bytes[0].current;
+#else
+  (void)device;
+  return 0;
 #endif
 }
 inline void cuda_reset_peak(int device = 0) {

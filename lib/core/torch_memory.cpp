@@ -1,5 +1,10 @@
 #include "core/torch_memory.h"
 
+#include <c10/util/Exception.h>
+
+#include <new>
+#include <string>
+
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/Device.h>
@@ -119,6 +124,12 @@ int64_t cuda_total_memory(int device) {
 }
 
 }  // namespace
+
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) || dynamic_cast<const std::bad_alloc*>(&e)) return true;
+  const std::string what = e.what();
+  return what.find("can't allocate memory") != std::string::npos || what.find("out of memory") != std::string::npos;
+}
 
 MemoryLimit device_memory_limit(const std::string& device) {
   const MemoryLimit env = memory_limit_override();

@@ -3,6 +3,7 @@
 // tensor allocation (oneDNN's included) and tracks live and peak bytes. Allocations made before
 // installation keep their original deleter and are not counted.
 #include <cstdint>
+#include <exception>
 #include <string>
 
 #include "core/system_memory.h"
@@ -32,6 +33,10 @@ class CpuPeakScope {
  private:
   int64_t start_;
 };
+
+// True for an allocation failure: torch's out-of-memory error (CUDA), its CPU allocator's "can't
+// allocate memory", or std::bad_alloc.
+bool is_out_of_memory(const std::exception& e);
 
 // The memory a device ("cpu", "cuda", "cuda:1") offers: MEDSEG_MEMORY_LIMIT_GIB when set, else the
 // GPU's total memory, or for the CPU the machine's RAM (or the container's cgroup limit).

@@ -9,6 +9,7 @@
 #include "core/parallel.h"
 #include "fingerprint/crop.h"
 #include "inference/model_folder.h"
+#include "inference/slab_export.h"
 #include "io/image_io.h"
 #include "io/output_classes.h"
 #include "io/reorient.h"
@@ -126,24 +127,38 @@ std::vector<int16_t> logits_to_next_stage(const at::Tensor& logits, const prepro
 Volume logits_to_segmentation(const at::Tensor& logits, const preprocessing::CaseProperties& p,
                               const LabelMapping& labels, const ExportOptions& opts,
                               std::vector<float>* probabilities) {
-  const int64_t K = logits.size(0);
+  if (SlabExport::supported(opts)) {  // one slab: the same numbers as a slab-wise prediction's
+    SlabExport slabs(p, labels, opts, 0, probabilities != nullptr);
+    slabs.add(0, logits.contiguous());
+    return slabs.finish(probabilities);
+  }
   const Shape3 in = p.shape_after_resampling, cropped = p.shape_after_cropping_and_before_resampling;
   const auto sep = preprocessing::decide_separate_z(opts.resample.force_separate_z, p.spacing_after_resampling,
                                                     p.spacing_before_resampling);
-  const int64_t n = numel(cropped);
   std::vector<float> all;
   const std::vector<uint16_t> seg = segment_resampled(logits, in, cropped, sep, labels, opts, probabilities ? &all : nullptr);
+  return segmentation_to_original(seg, probabilities ? &all : nullptr, p, labels, probabilities);
+}
 
+Volume segmentation_to_original(const std::vector<uint16_t>& seg, std::vector<float>* resampled,
+                                const preprocessing::CaseProperties& p, const LabelMapping& labels,
+                                std::vector<float>* probabilities) {
+  const auto K = static_cast<int64_t>(labels.values.size());
+  const int64_t n = numel(p.shape_after_cropping_and_before_resampling);
+  if (static_cast<int64_t>(seg.size()) != n || (probabilities && (!resampled || static_cast<int64_t>(resampled->size()) != K * n)))
+    throw Error("export: the segmentation does not have the cropped shape");
   const Shape3 orig = p.original_shape;
   Volume out(labels.pixel_type, orig, p.original_geometry);
-  std::vector<uint16_t> full(static_cast<std::size_t>(numel(orig)));
-  to_original(seg.data(), p, uint16_t{0}, full.data());
-  if (labels.pixel_type == PixelType::UInt8)
-    std::copy(full.begin(), full.end(), out.data<uint8_t>());
-  else
-    std::copy(full.begin(), full.end(), out.data<uint16_t>());
-
+  {
+    std::vector<uint16_t> full(static_cast<std::size_t>(numel(orig)));
+    to_original(seg.data(), p, uint16_t{0}, full.data());
+    if (labels.pixel_type == PixelType::UInt8)
+      std::copy(full.begin(), full.end(), out.data<uint8_t>());
+    else
+      std::copy(full.begin(), full.end(), out.data<uint16_t>());
+  }
   if (probabilities) {
+    std::vector<float>& all = *resampled;
     // softmax over classes (labels) or sigmoid per region, in place
     if (labels.regions) {
       for (float& x : all) x = 1.0f / (1.0f + std::exp(-x));
@@ -163,6 +178,7 @@ Volume logits_to_segmentation(const at::Tensor& logits, const preprocessing::Cas
       const float fill = (!labels.regions && k == 0) ? 1.0f : 0.0f;
       to_original(all.data() + k * n, p, fill, probabilities->data() + k * N);
     }
+    std::vector<float>().swap(all);
   }
   // NibabelIOWithReorient: back from the canonical orientation to the file's array and geometry.
   if (p.reorientation) {
@@ -194,12 +210,17 @@ Volume export_prediction(const at::Tensor& logits, const preprocessing::CaseProp
                          const ExportOptions& opts, const std::string& base, const std::string& file_ending) {
   std::vector<float> probs;
   Volume seg = logits_to_segmentation(logits, p, labels, opts, opts.save_probabilities ? &probs : nullptr);
-  if (opts.save_probabilities) {
+  return write_prediction(std::move(seg), opts.save_probabilities ? &probs : nullptr, labels, opts, base, file_ending);
+}
+
+Volume write_prediction(Volume seg, const std::vector<float>* probs, const LabelMapping& labels,
+                        const ExportOptions& opts, const std::string& base, const std::string& file_ending) {
+  if (probs) {
     const auto& s = seg.shape();  // the file's array order (also after a reorientation)
     const std::vector<int64_t> shape{static_cast<int64_t>(labels.values.size()), s[0], s[1], s[2]};
-    if (opts.probabilities_npz) preprocessing::write_npz_float32(base + ".npz", "probabilities", shape, probs.data());
+    if (opts.probabilities_npz) preprocessing::write_npz_float32(base + ".npz", "probabilities", shape, probs->data());
     if (opts.probabilities_npy) {
-      preprocessing::write_npy(base + "_probabilities.npy", "<f4", shape, probs.data(), probs.size() * sizeof(float));
+      preprocessing::write_npy(base + "_probabilities.npy", "<f4", shape, probs->data(), probs->size() * sizeof(float));
       write_json(base + "_probabilities.json",
                  io::probabilities_meta({labels.values, labels.regions}, shape, seg.geometry()));
     }

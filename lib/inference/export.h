@@ -61,10 +61,23 @@ Volume export_prediction(const at::Tensor& logits, const preprocessing::CaseProp
                          const LabelMapping& labels, const ExportOptions& opts, const std::string& base,
                          const std::string& file_ending);
 
+// The writing part of export_prediction: `seg` and, when `probabilities` is given, its files
+// (opts' formats); opts.postprocessing applied to the segmentation. Returns what was written.
+Volume write_prediction(Volume seg, const std::vector<float>* probabilities, const LabelMapping& labels,
+                        const ExportOptions& opts, const std::string& base, const std::string& file_ending);
+
 // Steps 1-3 without writing: the segmentation in the original geometry.
 Volume logits_to_segmentation(const at::Tensor& logits, const preprocessing::CaseProperties& props,
                               const LabelMapping& labels, const ExportOptions& opts,
                               std::vector<float>* probabilities = nullptr);
+
+// Steps 2's end and 3, shared by both exporters: `seg` (values on the cropped, transposed grid)
+// uncropped, transposed back and reoriented into the original geometry; with `probabilities`, also
+// `resampled` (K x cropped logits, overwritten) as softmax or sigmoid probabilities in the
+// segmentation's array order.
+Volume segmentation_to_original(const std::vector<uint16_t>& seg, std::vector<float>* resampled,
+                                const preprocessing::CaseProperties& props, const LabelMapping& labels,
+                                std::vector<float>* probabilities);
 
 // A cascade's next-stage input (nnU-Net's resample_and_save): the logits resampled from this
 // configuration's preprocessed grid to `target`, the next configuration's preprocessed shape of the

@@ -15,6 +15,8 @@
 #include "inference/bounded_queue.h"
 #include "inference/output_collisions.h"
 #include "inference/overlays.h"
+#include "inference/slab_export.h"
+#include "core/torch_memory.h"
 #include "io/case_loader.h"
 
 namespace fs = std::filesystem;
@@ -46,10 +48,14 @@ struct Prepared {
   std::string error;
 };
 
+// A predicted case for the export stage: whole logits to export, or (predicted in slabs) the
+// segmentation and probabilities already made, to write.
 struct Predicted {
   std::size_t index = 0;
   at::Tensor logits;
   preprocessing::CaseProperties props;
+  std::optional<Volume> seg;
+  std::vector<float> probabilities;
 };
 
 // Shared bookkeeping of one run; every member function is thread-safe.
@@ -118,6 +124,34 @@ std::string agreed_error(distributed::ProcessGroup* group, const std::string& mi
   return "";
 }
 
+// Predicts one case where inference/placement.h decides, one step further down after an
+// out-of-memory error: whole logits into r.logits, or in slabs straight into r.seg.
+void predict_placed(Predictor& predictor, const std::string& id, const preprocessing::CaseArrays& arrays,
+                    const ExportOptions& eo, Predicted& r) {
+  const bool sharded = predictor.group() != nullptr;
+  Placement place = predictor.placement(arrays, r.props, eo);
+  const bool cuda = c10::Device(predictor.device()).is_cuda();
+  if (place.slabs || place.on_host != !cuda) spdlog::info("case '{}': {}", id, place.why);
+  while (true) {
+    try {
+      if (!place.slabs) {
+        r.logits = predictor.predict_logits(arrays, place.on_host);
+      } else {
+        r.seg = predictor.predict_segmentation_in_slabs(arrays, r.props, eo, place.on_host,
+                                                        eo.save_probabilities ? &r.probabilities : nullptr);
+      }
+      return;
+    } catch (const std::exception& e) {
+      if (sharded || !is_out_of_memory(e)) throw;
+      const Placement before = place;
+      if (!next_placement(place, cuda, SlabExport::supported(eo))) throw;
+      spdlog::warn("case '{}': out of memory with {} ({}); predicting again in slabs {}", id,
+                   before.slabs ? "slabs" : "whole logits", one_line(e.what()),
+                   place.on_host ? "in host memory" : "on the GPU");
+    }
+  }
+}
+
 }  // namespace
 
 RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cases, const RunOptions& o) {
@@ -167,7 +201,10 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     const auto t = Clock::now();
     try {
       const std::string base = (fs::path(o.output_folder) / cases[p.index].id).string();
-      const Volume seg = export_prediction(p.logits, p.props, predictor.labels(), eo, base, o.file_ending);
+      const Volume seg =
+          p.seg ? write_prediction(std::move(*p.seg), eo.save_probabilities ? &p.probabilities : nullptr,
+                                   predictor.labels(), eo, base, o.file_ending)
+                : export_prediction(p.logits, p.props, predictor.labels(), eo, base, o.file_ending);
       if (o.overlays)
         write_prediction_overlay(cases[p.index].images.at(0), seg, predictor.model().dataset, o.output_folder,
                                  cases[p.index].id);
@@ -203,7 +240,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     r.props = std::move(p.data->properties);
     const auto t = Clock::now();
     try {
-      r.logits = predictor.predict_logits(p.data->arrays);
+      predict_placed(predictor, cases[p.index].id, p.data->arrays, eo, r);
     } catch (const distributed::PeerError&) {
       throw;  // a rank is gone: no later case can be predicted either
     } catch (const std::exception& e) {
@@ -211,7 +248,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     }
     ledger.add_predict_time(seconds_since(t));
     p.data.reset();  // the preprocessed image is no longer needed
-    if (!r.logits.defined()) return;  // a rank other than 0 of a sharded prediction: rank 0 exports
+    if (!r.logits.defined() && !r.seg) return;  // a rank other than 0 of a sharded prediction: rank 0 exports
     if (o.nps > 0)
       export_q.push(std::move(r));
     else

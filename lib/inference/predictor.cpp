@@ -13,6 +13,9 @@
 #include "io/label_check.h"
 #include "preprocessing/one_hot.h"
 #include "inference/sharded_window.h"
+#include "inference/slab_export.h"
+#include "core/system_memory.h"
+#include "core/torch_compat.h"
 #include "planning/memory_check.h"
 #include "models/network.h"
 
@@ -109,14 +112,10 @@ preprocessing::PreprocessedCaseData Predictor::preprocess(io::LoadedCase c, cons
   return p;
 }
 
-at::Tensor Predictor::predict_logits(const preprocessing::CaseArrays& a) {
-  c10::InferenceMode guard;
-  const auto& s = a.shape;
-  // from_blob needs a mutable pointer; the sliding window only reads (it pads into a new tensor).
-  at::Tensor image = at::from_blob(const_cast<float*>(a.data.data()), {a.channels, s[0], s[1], s[2]}, at::kFloat);
+NetworkFn Predictor::network_fn() {
   auto& nets = nets_->nets;
-  const NetworkFn fn = [&](const at::Tensor& x) {
-    AutocastGuard ac(cuda_, autocast_, autocast_dtype_);
+  return [&nets, cuda = cuda_, on = autocast_, dtype = autocast_dtype_](const at::Tensor& x) {
+    AutocastGuard ac(cuda, on, dtype);
     at::Tensor sum;
     for (auto& net : nets) {
       at::Tensor y = net->forward(x).at(0).to(at::kFloat);
@@ -124,17 +123,81 @@ at::Tensor Predictor::predict_logits(const preprocessing::CaseArrays& a) {
     }
     return nets.size() > 1 ? sum.div_(static_cast<double>(nets.size())) : sum;
   };
+}
+
+SlidingWindowOptions Predictor::window_options(bool on_host) const {
+  SlidingWindowOptions w = window_;
+  w.accumulate_on_host = on_host && cuda_;
+  w.half_accumulators = cuda_ && !w.accumulate_on_host;
+  return w;
+}
+
+namespace {
+// from_blob needs a mutable pointer; the sliding window only reads (it pads into a new tensor).
+at::Tensor image_of(const preprocessing::CaseArrays& a) {
+  const auto& s = a.shape;
+  return at::from_blob(const_cast<float*>(a.data.data()), {a.channels, s[0], s[1], s[2]}, at::kFloat);
+}
+}  // namespace
+
+at::Tensor Predictor::predict_logits(const preprocessing::CaseArrays& a, bool on_host) {
+  c10::InferenceMode guard;
+  const at::Tensor image = image_of(a);
+  const NetworkFn fn = network_fn();
   if (opts_.group && opts_.group->size() > 1)
     return predict_sliding_window_sharded(fn, image, model_.num_classes, window_, *opts_.group);
+  const SlidingWindowOptions w = window_options(on_host);
   try {
-    return predict_sliding_window(fn, image, model_.num_classes, window_);
+    return predict_sliding_window(fn, image, model_.num_classes, w);
   } catch (const Error& e) {
-    if (!window_.half_accumulators) throw;
+    if (!w.half_accumulators) throw;
     // nnU-Net falls back the same way when fp16 accumulation overflows.
     spdlog::warn("{}; predicting again with float32 accumulators", one_line(e.what()));
-    SlidingWindowOptions w = window_;
-    w.half_accumulators = false;
-    return predict_sliding_window(fn, image, model_.num_classes, w);
+    SlidingWindowOptions f = w;
+    f.half_accumulators = false;
+    return predict_sliding_window(fn, image, model_.num_classes, f);
+  }
+}
+
+Placement Predictor::placement(const preprocessing::CaseArrays& a, const preprocessing::CaseProperties& props,
+                               const ExportOptions& eo) const {
+  CaseSize size;
+  size.preprocessed = {a.shape[0], a.shape[1], a.shape[2]};
+  size.cropped = props.shape_after_cropping_and_before_resampling;
+  size.original = props.original_shape;
+  size.channels = a.channels;
+  size.classes = model_.num_classes;
+  size.tile_batch = window_.max_batch;
+  const WindowShape w = window_shape(size.preprocessed, window_.patch_size, window_.step_size);
+  PlacementRequest r;
+  r.cuda = cuda_;
+  r.not_on_device = opts_.not_on_device;
+  r.mode = opts_.slabs;
+  r.slabs_possible = SlabExport::supported(eo) && !(opts_.group && opts_.group->size() > 1);
+  r.device_free = cuda_ ? compat::cuda_free_memory(c10::Device(opts_.device).has_index() ? c10::Device(opts_.device).index() : 0) : 0;
+  r.host_free = available_memory_bytes();
+  return decide_placement(case_memory(size, w, cuda_ && !opts_.not_on_device, eo.save_probabilities), r);
+}
+
+Volume Predictor::predict_segmentation_in_slabs(const preprocessing::CaseArrays& a,
+                                                const preprocessing::CaseProperties& props, const ExportOptions& eo,
+                                                bool on_host, std::vector<float>* probabilities) {
+  c10::InferenceMode guard;
+  const at::Tensor image = image_of(a);
+  const NetworkFn fn = network_fn();
+  SlidingWindowOptions w = window_options(on_host);
+  while (true) {
+    const SlidingWindow window(image, model_.num_classes, w);
+    SlabExport slabs(props, labels_, eo, window.axis(), probabilities != nullptr);
+    try {
+      window.stream(fn, [&](int64_t begin, const at::Tensor& logits) { slabs.add(begin, logits); });
+    } catch (const Error& e) {
+      if (!w.half_accumulators) throw;
+      spdlog::warn("{}; predicting again with float32 accumulators", one_line(e.what()));
+      w.half_accumulators = false;
+      continue;
+    }
+    return slabs.finish(probabilities);
   }
 }
 

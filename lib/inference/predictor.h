@@ -16,6 +16,7 @@
 #include "distributed/process_group.h"
 #include "inference/export.h"
 #include "inference/model_folder.h"
+#include "inference/placement.h"
 #include "inference/sliding_window.h"
 #include "preprocessing/preprocessor.h"
 
@@ -29,6 +30,8 @@ struct PredictorOptions {
   int64_t tile_batch = 8;  // tiles x mirrored copies per forward pass
   int torch_threads = 0;   // at::set_num_threads when > 0
   bool progress = false;
+  SlabMode slabs = SlabMode::Auto;  // --slabs
+  bool not_on_device = false;       // --not_on_device: logits accumulate in host memory
   // Ranks that share every image's tiles (medseg_predict --nproc_per_node); null: this process alone.
   std::shared_ptr<distributed::ProcessGroup> group;
 };
@@ -41,6 +44,7 @@ class Predictor {
   const ModelFolder& model() const { return model_; }
   const LabelMapping& labels() const { return labels_; }
   const ExportOptions& export_defaults() const { return export_; }
+  const std::string& device() const { return opts_.device; }
 
   // A cascade stage (3d_cascade_fullres): its input adds the previous stage's segmentation.
   bool is_cascade() const { return !previous_stage_labels_.empty(); }
@@ -57,7 +61,15 @@ class Predictor {
   // arrays: (C, Z, Y, X) preprocessed. Returns the fold-averaged logits (K, Z, Y, X), float32 on CPU.
   // With a group every rank calls it with the same case; rank 0 gets the logits, the others an
   // undefined tensor (inference/sharded_window.h).
-  at::Tensor predict_logits(const preprocessing::CaseArrays& arrays);
+  at::Tensor predict_logits(const preprocessing::CaseArrays& arrays, bool on_host = false);
+
+  // Where this case's logits accumulate (inference/placement.h), from its size and the memory free now.
+  Placement placement(const preprocessing::CaseArrays& arrays, const preprocessing::CaseProperties& props,
+                      const ExportOptions& eo) const;
+  // Predicts slab by slab straight into the export (inference/slab_export.h): the segmentation in the
+  // original geometry and, with `probabilities`, the probabilities (as logits_to_segmentation).
+  Volume predict_segmentation_in_slabs(const preprocessing::CaseArrays& arrays, const preprocessing::CaseProperties& props,
+                                       const ExportOptions& eo, bool on_host, std::vector<float>* probabilities);
   // The ranks sharing the tiles, or null.
   distributed::ProcessGroup* group() const { return opts_.group.get(); }
 
@@ -76,6 +88,9 @@ class Predictor {
   bool autocast_ = false;
   c10::ScalarType autocast_dtype_ = c10::ScalarType::Half;
   bool cuda_ = false;
+
+  NetworkFn network_fn();
+  SlidingWindowOptions window_options(bool on_host) const;
 };
 
 }  // namespace medseg::inference

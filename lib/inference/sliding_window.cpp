@@ -138,22 +138,146 @@ struct SlidingWindow::Impl {
     return idx;
   }
   std::vector<Tile> tiles(size_t first, size_t last) const;  // positions [first, last) along shard_axis
+  c10::Device accumulator_device() const { return o.accumulate_on_host ? c10::Device(c10::kCPU) : o.device; }
+  at::ScalarType accumulator_type() const { return o.half_accumulators ? at::kHalf : at::kFloat; }
+  // Zero accumulators (K, *extent) and (*extent) on the accumulator device.
+  std::pair<at::Tensor, at::Tensor> zeros(const std::vector<int64_t>& extent) const;
+  // Runs `tiles` through the network and adds their gaussian-weighted logits to accumulators whose
+  // first voxel is the padded image's `origin`.
+  void add_tiles(const NetworkFn& net, const std::vector<Tile>& tiles, const std::vector<int64_t>& origin,
+                 at::Tensor& logits, at::Tensor& weights, ProgressBar& bar) const;
+  // logits / weights of accumulators starting at padded `origin`, checked finite, cropped to the
+  // unpadded image, on the CPU.
+  at::Tensor finished(const at::Tensor& logits, const at::Tensor& weights, const std::vector<int64_t>& origin) const;
 };
+
+std::pair<at::Tensor, at::Tensor> SlidingWindow::Impl::zeros(const std::vector<int64_t>& extent) const {
+  std::vector<int64_t> out_shape{classes};
+  out_shape.insert(out_shape.end(), extent.begin(), extent.end());
+  const auto opts = at::TensorOptions().device(accumulator_device()).dtype(accumulator_type());
+  return {at::zeros(out_shape, opts), at::zeros(extent, opts)};
+}
+
+void SlidingWindow::Impl::add_tiles(const NetworkFn& net, const std::vector<Tile>& tiles,
+                                    const std::vector<int64_t>& origin, at::Tensor& logits, at::Tensor& weights,
+                                    ProgressBar& bar) const {
+  const auto acc_type = accumulator_type();
+  const at::Tensor gauss =
+      (o.use_gaussian ? gaussian_importance_map(patch) : at::ones(patch, at::kFloat)).to(accumulator_device());
+  const auto flips = mirror_sets(mirror_axes);
+  const int64_t copies = static_cast<int64_t>(flips.size());
+  const int64_t tiles_per_pass = std::max<int64_t>(1, o.max_batch / copies);
+  const std::vector<int64_t> zero(static_cast<size_t>(spatial), 0);
+  for (size_t first_tile = 0; first_tile < tiles.size(); first_tile += static_cast<size_t>(tiles_per_pass)) {
+    const size_t last = std::min(tiles.size(), first_tile + static_cast<size_t>(tiles_per_pass));
+    std::vector<at::Tensor> batch;
+    for (size_t t = first_tile; t < last; ++t) {
+      const at::Tensor crop = image.index(region(tiles[t], zero));
+      for (const auto& f : flips) batch.push_back(f.empty() ? crop : crop.flip(shifted(f, 1)));
+    }
+    at::Tensor x = at::stack(batch).to(o.device);
+    if (slice_mode) x = x.squeeze(2);
+    at::Tensor y = net(x);
+    if (slice_mode) y = y.unsqueeze(2);
+    y = y.to(accumulator_device(), at::kFloat);
+    for (size_t t = first_tile; t < last; ++t) {
+      // The mirrored copies' mean times the gaussian, added in place: no temporary the size of a
+      // tile's logits beyond the copies' sum (many classes make them large).
+      at::Tensor sum;
+      for (int64_t c = 0; c < copies; ++c) {
+        at::Tensor yi = y[static_cast<int64_t>(t - first_tile) * copies + c];
+        const auto& f = flips[static_cast<size_t>(c)];
+        if (!f.empty()) yi = yi.flip(shifted(f, 1));
+        sum = !sum.defined() ? yi : c == 1 ? sum + yi : sum.add_(yi);
+      }
+      auto r = region(tiles[t], origin);
+      logits.index(r).addcmul_(sum, gauss, 1.0 / static_cast<double>(copies));
+      r.erase(r.begin());
+      weights.index(r).add_(gauss.to(acc_type));
+      bar.tick();
+    }
+  }
+}
+
+at::Tensor SlidingWindow::Impl::finished(const at::Tensor& logits, const at::Tensor& weights,
+                                         const std::vector<int64_t>& origin) const {
+  std::vector<at::indexing::TensorIndex> crop{at::indexing::Slice()};
+  for (int64_t d = 0; d < spatial; ++d) {
+    const int64_t lo = std::max<int64_t>(before[d], origin[d]) - origin[d];
+    const int64_t hi = std::min<int64_t>(before[d] + original[d], origin[d] + weights.size(d)) - origin[d];
+    crop.emplace_back(at::indexing::Slice(lo, std::max(lo, hi)));
+  }
+  at::Tensor out = logits.index(crop).to(at::kFloat) / weights.index(std::vector<at::indexing::TensorIndex>(crop.begin() + 1, crop.end())).to(at::kFloat);
+  // The smallest and largest value are finite exactly when every element is (a NaN propagates), and
+  // unlike isfinite() the reduction allocates nothing the size of the logits.
+  if (out.numel() == 0) return out.to(at::kCPU);
+  const auto [lo, hi] = at::aminmax(out);
+  if (!std::isfinite(lo.item<float>()) || !std::isfinite(hi.item<float>()))
+    throw Error("sliding window: non-finite logits (fp16 accumulator overflow or a broken network)");
+  return out.to(at::kCPU).contiguous();
+}
 
 std::vector<Tile> SlidingWindow::Impl::tiles(size_t first, size_t last) const {
   std::vector<std::vector<int64_t>> s = steps;
   auto& a = s[static_cast<size_t>(shard_axis)];
   a = std::vector<int64_t>(a.begin() + static_cast<std::ptrdiff_t>(first), a.begin() + static_cast<std::ptrdiff_t>(last));
+  // The shard axis outermost, the others in order: every tiling of the image (whole, slabs, shards)
+  // visits a voxel's tiles in the same order.
+  std::vector<size_t> order{static_cast<size_t>(shard_axis)};
+  for (size_t d = 0; d < s.size(); ++d)
+    if (d != static_cast<size_t>(shard_axis)) order.push_back(d);
   std::vector<Tile> out;
-  if (spatial == 3) {
-    for (auto z : s[0])
-      for (auto y : s[1])
-        for (auto x : s[2]) out.push_back({{z, y, x}});
-  } else {
-    for (auto y : s[0])
-      for (auto x : s[1]) out.push_back({{y, x}});
+  std::vector<size_t> at(s.size(), 0);
+  for (const auto& v : s)
+    if (v.empty()) return out;
+  while (true) {
+    Tile t;
+    t.start.resize(s.size());
+    for (size_t d = 0; d < s.size(); ++d) t.start[d] = s[d][at[d]];
+    out.push_back(std::move(t));
+    size_t k = order.size();
+    while (k > 0) {  // odometer over `order`, its last axis fastest
+      const size_t d = order[k - 1];
+      if (++at[d] < s[d].size()) break;
+      at[d] = 0;
+      --k;
+    }
+    if (k == 0) return out;
   }
-  return out;
+}
+
+double WindowShape::slab_voxels() const {
+  double v = 1;
+  for (size_t d = 0; d < padded.size(); ++d)
+    v *= static_cast<double>(d == static_cast<size_t>(axis) ? patch[d] : padded[d]);
+  return v;
+}
+
+double WindowShape::padded_voxels() const {
+  double v = 1;
+  for (int64_t n : padded) v *= static_cast<double>(n);
+  return v;
+}
+
+WindowShape window_shape(const std::vector<int64_t>& image_size, const std::vector<int64_t>& patch_size,
+                         double step_size) {
+  check_step_size(step_size, "sliding window: step_size");
+  const auto spatial = image_size.size();
+  if (spatial != 2 && spatial != 3) throw Error("sliding window: image must be (C, y, x) or (C, z, y, x)");
+  if (patch_size.size() != spatial && !(patch_size.size() == 2 && spatial == 3))
+    throw Error("sliding window: patch dims do not fit the image");
+  WindowShape w;
+  w.patch = patch_size;
+  if (patch_size.size() != spatial) w.patch.insert(w.patch.begin(), 1);  // a 2D network on a 3D image
+  for (size_t d = 0; d < spatial; ++d) w.padded.push_back(std::max(image_size[d], w.patch[d]));
+  std::vector<double> n;
+  for (size_t d = 0; d < spatial; ++d) n.push_back(positions(w.padded[d], w.patch[d], step_size));
+  for (size_t d = 1; d < spatial; ++d) {
+    const auto best = static_cast<size_t>(w.axis);
+    if (n[d] > n[best] || (n[d] == n[best] && w.padded[d] > w.padded[best])) w.axis = static_cast<int64_t>(d);
+  }
+  w.positions = static_cast<int64_t>(n[static_cast<size_t>(w.axis)]);
+  return w;
 }
 
 SlidingWindow::SlidingWindow(const at::Tensor& image_in, int64_t num_classes, const SlidingWindowOptions& o)
@@ -162,12 +286,12 @@ SlidingWindow::SlidingWindow(const at::Tensor& image_in, int64_t num_classes, co
   m.o = o;
   m.classes = num_classes;
   m.spatial = image_in.dim() - 1;
-  const int64_t pd = static_cast<int64_t>(o.patch_size.size());
   if (m.spatial != 2 && m.spatial != 3) throw Error("sliding window: image must be (C, y, x) or (C, z, y, x)");
-  if (pd != m.spatial && !(pd == 2 && m.spatial == 3)) throw Error("sliding window: patch dims do not fit the image");
+  m.original.assign(image_in.sizes().begin() + 1, image_in.sizes().end());
+  const int64_t pd = static_cast<int64_t>(o.patch_size.size());
+  const WindowShape shape = window_shape(m.original, o.patch_size, o.step_size);
   m.slice_mode = pd == 2 && m.spatial == 3;
-  m.patch = o.patch_size;
-  if (m.slice_mode) m.patch.insert(m.patch.begin(), 1);
+  m.patch = shape.patch;
   for (auto a : o.mirror_axes)
     if (a < 0 || a >= pd) throw Error("sliding window: mirror axis out of range");
   m.mirror_axes = m.slice_mode ? shifted(o.mirror_axes, 1) : o.mirror_axes;
@@ -176,21 +300,18 @@ SlidingWindow::SlidingWindow(const at::Tensor& image_in, int64_t num_classes, co
   std::vector<int64_t> pad;  // torch order: last axis first, (before, after)
   m.before.assign(static_cast<size_t>(m.spatial), 0);
   for (int64_t d = m.spatial - 1; d >= 0; --d) {
-    const int64_t diff = std::max<int64_t>(0, m.patch[d] - image_in.size(d + 1));
+    const int64_t diff = shape.padded[d] - m.original[d];
     m.before[d] = diff / 2;
     pad.push_back(diff / 2);
     pad.push_back(diff - diff / 2);
   }
-  m.original.assign(image_in.sizes().begin() + 1, image_in.sizes().end());
-  m.image = at::constant_pad_nd(image_in.to(o.device, at::kFloat), pad, 0.0);
-  m.size.assign(m.image.sizes().begin() + 1, m.image.sizes().end());
+  const c10::Device image_device = o.accumulate_on_host ? c10::Device(c10::kCPU) : o.device;
+  m.image = image_in.to(image_device, at::kFloat);
+  if (std::any_of(pad.begin(), pad.end(), [](int64_t v) { return v > 0; })) m.image = at::constant_pad_nd(m.image, pad, 0.0);
+  m.size = shape.padded;
   check_tiles_fit(m.size, m.patch, o.step_size);
   m.steps = compute_steps(m.size, m.patch, o.step_size);
-  // The axis with the most tile positions (ties: the longer one) is the one shards split.
-  for (int64_t d = 1; d < m.spatial; ++d) {
-    const auto n = m.steps[d].size(), best = m.steps[m.shard_axis].size();
-    if (n > best || (n == best && m.size[d] > m.size[m.shard_axis])) m.shard_axis = d;
-  }
+  m.shard_axis = shape.axis;
 }
 
 SlidingWindow::~SlidingWindow() = default;
@@ -226,47 +347,9 @@ std::pair<at::Tensor, at::Tensor> SlidingWindow::accumulate(const NetworkFn& net
   std::vector<int64_t> origin(static_cast<size_t>(m.spatial), 0), extent = m.size;
   origin[static_cast<size_t>(sl.axis)] = sl.begin;
   extent[static_cast<size_t>(sl.axis)] = sl.end - sl.begin;
-
-  const auto acc_type = m.o.half_accumulators ? at::kHalf : at::kFloat;
-  std::vector<int64_t> out_shape{m.classes};
-  out_shape.insert(out_shape.end(), extent.begin(), extent.end());
-  at::Tensor logits = at::zeros(out_shape, m.image.options().dtype(acc_type));
-  at::Tensor weights = at::zeros(extent, m.image.options().dtype(acc_type));
-  at::Tensor gauss = m.o.use_gaussian ? gaussian_importance_map(m.patch).to(m.o.device) : at::ones(m.patch, m.image.options());
-
-  const auto flips = mirror_sets(m.mirror_axes);
-  const int64_t copies = static_cast<int64_t>(flips.size());
-  const int64_t tiles_per_pass = std::max<int64_t>(1, m.o.max_batch / copies);
-  const std::vector<int64_t> zero(static_cast<size_t>(m.spatial), 0);
+  auto [logits, weights] = m.zeros(extent);
   ProgressBar bar("sliding window", static_cast<int64_t>(tiles.size()), m.o.progress);
-  for (size_t first_tile = 0; first_tile < tiles.size(); first_tile += static_cast<size_t>(tiles_per_pass)) {
-    const size_t last = std::min(tiles.size(), first_tile + static_cast<size_t>(tiles_per_pass));
-    std::vector<at::Tensor> batch;
-    for (size_t t = first_tile; t < last; ++t) {
-      const at::Tensor crop = m.image.index(m.region(tiles[t], zero));
-      for (const auto& f : flips) batch.push_back(f.empty() ? crop : crop.flip(shifted(f, 1)));
-    }
-    at::Tensor x = at::stack(batch);
-    if (m.slice_mode) x = x.squeeze(2);
-    at::Tensor y = net(x);
-    if (m.slice_mode) y = y.unsqueeze(2);
-    y = y.to(at::kFloat);
-    for (size_t t = first_tile; t < last; ++t) {
-      at::Tensor sum;
-      for (int64_t c = 0; c < copies; ++c) {
-        at::Tensor yi = y[static_cast<int64_t>(t - first_tile) * copies + c];
-        const auto& f = flips[static_cast<size_t>(c)];
-        if (!f.empty()) yi = yi.flip(shifted(f, 1));
-        sum = sum.defined() ? sum + yi : yi;
-      }
-      sum = sum / static_cast<double>(copies) * gauss;
-      auto r = m.region(tiles[t], origin);
-      logits.index(r).add_(sum.to(acc_type));
-      r.erase(r.begin());
-      weights.index(r).add_(gauss.to(acc_type));
-      bar.tick();
-    }
-  }
+  m.add_tiles(net, tiles, origin, logits, weights, bar);
   bar.finish();
   return {logits, weights};
 }
@@ -280,13 +363,46 @@ std::pair<at::Tensor, at::Tensor> SlidingWindow::zero_accumulators() const {
 
 at::Tensor SlidingWindow::finish(const at::Tensor& logits, const at::Tensor& weights) const {
   const Impl& m = *impl_;
-  at::Tensor out = logits.to(at::kFloat) / weights.to(at::kFloat);
-  if (!at::isfinite(out).all().item<bool>())
-    throw Error("sliding window: non-finite logits (fp16 accumulator overflow or a broken network)");
-  std::vector<at::indexing::TensorIndex> crop{at::indexing::Slice()};
-  for (int64_t d = 0; d < m.spatial; ++d)
-    crop.emplace_back(at::indexing::Slice(m.before[d], m.before[d] + m.original[d]));
-  return out.index(crop).to(at::kCPU).contiguous();
+  return m.finished(logits, weights, std::vector<int64_t>(static_cast<size_t>(m.spatial), 0));
+}
+
+int64_t SlidingWindow::axis() const { return impl_->shard_axis; }
+
+void SlidingWindow::stream(const NetworkFn& net, const SlabSink& sink) const {
+  const Impl& m = *impl_;
+  const auto a = static_cast<size_t>(m.shard_axis);
+  const std::vector<int64_t>& pos = m.steps[a];
+  const int64_t thick = m.patch[a];
+  std::vector<int64_t> origin(static_cast<size_t>(m.spatial), 0), extent = m.size;
+  extent[a] = thick;
+  auto [logits, weights] = m.zeros(extent);
+  const double per_row = tile_count(m.size, m.patch, m.o.step_size) / static_cast<double>(pos.size());
+  ProgressBar bar("sliding window", static_cast<int64_t>(per_row) * static_cast<int64_t>(pos.size()), m.o.progress);
+  for (size_t i = 0; i < pos.size(); ++i) {
+    origin[a] = pos[i];  // the accumulators hold [pos[i], pos[i] + thick) along the axis
+    m.add_tiles(net, m.tiles(i, i + 1), origin, logits, weights, bar);
+    // No later row reaches below pos[i + 1]: that part is final.
+    const int64_t done = (i + 1 < pos.size() ? pos[i + 1] : m.size[a]) - pos[i];
+    // Handed over in chunks of a 32nd of the accumulator, so the finished logits (a division's
+    // result) stay small beside it.
+    const int64_t chunk = std::max<int64_t>(1, thick / 32);
+    for (int64_t from = 0; from < done; from += chunk) {
+      const int64_t len = std::min(chunk, done - from);
+      std::vector<int64_t> at = origin;
+      at[a] += from;
+      const at::Tensor part = m.finished(logits.narrow(m.shard_axis + 1, from, len), weights.narrow(m.shard_axis, from, len), at);
+      if (part.size(m.shard_axis + 1) > 0) sink(std::max<int64_t>(0, at[a] - m.before[a]), part);
+    }
+    if (i + 1 == pos.size()) break;
+    // Move the unfinished rest to the front, one class at a time (copy_ refuses overlapping views).
+    const int64_t keep = thick - done;
+    for (int64_t k = 0; k <= m.classes; ++k) {
+      at::Tensor acc = k < m.classes ? logits[k] : weights;
+      if (keep > 0) acc.narrow(m.shard_axis, 0, keep).copy_(acc.narrow(m.shard_axis, done, keep).clone());
+      acc.narrow(m.shard_axis, keep, thick - keep).zero_();
+    }
+  }
+  bar.finish();
 }
 
 at::Tensor predict_sliding_window(const NetworkFn& net, const at::Tensor& image, int64_t num_classes,

@@ -26,6 +26,10 @@ struct SlidingWindowOptions {
   int64_t max_batch = 8;             // tiles x mirror copies per forward pass
   c10::Device device = c10::kCPU;
   bool half_accumulators = false;    // fp16 accumulators (GPU memory), as nnU-Net does on device
+  // Logits accumulate in host memory while the network runs on `device` (nnU-Net's
+  // perform_everything_on_device=False, medseg_predict --not_on_device): the image stays on the host
+  // too and each batch of tiles travels to the device and back.
+  bool accumulate_on_host = false;
   bool progress = false;
 };
 
@@ -46,6 +50,20 @@ std::vector<std::vector<int64_t>> compute_steps(const std::vector<int64_t>& imag
 // replaced by the smallest nonzero value. float32 on CPU.
 at::Tensor gaussian_importance_map(const std::vector<int64_t>& patch, double sigma_scale = 1.0 / 8.0,
                                    double value_scaling = 10.0);
+
+// Where an image's tiles lie, computed from sizes alone (no tensor): the padded size, the patch as
+// the window uses it (a 2D patch on a 3D image gets a leading 1), and the axis that shards and slabs
+// split: the one with the most tile positions (ties: the longer one). Tiles are visited with that
+// axis outermost, so a slab-wise prediction adds the same numbers in the same order as a whole one.
+struct WindowShape {
+  std::vector<int64_t> padded, patch;
+  int64_t axis = 0;
+  int64_t positions = 0;  // tile positions along `axis`
+  // Voxels of one slab's accumulator: the patch's thickness along `axis`, the padded size elsewhere.
+  double slab_voxels() const;
+  double padded_voxels() const;
+};
+WindowShape window_shape(const std::vector<int64_t>& image_size, const std::vector<int64_t>& patch_size, double step_size);
 
 // image: (C, *spatial) float; returns logits (K, *spatial) float32 on CPU. Images smaller than the
 // patch are zero-padded (centred) and cropped back.
@@ -77,6 +95,15 @@ class SlidingWindow {
   std::pair<at::Tensor, at::Tensor> zero_accumulators() const;
   // logits / weights, checked finite, padding cropped: (K, *spatial) float32 on CPU.
   at::Tensor finish(const at::Tensor& logits, const at::Tensor& weights) const;
+
+  // The whole image slab by slab along axis(), holding accumulators for one row of tile positions
+  // (the patch's thickness) instead of the whole image: after each row, the part no later row
+  // reaches is finished and handed to `sink` with its first index along axis() in the unpadded
+  // image, (K, *part) float32 on CPU, in order. The slabs together equal predict_sliding_window's
+  // logits bit for bit.
+  using SlabSink = std::function<void(int64_t begin, const at::Tensor& logits)>;
+  void stream(const NetworkFn& net, const SlabSink& sink) const;
+  int64_t axis() const;
 
  private:
   struct Impl;
