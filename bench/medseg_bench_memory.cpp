@@ -20,7 +20,7 @@ namespace {
 struct Row {
   std::string name, planner, configuration;
   bool amp;
-  std::string optimizer = "SGD";
+  training::OptimizerType optimizer = training::OptimizerType::SGD;
   bool checkpoint = false;
 };
 
@@ -65,9 +65,9 @@ int main(int argc, char** argv) {
         {"Plain 2d AMP", "ExperimentPlanner", "2d", true},
         {"ResEnc-M 2d", "nnUNetPlannerResEncM", "2d", false},
         {"ResEnc-M 2d AMP", "nnUNetPlannerResEncM", "2d", true},
-        {"Plain 3d AdamW", "ExperimentPlanner", "3d_fullres", false, "AdamW"},
-        {"ResEnc-M 3d ckpt", "nnUNetPlannerResEncM", "3d_fullres", false, "SGD", true},
-        {"ResEnc-M 3d AMP ckpt", "nnUNetPlannerResEncM", "3d_fullres", true, "SGD", true},
+        {"Plain 3d AdamW", "ExperimentPlanner", "3d_fullres", false, training::OptimizerType::AdamW},
+        {"ResEnc-M 3d ckpt", "nnUNetPlannerResEncM", "3d_fullres", false, training::OptimizerType::SGD, true},
+        {"ResEnc-M 3d AMP ckpt", "nnUNetPlannerResEncM", "3d_fullres", true, training::OptimizerType::SGD, true},
     };
     std::printf("| config | patch × batch | params | estimated MiB | measured MiB | est/meas | peak phase (est / meas) | ±%.0f %% |\n",
                 tolerance * 100);

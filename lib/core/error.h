@@ -23,6 +23,12 @@ class FileError : public Error {
   std::string path_;
 };
 
+// A long computation stopped because its caller asked (a progress callback returned false).
+class Cancelled : public Error {
+ public:
+  using Error::Error;
+};
+
 // The parts streamed one after the other (c10::str's job, for medseg's messages): MEDSEG_CHECK's
 // message, or one built for a throw that is not a check.
 template <class... Parts>

@@ -28,6 +28,7 @@ struct Counters {
   std::mutex mu;
   std::unordered_map<void*, size_t> sizes;
   int64_t current = 0, peak = 0, allocations = 0;
+  int64_t limit = 0;  // set_cpu_allocation_limit
 };
 
 Counters& counters() {
@@ -54,9 +55,13 @@ void counting_free(void* p) {
 struct CountingAllocator final : c10::Allocator {
   c10::DataPtr alloc(size_t n) const {
     if (n == 0) return c10::DataPtr(nullptr, nullptr, &counting_free, c10::Device(c10::kCPU));
+    Counters& c = counters();
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      if (c.limit > 0 && c.current + static_cast<int64_t>(n) > c.limit) throw std::bad_alloc();
+    }
     void* p = nullptr;
     if (posix_memalign(&p, kAlignment, n) != 0 || !p) throw std::bad_alloc();
-    Counters& c = counters();
     {
       std::lock_guard<std::mutex> lock(c.mu);
       c.sizes[p] = n;
@@ -96,6 +101,12 @@ CpuMemoryStats cpu_memory_stats() {
   Counters& c = counters();
   std::lock_guard<std::mutex> lock(c.mu);
   return {c.current, c.peak, c.allocations};
+}
+
+void set_cpu_allocation_limit(int64_t bytes) {
+  Counters& c = counters();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.limit = bytes;
 }
 
 void reset_cpu_peak() {

@@ -23,6 +23,10 @@ CpuMemoryStats cpu_memory_stats();
 // Sets the peak to the current live bytes.
 void reset_cpu_peak();
 
+// Tests of out-of-memory handling: once installed, an allocation that would take the live bytes
+// above `bytes` throws std::bad_alloc (0: no limit, the default). Process-wide; set it back to 0.
+void set_cpu_allocation_limit(int64_t bytes);
+
 // Measures the peak of one region relative to the bytes live when the scope starts.
 class CpuPeakScope {
  public:

@@ -15,8 +15,6 @@
 #include "inference/bounded_queue.h"
 #include "inference/output_collisions.h"
 #include "inference/overlays.h"
-#include "inference/slab_export.h"
-#include "core/torch_memory.h"
 #include "io/case_loader.h"
 
 namespace fs = std::filesystem;
@@ -124,34 +122,6 @@ std::string agreed_error(distributed::ProcessGroup* group, const std::string& mi
   return "";
 }
 
-// Predicts one case where inference/placement.h decides, one step further down after an
-// out-of-memory error: whole logits into r.logits, or in slabs straight into r.seg.
-void predict_placed(Predictor& predictor, const std::string& id, const preprocessing::CaseArrays& arrays,
-                    const ExportOptions& eo, Predicted& r) {
-  const bool sharded = predictor.group() != nullptr;
-  Placement place = predictor.placement(arrays, r.props, eo);
-  const bool cuda = c10::Device(predictor.device()).is_cuda();
-  if (place.slabs || place.on_host != !cuda) spdlog::info("case '{}': {}", id, place.why);
-  while (true) {
-    try {
-      if (!place.slabs) {
-        r.logits = predictor.predict_logits(arrays, place.on_host);
-      } else {
-        r.seg = predictor.predict_segmentation_in_slabs(arrays, r.props, eo, place.on_host,
-                                                        eo.save_probabilities ? &r.probabilities : nullptr);
-      }
-      return;
-    } catch (const std::exception& e) {
-      if (sharded || !is_out_of_memory(e)) throw;
-      const Placement before = place;
-      if (!next_placement(place, cuda, SlabExport::supported(eo))) throw;
-      spdlog::warn("case '{}': out of memory with {} ({}); predicting again in slabs {}", id,
-                   before.slabs ? "slabs" : "whole logits", one_line(e.what()),
-                   place.on_host ? "in host memory" : "on the GPU");
-    }
-  }
-}
-
 }  // namespace
 
 RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cases, const RunOptions& o) {
@@ -240,7 +210,10 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     r.props = std::move(p.data->properties);
     const auto t = Clock::now();
     try {
-      predict_placed(predictor, cases[p.index].id, p.data->arrays, eo, r);
+      Predictor::CasePrediction c = predictor.predict_case(p.data->arrays, r.props, eo, cases[p.index].id);
+      r.logits = std::move(c.logits);
+      r.seg = std::move(c.seg);
+      r.probabilities = std::move(c.probabilities);
     } catch (const distributed::PeerError&) {
       throw;  // a rank is gone: no later case can be predicted either
     } catch (const std::exception& e) {

@@ -149,6 +149,8 @@ at::Tensor Predictor::predict_logits(const preprocessing::CaseArrays& a, bool on
   const SlidingWindowOptions w = window_options(on_host);
   try {
     return predict_sliding_window(fn, image, model_.num_classes, w);
+  } catch (const Cancelled&) {
+    throw;
   } catch (const Error& e) {
     if (!w.half_accumulators) throw;
     // nnU-Net falls back the same way when fp16 accumulation overflows.
@@ -191,6 +193,8 @@ Volume Predictor::predict_segmentation_in_slabs(const preprocessing::CaseArrays&
     SlabExport slabs(props, labels_, eo, window.axis(), probabilities != nullptr);
     try {
       window.stream(fn, [&](int64_t begin, const at::Tensor& logits) { slabs.add(begin, logits); });
+    } catch (const Cancelled&) {
+      throw;
     } catch (const Error& e) {
       if (!w.half_accumulators) throw;
       spdlog::warn("{}; predicting again with float32 accumulators", one_line(e.what()));
@@ -198,6 +202,32 @@ Volume Predictor::predict_segmentation_in_slabs(const preprocessing::CaseArrays&
       continue;
     }
     return slabs.finish(probabilities);
+  }
+}
+
+Predictor::CasePrediction Predictor::predict_case(const preprocessing::CaseArrays& arrays,
+                                                 const preprocessing::CaseProperties& props, const ExportOptions& eo,
+                                                 const std::string& id) {
+  const bool sharded = opts_.group != nullptr;
+  Placement place = placement(arrays, props, eo);
+  if (place.slabs || (cuda_ && place.on_host)) spdlog::info("case '{}': {}", id, place.why);
+  CasePrediction r;
+  while (true) {
+    try {
+      if (!place.slabs)
+        r.logits = predict_logits(arrays, place.on_host);
+      else
+        r.seg = predict_segmentation_in_slabs(arrays, props, eo, place.on_host,
+                                              eo.save_probabilities ? &r.probabilities : nullptr);
+      return r;
+    } catch (const std::exception& e) {
+      if (sharded || !is_out_of_memory(e)) throw;
+      const Placement before = place;
+      if (!next_placement(place, cuda_, opts_.slabs != SlabMode::Never && SlabExport::supported(eo))) throw;
+      spdlog::warn("case '{}': out of memory with {} ({}); predicting again in slabs {}", id,
+                   before.slabs ? "slabs" : "whole logits", one_line(e.what()),
+                   place.on_host ? "in host memory" : "on the GPU");
+    }
   }
 }
 

@@ -7,7 +7,9 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,20 @@ class Predictor {
   // Where this case's logits accumulate (inference/placement.h), from its size and the memory free now.
   Placement placement(const preprocessing::CaseArrays& arrays, const preprocessing::CaseProperties& props,
                       const ExportOptions& eo) const;
+  // One case where placement() decides, one step further down after an out-of-memory error
+  // (inference/placement.h): whole logits, or predicted in slabs straight into the segmentation (and
+  // the probabilities when eo.save_probabilities). `id` names the case in the log.
+  struct CasePrediction {
+    at::Tensor logits;           // whole logits (K, Z, Y, X) to export; undefined when predicted in slabs
+    std::optional<Volume> seg;   // predicted in slabs: the segmentation in the original geometry
+    std::vector<float> probabilities;
+  };
+  CasePrediction predict_case(const preprocessing::CaseArrays& arrays, const preprocessing::CaseProperties& props,
+                              const ExportOptions& eo, const std::string& id);
+  // Called after every tile of the sliding window (done, total); false cancels (medseg::Cancelled).
+  // Empty: none.
+  void set_tile_callback(std::function<bool(int64_t, int64_t)> on_tile) { window_.on_tile = std::move(on_tile); }
+
   // Predicts slab by slab straight into the export (inference/slab_export.h): the segmentation in the
   // original geometry and, with `probabilities`, the probabilities (as logits_to_segmentation).
   Volume predict_segmentation_in_slabs(const preprocessing::CaseArrays& arrays, const preprocessing::CaseProperties& props,

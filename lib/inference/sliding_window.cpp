@@ -144,8 +144,11 @@ struct SlidingWindow::Impl {
   std::pair<at::Tensor, at::Tensor> zeros(const std::vector<int64_t>& extent) const;
   // Runs `tiles` through the network and adds their gaussian-weighted logits to accumulators whose
   // first voxel is the padded image's `origin`.
+  struct Tally {
+    int64_t done = 0, total = 0;  // tiles, for SlidingWindowOptions::on_tile
+  };
   void add_tiles(const NetworkFn& net, const std::vector<Tile>& tiles, const std::vector<int64_t>& origin,
-                 at::Tensor& logits, at::Tensor& weights, ProgressBar& bar) const;
+                 at::Tensor& logits, at::Tensor& weights, ProgressBar& bar, Tally& tally) const;
   // logits / weights of accumulators starting at padded `origin`, checked finite, cropped to the
   // unpadded image, on the CPU.
   at::Tensor finished(const at::Tensor& logits, const at::Tensor& weights, const std::vector<int64_t>& origin) const;
@@ -160,7 +163,7 @@ std::pair<at::Tensor, at::Tensor> SlidingWindow::Impl::zeros(const std::vector<i
 
 void SlidingWindow::Impl::add_tiles(const NetworkFn& net, const std::vector<Tile>& tiles,
                                     const std::vector<int64_t>& origin, at::Tensor& logits, at::Tensor& weights,
-                                    ProgressBar& bar) const {
+                                    ProgressBar& bar, Tally& tally) const {
   const auto acc_type = accumulator_type();
   const at::Tensor gauss =
       (o.use_gaussian ? gaussian_importance_map(patch) : at::ones(patch, at::kFloat)).to(accumulator_device());
@@ -195,6 +198,8 @@ void SlidingWindow::Impl::add_tiles(const NetworkFn& net, const std::vector<Tile
       r.erase(r.begin());
       weights.index(r).add_(gauss.to(acc_type));
       bar.tick();
+      ++tally.done;
+      if (o.on_tile && !o.on_tile(tally.done, tally.total)) throw Cancelled("prediction cancelled");
     }
   }
 }
@@ -349,7 +354,8 @@ std::pair<at::Tensor, at::Tensor> SlidingWindow::accumulate(const NetworkFn& net
   extent[static_cast<size_t>(sl.axis)] = sl.end - sl.begin;
   auto [logits, weights] = m.zeros(extent);
   ProgressBar bar("sliding window", static_cast<int64_t>(tiles.size()), m.o.progress);
-  m.add_tiles(net, tiles, origin, logits, weights, bar);
+  Impl::Tally tally{0, static_cast<int64_t>(tiles.size())};
+  m.add_tiles(net, tiles, origin, logits, weights, bar, tally);
   bar.finish();
   return {logits, weights};
 }
@@ -377,10 +383,12 @@ void SlidingWindow::stream(const NetworkFn& net, const SlabSink& sink) const {
   extent[a] = thick;
   auto [logits, weights] = m.zeros(extent);
   const double per_row = tile_count(m.size, m.patch, m.o.step_size) / static_cast<double>(pos.size());
-  ProgressBar bar("sliding window", static_cast<int64_t>(per_row) * static_cast<int64_t>(pos.size()), m.o.progress);
+  const auto total = static_cast<int64_t>(per_row) * static_cast<int64_t>(pos.size());
+  ProgressBar bar("sliding window", total, m.o.progress);
+  Impl::Tally tally{0, total};
   for (size_t i = 0; i < pos.size(); ++i) {
     origin[a] = pos[i];  // the accumulators hold [pos[i], pos[i] + thick) along the axis
-    m.add_tiles(net, m.tiles(i, i + 1), origin, logits, weights, bar);
+    m.add_tiles(net, m.tiles(i, i + 1), origin, logits, weights, bar, tally);
     // No later row reaches below pos[i + 1]: that part is final.
     const int64_t done = (i + 1 < pos.size() ? pos[i + 1] : m.size[a]) - pos[i];
     // Handed over in chunks of a 32nd of the accumulator, so the finished logits (a division's

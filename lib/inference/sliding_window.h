@@ -30,6 +30,9 @@ struct SlidingWindowOptions {
   // perform_everything_on_device=False, medseg_predict --not_on_device): the image stays on the host
   // too and each batch of tiles travels to the device and back.
   bool accumulate_on_host = false;
+  // Called after every tile with the tiles done and their total; returning false stops the window
+  // with medseg::Cancelled (an embedder's progress bar and cancel button: api/segmenter.h).
+  std::function<bool(int64_t done, int64_t total)> on_tile;
   bool progress = false;
 };
 

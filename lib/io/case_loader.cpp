@@ -10,6 +10,19 @@ std::string grid_mismatch(const Volume& a, const Volume& b) {
   return geometry_mismatch(a.geometry(), a.shape(), b.geometry(), b.shape());
 }
 
+namespace {
+
+// NibabelIOWithReorient: every volume to the closest canonical orientation of channel 0's geometry.
+void reorient_case(LoadedCase& c) {
+  const Reorientation r = ras_reorientation(c.channels[0].geometry());
+  c.file_geometry = c.channels[0].geometry();
+  c.reorientation = r;
+  for (Volume& v : c.channels) v = reorient(v, r);
+  if (c.label.numel() > 0) c.label = reorient(c.label, r);
+}
+
+}  // namespace
+
 LoadedCase load_case(const CaseFiles& files, bool reorient_to_ras) {
   if (files.images.empty()) throw Error("case '" + files.id + "' has no image files");
   LoadedCase c;
@@ -33,13 +46,26 @@ LoadedCase load_case(const CaseFiles& files, bool reorient_to_ras) {
     const std::string why = grid_mismatch(c.channels[0], c.label);
     if (!why.empty()) throw FileError(files.label, "does not share the grid of " + files.images[0] + ": " + why);
   }
-  if (reorient_to_ras) {
-    const Reorientation r = ras_reorientation(c.channels[0].geometry());
-    c.file_geometry = c.channels[0].geometry();
-    c.reorientation = r;
-    for (Volume& v : c.channels) v = reorient(v, r);
-    if (c.label.numel() > 0) c.label = reorient(c.label, r);
+  if (reorient_to_ras) reorient_case(c);
+  return c;
+}
+
+LoadedCase case_from_volumes(const std::string& id, std::vector<Volume> channels, bool reorient_to_ras) {
+  if (channels.empty()) throw Error("case '" + id + "' has no image channels");
+  LoadedCase c;
+  c.id = id;
+  for (std::size_t k = 0; k < channels.size(); ++k) {
+    Volume& v = channels[k];
+    if (v.numel() == 0) throw Error("case '" + id + "': channel " + std::to_string(k) + " is empty");
+    if (v.pixel_type() != PixelType::Float32) v = Volume::from_float(v.shape(), v.geometry(), v.to_float());
+    if (k > 0) {
+      const std::string why = grid_mismatch(c.channels[0], v);
+      if (!why.empty())
+        throw Error("case '" + id + "': channel " + std::to_string(k) + " does not share the grid of channel 0: " + why);
+    }
+    c.channels.push_back(std::move(v));
   }
+  if (reorient_to_ras) reorient_case(c);
   return c;
 }
 

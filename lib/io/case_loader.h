@@ -28,6 +28,10 @@ struct LoadedCase {
 // orientation of the first channel's geometry after the grid checks (which see the files as they are).
 LoadedCase load_case(const CaseFiles& files, bool reorient_to_ras = false);
 
+// The same from volumes already in memory (an embedding program's image, api/segmenter.h): every
+// channel converted to float32; throws Error naming the channel that does not share channel 0's grid.
+LoadedCase case_from_volumes(const std::string& id, std::vector<Volume> channels, bool reorient_to_ras = false);
+
 // The same grid check on already-loaded volumes; "" when they agree.
 std::string grid_mismatch(const Volume& a, const Volume& b);
 

@@ -85,7 +85,7 @@ struct Step {
 planning::MemoryOptions memory_options_for(const MemoryProbeConfig& c) {
   planning::MemoryOptions o;
   o.amp = c.amp;
-  o.optimizer = c.optimizer == "AdamW" ? planning::OptimizerKind::AdamW : planning::OptimizerKind::SgdMomentum;
+  o.optimizer = c.optimizer == OptimizerType::AdamW ? planning::OptimizerKind::AdamW : planning::OptimizerKind::SgdMomentum;
   o.deep_supervision = c.deep_supervision;
   o.checkpointing = c.checkpoint_encoder ? 1 : 0;
   o.device = planning::StepDevice::Cpu;
@@ -114,8 +114,8 @@ MemoryProbeResult probe_training_step(const MemoryProbeConfig& c) {
   nb.checkpoint_encoder = c.checkpoint_encoder;
   auto net = models::build_network(c.architecture, c.in_channels, c.num_classes, nb);
   net->train();
-  OptimizerConfig oc = c.optimizer == "AdamW" ? OptimizerConfig::adamw() : OptimizerConfig::nnunet_sgd();
-  if (c.optimizer != "AdamW" && c.optimizer != "SGD") throw Error("memory probe: unknown optimizer " + c.optimizer);
+  if (c.optimizer == OptimizerType::Adam) throw Error("memory probe: the memory model has no plain Adam (SGD or AdamW)");
+  const OptimizerConfig oc = c.optimizer == OptimizerType::AdamW ? OptimizerConfig::adamw() : OptimizerConfig::nnunet_sgd();
   auto opt = make_optimizer(*net, oc);
   auto params = unique_parameters(*net);
   r.parameters = net->parameter_count();
@@ -149,7 +149,7 @@ nlohmann::json MemoryProbeResult::to_json() const {
           {"patch", config.patch},
           {"batch", config.batch},
           {"amp", config.amp ? "bf16" : "off"},
-          {"optimizer", config.optimizer},
+          {"optimizer", optimizer_type_name(config.optimizer)},
           {"checkpoint_encoder", config.checkpoint_encoder},
           {"threads", config.threads},
           {"parameters", parameters},

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "planning/memory_model.h"
+#include "training/optimizer.h"
 
 namespace medseg::training {
 
@@ -22,7 +23,7 @@ struct MemoryProbeConfig {
   int in_channels = 1;
   int num_classes = 3;
   bool amp = false;                 // CPU autocast bf16 (no grad scaler, as in the trainer)
-  std::string optimizer = "SGD";    // "SGD" (nnU-Net: nesterov, momentum 0.99) or "AdamW"
+  OptimizerType optimizer = OptimizerType::SGD;  // SGD (nnU-Net: nesterov, momentum 0.99) or AdamW
   bool checkpoint_encoder = false;  // U-Nets: recompute each encoder stage in backward
   bool deep_supervision = true;
   int threads = 2;                  // torch::set_num_threads

@@ -19,23 +19,40 @@ std::vector<at::Tensor> unique_parameters(const torch::nn::Module& model) {
   return out;
 }
 
+const char* optimizer_type_name(OptimizerType t) {
+  switch (t) {
+    case OptimizerType::SGD: return "SGD";
+    case OptimizerType::Adam: return "Adam";
+    case OptimizerType::AdamW: return "AdamW";
+  }
+  return "?";
+}
+
+OptimizerType parse_optimizer_type(const std::string& name, const std::string& where) {
+  for (OptimizerType t : {OptimizerType::SGD, OptimizerType::Adam, OptimizerType::AdamW})
+    if (name == optimizer_type_name(t)) return t;
+  throw Error(where + ": unknown optimizer '" + name + "' (use SGD, Adam or AdamW)");
+}
+
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const torch::nn::Module& model, const OptimizerConfig& cfg) {
   auto params = unique_parameters(model);
-  if (cfg.type == "SGD") {
-    auto o = torch::optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay).nesterov(cfg.nesterov);
-    return std::make_unique<torch::optim::SGD>(params, o);
+  switch (cfg.type) {
+    case OptimizerType::SGD: {
+      auto o = torch::optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay).nesterov(cfg.nesterov);
+      return std::make_unique<torch::optim::SGD>(params, o);
+    }
+    case OptimizerType::AdamW: {
+      auto o = torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(cfg.weight_decay)
+                   .amsgrad(cfg.amsgrad);
+      return std::make_unique<torch::optim::AdamW>(params, o);
+    }
+    case OptimizerType::Adam: {
+      auto o = torch::optim::AdamOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(cfg.weight_decay)
+                   .amsgrad(cfg.amsgrad);
+      return std::make_unique<torch::optim::Adam>(params, o);
+    }
   }
-  if (cfg.type == "AdamW") {
-    auto o = torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(cfg.weight_decay)
-                 .amsgrad(cfg.amsgrad);
-    return std::make_unique<torch::optim::AdamW>(params, o);
-  }
-  if (cfg.type == "Adam") {
-    auto o = torch::optim::AdamOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(cfg.weight_decay)
-                 .amsgrad(cfg.amsgrad);
-    return std::make_unique<torch::optim::Adam>(params, o);
-  }
-  throw Error("unknown optimizer '" + cfg.type + "' (use SGD, Adam or AdamW)");
+  throw Error("make_optimizer: unknown optimizer type");
 }
 
 void set_learning_rate(torch::optim::Optimizer& opt, double lr) {

@@ -11,8 +11,16 @@
 
 namespace medseg::training {
 
+// Adam: L2 weight decay (torch.optim.Adam); AdamW: decoupled weight decay.
+enum class OptimizerType { SGD, Adam, AdamW };
+
+// "SGD", "Adam", "AdamW": the names of trainer configs, checkpoints and logs.
+const char* optimizer_type_name(OptimizerType t);
+// The inverse; throws Error("<where>: unknown optimizer '<name>' (use SGD, Adam or AdamW)").
+OptimizerType parse_optimizer_type(const std::string& name, const std::string& where);
+
 struct OptimizerConfig {
-  std::string type = "SGD";    // "SGD", "Adam" (L2 weight decay) or "AdamW" (decoupled weight decay)
+  OptimizerType type = OptimizerType::SGD;
   double lr = 1e-2;
   double weight_decay = 3e-5;
   double momentum = 0.99;      // SGD
@@ -24,7 +32,7 @@ struct OptimizerConfig {
   // MONAI's SwinUNETR recipe (AdamW, lr 1e-4, weight decay 1e-5).
   static OptimizerConfig adamw(double lr = 1e-4, double weight_decay = 1e-5) {
     OptimizerConfig c;
-    c.type = "AdamW";
+    c.type = OptimizerType::AdamW;
     c.lr = lr;
     c.weight_decay = weight_decay;
     return c;
@@ -35,7 +43,7 @@ struct OptimizerConfig {
 // parameters() lists it twice, which would apply momentum and weight decay twice).
 std::vector<at::Tensor> unique_parameters(const torch::nn::Module& model);
 
-// One parameter group over unique_parameters(model). Throws Error for an unknown type.
+// One parameter group over unique_parameters(model).
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const torch::nn::Module& model, const OptimizerConfig& cfg);
 
 // Sets the learning rate of every parameter group (SGD, Adam, AdamW).

@@ -136,7 +136,7 @@ void apply_oversampling(const TrainerConfig& c, data::PipelineConfig& p) {
 }
 
 planning::OptimizerKind optimizer_kind(const OptimizerConfig& o) {
-  if (o.type == "SGD") return planning::OptimizerKind::SgdMomentum;
+  if (o.type == OptimizerType::SGD) return planning::OptimizerKind::SgdMomentum;
   return o.amsgrad ? planning::OptimizerKind::AdamAmsgrad : planning::OptimizerKind::AdamW;
 }
 
@@ -553,6 +553,11 @@ TrainOutcome Trainer::run() {
     EpochMetrics m;
     s.validate_epoch(m);
     s.end_epoch(m, std::chrono::duration<double>(Clock::now() - t0).count());
+    if (s.opt.on_epoch && !s.opt.on_epoch(m) && s.epoch < s.cfg.num_epochs) {
+      if (s.dp->writer()) spdlog::warn("stopped by the caller after epoch {}: saving {}", m.epoch, kCheckpointLatest);
+      s.save(kCheckpointLatest);
+      return TrainOutcome::Interrupted;
+    }
   }
   s.train_loader.reset();
   s.val_loader.reset();

@@ -7,10 +7,12 @@
 // state, scaler, RNG, loader position (batches are a pure function of seed/epoch/index), epoch
 // loss accumulators, logs and EMA — so a resumed run continues bit-identically (CPU, --deterministic).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "training/metrics_log.h"
 #include "training/run_folder.h"
 #include "training/trainer_config.h"
 
@@ -37,6 +39,10 @@ struct TrainOptions {
   // --spatial_parallel: the group's ranks share every patch in slabs (docs/spatial-parallel.md)
   // instead of sharing the batch. Must equal the group's size.
   int spatial_parallel = 1;
+  // Called on every rank after each epoch with its metrics (api/train.h). Returning false stops the
+  // run as an interruption does: checkpoint_latest is written, run() returns Interrupted, and a
+  // resume (`resume = true`) goes on from there. With a group, every rank must answer alike.
+  std::function<bool(const EpochMetrics&)> on_epoch;
 };
 
 enum class TrainOutcome { Finished, Interrupted };

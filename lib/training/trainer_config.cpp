@@ -19,8 +19,8 @@ namespace fs = std::filesystem;
 namespace medseg::training {
 
 json TrainerConfig::to_json() const {
-  json opt = {{"type", optimizer.type}, {"lr", optimizer.lr}, {"weight_decay", optimizer.weight_decay}};
-  if (optimizer.type == "SGD") {
+  json opt = {{"type", optimizer_type_name(optimizer.type)}, {"lr", optimizer.lr}, {"weight_decay", optimizer.weight_decay}};
+  if (optimizer.type == OptimizerType::SGD) {
     opt["momentum"] = optimizer.momentum;
     opt["nesterov"] = optimizer.nesterov;
   } else {
@@ -132,16 +132,18 @@ int64_t integer_in_range(const JsonObjectReader& r, const std::string& key, int6
 
 OptimizerConfig read_optimizer(const JsonObjectReader& o) {
   o.check_keys({"type", "lr", "weight_decay", "momentum", "nesterov", "betas", "eps", "amsgrad"});
-  const std::string type =
-      o.has("type") ? o.choice<std::string>("type", {{"SGD", "SGD"}, {"Adam", "Adam"}, {"AdamW", "AdamW"}}) : "SGD";
-  OptimizerConfig c = type == "SGD" ? OptimizerConfig::nnunet_sgd() : OptimizerConfig::adamw();
+  const OptimizerType type =
+      o.has("type") ? o.choice<OptimizerType>("type", {{"SGD", OptimizerType::SGD}, {"Adam", OptimizerType::Adam},
+                                                       {"AdamW", OptimizerType::AdamW}})
+                    : OptimizerType::SGD;
+  OptimizerConfig c = type == OptimizerType::SGD ? OptimizerConfig::nnunet_sgd() : OptimizerConfig::adamw();
   c.type = type;
   c.lr = number_in_range(o, "optimizer.", "lr", c.lr);
   c.weight_decay = number_in_range(o, "optimizer.", "weight_decay", c.weight_decay);
   c.momentum = number_in_range(o, "optimizer.", "momentum", c.momentum);
   c.nesterov = o.boolean("nesterov", c.nesterov);
   c.amsgrad = o.boolean("amsgrad", c.amsgrad);
-  if (type == "SGD" && c.amsgrad) throw o.error("amsgrad", "is an Adam/AdamW setting (type is SGD)");
+  if (type == OptimizerType::SGD && c.amsgrad) throw o.error("amsgrad", "is an Adam/AdamW setting (type is SGD)");
   c.eps = number_in_range(o, "optimizer.", "eps", c.eps);
   if (o.has("betas")) {
     const NumericRange& r = range_of("optimizer.betas");
@@ -149,7 +151,7 @@ OptimizerConfig read_optimizer(const JsonObjectReader& o) {
     c.beta1 = b[0];
     c.beta2 = b[1];
   }
-  if (type == "SGD" && c.nesterov && !(c.momentum > 0))
+  if (type == OptimizerType::SGD && c.nesterov && !(c.momentum > 0))
     throw o.error("nesterov", "needs a momentum > 0 (momentum is " + format_number(c.momentum) + ")");
   return c;
 }

@@ -359,6 +359,31 @@ row predict_gpu "medseg_predict on the 4 Dataset900_Demo test cases (TTA on), un
   --show "$(q "$bin/medseg_init_model" -d 900 -c 3d_fullres -f 0 --preprocessed "$bundle/data/preprocessed" -o "$work/model") && $(q "$bin/medseg_predict" -i "$raw_ts" -o "$work/pred" -m "$work/model" -f 0 --device cuda --disable_progress_bar)" \
   -- bash -c predict_run
 
+# 9b. the same cases predicted in slabs on the GPU (docs/predict.md, "Large volumes"): the segmentations must be
+# byte-identical to a whole-image prediction's
+# shellcheck disable=SC2317  # run through `bash -c predict_slabs_run`
+predict_slabs_run() {
+  rm -rf "$work/model_slabs" "$work/pred_whole" "$work/pred_slabs"
+  "$bin/medseg_init_model" -d 900 -c 3d_fullres -f 0 --preprocessed "$bundle/data/preprocessed" -o "$work/model_slabs" >/dev/null
+  "$bin/medseg_predict" -i "$raw_ts" -o "$work/pred_whole" -m "$work/model_slabs" -f 0 --device cuda --disable_progress_bar --slabs never
+  local t0 t1 same=0 all=0 f
+  t0=$(date +%s.%N)
+  "$bin/medseg_predict" -i "$raw_ts" -o "$work/pred_slabs" -m "$work/model_slabs" -f 0 --device cuda --disable_progress_bar --slabs always
+  t1=$(date +%s.%N)
+  for f in "$work/pred_whole"/*.nii.gz; do
+    all=$((all + 1))
+    python3 -c 'import gzip,sys; a,b=(gzip.open(p).read() for p in sys.argv[1:3]); sys.exit(a!=b)' "$f" "$work/pred_slabs/$(basename "$f")" && same=$((same + 1))
+  done
+  echo "predict_wall_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}') cases=$all voxels=0"
+  echo "identical=$same of=$all"
+  [[ $same = "$all" && $all -gt 0 ]]
+}
+if wanted predict_slabs_gpu; then export -f predict_slabs_run; export raw_ts bundle; fi
+row predict_slabs_gpu "medseg_predict --slabs always on the GPU: the same segmentations as --slabs never" gpu 300 predict_slabs \
+  --needs build --needs data --needs itk \
+  --show "$(q "$bin/medseg_predict" -i "$raw_ts" -o "$work/pred_slabs" -m "$work/model_slabs" -f 0 --device cuda --slabs always) vs --slabs never" \
+  -- bash -c predict_slabs_run
+
 # 10. the CPU rows: the whole test suite but the GPU tests, and the benchmarks at small sizes
 mapfile -t j1 < <(ctest_args ctest)
 row ctest "ctest, all but the GPU tests, -j $jobs" cpu 900 ctest --needs build --junit "$report/logs/ctest.xml" -- \

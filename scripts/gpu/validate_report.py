@@ -259,6 +259,15 @@ def parse_predict(text):
     return f
 
 
+def parse_predict_slabs(text):
+    f = parse_predict(text)
+    f.pop("mvoxels_per_s", None)
+    m = re.findall(r"^identical=(\d+) of=(\d+)$", text, re.M)
+    if m:
+        f.update({"identical": int(m[-1][0]), "cases_compared": int(m[-1][1])})
+    return f
+
+
 PARSERS = {
     "none": lambda text, a: {},
     "json": lambda text, a: last_json_line(text),
@@ -269,6 +278,7 @@ PARSERS = {
     "cuda_memory": lambda text, a: parse_cuda_memory(text),
     "train": lambda text, a: {**parse_train(text), **parse_gpu_util(a.extra)},
     "predict": lambda text, a: parse_predict(text),
+    "predict_slabs": lambda text, a: parse_predict_slabs(text),
     "version": lambda text, a: {"medseg_version": text.strip().splitlines()[0] if text.strip() else None},
 }
 

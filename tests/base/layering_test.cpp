@@ -44,6 +44,7 @@ const Graph& allowed() {
       {"training",
        {"core", "io", "planning", "preprocessing", "evaluation", "data", "models", "checkpoint", "inference",
         "distributed"}},
+      {"api", {"core", "io", "preprocessing", "postprocessing", "inference", "training"}},
   };
   return g;
 }

@@ -2,16 +2,21 @@
 // are its whole-image logits bit for bit; a slab holds a patch-thick accumulator (counted by the
 // counting allocator); the slab-wise export matches torch's own interpolation (trilinear, bilinear +
 // nearest-exact for separate z), whatever the slab sizes; the placement follows the memory model's
-// hand-computed bytes.
+// hand-computed bytes; an allocation failure of the whole prediction predicts the case again in
+// slabs, with the same segmentation.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "core/error.h"
 #include "core/torch_memory.h"
 #include "inference/export.h"
+#include "inference/model_folder.h"
 #include "inference/placement.h"
+#include "inference/predictor.h"
 #include "inference/slab_export.h"
 #include "inference/sliding_window.h"
+#include "inference_test_util.h"
+#include "support/test_support.h"
 
 using namespace medseg;
 using namespace medseg::inference;
@@ -337,4 +342,70 @@ TEST(PredictionSlabs, PlacementFollowsTheHandComputedMemoryModel) {
   Placement none;
   EXPECT_FALSE(next_placement(none, true, false));
   EXPECT_THROW(parse_slab_mode("sometimes"), Error);
+}
+
+namespace {
+
+// The allocation limit is process-wide: always lifted again.
+struct AllocationLimit {
+  explicit AllocationLimit(int64_t bytes) { set_cpu_allocation_limit(bytes); }
+  ~AllocationLimit() { set_cpu_allocation_limit(0); }
+};
+
+}  // namespace
+
+TEST(PredictionSlabs, AnOutOfMemoryErrorPredictsTheCaseAgainInSlabs) {
+  test::TempDir d("slabs_oom");
+  test::TinyModelSpec spec;
+  spec.labels = {"background", "a", "b"};
+  auto net = test::tiny_network(spec, 41);
+  test::write_model_folder(d / "model", spec, net, {"0"}, true, {});
+  PredictorOptions po;
+  po.tile_batch = 1;
+  Predictor predictor(load_model_folder(d / "model", {}, "checkpoint_final"), po);
+
+  // A long case, already preprocessed (no crop, no resampling).
+  const Shape3 shape{240, 24, 24};
+  preprocessing::CaseArrays arrays;
+  arrays.channels = 1;
+  arrays.shape = shape;
+  torch::manual_seed(4);
+  const at::Tensor values = torch::randn({shape[0] * shape[1] * shape[2]});
+  arrays.data.assign(values.data_ptr<float>(), values.data_ptr<float>() + values.numel());
+  const auto props = properties(shape, shape, {1, 1, 1}, {1, 1, 1});
+  const ExportOptions eo = predictor.export_defaults();
+
+  // Unlimited, the case is predicted whole; its peak and the slabs' peak, measured.
+  install_counting_cpu_allocator();
+  int64_t whole_peak = 0, slab_peak = 0;
+  Volume whole_seg;
+  {
+    CpuPeakScope scope;
+    const at::Tensor logits = predictor.predict_logits(arrays);
+    whole_peak = scope.peak_above_start();
+    whole_seg = logits_to_segmentation(logits, props, predictor.labels(), eo);
+  }
+  {
+    CpuPeakScope scope;
+    predictor.predict_segmentation_in_slabs(arrays, props, eo, true, nullptr);
+    slab_peak = scope.peak_above_start();
+  }
+  ASSERT_GT(whole_peak, 2 * slab_peak) << "whole " << whole_peak << " B, slabs " << slab_peak << " B";
+
+  // A limit between the two: the whole prediction fails to allocate, the slabs fit.
+  const int64_t start = cpu_memory_stats().current_bytes;
+  Predictor::CasePrediction r;
+  {
+    const AllocationLimit limit(start + (whole_peak + slab_peak) / 2);
+    EXPECT_FALSE(predictor.placement(arrays, props, eo).slabs) << "the machine's memory holds the whole logits";
+    r = predictor.predict_case(arrays, props, eo, "long");
+  }
+  EXPECT_FALSE(r.logits.defined());
+  ASSERT_TRUE(r.seg.has_value());
+  ASSERT_EQ(r.seg->numel(), whole_seg.numel());
+  EXPECT_TRUE(std::equal(r.seg->data<uint8_t>(), r.seg->data<uint8_t>() + r.seg->numel(), whole_seg.data<uint8_t>()));
+
+  // Below even the slabs' peak, the error is the case's.
+  const AllocationLimit tight(start + slab_peak / 4);
+  EXPECT_THROW(predictor.predict_case(arrays, props, eo, "long"), std::bad_alloc);
 }

@@ -56,7 +56,7 @@ void check_resume_is_bit_identical(const OptimizerConfig& cfg) {
 
   torch::manual_seed(777);  // different initialisation: everything must come from the file
   auto resumed = std::make_shared<Net>();
-  auto opt_r = make_optimizer(*resumed, OptimizerConfig{cfg.type == "SGD" ? OptimizerConfig::nnunet_sgd()
+  auto opt_r = make_optimizer(*resumed, OptimizerConfig{cfg.type == OptimizerType::SGD ? OptimizerConfig::nnunet_sgd()
                                                                              : OptimizerConfig::adamw(0.5, 0.5)});
   const Checkpoint back = load_checkpoint(dir / "mid.ck");
   load_weights(*resumed, back.weights);
@@ -68,7 +68,7 @@ void check_resume_is_bit_identical(const OptimizerConfig& cfg) {
   const auto b = resumed->named_parameters();
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i)
-    EXPECT_TRUE(torch::equal(a[i].value(), b[i].value())) << cfg.type << " " << a[i].key();
+    EXPECT_TRUE(torch::equal(a[i].value(), b[i].value())) << optimizer_type_name(cfg.type) << " " << a[i].key();
   // And the run actually moved the weights (the test would be vacuous otherwise).
   EXPECT_FALSE(torch::equal(first->l2->weight, resumed->l2->weight));
 }

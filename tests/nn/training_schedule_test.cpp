@@ -47,9 +47,14 @@ TEST(TrainingOptimizer, FactoryUsesNnUNetDefaults) {
   auto adamw = make_optimizer(*lin, OptimizerConfig::adamw(3e-4, 1e-2));
   EXPECT_NE(dynamic_cast<torch::optim::AdamW*>(adamw.get()), nullptr);
   EXPECT_DOUBLE_EQ(learning_rate(*adamw), 3e-4);
-  OptimizerConfig bad;
-  bad.type = "RMSprop";
-  EXPECT_THROW(make_optimizer(*lin, bad), medseg::Error);
+  EXPECT_EQ(parse_optimizer_type("AdamW", "test"), OptimizerType::AdamW);
+  EXPECT_STREQ(optimizer_type_name(OptimizerType::Adam), "Adam");
+  try {
+    parse_optimizer_type("RMSprop", "configs/x.json: optimizer.type");
+    FAIL();
+  } catch (const medseg::Error& e) {
+    EXPECT_STREQ(e.what(), "configs/x.json: optimizer.type: unknown optimizer 'RMSprop' (use SGD, Adam or AdamW)");
+  }
 }
 
 TEST(TrainingOptimizer, ClippingScalesToGlobalNorm12) {

@@ -1,0 +1,64 @@
+#pragma once
+// medseg's embedding API for prediction (docs/api.md): load a trained model folder once, then segment
+// images already in memory, each a set of channel volumes with their geometry (spacing, origin,
+// direction), into a label volume in the same geometry and, optionally, probabilities. It does what
+// medseg_predict does for one case (the same preprocessing, sliding window, test-time mirroring,
+// ensembling of folds, memory placement, export and the model folder's postprocessing), so its
+// segmentation is the one medseg_predict writes for the same image. No torch header is included.
+//
+//   medseg::api::Segmenter model("/models/Dataset003_Liver/nnUNetTrainer__nnUNetPlans__3d_fullres");
+//   medseg::Volume ct = medseg::io::read_image("ct.nii.gz");      // or a buffer + Geometry
+//   medseg::api::Segmentation s = model.segment({ct}, false, [](double f) { return !cancel_pressed; });
+//
+// Errors are medseg::Error (medseg::FileError for a bad model folder) with the CLIs' messages;
+// a progress callback that returns false stops the prediction with medseg::Cancelled.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/volume.h"
+
+namespace medseg::api {
+
+struct SegmenterOptions {
+  std::vector<std::string> folds;               // fold names ("0" ... "4", "all"); empty: every fold_K present
+  std::string checkpoint = "checkpoint_final";  // the file name in each fold folder
+  std::string device = "cpu";                   // "cpu", "cuda" or "cuda:N"
+  bool mirroring = true;                        // test-time augmentation (medseg_predict without --disable_tta)
+  double step_size = 0.5;                       // sliding-window step as a fraction of the patch
+  int threads = 0;                              // torch intra-op threads while the Segmenter lives; 0: unchanged
+  bool postprocessing = true;                   // apply the model folder's postprocessing.json when it has one
+};
+
+struct Segmentation {
+  Volume labels;                     // dataset.json's label values (uint8, uint16 beyond 255), the input's geometry
+  std::vector<float> probabilities;  // with probabilities: (classes, z, y, x) in labels' array order
+  std::vector<int> classes;          // the label (or region) value of each probability channel
+};
+
+// Called as the prediction advances with the fraction done (0..1]; return false to cancel.
+using Progress = std::function<bool(double fraction)>;
+
+class Segmenter {
+ public:
+  explicit Segmenter(const std::string& model_folder, const SegmenterOptions& options = {});
+  ~Segmenter();
+  Segmenter(const Segmenter&) = delete;
+  Segmenter& operator=(const Segmenter&) = delete;
+
+  int64_t channels() const;  // image channels one case needs
+  const std::string& configuration() const;
+
+  // `image`: one volume per channel, all on one grid. Throws Error for a wrong channel count or grid,
+  // Cancelled when `progress` returns false (the Segmenter stays usable).
+  Segmentation segment(const std::vector<Volume>& image, bool probabilities = false, const Progress& progress = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace medseg::api
