@@ -2,7 +2,6 @@
 
 #include <filesystem>
 
-#include "inference/export.h"
 #include "inference/model_folder.h"
 #include "inference/predictor.h"
 #include "io/case_loader.h"
@@ -62,16 +61,10 @@ Segmentation Segmenter::segment(const std::vector<Volume>& image, bool probabili
     p.set_tile_callback([&progress](int64_t done, int64_t total) {
       return progress(total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0);
     });
-  inference::Predictor::CasePrediction r = p.predict_case(data.arrays, data.properties, eo, "image");
   Segmentation out;
   out.classes = p.labels().values;
-  std::vector<float>* probs = probabilities ? &out.probabilities : nullptr;
-  if (r.seg) {
-    out.labels = std::move(*r.seg);
-    if (probs) *probs = std::move(r.probabilities);
-  } else {
-    out.labels = inference::logits_to_segmentation(r.logits, data.properties, p.labels(), eo, probs);
-  }
+  out.labels = p.segmentation(p.predict_case(data.arrays, data.properties, eo, "image"), data.properties, eo,
+                              probabilities ? &out.probabilities : nullptr);
   if (!eo.postprocessing.empty()) out.labels = postprocessing::apply_postprocessing(out.labels, eo.postprocessing);
   return out;
 }

@@ -50,10 +50,8 @@ struct Prepared {
 // segmentation and probabilities already made, to write.
 struct Predicted {
   std::size_t index = 0;
-  at::Tensor logits;
   preprocessing::CaseProperties props;
-  std::optional<Volume> seg;
-  std::vector<float> probabilities;
+  Predictor::CasePrediction prediction;
 };
 
 // Shared bookkeeping of one run; every member function is thread-safe.
@@ -171,10 +169,10 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     const auto t = Clock::now();
     try {
       const std::string base = (fs::path(o.output_folder) / cases[p.index].id).string();
-      const Volume seg =
-          p.seg ? write_prediction(std::move(*p.seg), eo.save_probabilities ? &p.probabilities : nullptr,
-                                   predictor.labels(), eo, base, o.file_ending)
-                : export_prediction(p.logits, p.props, predictor.labels(), eo, base, o.file_ending);
+      std::vector<float> probs;
+      std::vector<float>* wanted = eo.save_probabilities ? &probs : nullptr;
+      const Volume seg = write_prediction(predictor.segmentation(std::move(p.prediction), p.props, eo, wanted), wanted,
+                                          predictor.labels(), eo, base, o.file_ending);
       if (o.overlays)
         write_prediction_overlay(cases[p.index].images.at(0), seg, predictor.model().dataset, o.output_folder,
                                  cases[p.index].id);
@@ -210,10 +208,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     r.props = std::move(p.data->properties);
     const auto t = Clock::now();
     try {
-      Predictor::CasePrediction c = predictor.predict_case(p.data->arrays, r.props, eo, cases[p.index].id);
-      r.logits = std::move(c.logits);
-      r.seg = std::move(c.seg);
-      r.probabilities = std::move(c.probabilities);
+      r.prediction = predictor.predict_case(p.data->arrays, r.props, eo, cases[p.index].id);
     } catch (const distributed::PeerError&) {
       throw;  // a rank is gone: no later case can be predicted either
     } catch (const std::exception& e) {
@@ -221,7 +216,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     }
     ledger.add_predict_time(seconds_since(t));
     p.data.reset();  // the preprocessed image is no longer needed
-    if (!r.logits.defined() && !r.seg) return;  // a rank other than 0 of a sharded prediction: rank 0 exports
+    if (!r.prediction.logits.defined() && !r.prediction.seg) return;  // a rank other than 0 of a sharded prediction: rank 0 exports
     if (o.nps > 0)
       export_q.push(std::move(r));
     else

@@ -133,7 +133,7 @@ SlidingWindowOptions Predictor::window_options(bool on_host) const {
 }
 
 namespace {
-// from_blob needs a mutable pointer; the sliding window only reads (it pads into a new tensor).
+// from_blob needs a mutable pointer; the sliding window only reads the image.
 at::Tensor image_of(const preprocessing::CaseArrays& a) {
   const auto& s = a.shape;
   return at::from_blob(const_cast<float*>(a.data.data()), {a.channels, s[0], s[1], s[2]}, at::kFloat);
@@ -176,7 +176,8 @@ Placement Predictor::placement(const preprocessing::CaseArrays& a, const preproc
   r.not_on_device = opts_.not_on_device;
   r.mode = opts_.slabs;
   r.slabs_possible = SlabExport::supported(eo) && !(opts_.group && opts_.group->size() > 1);
-  r.device_free = cuda_ ? compat::cuda_free_memory(c10::Device(opts_.device).has_index() ? c10::Device(opts_.device).index() : 0) : 0;
+  const c10::Device device(opts_.device);
+  r.device_free = cuda_ ? compat::cuda_free_memory(device.has_index() ? device.index() : 0) : 0;
   r.host_free = available_memory_bytes();
   return decide_placement(case_memory(size, w, cuda_ && !opts_.not_on_device, eo.save_probabilities), r);
 }
@@ -229,6 +230,13 @@ Predictor::CasePrediction Predictor::predict_case(const preprocessing::CaseArray
                    place.on_host ? "in host memory" : "on the GPU");
     }
   }
+}
+
+Volume Predictor::segmentation(CasePrediction r, const preprocessing::CaseProperties& props, const ExportOptions& eo,
+                               std::vector<float>* probabilities) const {
+  if (!r.seg) return logits_to_segmentation(r.logits, props, labels_, eo, probabilities);
+  if (probabilities) *probabilities = std::move(r.probabilities);
+  return std::move(*r.seg);
 }
 
 }  // namespace medseg::inference

@@ -46,7 +46,6 @@ class Predictor {
   const ModelFolder& model() const { return model_; }
   const LabelMapping& labels() const { return labels_; }
   const ExportOptions& export_defaults() const { return export_; }
-  const std::string& device() const { return opts_.device; }
 
   // A cascade stage (3d_cascade_fullres): its input adds the previous stage's segmentation.
   bool is_cascade() const { return !previous_stage_labels_.empty(); }
@@ -78,6 +77,10 @@ class Predictor {
   };
   CasePrediction predict_case(const preprocessing::CaseArrays& arrays, const preprocessing::CaseProperties& props,
                               const ExportOptions& eo, const std::string& id);
+  // A predicted case's segmentation in the original geometry (postprocessing not applied): the one
+  // made in slabs, or its whole logits exported (logits_to_segmentation). With `probabilities`, those too.
+  Volume segmentation(CasePrediction r, const preprocessing::CaseProperties& props, const ExportOptions& eo,
+                      std::vector<float>* probabilities) const;
   // Called after every tile of the sliding window (done, total); false cancels (medseg::Cancelled).
   // Empty: none.
   void set_tile_callback(std::function<bool(int64_t, int64_t)> on_tile) { window_.on_tile = std::move(on_tile); }

@@ -128,6 +128,9 @@ struct SlidingWindow::Impl {
   bool slice_mode = false;  // a 2D network on a 3D image: tiles of one slice
   std::vector<int64_t> patch, mirror_axes, before, original, size;
   at::Tensor image;  // padded, on the device
+  // The gaussian importance map (or ones) on the accumulator device, in float and in the
+  // accumulators' type: made once, not per row of a slab-wise prediction.
+  at::Tensor gauss, gauss_acc;
   std::vector<std::vector<int64_t>> steps;
   int64_t shard_axis = 0;
 
@@ -164,9 +167,6 @@ std::pair<at::Tensor, at::Tensor> SlidingWindow::Impl::zeros(const std::vector<i
 void SlidingWindow::Impl::add_tiles(const NetworkFn& net, const std::vector<Tile>& tiles,
                                     const std::vector<int64_t>& origin, at::Tensor& logits, at::Tensor& weights,
                                     ProgressBar& bar, Tally& tally) const {
-  const auto acc_type = accumulator_type();
-  const at::Tensor gauss =
-      (o.use_gaussian ? gaussian_importance_map(patch) : at::ones(patch, at::kFloat)).to(accumulator_device());
   const auto flips = mirror_sets(mirror_axes);
   const int64_t copies = static_cast<int64_t>(flips.size());
   const int64_t tiles_per_pass = std::max<int64_t>(1, o.max_batch / copies);
@@ -196,7 +196,7 @@ void SlidingWindow::Impl::add_tiles(const NetworkFn& net, const std::vector<Tile
       auto r = region(tiles[t], origin);
       logits.index(r).addcmul_(sum, gauss, 1.0 / static_cast<double>(copies));
       r.erase(r.begin());
-      weights.index(r).add_(gauss.to(acc_type));
+      weights.index(r).add_(gauss_acc);
       bar.tick();
       ++tally.done;
       if (o.on_tile && !o.on_tile(tally.done, tally.total)) throw Cancelled("prediction cancelled");
@@ -281,7 +281,6 @@ WindowShape window_shape(const std::vector<int64_t>& image_size, const std::vect
     const auto best = static_cast<size_t>(w.axis);
     if (n[d] > n[best] || (n[d] == n[best] && w.padded[d] > w.padded[best])) w.axis = static_cast<int64_t>(d);
   }
-  w.positions = static_cast<int64_t>(n[static_cast<size_t>(w.axis)]);
   return w;
 }
 
@@ -310,13 +309,14 @@ SlidingWindow::SlidingWindow(const at::Tensor& image_in, int64_t num_classes, co
     pad.push_back(diff / 2);
     pad.push_back(diff - diff / 2);
   }
-  const c10::Device image_device = o.accumulate_on_host ? c10::Device(c10::kCPU) : o.device;
-  m.image = image_in.to(image_device, at::kFloat);
+  m.image = image_in.to(m.accumulator_device(), at::kFloat);
   if (std::any_of(pad.begin(), pad.end(), [](int64_t v) { return v > 0; })) m.image = at::constant_pad_nd(m.image, pad, 0.0);
   m.size = shape.padded;
   check_tiles_fit(m.size, m.patch, o.step_size);
   m.steps = compute_steps(m.size, m.patch, o.step_size);
   m.shard_axis = shape.axis;
+  m.gauss = (o.use_gaussian ? gaussian_importance_map(m.patch) : at::ones(m.patch, at::kFloat)).to(m.accumulator_device());
+  m.gauss_acc = m.gauss.to(m.accumulator_type());
 }
 
 SlidingWindow::~SlidingWindow() = default;
@@ -382,8 +382,7 @@ void SlidingWindow::stream(const NetworkFn& net, const SlabSink& sink) const {
   std::vector<int64_t> origin(static_cast<size_t>(m.spatial), 0), extent = m.size;
   extent[a] = thick;
   auto [logits, weights] = m.zeros(extent);
-  const double per_row = tile_count(m.size, m.patch, m.o.step_size) / static_cast<double>(pos.size());
-  const auto total = static_cast<int64_t>(per_row) * static_cast<int64_t>(pos.size());
+  const auto total = static_cast<int64_t>(tile_count(m.size, m.patch, m.o.step_size));
   ProgressBar bar("sliding window", total, m.o.progress);
   Impl::Tally tally{0, total};
   for (size_t i = 0; i < pos.size(); ++i) {

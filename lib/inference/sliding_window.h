@@ -61,7 +61,6 @@ at::Tensor gaussian_importance_map(const std::vector<int64_t>& patch, double sig
 struct WindowShape {
   std::vector<int64_t> padded, patch;
   int64_t axis = 0;
-  int64_t positions = 0;  // tile positions along `axis`
   // Voxels of one slab's accumulator: the patch's thickness along `axis`, the padded size elsewhere.
   double slab_voxels() const;
   double padded_voxels() const;
