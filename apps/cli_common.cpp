@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/strings.h"
 #include "core/log.h"
-#include "distributed/launch.h"
+#include "core/rank_error_file.h"
 
 namespace medseg::cli {
 
@@ -53,9 +53,7 @@ int run(int argc, char** argv, CLI::App& app, const std::function<int()>& body) 
   try {
     auto args = nnunet_style_args(app, argc, argv);
     app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  } catch (const CLI::ParseError& e) { return app.exit(e); }
   init_logging(verbose);
   try {
     return body();
@@ -64,7 +62,7 @@ int run(int argc, char** argv, CLI::App& app, const std::function<int()>& body) 
     // C++ backtrace after the first line, and the user gets exactly one line.
     const std::string line = app.get_name() + ": error: " + one_line(e.what());
     // A rank started by --nproc_per_node leaves its line to the launcher, which prints one for all ranks.
-    const char* to_launcher = std::getenv(distributed::kRankErrorFileVariable);
+    const char* to_launcher = std::getenv(kRankErrorFileVariable);
     if (FILE* f = to_launcher && *to_launcher ? std::fopen(to_launcher, "w") : nullptr) {
       const bool written = std::fprintf(f, "%s\n", line.c_str()) > 0;
       if (std::fclose(f) == 0 && written) return 1;

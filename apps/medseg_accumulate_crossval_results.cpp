@@ -18,9 +18,10 @@
 namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Gather a model's cross-validation predictions into one folder and evaluate them "
-               "(nnUNetv2_accumulate_crossval_results)",
-               "medseg_accumulate_crossval_results"};
+  CLI::App app{
+      "Gather a model's cross-validation predictions into one folder and evaluate them "
+      "(nnUNetv2_accumulate_crossval_results)",
+      "medseg_accumulate_crossval_results"};
   std::string dataset, configuration, output, plans = "nnUNetPlans", trainer = "nnUNetTrainer";
   std::vector<std::string> folds;
   medseg::evaluation::EvaluateOptions eval;
@@ -48,7 +49,8 @@ int main(int argc, char** argv) {
     const std::string out = (fs::path(cv.folder) / "summary.json").string();
     medseg::write_json(out, summary);
     std::printf("%lld case(s) of fold(s) %s: mean foreground Dice %s -> %s\n", static_cast<long long>(cv.cases),
-                medseg::join(cv.folds, " ").c_str(), summary.at("foreground_mean").at("Dice").dump().c_str(), out.c_str());
+                medseg::join(cv.folds, " ").c_str(), summary.at("foreground_mean").at("Dice").dump().c_str(),
+                out.c_str());
     return 0;
   });
 }

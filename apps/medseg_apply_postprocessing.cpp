@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
     const auto labels = medseg::io::labels_from_json(medseg::read_ordered_json(djfile), djfile);
     const auto pp = medseg::postprocessing::read_postprocessing(pp_file, labels);
     const int64_t n = medseg::postprocessing::apply_postprocessing_to_folder(input, output, pp, threads);
-    std::printf("%lld segmentation(s) postprocessed (%zu step(s)) -> %s\n", static_cast<long long>(n),
-                pp.steps.size(), output.c_str());
+    std::printf("%lld segmentation(s) postprocessed (%zu step(s)) -> %s\n", static_cast<long long>(n), pp.steps.size(),
+                output.c_str());
     return 0;
   });
 }

@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
   diff_cmd->add_option("b", b, "second checkpoint")->required();
   diff_cmd->add_option("--rtol", rtol, "Exit 1 when a tensor's max|A-B| exceeds rtol * max|B| (or keys differ)")
       ->check(CLI::Range(0.0, 1.0));
-  diff_cmd->add_option("--atol", atol, "With --rtol: absolute floor of the tolerance (default 0)")->check(CLI::Range(0.0, 1.0));
+  diff_cmd->add_option("--atol", atol, "With --rtol: absolute floor of the tolerance (default 0)")
+      ->check(CLI::Range(0.0, 1.0));
   auto* avg_cmd = app.add_subcommand("average", "Average the weights of checkpoints (federated averaging)");
   avg_cmd->add_option("inputs", inputs, "checkpoints (two or more)")->required()->expected(2, -1);
   avg_cmd->add_option("-o,--output", out, "output checkpoint")->required();

@@ -8,9 +8,10 @@
 #include "io/dataset_conversion.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"Convert a Medical Segmentation Decathlon task (TaskXX_Name) into a raw dataset DatasetXXX_Name "
-               "(nnUNetv2_convert_MSD_dataset)",
-               "medseg_convert_msd_dataset"};
+  CLI::App app{
+      "Convert a Medical Segmentation Decathlon task (TaskXX_Name) into a raw dataset DatasetXXX_Name "
+      "(nnUNetv2_convert_MSD_dataset)",
+      "medseg_convert_msd_dataset"};
   medseg::io::MsdConversion c;
   int id = -1;
   c.threads = medseg::cli::default_threads();

@@ -24,8 +24,9 @@ int main(int argc, char** argv) {
   bool remove_postprocessed = false;
   int threads = medseg::cli::default_threads();
   auto* in_opt = app.add_option("-i,--input", input, "Folder of predicted segmentations (cross-validation results)");
-  app.add_option("--ref", ref, "Folder of reference segmentations (default with --model_folder: the dataset's "
-                               "gt_segmentations under MEDSEG_PREPROCESSED)");
+  app.add_option("--ref", ref,
+                 "Folder of reference segmentations (default with --model_folder: the dataset's "
+                 "gt_segmentations under MEDSEG_PREPROCESSED)");
   auto* m_opt = app.add_option("-m,--model_folder", model,
                                "Trained model folder: gathers fold_K/validation into crossval_results_folds_*, "
                                "determines there and copies postprocessing.json into the model folder");

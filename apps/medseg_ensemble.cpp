@@ -15,8 +15,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Ensemble prediction folders by averaging their saved probabilities", "medseg_ensemble"};
   medseg::selection::EnsembleOptions o;
   o.threads = medseg::cli::default_threads();
-  app.add_option("-i,--input", o.inputs,
-                 "Two or more folders with CASE_probabilities.npy/.json, or nnU-Net's CASE.npz beside CASE<file_ending>")
+  app.add_option(
+         "-i,--input", o.inputs,
+         "Two or more folders with CASE_probabilities.npy/.json, or nnU-Net's CASE.npz beside CASE<file_ending>")
       ->required();
   app.add_option("-o,--output", o.output, "Output folder")->required();
   app.add_option("--np", o.threads, "Threads")->capture_default_str();

@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", o.output, "Output zip file")->required();
   app.add_flag("--overwrite", o.overwrite, "Replace an existing output file");
   return cli::run(argc, argv, app, [&] {
-    if (!o.model_folder.empty() && !dataset.empty()) throw Error("pass -d DATASET -c CONFIGURATION, or -m MODEL_FOLDER, not both");
+    if (!o.model_folder.empty() && !dataset.empty())
+      throw Error("pass -d DATASET -c CONFIGURATION, or -m MODEL_FOLDER, not both");
     if (o.model_folder.empty()) {
       if (dataset.empty() || configuration.empty()) throw Error("pass -d DATASET -c CONFIGURATION, or -m MODEL_FOLDER");
       o.model_folder = inference::model_folder_path(root_folder(Root::Results), dataset, trainer, plans, configuration);

@@ -11,9 +11,10 @@
 using namespace medseg;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Write a medseg model folder as an nnU-Net v2 model folder (plans.json, dataset.json, "
-               "fold_K/checkpoint_final.pth)",
-               "medseg_export_nnunet"};
+  CLI::App app{
+      "Write a medseg model folder as an nnU-Net v2 model folder (plans.json, dataset.json, "
+      "fold_K/checkpoint_final.pth)",
+      "medseg_export_nnunet"};
   std::string dataset, configuration, plans = "nnUNetPlans", trainer = "nnUNetTrainer";
   sharing::NnunetExportOptions o;
   app.add_option("-d,--dataset", dataset, "Dataset id or name (with -c; the model is under MEDSEG_RESULTS)");
@@ -29,7 +30,8 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", o.output, "Output nnU-Net model folder")->required();
   app.add_flag("--overwrite", o.overwrite, "Replace an existing non-empty output folder");
   return cli::run(argc, argv, app, [&] {
-    if (!o.model_folder.empty() && !dataset.empty()) throw Error("pass -d DATASET -c CONFIGURATION, or -m MODEL_FOLDER, not both");
+    if (!o.model_folder.empty() && !dataset.empty())
+      throw Error("pass -d DATASET -c CONFIGURATION, or -m MODEL_FOLDER, not both");
     if (o.model_folder.empty()) {
       if (dataset.empty() || configuration.empty()) throw Error("pass -d DATASET -c CONFIGURATION, or -m MODEL_FOLDER");
       o.model_folder = inference::model_folder_path(root_folder(Root::Results), dataset, trainer, plans, configuration);
@@ -38,7 +40,8 @@ int main(int argc, char** argv) {
     std::string folds;
     for (const std::string& f : r.folds) folds += (folds.empty() ? "" : " ") + f;
     std::printf("wrote %s: fold(s) %s as %s, %lld tensor(s) under %lld name(s)\n", o.output.c_str(), folds.c_str(),
-                r.trainer_name.c_str(), static_cast<long long>(r.tensors), static_cast<long long>(r.tensors + r.aliases));
+                r.trainer_name.c_str(), static_cast<long long>(r.tensors),
+                static_cast<long long>(r.tensors + r.aliases));
     return 0;
   });
 }

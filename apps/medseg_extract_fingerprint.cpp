@@ -31,8 +31,8 @@ void print_summary(const fingerprint::DatasetFingerprint& fp, const std::string&
               fp.median_relative_size_after_cropping);
   for (int c = 0; c < fp.num_channels(); ++c) {
     const auto& s = fp.intensity_per_channel[c];
-    std::printf("  channel %d: mean %.6g std %.6g median %.6g [p0.5 %.6g, p99.5 %.6g] min %.6g max %.6g\n", c,
-                s.mean, s.std, s.median, s.percentile_00_5, s.percentile_99_5, s.min, s.max);
+    std::printf("  channel %d: mean %.6g std %.6g median %.6g [p0.5 %.6g, p99.5 %.6g] min %.6g max %.6g\n", c, s.mean,
+                s.std, s.median, s.percentile_00_5, s.percentile_99_5, s.min, s.max);
   }
 }
 
@@ -46,13 +46,15 @@ int main(int argc, char** argv) {
   bool clean = false, verify = false, no_progress = false;
   app.add_option("-d", id, "Dataset id or name under $MEDSEG_RAW");
   app.add_option("--raw-folder", raw_folder, "Dataset folder (DatasetXXX_Name) instead of -d; needs -o");
-  app.add_option("-o,--output", output, "Output JSON (default: $MEDSEG_PREPROCESSED/DatasetXXX_Name/dataset_fingerprint.json)");
+  app.add_option("-o,--output", output,
+                 "Output JSON (default: $MEDSEG_PREPROCESSED/DatasetXXX_Name/dataset_fingerprint.json)");
   app.add_option("--np", o.threads, "Cases analysed in parallel")->capture_default_str();
   app.add_flag("--clean", clean, "Recompute even if the fingerprint exists");
   app.add_flag("--verify_dataset_integrity", verify, "Run the dataset integrity check first");
   app.add_flag("--exact-stats", o.exact_stats, "Statistics over all foreground voxels instead of samples");
   app.add_option("--max-samples-total", o.max_samples_total,
-                 "Foreground samples per channel over the whole dataset (nnU-Net: 10e7)")->capture_default_str();
+                 "Foreground samples per channel over the whole dataset (nnU-Net: 10e7)")
+      ->capture_default_str();
   app.add_flag("--no-progress", no_progress, "No progress bar");
   return cli::run(argc, argv, app, [&] {
     if (id.empty() == raw_folder.empty()) throw Error("give exactly one of -d DATASET or --raw-folder DIR");

@@ -14,8 +14,9 @@ int main(int argc, char** argv) {
   o.threads = medseg::cli::default_threads();
   bool no_ensembling = false;
   app.add_option("dataset", o.dataset, "Dataset id or name")->required();
-  app.add_option("-c,--configurations", o.configurations,
-                 "Configurations to compare (default: those of 2d 3d_fullres 3d_lowres 3d_cascade_fullres that the plans define)");
+  app.add_option(
+      "-c,--configurations", o.configurations,
+      "Configurations to compare (default: those of 2d 3d_fullres 3d_lowres 3d_cascade_fullres that the plans define)");
   app.add_option("-p,--plans", o.plans, "Plans identifier")->capture_default_str();
   app.add_option("--tr,--trainer", o.trainer, "Trainer name")->capture_default_str();
   app.add_option("-f,--folds", o.folds, "Folds (default: every fold with validation results)");

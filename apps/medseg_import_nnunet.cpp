@@ -9,12 +9,14 @@
 using namespace medseg;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Convert an nnU-Net v2 model folder (plans.json, dataset.json, fold_K/checkpoint_final.pth) into a "
-               "medseg model folder",
-               "medseg_import_nnunet"};
+  CLI::App app{
+      "Convert an nnU-Net v2 model folder (plans.json, dataset.json, fold_K/checkpoint_final.pth) into a "
+      "medseg model folder",
+      "medseg_import_nnunet"};
   sharing::NnunetImportOptions o;
-  app.add_option("-i,--input", o.nnunet_folder, "nnU-Net model folder, e.g. $nnUNet_results/Dataset004_Hippocampus/"
-                                                "nnUNetTrainer__nnUNetPlans__3d_fullres")
+  app.add_option("-i,--input", o.nnunet_folder,
+                 "nnU-Net model folder, e.g. $nnUNet_results/Dataset004_Hippocampus/"
+                 "nnUNetTrainer__nnUNetPlans__3d_fullres")
       ->required();
   app.add_option("-o,--output", o.output, "medseg model folder to write (usually the same path under $MEDSEG_RESULTS)")
       ->required();

@@ -78,14 +78,15 @@ int main(int argc, char** argv) {
     const io::DatasetInfo info = io::dataset_info_from_json(dataset_json, (pre / "dataset.json").string());
     const auto& cfg = plans.configuration(configuration);
     if (output.empty())
-      output = (fs::path(root_folder(Root::Results)) / name / (trainer + "__" + plans_name + "__" + configuration)).string();
+      output =
+          (fs::path(root_folder(Root::Results)) / name / (trainer + "__" + plans_name + "__" + configuration)).string();
 
     if (!overwrite) refuse_existing(output, folds, plans_json, dataset_json);
 
     torch::manual_seed(seed);
     const int64_t classes = io::network_outputs(info);
-    planning::check_forward_fits(cfg.architecture, {}, 1, info.num_channels(), device_memory_limit("cpu"),
-                                 plans.source, "configuration '" + configuration + "'");
+    planning::check_forward_fits(cfg.architecture, {}, 1, info.num_channels(), device_memory_limit("cpu"), plans.source,
+                                 "configuration '" + configuration + "'");
     models::NetworkBuildOptions bo;
     bo.init_weights = init == "training";  // the network factory's own choice, as the trainer makes it
     auto net = models::build_network_from_plan(cfg.architecture, info.num_channels(), classes, bo);
@@ -95,12 +96,9 @@ int main(int argc, char** argv) {
     ck.dataset = dataset_json;
     std::vector<int> axes;
     for (int a = 0; a < cfg.dim(); ++a) axes.push_back(a);
-    ck.extra = {{"configuration", configuration},
-                {"in_channels", info.num_channels()},
-                {"num_classes", classes},
-                {"inference_allowed_mirroring_axes", axes},
-                {"trainer_name", trainer},
-                {"untrained", true},
+    ck.extra = {{"configuration", configuration}, {"in_channels", info.num_channels()},
+                {"num_classes", classes},         {"inference_allowed_mirroring_axes", axes},
+                {"trainer_name", trainer},        {"untrained", true},
                 {"initialisation", init}};
     fs::create_directories(output);
     write_json((fs::path(output) / "plans.json").string(), plans_json);
@@ -109,9 +107,8 @@ int main(int argc, char** argv) {
       fs::create_directories(fs::path(output) / ("fold_" + f));
       checkpoint::save_checkpoint((fs::path(output) / ("fold_" + f) / "checkpoint_final.ckpt").string(), ck);
     }
-    std::printf("%s: %s, %lld parameters, %s initialisation, fold(s) %s\n", output.c_str(),
-                net->class_name().c_str(), static_cast<long long>(net->parameter_count()), init.c_str(),
-                json(folds).dump().c_str());
+    std::printf("%s: %s, %lld parameters, %s initialisation, fold(s) %s\n", output.c_str(), net->class_name().c_str(),
+                static_cast<long long>(net->parameter_count()), init.c_str(), json(folds).dump().c_str());
     return 0;
   });
 }

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
     const sharing::InstallResult r = sharing::install_model_zip(zip, root_folder(Root::Results, results), overwrite);
     std::string folds;
     for (const std::string& f : r.manifest.folds) folds += (folds.empty() ? "" : " ") + f;
-    std::printf("installed %s: fold(s) %s, %zu file(s)\n", r.model_folder.c_str(), folds.c_str(), r.manifest.files.size());
+    std::printf("installed %s: fold(s) %s, %zu file(s)\n", r.model_folder.c_str(), folds.c_str(),
+                r.manifest.files.size());
     return 0;
   });
 }

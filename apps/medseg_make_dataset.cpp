@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   app.add_option("-d,--dataset-id", o.dataset_id, "Dataset id (0-999)")->capture_default_str();
   app.add_option("-n,--name", o.name, "Dataset name")->capture_default_str();
   app.add_option("--cases", o.num_cases, "Training cases")->capture_default_str();
-  app.add_option("--test-cases", o.num_test_cases, "Extra cases in imagesTs/ with labels in labelsTs/")->capture_default_str();
+  app.add_option("--test-cases", o.num_test_cases, "Extra cases in imagesTs/ with labels in labelsTs/")
+      ->capture_default_str();
   app.add_option("--min-shape", min_shape, "Smallest shape z y x")->expected(3);
   app.add_option("--max-shape", max_shape, "Largest shape z y x")->expected(3);
   app.add_option("--spacing", spacing, "Spacing x y z in mm")->expected(3);
@@ -47,8 +48,8 @@ int main(int argc, char** argv) {
     if (min_shape.size() == 3 && max_shape.empty()) o.max_shape = o.min_shape;
     if (anisotropic) o.spacing = {0.8, 0.8, 4.0};
     if (spacing.size() == 3) std::copy(spacing.begin(), spacing.end(), o.spacing.begin());
-    const std::string folder = medseg::io::write_synthetic_dataset(
-        medseg::root_folder(medseg::Root::Raw, root), o, overwrite, threads);
+    const std::string folder =
+        medseg::io::write_synthetic_dataset(medseg::root_folder(medseg::Root::Raw, root), o, overwrite, threads);
     spdlog::info("wrote {} training + {} test case(s) to {}", o.num_cases, o.num_test_cases, folder);
     return 0;
   });

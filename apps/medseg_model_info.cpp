@@ -24,8 +24,8 @@ namespace {
 // The training step the plan describes: its batch (1 for SwinUNETR, MONAI's recipe), AMP as recorded
 // in the plan's "medseg" block (on by default, like training), SGD, deep supervision, the plan's own
 // checkpointing. null when the model does not cover the network (SwinUNETR v2's extra res blocks).
-nlohmann::json memory_estimate(const nlohmann::json& arch, const std::vector<int64_t>& patch, int64_t batch,
-                               int64_t in, int64_t classes, bool amp, const std::string& source) {
+nlohmann::json memory_estimate(const nlohmann::json& arch, const std::vector<int64_t>& patch, int64_t batch, int64_t in,
+                               int64_t classes, bool amp, const std::string& source) {
   const planning::ArchitecturePlan a = planning::architecture_from_json(arch, source);
   if (a.swin && a.swin->use_v2) return nullptr;
   planning::MemoryOptions o;

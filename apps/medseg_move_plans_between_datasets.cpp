@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
     const std::string target_name = medseg::find_dataset_name(raw, target);
     const std::string source_file = (fs::path(pre) / source_name / (source_plans + ".json")).string();
     if (!fs::is_regular_file(source_file))
-      throw medseg::FileError(source_file, "source plans are missing (run the experiment planning for " + source_name + " first)");
+      throw medseg::FileError(source_file,
+                              "source plans are missing (run the experiment planning for " + source_name + " first)");
     ordered_json plans;
     try {
       plans = ordered_json::parse(medseg::read_file(source_file));

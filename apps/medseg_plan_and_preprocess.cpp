@@ -87,7 +87,8 @@ int main(int argc, char** argv) {
   app.add_option("--gpu_memory_target", a.gpu_target, "GPU memory target in GB (default: the planner's)");
   app.add_option("--overwrite_plans_name", a.planner.plans_name, "Plans name (default: the planner's)");
   app.add_option("--overwrite_target_spacing", a.planner.overwrite_target_spacing,
-                 "3d_fullres target spacing, 3 values in array order")->expected(3);
+                 "3d_fullres target spacing, 3 values in array order")
+      ->expected(3);
   app.add_option("--preprocessor_name", a.planner.preprocessor_name, "Preprocessor written into the plans")
       ->capture_default_str();
   app.add_option("-c", a.pp.configurations, "Configurations to preprocess (default: 2d 3d_fullres 3d_lowres)");

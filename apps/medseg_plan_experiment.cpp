@@ -49,7 +49,8 @@ void print_summary(const ordered_json& plans, const std::string& path) {
     std::string gb = "";
     if (c.contains("medseg") && c["medseg"].contains("estimated_peak_bytes")) {
       char buf[48];
-      std::snprintf(buf, sizeof buf, ", est. peak %.2f GiB", c["medseg"]["estimated_peak_bytes"].get<double>() / 1073741824.0);
+      std::snprintf(buf, sizeof buf, ", est. peak %.2f GiB",
+                    c["medseg"]["estimated_peak_bytes"].get<double>() / 1073741824.0);
       gb = buf;
     }
     const auto& k = c["architecture"]["arch_kwargs"];
@@ -70,7 +71,9 @@ int main(int argc, char** argv) {
   PlannerOptions o;
   double gpu_target = 0;
   bool no_amp = false;
-  app.add_option("-d", id, "Dataset id or name (dataset.json under $MEDSEG_RAW, fingerprint and plans under $MEDSEG_PREPROCESSED)");
+  app.add_option(
+      "-d", id,
+      "Dataset id or name (dataset.json under $MEDSEG_RAW, fingerprint and plans under $MEDSEG_PREPROCESSED)");
   app.add_option("--pl", o.planner,
                  "Planner preset: a name (ExperimentPlanner, ResEncUNetPlanner, nnUNetPlannerResEncM/L/XL, "
                  "SwinUNETRPlanner, or NAME.json in --presets / $MEDSEG_PLANS_PRESETS) or a preset .json file")
@@ -80,24 +83,33 @@ int main(int argc, char** argv) {
   app.add_option("--gpu_memory_target", gpu_target, "GPU memory target in GB (default: the planner's, 8/24/40)");
   app.add_option("--overwrite_plans_name", o.plans_name, "Plans name (file name and data identifiers)");
   app.add_option("--overwrite_target_spacing", o.overwrite_target_spacing,
-                 "3d_fullres target spacing, 3 values in the fingerprint's (array) axis order")->expected(3);
-  app.add_option("--preprocessor_name", o.preprocessor_name, "Preprocessor written into the plans")->capture_default_str();
-  app.add_option("--fingerprint", fingerprint_path, "dataset_fingerprint.json (file style, with --dataset-json and -o)");
+                 "3d_fullres target spacing, 3 values in the fingerprint's (array) axis order")
+      ->expected(3);
+  app.add_option("--preprocessor_name", o.preprocessor_name, "Preprocessor written into the plans")
+      ->capture_default_str();
+  app.add_option("--fingerprint", fingerprint_path,
+                 "dataset_fingerprint.json (file style, with --dataset-json and -o)");
   app.add_option("--dataset-json", dataset_json_path, "dataset.json (file style)");
   app.add_option("-o,--output", output, "Output plans.json (file style; -d mode writes <plans_name>.json)");
-  app.add_option("--dataset-name", dataset_name, "dataset_name written into the plans (file style; default: the DatasetXXX_Name folder)");
-  app.add_option("--memory-model", memory_model, "proxy: nnU-Net's feature-map count (identical plans); bytes: medseg's byte model")
-      ->check(CLI::IsMember({"proxy", "bytes"}))->capture_default_str();
+  app.add_option("--dataset-name", dataset_name,
+                 "dataset_name written into the plans (file style; default: the DatasetXXX_Name folder)");
+  app.add_option("--memory-model", memory_model,
+                 "proxy: nnU-Net's feature-map count (identical plans); bytes: medseg's byte model")
+      ->check(CLI::IsMember({"proxy", "bytes"}))
+      ->capture_default_str();
   app.add_option("--memory-headroom", o.memory_headroom, "Fraction of the target kept free by the bytes model")
-      ->check(CLI::Range(0.0, 0.9))->capture_default_str();
+      ->check(CLI::Range(0.0, 0.9))
+      ->capture_default_str();
   app.add_option("--optimizer", optimizer, "Optimizer the bytes model assumes (sgd = SGD+momentum, adamw)")
-      ->check(CLI::IsMember({"sgd", "adamw"}))->capture_default_str();
+      ->check(CLI::IsMember({"sgd", "adamw"}))
+      ->capture_default_str();
   app.add_flag("--no-amp", no_amp, "Bytes model: fp32 training instead of mixed precision");
   auto* o_model = app.get_option("--memory-model");
   app.add_option("--spatial_parallel", o.spatial_parallel,
                  "Plan for N ranks each holding a slab of every patch (medseg_train --spatial_parallel N); the memory "
                  "target is per rank; implies --memory-model bytes (docs/spatial-parallel.md)")
-      ->check(CLI::Range(1, 1024))->capture_default_str();
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   return cli::run(argc, argv, app, [&] {
     const bool file_style = !fingerprint_path.empty() || !dataset_json_path.empty();
     if (id.empty() == !file_style) throw Error("give either -d DATASET or --fingerprint F --dataset-json D -o OUT");

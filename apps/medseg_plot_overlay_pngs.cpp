@@ -40,17 +40,20 @@ void plot(const float* image, std::vector<int> seg, int64_t nz, int64_t ny, int6
 int64_t from_preprocessed(const Options& o, const std::string& name) {
   const fs::path folder = fs::path(root_folder(Root::Preprocessed)) / name;
   const planning::Plans plans = planning::load_plans((folder / (o.plans + ".json")).string());
-  const std::string cfg = !o.configuration.empty() ? o.configuration : plans.has_configuration("3d_fullres") ? "3d_fullres" : "2d";
+  const std::string cfg = !o.configuration.empty()                ? o.configuration
+                          : plans.has_configuration("3d_fullres") ? "3d_fullres"
+                                                                  : "2d";
   const fs::path data = folder / plans.configuration(cfg).data_identifier;
   if (!fs::is_directory(data))
-    throw FileError(data.string(), "preprocessed data of configuration '" + cfg + "' not found; run medseg_preprocess -d " +
-                                       o.dataset + " -c " + cfg + " first");
+    throw FileError(data.string(), "preprocessed data of configuration '" + cfg +
+                                       "' not found; run medseg_preprocess -d " + o.dataset + " -c " + cfg + " first");
   const std::vector<std::string> ids = preprocessing::list_preprocessed_cases(data.string());
   ProgressBar bar("overlays", static_cast<int64_t>(ids.size()));
   parallel_for(static_cast<int64_t>(ids.size()), o.threads, [&](int64_t i) {
     const auto c = preprocessing::open_preprocessed_case(data.string(), ids[static_cast<size_t>(i)]);
     if (o.channel >= c.num_channels())
-      throw Error("-channel_idx " + std::to_string(o.channel) + ": this dataset has channels 0.." + std::to_string(c.num_channels() - 1));
+      throw Error("-channel_idx " + std::to_string(o.channel) + ": this dataset has channels 0.." +
+                  std::to_string(c.num_channels() - 1));
     const auto& s = c.shape();
     std::vector<int16_t> stored(static_cast<size_t>(c.voxels()));
     preprocessing::read_seg_patch(c, Box{{0, 0, 0}, s}, stored.data());  // the whole case, int8 or int16 as stored
@@ -65,7 +68,8 @@ int64_t from_preprocessed(const Options& o, const std::string& name) {
 int64_t from_raw(const Options& o, const std::string& name) {
   const io::DatasetInfo ds = io::load_dataset_info((fs::path(root_folder(Root::Raw)) / name).string());
   if (o.channel >= ds.num_channels())
-    throw Error("-channel_idx " + std::to_string(o.channel) + ": " + name + " has channels 0.." + std::to_string(ds.num_channels() - 1));
+    throw Error("-channel_idx " + std::to_string(o.channel) + ": " + name + " has channels 0.." +
+                std::to_string(ds.num_channels() - 1));
   const std::vector<io::CaseFiles> cases = io::list_training_cases(ds);
   ProgressBar bar("overlays", static_cast<int64_t>(cases.size()));
   parallel_for(static_cast<int64_t>(cases.size()), o.threads, [&](int64_t i) {
@@ -75,7 +79,8 @@ int64_t from_raw(const Options& o, const std::string& name) {
     std::vector<int> seg(static_cast<size_t>(c.label.numel()));
     const std::vector<float> labels = c.label.to_float();
     for (size_t k = 0; k < seg.size(); ++k) seg[k] = static_cast<int>(labels[k]);
-    plot(image.data<float>(), std::move(seg), s[0], s[1], s[2], o.intensity, (fs::path(o.output) / (c.id + ".png")).string());
+    plot(image.data<float>(), std::move(seg), s[0], s[1], s[2], o.intensity,
+         (fs::path(o.output) / (c.id + ".png")).string());
     bar.tick();
   });
   bar.finish();
@@ -85,9 +90,10 @@ int64_t from_raw(const Options& o, const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Plot PNG overlays of the slice with the most foreground of every training case "
-               "(nnUNetv2_plot_overlay_pngs; spacing is not taken into account)",
-               "medseg_plot_overlay_pngs"};
+  CLI::App app{
+      "Plot PNG overlays of the slice with the most foreground of every training case "
+      "(nnUNetv2_plot_overlay_pngs; spacing is not taken into account)",
+      "medseg_plot_overlay_pngs"};
   Options o;
   o.threads = cli::default_threads();
   app.add_option("-d", o.dataset, "Dataset name or id")->required();
@@ -96,7 +102,8 @@ int main(int argc, char** argv) {
   app.add_option("--channel_idx", o.channel, "Channel drawn (0 = _0000)")->capture_default_str();
   app.add_flag("--use_raw", o.use_raw, "Draw the raw images and labels instead of the preprocessed data");
   app.add_option("-p", o.plans, "Plans identifier (preprocessed data only)")->capture_default_str();
-  app.add_option("-c", o.configuration, "Configuration (preprocessed data only; default 3d_fullres if planned, else 2d)");
+  app.add_option("-c", o.configuration,
+                 "Configuration (preprocessed data only; default 3d_fullres if planned, else 2d)");
   app.add_option("--overlay_intensity", o.intensity, "Label tint: higher is brighter")->capture_default_str();
   return cli::run(argc, argv, app, [&] {
     if (o.channel < 0) throw Error("-channel_idx must be >= 0");

@@ -8,23 +8,16 @@
 
 #include "cli_common.h"
 #include "core/error.h"
-#include "core/json_io.h"
-#include "core/ordered_json_io.h"
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/progress.h"
-#include "distributed/launch.h"
+#include "distributed/join.h"
 #include "distributed/process_group.h"
-#include "distributed/same_everywhere.h"
 #include "distributed/world.h"
 #include "inference/case_inputs.h"
 #include "inference/export.h"
-#include "inference/input_digest.h"
 #include "inference/model_folder.h"
-#include "postprocessing/postprocessing.h"
-#include "inference/output_collisions.h"
-#include "inference/overlays.h"
-#include "inference/predict_cases.h"
+#include "inference/predict_folder.h"
 #include "inference/predictor.h"
 
 namespace fs = std::filesystem;
@@ -32,80 +25,10 @@ using namespace medseg;
 
 namespace {
 
-// A rank of a sharded prediction: joins the others; rank 0 speaks for the run.
-void join_ranks(const distributed::World& world, int timeout_s, bool threads_given, inference::PredictorOptions& po,
-                bool& no_progress) {
-  if (po.device == "cuda") po.device = "cuda:" + std::to_string(world.local_rank);
-  if (!threads_given) {  // the host's cores shared between the local ranks
-    const char* lws = std::getenv("LOCAL_WORLD_SIZE");
-    po.torch_threads = std::max(1, cli::default_threads() / (lws ? std::max(1, std::atoi(lws)) : 1));
-  }
-  if (world.rank != 0) {
-    spdlog::set_level(spdlog::level::warn);
-    spdlog::set_pattern("[rank " + std::to_string(world.rank) + "] %l: %v");
-    no_progress = true;
-  }
-  distributed::ProcessGroupOptions o;
-  o.timeout = std::chrono::seconds(timeout_s);
-  po.group = distributed::ProcessGroup::connect(world, o);
-  spdlog::info("medseg_predict: {} ranks share every case's tiles ({}:{})", world.world_size, world.master_addr,
-               world.master_port);
-}
-
-// The model folder of `configuration` beside `folder` (<Trainer>__<Plans>__<Configuration>): same
-// trainer and plans. "" when the folder is not named that way.
-std::string sibling_model_folder(const std::string& folder, const std::string& configuration) {
-  const fs::path p = fs::path(folder).lexically_normal();
-  const std::string name = p.has_filename() ? p.filename().string() : p.parent_path().filename().string();
-  const fs::path parent = p.has_filename() ? p.parent_path() : p.parent_path().parent_path();
-  const auto a = name.find("__"), b = name.rfind("__");
-  if (a == std::string::npos || a == b) return "";
-  return (parent / (name.substr(0, b + 2) + configuration)).string();
-}
-
-// One model over the inputs into `output`; `prev_stage`: a cascade's previous-stage predictions.
-int predict_folder(inference::ModelFolder model, const std::string& model_folder, const std::vector<std::string>& inputs,
-                   const std::string& output, const std::string& prev_stage, bool no_postprocessing, int num_parts,
-                   int part_id, const distributed::World& world, const inference::PredictorOptions& po,
-                   inference::RunOptions ro) {
-  const std::string ending = model.dataset.file_ending;
-  const std::string pp_file = (fs::path(model_folder) / "postprocessing.json").string();
-  if (!no_postprocessing && fs::exists(pp_file)) {
-    ro.postprocessing = postprocessing::read_postprocessing(pp_file, model.dataset.labels).steps;
-    spdlog::info("postprocessing from {}: {} step(s) (--disable_postprocessing skips it)", pp_file,
-                 ro.postprocessing.size());
-  }
-  const json plans_json = model.plans_json;
-  const ordered_json dataset_json = model.dataset_json;  // the file's order: region outputs follow it
-  inference::Predictor predictor(std::move(model), po);
-  auto all_cases = inference::collect_case_inputs(inputs, ending, static_cast<int>(predictor.image_channels()));
-  if (predictor.is_cascade()) {
-    if (prev_stage.empty())
-      throw Error("configuration '" + predictor.model().configuration +
-                  "' is a cascade stage: pass -prev_stage_predictions FOLDER or --prev_stage_model FOLDER");
-    inference::attach_previous_stage(all_cases, prev_stage, ending);
-  }
-  const auto cases = inference::select_part(all_cases, num_parts, part_id);
-  if (num_parts > 1)
-    spdlog::info("part {} of {} (counting from 0): {} of {} case(s)", part_id, num_parts, cases.size(), all_cases.size());
-
-  ro.output_folder = output;
-  ro.file_ending = ending;
-  const std::string dataset_copy = (fs::path(output) / "dataset.json").string();
-  const std::string plans_copy = (fs::path(output) / "plans.json").string();
-  inference::refuse_overwriting_inputs(all_cases, cases, ro, {dataset_copy, plans_copy});  // before any write
-  if (world.distributed())  // each host may read its own copy of the inputs: the same bytes on every rank?
-    distributed::check_same_lines(*po.group, inference::input_digests(cases), "reads other input images than", "case",
-                                  "every rank must read the same input images");
-  if (ro.overlays) inference::create_overlay_folder(output);  // a folder in the way fails before any write
-  if (world.rank == 0) {
-    fs::create_directories(output);
-    write_ordered_json(dataset_copy, dataset_json);
-    write_json(plans_copy, plans_json);
-  }
-  const inference::RunSummary s = inference::predict_cases(predictor, cases, ro);
-  if (world.rank != 0) return 0;  // rank 0 wrote the outputs and reports every failure
-
+// Prints rank 0's summary of one model's run; the exit status.
+int report(const std::optional<inference::RunSummary>& summary, const std::string& output) {
+  if (!summary) return 0;  // not rank 0: rank 0 reports every failure
+  const inference::RunSummary& s = *summary;
   std::printf("%d case(s) written, %d skipped, %zu failed in %.1f s (%.1f s in the sliding window) -> %s\n", s.written,
               s.skipped, s.failed.size(), s.seconds, s.predict_seconds, output.c_str());
   if (s.failed.empty()) return 0;
@@ -142,10 +65,12 @@ int main(int argc, char** argv) {
   app.add_option("--probabilities_format", probabilities_format,
                  "With --save_probabilities: medseg (npy + json), nnunet (nnU-Net's CASE.npz) or both")
       ->capture_default_str();
-  app.add_flag("--overlays", ro.overlays,
-               "Also write overlays/CASE.png: axial, coronal and sagittal slices with the segmentation drawn over the image");
+  app.add_flag(
+      "--overlays", ro.overlays,
+      "Also write overlays/CASE.png: axial, coronal and sagittal slices with the segmentation drawn over the image");
   app.add_option("--device", po.device, "cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--amp", amp, "Mixed precision: auto (fp16 on CUDA, off on CPU), fp16, bf16, off")->capture_default_str();
+  app.add_option("--amp", amp, "Mixed precision: auto (fp16 on CUDA, off on CPU), fp16, bf16, off")
+      ->capture_default_str();
   app.add_flag("--not_on_device", po.not_on_device,
                "Accumulate the logits in host memory, not on the GPU (nnU-Net's flag; for large cases)");
   app.add_option("--slabs", slabs,
@@ -155,7 +80,8 @@ int main(int argc, char** argv) {
   app.add_option("--nps", ro.nps, "Export workers (0: inline)")->capture_default_str();
   app.add_option("--tile_batch", po.tile_batch, "Tiles x mirrored copies per forward pass")->capture_default_str();
   app.add_option("--threads", po.torch_threads, "Torch CPU threads (MEDSEG_NUM_THREADS)")->capture_default_str();
-  app.add_option("--export_threads", ro.export_threads, "Classes resampled in parallel per export")->capture_default_str();
+  app.add_option("--export_threads", ro.export_threads, "Classes resampled in parallel per export")
+      ->capture_default_str();
   app.add_option("--num_parts", num_parts, "Split the sorted case list into this many parts (one per process/GPU)")
       ->capture_default_str();
   app.add_option("--part_id", part_id, "Which part this process predicts: cases i with i % num_parts == part_id")
@@ -165,7 +91,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   auto* o_threads_given = app.get_option("--threads");
   app.add_option("--dist-timeout", dist_timeout, "Seconds a rank waits for the others before it gives up (1..86400)")
-      ->check(CLI::Range(1, 86400))->capture_default_str();
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   app.add_flag("--continue_prediction", ro.continue_prediction, "Skip cases whose outputs exist");
   app.add_flag("--disable_progress_bar", no_progress, "No progress bar");
   bool no_postprocessing = false;
@@ -187,15 +114,23 @@ int main(int argc, char** argv) {
     inference::parse_probabilities_format(probabilities_format, &ro.probabilities_npy, &ro.probabilities_npz);
     inference::check_step_size(po.step_size, "-step_size");  // once, not once per case
     inference::check_part(num_parts, part_id);
-    if (nproc > 1 && std::getenv("RANK") == nullptr) {
-      distributed::LaunchOptions lo;
-      lo.nproc = nproc;
-      lo.grace = std::chrono::seconds(dist_timeout);
-      lo.program_name = "medseg_predict";
-      return distributed::launch_local_ranks(std::vector<std::string>(argv, argv + argc), lo);
-    }
+    if (const auto rc = distributed::launch_if_launcher(nproc, std::vector<std::string>(argv, argv + argc),
+                                                        "medseg_predict", dist_timeout))
+      return *rc;
     const distributed::World world = distributed::world_from_environment();
-    if (world.distributed()) join_ranks(world, dist_timeout, o_threads_given->count() > 0, po, no_progress);
+    if (world.distributed()) {  // every case's tiles shared between the ranks; rank 0 writes
+      distributed::RankSettings rs;
+      rs.device = po.device;
+      rs.threads = o_threads_given->count() ? po.torch_threads : 0;
+      rs.host_threads = cli::default_threads();
+      rs.timeout_s = dist_timeout;
+      rs.program = "medseg_predict";
+      auto joined = distributed::join_ranks(world, rs);
+      po.device = joined.device;
+      po.torch_threads = joined.threads;
+      no_progress = no_progress || joined.quiet;
+      po.group = std::move(joined.group);
+    }
     po.mirroring = !disable_tta;
     po.amp = parse_amp(amp, "--amp");
     po.slabs = inference::parse_slab_mode(slabs);
@@ -210,28 +145,30 @@ int main(int argc, char** argv) {
     if (previous.empty() && (!prev_stage.empty() || !prev_model_opt.empty()))
       throw Error(model_folder + " holds configuration '" + model.configuration +
                   "', which is not a cascade stage: -prev_stage_predictions and --prev_stage_model do not apply");
+    inference::FolderRun run{inputs, output, prev_stage, !no_postprocessing, num_parts, part_id};
     if (!previous.empty() && prev_stage.empty()) {
       // Chaining: the previous stage's model predicts first, into OUTPUT/<its configuration>/.
-      const std::string prev_model = prev_model_opt.empty() ? sibling_model_folder(model_folder, previous) : prev_model_opt;
+      const std::string prev_model =
+          prev_model_opt.empty() ? inference::sibling_model_folder(model_folder, previous) : prev_model_opt;
       if (prev_model.empty() || !fs::is_directory(prev_model))
         throw Error("configuration '" + model.configuration + "' is a cascade stage: it needs the '" + previous +
                     "' predictions (-prev_stage_predictions FOLDER) or that model (--prev_stage_model FOLDER); " +
                     (prev_model.empty() ? "no sibling model folder of " + model_folder : prev_model + " not found"));
       inference::ModelFolder first = inference::load_model_folder(prev_model, folds, chk);
       if (first.configuration != previous)
-        throw Error(prev_model + " holds configuration '" + first.configuration + "', the cascade needs '" + previous + "'");
-      prev_stage = (fs::path(output) / previous).string();
-      spdlog::info("cascade: predicting '{}' with {} first, into {}", previous, prev_model, prev_stage);
+        throw Error(prev_model + " holds configuration '" + first.configuration + "', the cascade needs '" + previous +
+                    "'");
+      inference::FolderRun run_first{inputs, (fs::path(output) / previous).string(), "", false, num_parts, part_id};
+      spdlog::info("cascade: predicting '{}' with {} first, into {}", previous, prev_model, run_first.output);
       // Without postprocessing: the cascade was trained on the first stage's raw predictions. A case
       // the first stage fails on fails again below, naming its missing input; the rest go on.
-      const int first_rc = predict_folder(std::move(first), prev_model, inputs, prev_stage, "", /*no_postprocessing=*/true,
-                                          num_parts, part_id, world, po, ro);
+      const int first_rc =
+          report(inference::predict_folder(std::move(first), prev_model, run_first, world, po, ro), run_first.output);
       if (world.distributed()) po.group->barrier();
-      const int rc = predict_folder(std::move(model), model_folder, inputs, output, prev_stage, no_postprocessing,
-                                    num_parts, part_id, world, po, ro);
+      run.prev_stage = run_first.output;
+      const int rc = report(inference::predict_folder(std::move(model), model_folder, run, world, po, ro), output);
       return std::max(first_rc, rc);
     }
-    return predict_folder(std::move(model), model_folder, inputs, output, prev_stage, no_postprocessing, num_parts,
-                          part_id, world, po, ro);
+    return report(inference::predict_folder(std::move(model), model_folder, run, world, po, ro), output);
   });
 }

@@ -12,7 +12,7 @@
 #include "core/strings.h"
 #include "core/torch_compat.h"
 #include "core/torch_info.h"
-#include "distributed/launch.h"
+#include "distributed/join.h"
 #include "distributed/process_group.h"
 #include "distributed/world.h"
 #include "training/rank_fit.h"
@@ -33,15 +33,21 @@ int main(int argc, char** argv) {
   app.add_option("configuration", configuration, "Configuration (2d, 3d_fullres, 3d_lowres, ...)")->required();
   app.add_option("fold", fold, "Fold 0-4, or 'all'")->required();
   app.add_option("-p", plans, "Plans name")->capture_default_str();
-  app.add_option("--tr", trainer, "Trainer config: a name under configs/, an nnU-Net trainer variant (docs/trainer_variants.md) or a JSON file")->capture_default_str();
+  app.add_option(
+         "--tr", trainer,
+         "Trainer config: a name under configs/, an nnU-Net trainer variant (docs/trainer_variants.md) or a JSON file")
+      ->capture_default_str();
   app.add_flag("--c", resume, "Continue from the newest of checkpoint_final/latest/best");
   app.add_flag("--val", val, "Only run the final validation of a finished fold (checkpoint_final)");
   app.add_flag("--val_best", val_best, "With --val: use checkpoint_best");
   app.add_flag("--npz", opt.save_probabilities,
                "Final validation also writes CASE_probabilities.npy/.json (as medseg_predict --save_probabilities)");
   app.add_option("--device", device, "cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--amp", amp, "Mixed precision: fp16 (CUDA), bf16, off (default: the trainer config's; auto = fp16 on CUDA)");
-  app.add_option("--cudnn-benchmark", cudnn, "cuDNN autotuning: on|off")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+  app.add_option("--amp", amp,
+                 "Mixed precision: fp16 (CUDA), bf16, off (default: the trainer config's; auto = fp16 on CUDA)");
+  app.add_option("--cudnn-benchmark", cudnn, "cuDNN autotuning: on|off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   app.add_flag("--deterministic", opt.deterministic, "Deterministic algorithms (bit-exact resume on CPU)");
   auto* o_epochs = app.add_option("--epochs", epochs, "Override the number of epochs (1..1000000)");
   auto* o_iters = app.add_option("--iters-per-epoch", iters, "Override training iterations per epoch (1..1000000)");
@@ -52,25 +58,31 @@ int main(int argc, char** argv) {
                  "Where training augmentation runs: cpu (loader workers), cuda (on the batch on the GPU), cpu_batched "
                  "(the batched path on CPU tensors) (default: the trainer config's)")
       ->check(CLI::IsMember({"cpu", "cuda", "cpu_batched"}));
-  auto* o_ckpt = app.add_option("--checkpoint-every", ckpt_every, "Epochs between checkpoint_latest writes (1..1000000)");
+  auto* o_ckpt =
+      app.add_option("--checkpoint-every", ckpt_every, "Epochs between checkpoint_latest writes (1..1000000)");
   auto* o_threads = app.add_option("--threads", opt.threads, "Torch intra-op threads, 1..4096 (default: all cores)");
   app.add_option("--preprocessed", preprocessed, "Preprocessed root (default: $MEDSEG_PREPROCESSED)");
   app.add_option("--results", results, "Results root (default: $MEDSEG_RESULTS)");
   app.add_flag("--no_pbar", no_pbar, "No progress bar");
-  app.add_option("--nproc_per_node", nproc, "Data parallelism: start N local ranks (re-executes itself; docs/distributed.md)")
+  app.add_option("--nproc_per_node", nproc,
+                 "Data parallelism: start N local ranks (re-executes itself; docs/distributed.md)")
       ->check(CLI::Range(1, 1024));
-  app.add_option("--spatial_parallel", opt.spatial_parallel,
-                 "Spatial parallelism: N local ranks share every patch in slabs (halo exchange; batch 1 volumes too large "
-                 "for one device; docs/spatial-parallel.md)")
+  app.add_option(
+         "--spatial_parallel", opt.spatial_parallel,
+         "Spatial parallelism: N local ranks share every patch in slabs (halo exchange; batch 1 volumes too large "
+         "for one device; docs/spatial-parallel.md)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--num_gpus", num_gpus, "nnU-Net's -num_gpus: N local ranks, one GPU each (--device cuda)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--dist-timeout", dist_timeout, "Seconds a rank waits for the others before it gives up (1..86400)")
-      ->check(CLI::Range(1, 86400))->capture_default_str();
-  app.add_option("--pretrained_weights", opt.pretrained_weights,
-                 "Start a new run from this checkpoint's weights (fine-tuning; segmentation heads skipped when the labels "
-                 "differ)");
-  app.add_option("--inplace", inplace, "In-place activations: auto (on for one process, off with several ranks), on, off")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option(
+      "--pretrained_weights", opt.pretrained_weights,
+      "Start a new run from this checkpoint's weights (fine-tuning; segmentation heads skipped when the labels "
+      "differ)");
+  app.add_option("--inplace", inplace,
+                 "In-place activations: auto (on for one process, off with several ranks), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   return medseg::cli::run(argc, argv, app, [&] {
     if (resume && val) throw medseg::Error("--c and --val are mutually exclusive");
@@ -113,34 +125,25 @@ int main(int argc, char** argv) {
                                         ranks, opt.spatial_parallel);
     };
     // The launcher: checked its flags above, now starts the ranks (which find RANK set and train).
-    if (local_ranks > 1 && std::getenv("RANK") == nullptr) {
-      refuse_unfit(local_ranks);
-      medseg::distributed::LaunchOptions lo;
-      lo.nproc = local_ranks;
-      lo.grace = std::chrono::seconds(dist_timeout);
-      lo.program_name = "medseg_train";
-      return medseg::distributed::launch_local_ranks(std::vector<std::string>(argv, argv + argc), lo);
-    }
+    if (local_ranks > 1 && std::getenv("RANK") == nullptr) refuse_unfit(local_ranks);
+    if (const auto rc = medseg::distributed::launch_if_launcher(
+            local_ranks, std::vector<std::string>(argv, argv + argc), "medseg_train", dist_timeout))
+      return *rc;
     const auto world = medseg::distributed::world_from_environment();
     if (world.distributed()) {
       refuse_unfit(world.world_size);
-      // One GPU per rank; the host's cores shared between the local ranks unless --threads says.
-      if (device == "cuda") device = "cuda:" + std::to_string(world.local_rank);
-      if (o_threads->count() == 0) {
-        const char* lws = std::getenv("LOCAL_WORLD_SIZE");
-        const int local = lws ? std::max(1, std::atoi(lws)) : 1;
-        opt.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
-      }
-      if (world.rank != 0) {  // rank 0 speaks for the run; the others only warn and fail
-        spdlog::set_level(spdlog::level::warn);
-        spdlog::set_pattern("[rank " + std::to_string(world.rank) + "] %l: %v");
-        no_pbar = true;
-      }
-      medseg::distributed::ProcessGroupOptions po;
-      po.timeout = std::chrono::seconds(dist_timeout);
-      po.cuda = device.rfind("cuda", 0) == 0;
-      opt.group = medseg::distributed::ProcessGroup::connect(world, po);
-      spdlog::info("medseg_train: {} ranks joined on {}:{}", world.world_size, world.master_addr, world.master_port);
+      medseg::distributed::RankSettings rs;
+      rs.device = device;
+      rs.threads = o_threads->count() ? opt.threads : 0;
+      rs.host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      rs.timeout_s = dist_timeout;
+      rs.nccl = device.rfind("cuda", 0) == 0;
+      rs.program = "medseg_train";
+      auto joined = medseg::distributed::join_ranks(world, rs);
+      device = joined.device;
+      opt.threads = joined.threads;
+      no_pbar = no_pbar || joined.quiet;
+      opt.group = std::move(joined.group);
     }
     opt.device = device;
     opt.cudnn_benchmark = cudnn;
@@ -159,9 +162,12 @@ int main(int argc, char** argv) {
     });
     medseg::training::RunInputs inputs;
     // Rank 0 first: a missing splits_final.json is written once, then read by the others.
-    medseg::distributed::agree(opt.group.get(), "reading the run's inputs", [&] {
-      inputs = medseg::training::resolve_run(dataset, configuration, fold, plans, cfg.name, preprocessed, results);
-    }, /*rank0_first=*/true);
+    medseg::distributed::agree(
+        opt.group.get(), "reading the run's inputs",
+        [&] {
+          inputs = medseg::training::resolve_run(dataset, configuration, fold, plans, cfg.name, preprocessed, results);
+        },
+        /*rank0_first=*/true);
     medseg::training::Trainer t(std::move(inputs), cfg, opt);
     if (val) {
       t.validate(val_best ? medseg::checkpoint::kCheckpointBest : medseg::checkpoint::kCheckpointFinal);

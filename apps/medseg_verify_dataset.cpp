@@ -9,8 +9,9 @@
 #include "io/dataset.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"Check a raw dataset (nnU-Net layout) for missing/extra files, grid mismatches, NaN and undeclared labels",
-               "medseg_verify_dataset"};
+  CLI::App app{
+      "Check a raw dataset (nnU-Net layout) for missing/extra files, grid mismatches, NaN and undeclared labels",
+      "medseg_verify_dataset"};
   std::string id, raw, folder;
   int threads = medseg::cli::default_threads();
   app.add_option("-d", id, "Dataset id or name under $MEDSEG_RAW");

@@ -107,9 +107,7 @@ int main(int argc, char** argv) {
     std::printf("cases %lld (channels %lld), final patch %s, loader patch %s, batch %lld, %s%s\n",
                 static_cast<long long>(src->size()), static_cast<long long>(src->channels()),
                 shape_str(cfg.final_patch).c_str(), shape_str(cfg.loader_patch).c_str(),
-                static_cast<long long>(cfg.batch_size),
-                mode.c_str(),
-                cfg.aug.dummy_2d ? " (dummy 2D)" : "");
+                static_cast<long long>(cfg.batch_size), mode.c_str(), cfg.aug.dummy_2d ? " (dummy 2D)" : "");
     std::printf("%8s %10s %12s %12s %14s %12s\n", "workers", "wall_s", "patches/s", "ms/batch", "patches/cpu_s",
                 "cpu_util");
     for (int w : workers) {

@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   app.add_option("--patch2d", patch2d, "2d patch")->expected(2);
   app.add_option("--batch3d", batch3d, "3d batch size");
   app.add_option("--batch2d", batch2d, "2d batch size");
-  app.add_option("--median-shape", median, "median case shape (1 mm) of the synthetic dataset that is planned")->expected(3);
+  app.add_option("--median-shape", median, "median case shape (1 mm) of the synthetic dataset that is planned")
+      ->expected(3);
   app.add_option("--labels", labels, "labels of the synthetic dataset (background included)");
   app.add_option("--threads", threads, "torch intra-op threads");
   app.add_option("--tolerance", tolerance, "pass when |estimate/measured - 1| <= this");
@@ -69,8 +70,10 @@ int main(int argc, char** argv) {
         {"ResEnc-M 3d ckpt", "nnUNetPlannerResEncM", "3d_fullres", false, training::OptimizerType::SGD, true},
         {"ResEnc-M 3d AMP ckpt", "nnUNetPlannerResEncM", "3d_fullres", true, training::OptimizerType::SGD, true},
     };
-    std::printf("| config | patch × batch | params | estimated MiB | measured MiB | est/meas | peak phase (est / meas) | ±%.0f %% |\n",
-                tolerance * 100);
+    std::printf(
+        "| config | patch × batch | params | estimated MiB | measured MiB | est/meas | peak phase (est / meas) | ±%.0f "
+        "%% |\n",
+        tolerance * 100);
     std::printf("|---|---|---|---|---|---|---|---|\n");
     nlohmann::json all = nlohmann::json::array();
     int failed = 0;
@@ -79,7 +82,8 @@ int main(int argc, char** argv) {
       training::MemoryProbeConfig c;
       c.name = row.name;
       const bool is3d = row.configuration != "2d";
-      c.architecture = training::planned_architecture(row.planner, row.configuration, {median[0], median[1], median[2]}, 1, labels);
+      c.architecture =
+          training::planned_architecture(row.planner, row.configuration, {median[0], median[1], median[2]}, 1, labels);
       c.patch = is3d ? patch3d : patch2d;
       c.batch = is3d ? batch3d : batch2d;
       c.num_classes = labels;

@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
   int threads = 2;
   bool channels_last = false, no_inplace = false, checkpoint = false, memory = false;
   std::string device = "cpu", amp = "off", cudnn_benchmark = "on";
-  app.add_option("--model", model, "resenc (ResEnc M, 1 -> 3) or swin (SwinUNETR F24, 1 -> 14)")->check(CLI::IsMember({"resenc", "swin"}));
+  app.add_option("--model", model, "resenc (ResEnc M, 1 -> 3) or swin (SwinUNETR F24, 1 -> 14)")
+      ->check(CLI::IsMember({"resenc", "swin"}));
   app.add_option("--patch", patch, "cubic patch edge");
   app.add_option("--batch", batch, "batch size");
   app.add_option("--threads", threads, "torch intra-op threads (at::set_num_threads)");
@@ -58,15 +59,19 @@ int main(int argc, char** argv) {
   app.add_flag("--channels-last", channels_last, "channels-last 3D memory format for weights and input");
   app.add_flag("--no-inplace", no_inplace, "out-of-place LeakyReLU / residual additions");
   app.add_flag("--checkpoint", checkpoint, "activation checkpointing (ResEnc: encoder stages; Swin: blocks)");
-  app.add_flag("--memory", memory, "report the peak bytes of a step (CPU: counting allocator; CUDA: caching allocator)");
+  app.add_flag("--memory", memory,
+               "report the peak bytes of a step (CPU: counting allocator; CUDA: caching allocator)");
   app.add_option("--device", device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   app.add_option("--amp", amp, "autocast: off, fp16 (CUDA), bf16 or auto (fp16 on CUDA)")->capture_default_str();
-  app.add_option("--cudnn-benchmark", cudnn_benchmark, "cuDNN autotuning: on|off")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+  app.add_option("--cudnn-benchmark", cudnn_benchmark, "cuDNN autotuning: on|off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   return cli::run(argc, argv, app, [&] {
     at::set_num_threads(threads);
     torch::manual_seed(0);
     const bool cuda = device == "cuda";
-    if (cuda && !torch::cuda::is_available()) throw Error("--device cuda: no CUDA device (" + compat::torch_version() + ")");
+    if (cuda && !torch::cuda::is_available())
+      throw Error("--device cuda: no CUDA device (" + compat::torch_version() + ")");
     const AutocastSetting autocast = autocast_setting(parse_amp(amp, "--amp"), cuda);
     compat::set_cudnn(cudnn_benchmark == "on", false);
     if (memory && !cuda) install_counting_cpu_allocator();
@@ -74,11 +79,10 @@ int main(int argc, char** argv) {
     models::NetworkBuildOptions o;
     o.inplace = !no_inplace;
     o.checkpoint_encoder = checkpoint;
-    o.use_checkpoint_override = checkpoint ? 1 : 0;
-    const nlohmann::json arch = model == "resenc"
-                                    ? resenc_m_arch()
-                                    : nlohmann::json{{"network_class_name", "medseg.SwinUNETR"},
-                                                     {"arch_kwargs", {{"feature_size", 24}}}};
+    o.use_checkpoint_override = checkpoint;
+    const nlohmann::json arch = model == "resenc" ? resenc_m_arch()
+                                                  : nlohmann::json{{"network_class_name", "medseg.SwinUNETR"},
+                                                                   {"arch_kwargs", {{"feature_size", 24}}}};
     auto net = models::build_network(arch, 1, model == "resenc" ? 3 : 14, o);
     net->to(dev);
     net->train();

@@ -45,7 +45,8 @@ int64_t vm_hwm_bytes() {
 
 preprocessing::CaseProperties properties(const Shape3& shape) {
   preprocessing::CaseProperties p;
-  p.original_shape = p.shape_before_cropping = p.shape_after_cropping_and_before_resampling = p.shape_after_resampling = shape;
+  p.original_shape = p.shape_before_cropping = p.shape_after_cropping_and_before_resampling = p.shape_after_resampling =
+      shape;
   p.bbox_used_for_cropping.lo = {0, 0, 0};
   p.bbox_used_for_cropping.hi = shape;
   return p;
@@ -111,7 +112,8 @@ int main(int argc, char** argv) {
     const double modelled = (mode == "whole" ? model.whole_host : model.slabs_host) + model.export_host;
     std::printf(
         "{\"mode\": \"%s\", \"shape\": [%lld, %lld, %lld], \"classes\": %lld, \"patch\": [%lld, %lld, %lld], "
-        "\"torch_peak_gib\": %.2f, \"vm_hwm_gib\": %.2f, \"resident_gib\": %.2f, \"model_gib\": %.2f, \"seconds\": %.1f, \"labelled_voxels\": %lld}\n",
+        "\"torch_peak_gib\": %.2f, \"vm_hwm_gib\": %.2f, \"resident_gib\": %.2f, \"model_gib\": %.2f, \"seconds\": "
+        "%.1f, \"labelled_voxels\": %lld}\n",
         mode.c_str(), static_cast<long long>(s[0]), static_cast<long long>(s[1]), static_cast<long long>(s[2]),
         static_cast<long long>(classes), static_cast<long long>(patch[0]), static_cast<long long>(patch[1]),
         static_cast<long long>(patch[2]), static_cast<double>(cpu_memory_stats().peak_bytes - before) / 1073741824.0,

@@ -153,7 +153,8 @@ double mib(double b) { return b / (1 << 20); }
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Spatially sharded ResidualEncoderUNet: memory per rank and communication share", "medseg_bench_spatial"};
+  CLI::App app{"Spatially sharded ResidualEncoderUNet: memory per rank and communication share",
+               "medseg_bench_spatial"};
   Settings s;
   double max_ratio = 0;
   app.add_option("--patch", s.patch, "cubic patch extent (divisible by ranks x 2^(stages-1))");
@@ -180,10 +181,12 @@ int main(int argc, char** argv) {
     std::printf(", split along axis %d, %d thread(s) per rank\n", s.axis, s.threads);
     std::printf("peak bytes forward+backward: 1 rank %.1f MiB, %d ranks %.1f MiB per rank (max), ratio %.3f\n",
                 mib(one[0].peak_bytes), s.ranks, mib(peak), ratio);
-    std::printf("stage 0 forward+backward (%d iters): %.3f s per rank (1 rank: %.3f s), communication %.3f s = %.1f %%\n",
-                s.stage_iters, stage, one[0].stage_seconds, stage_comm, 100.0 * stage_comm / stage);
-    std::printf("whole network, one step (first, not warmed up): %.3f s per rank (1 rank: %.3f s), communication %.1f %%\n",
-                net, one[0].net_seconds, 100.0 * net_comm / net);
+    std::printf(
+        "stage 0 forward+backward (%d iters): %.3f s per rank (1 rank: %.3f s), communication %.3f s = %.1f %%\n",
+        s.stage_iters, stage, one[0].stage_seconds, stage_comm, 100.0 * stage_comm / stage);
+    std::printf(
+        "whole network, one step (first, not warmed up): %.3f s per rank (1 rank: %.3f s), communication %.1f %%\n",
+        net, one[0].net_seconds, 100.0 * net_comm / net);
     if (max_ratio > 0 && ratio > max_ratio) {
       std::printf("FAIL: memory ratio %.3f > %.3f\n", ratio, max_ratio);
       return 1;

@@ -76,6 +76,8 @@ endforeach()
 add_link_options("LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
 add_library(medseg_torch INTERFACE)
 target_link_libraries(medseg_torch INTERFACE stdc++ ${TORCH_LIBRARIES})
+# The same rule for programs that link the installed package (the flag travels with the exported target).
+target_link_options(medseg_torch INTERFACE "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
 # Debian's TorchConfig forces CXX_STANDARD 14 on the imported target; we build C++17 regardless.
 set(MEDSEG_TORCH_VERSION "${Torch_VERSION}")
 if(NOT MEDSEG_TORCH_VERSION)
@@ -119,10 +121,11 @@ endif()
 list(APPEND TORCH_INCLUDE_DIRS ${medseg_torch_extra_includes})
 
 if(MEDSEG_WITH_ITK)
-  find_package(ITK REQUIRED COMPONENTS
+  set(MEDSEG_ITK_COMPONENTS
     ITKCommon ITKIOImageBase ITKIONIFTI ITKIONRRD ITKIOMeta
     ITKIOPNG ITKIOBMP ITKIOTIFF ITKIOGIPL  # nnU-Net's NaturalImage2DIO, Tiff3DIO and .gipl (docs/file_formats.md)
     ITKImageFunction ITKImageGrid ITKSmoothing ITKDistanceMap ITKLabelMap)
+  find_package(ITK REQUIRED COMPONENTS ${MEDSEG_ITK_COMPONENTS})
   include(${ITK_USE_FILE})
   # ITK's TIFF reader cannot read samples kept in separate planes, which is how tifffile stores a stack of
   # 3 or 4 slices (lib/io/tiff_planes_itk.cpp reads those with libtiff itself).

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # The README's main command: installs dependencies, builds, generates the embedded demo dataset and
-# runs the pipeline on it. Everything is written under ./demo_work (or $MEDSEG_DEMO_DIR).
+# runs the pipeline on it. Everything is written under ./demo_work (or $MEDSEG_DEMO_DIR). With
+# MEDSEG_BIN_DIR=<prefix>/bin it runs an installed medseg instead (scripts/check_install.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MEDSEG_BUILD_DIR:-$root/build}
 work=${MEDSEG_DEMO_DIR:-$root/demo_work}
 threads=${MEDSEG_DEMO_THREADS:-$(nproc)}
 
-bash "$root/scripts/install_deps.sh"
-bash "$root/scripts/build.sh"
-bin="$build/bin"
+# MEDSEG_BIN_DIR: run the programs of an installed medseg (<prefix>/bin) instead of building them.
+if [[ -n ${MEDSEG_BIN_DIR:-} ]]; then
+  bin=$MEDSEG_BIN_DIR
+else
+  bash "$root/scripts/install_deps.sh"
+  bash "$root/scripts/build.sh"
+  bin="$build/bin"
+fi
 
 export MEDSEG_RAW="$work/raw" MEDSEG_PREPROCESSED="$work/preprocessed" MEDSEG_RESULTS="$work/results"
 mkdir -p "$MEDSEG_RAW" "$MEDSEG_PREPROCESSED" "$MEDSEG_RESULTS"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The README's test command (CI runs it: .ci/run):
-#   1. installs dependencies (Debian packages; LibTorch 2.11 + CUDA 13 from PyTorch's wheel),
+#   1. installs dependencies (Debian packages; LibTorch 2.11 + CUDA 13 from PyTorch's wheel) and checks the
+#      code style (.clang-format, scripts/check_format.sh; .clang-tidy after the build, scripts/check_tidy.sh),
 #   2. builds the default build (LibTorch 2.11, CUDA compiled in) with -Werror and runs the whole ctest
 #      suite on CPU; the tests that need a GPU report "Skipped" (ctest counts them apart from passes),
+#      then installs it, moves the installed tree, runs the demo from there and builds examples/predict_image
+#      against it (scripts/check_install.sh),
 #   3. builds against Debian's LibTorch 1.13 (CPU, Debian packages alone) and runs the tests of what differs
 #      between the versions (MEDSEG_DEBIAN_TESTS, below),
 #   4. runs every libFuzzer target for a few seconds (MEDSEG_FUZZ_SECONDS, default 5; 0 skips them),
@@ -21,6 +24,7 @@ elapsed() { echo "test.sh: $1 took $(( $(date +%s) - $2 )) s"; }
 
 bash "$root/scripts/install_deps.sh"
 elapsed "installing dependencies" "$t0"
+bash "$root/scripts/check_format.sh"
 
 # The clean root of the last step is made (debootstrap, about 5 min on a new machine, mostly waiting on the
 # network) while the builds run; the last step waits for it.
@@ -38,10 +42,18 @@ fi
 start=$(date +%s)
 MEDSEG_BUILD_DIR=$build bash "$root/scripts/build.sh" -DMEDSEG_WERROR=ON
 elapsed "the LibTorch 2.11 + CUDA build" "$start"
+start=$(date +%s)
+bash "$root/scripts/check_tidy.sh" "$build"
+elapsed "clang-tidy" "$start"
 "$build/bin/medseg_version"
 start=$(date +%s)
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900
 elapsed "the LibTorch 2.11 suite" "$start"
+# The build installed, moved, running the demo from there, and linked by examples/predict_image through
+# find_package(medseg); its segmentation must be medseg_predict's (scripts/check_install.sh).
+start=$(date +%s)
+bash "$root/scripts/check_install.sh" "$build"
+elapsed "the installed package and the example consumer" "$start"
 
 # Against Debian's LibTorch 1.13 every torch-using source (library and apps) is compiled with -Werror, and
 # the tests of what differs between the two LibTorch versions run (docs/libtorch-versions.md, "CI"):

@@ -1,15 +1,12 @@
 #include "api/segmenter.h"
 
-#include <filesystem>
-
 #include "inference/model_folder.h"
+#include "inference/predict_folder.h"
 #include "inference/predictor.h"
 #include "io/case_loader.h"
 #include "postprocessing/postprocessing.h"
 
 namespace medseg::api {
-
-namespace fs = std::filesystem;
 
 struct Segmenter::Impl {
   std::unique_ptr<inference::Predictor> predictor;
@@ -24,9 +21,7 @@ Segmenter::Segmenter(const std::string& model_folder, const SegmenterOptions& o)
     throw Error(model_folder + " holds configuration '" + model.configuration +
                 "', a cascade stage: it needs the previous stage's segmentation, which Segmenter does not take "
                 "(use medseg_predict)");
-  const std::string pp_file = (fs::path(model_folder) / "postprocessing.json").string();
-  if (o.postprocessing && fs::exists(pp_file))
-    impl_->postprocessing = postprocessing::read_postprocessing(pp_file, model.dataset.labels).steps;
+  if (o.postprocessing) impl_->postprocessing = inference::folder_postprocessing(model_folder, model);
   impl_->configuration = model.configuration;
   inference::PredictorOptions po;
   po.step_size = o.step_size;

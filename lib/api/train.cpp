@@ -15,7 +15,8 @@ TrainResult train_fold(const std::string& dataset, const std::string& configurat
     into = *v;
   };
   set("num_epochs", o.epochs, cfg.num_epochs, "TrainFoldOptions::epochs");
-  set("iterations_per_epoch", o.iterations_per_epoch, cfg.iterations_per_epoch, "TrainFoldOptions::iterations_per_epoch");
+  set("iterations_per_epoch", o.iterations_per_epoch, cfg.iterations_per_epoch,
+      "TrainFoldOptions::iterations_per_epoch");
   set("val_iterations_per_epoch", o.val_iterations_per_epoch, cfg.val_iterations_per_epoch,
       "TrainFoldOptions::val_iterations_per_epoch");
   if (o.threads != 0) training::check_trainer_setting("threads", o.threads, "TrainFoldOptions::threads");

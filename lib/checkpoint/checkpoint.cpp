@@ -122,9 +122,7 @@ Checkpoint from_archive(const std::string& path, const TensorArchive& a) {
         throw std::runtime_error("unknown tensor key '" + key + "'");
       }
     }
-  } catch (const FileError&) {
-    throw;
-  } catch (const std::exception& e) {
+  } catch (const FileError&) { throw; } catch (const std::exception& e) {
     throw FileError(path, "invalid checkpoint metadata (" + one_line(e.what()) + ")");
   }
   return ck;
@@ -159,7 +157,8 @@ void load_weights(torch::nn::Module& model, const NamedTensors& weights, bool st
     if (!src.count(name)) missing.push_back(name);
   for (const auto& w : weights) {
     const std::string& name = w.first;  // a named reference: C++17 lambdas cannot capture a structured binding
-    if (!std::any_of(dst.begin(), dst.end(), [&](const auto& d) { return d.first == name; })) unexpected.push_back(name);
+    if (!std::any_of(dst.begin(), dst.end(), [&](const auto& d) { return d.first == name; }))
+      unexpected.push_back(name);
   }
   if (strict && !missing.empty()) throw Error("checkpoint: weights missing for " + list_some(missing));
   if (strict && !unexpected.empty()) throw Error("checkpoint: unexpected weights " + list_some(unexpected));
@@ -181,8 +180,8 @@ void load_weights(torch::nn::Module& model, const NamedTensors& weights, bool st
     if (f == first_of.end()) {
       target.copy_(value);
       first_of.emplace(key, target);
-    } else if (!f->second.is_same(target) && f->second.storage().unsafeGetStorageImpl() !=
-                                                 target.storage().unsafeGetStorageImpl()) {
+    } else if (!f->second.is_same(target) &&
+               f->second.storage().unsafeGetStorageImpl() != target.storage().unsafeGetStorageImpl()) {
       target.set_data(f->second);  // restore the sharing the checkpoint recorded
     }
   }

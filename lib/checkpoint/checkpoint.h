@@ -15,9 +15,9 @@
 namespace medseg::checkpoint {
 
 struct Checkpoint {
-  int64_t epoch = 0;           // number of finished epochs (the epoch to resume at)
-  NamedTensors weights;        // parameters and buffers by name; aliases share storage
-  OptimizerState optimizer;    // empty type = not saved (e.g. an inference-only export)
+  int64_t epoch = 0;         // number of finished epochs (the epoch to resume at)
+  NamedTensors weights;      // parameters and buffers by name; aliases share storage
+  OptimizerState optimizer;  // empty type = not saved (e.g. an inference-only export)
   nlohmann::json grad_scaler = nlohmann::json::object();
   RngStates rng;
   nlohmann::json sampler = nlohmann::json::object();  // data sampler position
@@ -25,7 +25,7 @@ struct Checkpoint {
   nlohmann::json ema = nullptr;                       // EMA pseudo Dice etc.
   nlohmann::json plans, trainer_config, fingerprint;  // copies of the JSON files
   nlohmann::ordered_json dataset;  // dataset.json's copy, keys in the file's order (region outputs follow it)
-  nlohmann::json extra = nlohmann::json::object();    // trainer name, best EMA, mirroring axes...
+  nlohmann::json extra = nlohmann::json::object();  // trainer name, best EMA, mirroring axes...
   // Weights and the JSON copies only (medseg_checkpoint average): predicts, never continues a run.
   bool weights_only = false;
 };

@@ -21,9 +21,9 @@ using nlohmann::json;
 namespace medseg::checkpoint {
 namespace {
 
-constexpr int64_t kAlign = 64;           // blob and data-section alignment
-constexpr int64_t kPreambleBytes = 24;   // magic(8) version(u32) reserved(u32) header_size(u64)
-constexpr int64_t kTrailerBytes = 16;    // payload_size(u64) crc32(u32) "CKOK"
+constexpr int64_t kAlign = 64;          // blob and data-section alignment
+constexpr int64_t kPreambleBytes = 24;  // magic(8) version(u32) reserved(u32) header_size(u64)
+constexpr int64_t kTrailerBytes = 16;   // payload_size(u64) crc32(u32) "CKOK"
 constexpr char kTrailerTag[4] = {'C', 'K', 'O', 'K'};
 constexpr std::size_t kChunk = 16u << 20;  // crc32/IO chunk
 
@@ -46,13 +46,15 @@ const std::map<c10::ScalarType, std::string>& dtype_names() {
   return m;
 }
 
-template <class T> void put_le(std::string& out, T v) {
+template <class T>
+void put_le(std::string& out, T v) {
   char b[sizeof(T)];
   std::memcpy(b, &v, sizeof(T));  // host is little-endian (checked)
   out.append(b, sizeof(T));
 }
 
-template <class T> T get_le(const char* p) {
+template <class T>
+T get_le(const char* p) {
   T v;
   std::memcpy(&v, p, sizeof(T));
   return v;
@@ -280,7 +282,8 @@ std::pair<std::string, at::Tensor> tensor_view(const json& e, const std::vector<
   const std::string dt = e.at("dtype").get<std::string>();
   const std::string blob_dt = dtype_name(flat.scalar_type());
   if (dt != blob_dt) {
-    const bool known = std::any_of(dtype_names().begin(), dtype_names().end(), [&](const auto& p) { return p.second == dt; });
+    const bool known =
+        std::any_of(dtype_names().begin(), dtype_names().end(), [&](const auto& p) { return p.second == dt; });
     fail(known ? "header says dtype " + dt + " but its data blob holds " + blob_dt
                : "unknown dtype '" + dt + "' (its data blob holds " + blob_dt + ")");
   }
@@ -292,15 +295,17 @@ std::pair<std::string, at::Tensor> tensor_view(const json& e, const std::vector<
   bool empty = false;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0 || strides[i] < 0) fail("negative shape or stride");
-    if (shape[i] == 0) empty = true;
+    if (shape[i] == 0)
+      empty = true;
     else if (strides[i] > 0 && shape[i] - 1 > (std::numeric_limits<int64_t>::max() - last) / strides[i])
       fail("shape and strides overflow");
-    else last += (shape[i] - 1) * strides[i];
+    else
+      last += (shape[i] - 1) * strides[i];
   }
   if (off < 0 || (!empty && last >= flat.numel()))
-    fail("shape " + json(shape).dump() + " with strides " + json(strides).dump() + " and offset " + std::to_string(off) +
-         " needs more than the " + std::to_string(flat.numel() * static_cast<int64_t>(flat.element_size())) +
-         " bytes of its data blob");
+    fail("shape " + json(shape).dump() + " with strides " + json(strides).dump() + " and offset " +
+         std::to_string(off) + " needs more than the " +
+         std::to_string(flat.numel() * static_cast<int64_t>(flat.element_size())) + " bytes of its data blob");
   return {name, flat.as_strided(shape, strides, off)};
 }
 
@@ -343,15 +348,12 @@ TensorArchive read_archive(const std::string& path) {
       flats.push_back(flat);
     }
     src.skip_to(data_start + data_bytes);
-  } catch (const FileError&) {
-    throw;
-  } catch (const std::exception& e) {
+  } catch (const FileError&) { throw; } catch (const std::exception& e) {
     throw FileError(path, "corrupt checkpoint header (" + one_line(e.what()) + ")");
   }
   char trailer[kTrailerBytes];
   if (!src.stream().read(trailer, kTrailerBytes)) throw FileError(path, "truncated checkpoint (trailer missing)");
-  if (std::memcmp(trailer + 12, kTrailerTag, 4) != 0 ||
-      get_le<uint64_t>(trailer) != static_cast<uint64_t>(src.pos()))
+  if (std::memcmp(trailer + 12, kTrailerTag, 4) != 0 || get_le<uint64_t>(trailer) != static_cast<uint64_t>(src.pos()))
     throw FileError(path, "truncated or corrupt checkpoint (bad trailer)");
   if (get_le<uint32_t>(trailer + 8) != static_cast<uint32_t>(src.crc()))
     throw FileError(path, "checksum mismatch: the checkpoint is corrupt or was modified");
@@ -360,9 +362,7 @@ TensorArchive read_archive(const std::string& path) {
   out.meta = header.value("meta", json::object());
   try {
     for (const auto& e : header.at("tensors")) out.tensors.emplace_back(tensor_view(e, flats, path));
-  } catch (const FileError&) {
-    throw;
-  } catch (const std::exception& e) {
+  } catch (const FileError&) { throw; } catch (const std::exception& e) {
     throw FileError(path, "corrupt checkpoint header (" + one_line(e.what()) + ")");
   }
   return out;

@@ -14,13 +14,16 @@ namespace {
 
 json options_json(const torch::optim::OptimizerOptions& o) {
   if (auto* s = dynamic_cast<const torch::optim::SGDOptions*>(&o))
-    return {{"lr", s->lr()},           {"momentum", s->momentum()}, {"dampening", s->dampening()},
-            {"weight_decay", s->weight_decay()}, {"nesterov", s->nesterov()}};
+    return {{"lr", s->lr()},
+            {"momentum", s->momentum()},
+            {"dampening", s->dampening()},
+            {"weight_decay", s->weight_decay()},
+            {"nesterov", s->nesterov()}};
   if (auto* a = dynamic_cast<const torch::optim::AdamWOptions*>(&o))
-    return {{"lr", a->lr()}, {"beta1", std::get<0>(a->betas())}, {"beta2", std::get<1>(a->betas())},
+    return {{"lr", a->lr()},   {"beta1", std::get<0>(a->betas())},  {"beta2", std::get<1>(a->betas())},
             {"eps", a->eps()}, {"weight_decay", a->weight_decay()}, {"amsgrad", a->amsgrad()}};
   if (auto* a = dynamic_cast<const torch::optim::AdamOptions*>(&o))
-    return {{"lr", a->lr()}, {"beta1", std::get<0>(a->betas())}, {"beta2", std::get<1>(a->betas())},
+    return {{"lr", a->lr()},   {"beta1", std::get<0>(a->betas())},  {"beta2", std::get<1>(a->betas())},
             {"eps", a->eps()}, {"weight_decay", a->weight_decay()}, {"amsgrad", a->amsgrad()}};
   throw Error("optimizer options of an unsupported optimizer");
 }
@@ -49,7 +52,8 @@ void put(std::map<std::string, at::Tensor>& m, const char* slot, const at::Tenso
   if (t.defined()) m[slot] = t;
 }
 
-template <class State> void capture_adam(const State& s, const std::string& name, OptimizerState& out) {
+template <class State>
+void capture_adam(const State& s, const std::string& name, OptimizerState& out) {
   out.scalars[name] = {{"step", s.step()}};
   auto& b = out.buffers[name];
   put(b, "exp_avg", s.exp_avg());

@@ -13,9 +13,9 @@
 namespace medseg::checkpoint {
 
 struct OptimizerState {
-  std::string type;                                       // "SGD", "Adam", "AdamW"; empty = none saved
-  nlohmann::json groups = nlohmann::json::array();        // [{"options":{...}, "params":[names]}]
-  std::map<std::string, nlohmann::json> scalars;          // param name -> {"step": n}
+  std::string type;                                                  // "SGD", "Adam", "AdamW"; empty = none saved
+  nlohmann::json groups = nlohmann::json::array();                   // [{"options":{...}, "params":[names]}]
+  std::map<std::string, nlohmann::json> scalars;                     // param name -> {"step": n}
   std::map<std::string, std::map<std::string, at::Tensor>> buffers;  // param -> slot -> tensor
 };
 

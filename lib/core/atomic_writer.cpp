@@ -34,9 +34,8 @@ AtomicWriter::AtomicWriter(std::string path) : path_(std::move(path)) {
   if (!dir.empty()) fs::create_directories(dir);
   std::random_device rd;
   // pid + random: two processes (or threads) writing the same target never share a temp file.
-  tmp_ = (dir / (target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-                 std::to_string(rd())))
-             .string();
+  tmp_ =
+      (dir / (target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd()))).string();
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw FileError(tmp_, "cannot create: " + errno_text());
 }

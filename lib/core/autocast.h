@@ -23,7 +23,9 @@ inline AutocastSetting autocast_setting(AmpMode mode, bool cuda) {
 class AutocastGuard {
  public:
   AutocastGuard(bool cuda, bool enabled, c10::ScalarType dtype)
-      : cuda_(cuda), prev_enabled_(compat::autocast_enabled(cuda)), prev_dtype_(compat::autocast_dtype(cuda)),
+      : cuda_(cuda),
+        prev_enabled_(compat::autocast_enabled(cuda)),
+        prev_dtype_(compat::autocast_dtype(cuda)),
         active_(enabled) {
     if (!active_) return;
     compat::set_autocast(cuda_, true, dtype);

@@ -24,16 +24,16 @@ fs::path executable_dir() {
 std::string shipped_data_dir(const std::string& subdir) {
   if (const char* share = std::getenv("MEDSEG_SHARE_DIR"); share && *share) return (fs::path(share) / subdir).string();
   const fs::path exe = executable_dir();
-  if (!exe.empty()) {
-    std::error_code ec;
-    const fs::path installed = exe.parent_path() / "share" / "medseg" / subdir;
-    if (fs::is_directory(installed, ec)) return installed.lexically_normal().string();
-  }
-#ifdef MEDSEG_SOURCE_DIR
-  return (fs::path(MEDSEG_SOURCE_DIR) / subdir).string();
-#else
-  return subdir;
+  const fs::path installed = exe.empty() ? fs::path() : (exe.parent_path() / "share" / "medseg" / subdir);
+  std::error_code ec;
+  if (!installed.empty() && fs::is_directory(installed, ec)) return installed.lexically_normal().string();
+#if defined(MEDSEG_SOURCE_DIR) && defined(MEDSEG_BUILD_DIR)
+  // Only a program of the build tree reads the source tree: an installed one (moved or not) never does.
+  const std::string build = fs::path(MEDSEG_BUILD_DIR).lexically_normal().string();
+  if (!exe.empty() && (exe.lexically_normal().string() + "/").rfind(build + "/", 0) == 0)
+    return (fs::path(MEDSEG_SOURCE_DIR) / subdir).string();
 #endif
+  return installed.empty() ? subdir : installed.lexically_normal().string();
 }
 
 std::vector<std::string> data_search_dirs(const std::string& subdir, const std::string& env_var,

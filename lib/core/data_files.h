@@ -2,6 +2,7 @@
 // Data files medseg ships: trainer configs (configs/) and planner presets (plans/). An installed medseg
 // (`cmake --install`) keeps them in <prefix>/share/medseg/, found relative to the running executable, so a
 // tree moved to another prefix still finds its own; a build tree uses the source tree it was built from.
+// A program that links the library from elsewhere (docs/api.md) names the folder with $MEDSEG_SHARE_DIR.
 // $MEDSEG_SHARE_DIR replaces both; a user adds or overrides single files through a folder of their own.
 #include <string>
 #include <vector>
@@ -9,7 +10,9 @@
 namespace medseg {
 
 // $MEDSEG_SHARE_DIR/<subdir> when set; else <executable's folder>/../share/medseg/<subdir> when that
-// folder exists (an installed tree); else <source tree>/<subdir>, compiled in.
+// folder exists (an installed tree); else, for a program inside the build folder, <source tree>/<subdir>
+// (compiled in); else <executable's folder>/../share/medseg/<subdir> all the same (and the caller's "no such
+// file" names it). A program outside the build folder never reads the source tree.
 std::string shipped_data_dir(const std::string& subdir);
 
 // The folders searched for a file of `subdir`, in order: `flag_dir` (a CLI option) if not empty, the folder

@@ -15,8 +15,7 @@ class Error : public std::runtime_error {
 // Bad or unreadable file contents (corrupt volume, bad JSON, checksum mismatch...).
 class FileError : public Error {
  public:
-  FileError(const std::string& path, const std::string& problem)
-      : Error(path + ": " + problem), path_(path) {}
+  FileError(const std::string& path, const std::string& problem) : Error(path + ": " + problem), path_(path) {}
   const std::string& path() const { return path_; }
 
  private:
@@ -45,7 +44,7 @@ std::string concat(const Parts&... parts) {
 //   MEDSEG_CHECK(n > 0, "network: ", name, " needs at least 1 stage, got ", n);
 // The parts are evaluated only when the check fails. They print as operator<< prints them (a double
 // 0.5 as "0.5", not std::to_string's "0.500000"; a std::filesystem::path in quotes: pass .string()).
-#define MEDSEG_CHECK(cond, ...)                                       \
-  do {                                                                \
+#define MEDSEG_CHECK(cond, ...)                                        \
+  do {                                                                 \
     if (!(cond)) throw ::medseg::Error(::medseg::concat(__VA_ARGS__)); \
   } while (false)

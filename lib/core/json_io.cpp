@@ -45,8 +45,6 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   write_parts_atomic(path, {{bytes.data(), bytes.size()}});
 }
 
-void write_json(const std::string& path, const json& j, int indent) {
-  write_file_atomic(path, j.dump(indent) + "\n");
-}
+void write_json(const std::string& path, const json& j, int indent) { write_file_atomic(path, j.dump(indent) + "\n"); }
 
 }  // namespace medseg

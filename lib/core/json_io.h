@@ -19,7 +19,8 @@ void write_file_atomic(const std::string& path, const std::string& bytes);
 std::string read_file(const std::string& path);
 
 // Typed field access with errors naming the file and key.
-template <class T> T json_get(const json& j, const std::string& key, const std::string& file) {
+template <class T>
+T json_get(const json& j, const std::string& key, const std::string& file) {
   if (!j.contains(key)) throw std::runtime_error(file + ": missing key '" + key + "'");
   try {
     return j.at(key).get<T>();

@@ -34,8 +34,8 @@ std::string fmt_number(double v) {
 JsonObjectReader::JsonObjectReader(const json& j, std::string source, std::string prefix, const std::string& what)
     : j_(j), source_(std::move(source)), prefix_(std::move(prefix)) {
   if (!j_.is_object())
-    throw FileError(source_, prefix_.empty() ? what + " must be a JSON object"
-                                             : "key '" + prefix_ + "' must be an object");
+    throw FileError(source_,
+                    prefix_.empty() ? what + " must be a JSON object" : "key '" + prefix_ + "' must be an object");
 }
 
 FileError JsonObjectReader::error(const std::string& key, const std::string& problem) const {
@@ -81,8 +81,8 @@ double JsonObjectReader::number(const std::string& key, double lo, double hi, bo
   if (!v->is_number()) throw wrong_type(key, "a number", *v);
   const double d = v->get<double>();
   if (!std::isfinite(d) || (lo_open ? d <= lo : d < lo) || d > hi)
-    throw error(key, "is " + v->dump() + " (must be " + (lo_open ? "> " : ">= ") + fmt_number(lo) + " and <= " +
-                         fmt_number(hi) + ")");
+    throw error(key, "is " + v->dump() + " (must be " + (lo_open ? "> " : ">= ") + fmt_number(lo) +
+                         " and <= " + fmt_number(hi) + ")");
   return d;
 }
 
@@ -105,7 +105,7 @@ std::vector<int> JsonObjectReader::integers(const std::string& key, int lo, int 
 }
 
 std::vector<double> JsonObjectReader::numbers(const std::string& key, double lo, double hi, std::size_t min_len,
-                                             std::size_t max_len) const {
+                                              std::size_t max_len) const {
   const json* v = find(key, true);
   if (!v->is_array()) throw wrong_type(key, "an array of numbers", *v);
   if (v->size() < min_len || v->size() > max_len)

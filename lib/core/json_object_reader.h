@@ -15,18 +15,21 @@
 namespace medseg {
 
 namespace detail {
-template <class T> struct is_std_vector : std::false_type {};
-template <class T, class A> struct is_std_vector<std::vector<T, A>> : std::true_type {};
+template <class T>
+struct is_std_vector : std::false_type {};
+template <class T, class A>
+struct is_std_vector<std::vector<T, A>> : std::true_type {};
 [[noreturn]] void json_value_error(const json& v, const std::string& what, const std::string& file,
                                    const std::string& expected);
 }  // namespace detail
 
 // One value as T, with the rules JsonObjectReader applies, for readers that walk a JSON document
-// themselves (plans, checkpoint metadata): `v` as T, checked: `what` names the value in errors ("key 'batch_size'"), `file` the file. An
-// integer type takes only integral numbers within its range (99999999999999999999 is no int, and
+// themselves (plans, checkpoint metadata): `v` as T, checked: `what` names the value in errors ("key 'batch_size'"),
+// `file` the file. An integer type takes only integral numbers within its range (99999999999999999999 is no int, and
 // 2.5 no batch size), a floating type only finite numbers; a list is checked element by element.
 // Throws FileError(file, "<what> ...").
-template <class T> T json_as(const json& v, const std::string& what, const std::string& file) {
+template <class T>
+T json_as(const json& v, const std::string& what, const std::string& file) {
   if constexpr (std::is_same_v<T, bool>) {
     if (!v.is_boolean()) detail::json_value_error(v, what, file, "true or false");
     return v.get<bool>();
@@ -67,9 +70,7 @@ template <class T> T json_as(const json& v, const std::string& what, const std::
   } else {
     try {
       return v.get<T>();
-    } catch (const json::exception&) {
-      detail::json_value_error(v, what, file, "another type");
-    }
+    } catch (const json::exception&) { detail::json_value_error(v, what, file, "another type"); }
   }
 }
 
@@ -98,7 +99,8 @@ class JsonObjectReader {
   // A required array of 1..max_len integers in [lo, hi].
   std::vector<int> integers(const std::string& key, int lo, int hi, std::size_t max_len) const;
 
-  template <class E> E choice(const std::string& key, const std::vector<std::pair<std::string, E>>& options) const {
+  template <class E>
+  E choice(const std::string& key, const std::vector<std::pair<std::string, E>>& options) const {
     const std::string s = string(key);
     std::string names;
     for (const auto& [name, value] : options) {

@@ -68,11 +68,11 @@ NewFolderGuard::~NewFolderGuard() {
     return;
   }
   // fs::remove refuses a folder that is not empty, which ends the walk up.
-  for (fs::path p = fs::path(folder_); fs::remove(p, ec) && p != fs::path(created_); p = p.parent_path()) {
-  }
+  for (fs::path p = fs::path(folder_); fs::remove(p, ec) && p != fs::path(created_); p = p.parent_path()) {}
 }
 
-AdoptedFolder::AdoptedFolder(std::string folder) : folder_(std::move(folder)), on_signal_(RemoveOnSignal::tree(folder_)) {}
+AdoptedFolder::AdoptedFolder(std::string folder)
+    : folder_(std::move(folder)), on_signal_(RemoveOnSignal::tree(folder_)) {}
 
 AdoptedFolder::~AdoptedFolder() {
   on_signal_.release();
@@ -106,7 +106,8 @@ StagedFolder::~StagedFolder() {
 void StagedFolder::commit(bool replace) {
   if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
     // An existing target: rename() only replaces an empty folder, so exchange the two names.
-    if (errno != ENOTEMPTY && errno != EEXIST) throw FileError(target_, std::string("cannot move into place: ") + std::strerror(errno));
+    if (errno != ENOTEMPTY && errno != EEXIST)
+      throw FileError(target_, std::string("cannot move into place: ") + std::strerror(errno));
     if (!replace) throw FileError(target_, "already exists; it was left as it was");
     if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) != 0) {
       // No RENAME_EXCHANGE on this file system: the target is briefly absent (never half-written).

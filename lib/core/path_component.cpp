@@ -36,8 +36,8 @@ std::string path_component_problem(const std::string& v) {
 void check_path_component(const std::string& value, const std::string& what, const std::string& file) {
   const std::string why = path_component_problem(value);
   if (why.empty()) return;
-  const std::string msg = what + " '" + printable(value) + "' is not a valid name (" + why +
-                          "; it must be a single file or folder name)";
+  const std::string msg =
+      what + " '" + printable(value) + "' is not a valid name (" + why + "; it must be a single file or folder name)";
   if (file.empty()) throw Error(msg);
   throw FileError(file, msg);
 }

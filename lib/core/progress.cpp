@@ -15,8 +15,12 @@ void set_progress_bars_enabled(bool on) { g_bars_enabled = on; }
 bool progress_bars_enabled() { return g_bars_enabled; }
 
 ProgressBar::ProgressBar(std::string label, int64_t total, bool enabled)
-    : label_(std::move(label)), total_(total), enabled_(enabled && progress_bars_enabled()), tty_(::isatty(2) != 0),
-      start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+    : label_(std::move(label)),
+      total_(total),
+      enabled_(enabled && progress_bars_enabled()),
+      tty_(::isatty(2) != 0),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
 ProgressBar::~ProgressBar() { finish(); }
 
@@ -60,8 +64,8 @@ void ProgressBar::draw(bool final_line) {
   bar.resize(width, '.');
   const double rate = secs > 0 ? static_cast<double>(done_) / secs : 0.0;
   const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0.0;
-  std::fprintf(stderr, "%s%s [%s] %lld/%lld %.1fs%s%s%s", tty_ ? "\r" : "", label_.c_str(),
-               bar.c_str(), static_cast<long long>(done_), static_cast<long long>(total_), secs,
+  std::fprintf(stderr, "%s%s [%s] %lld/%lld %.1fs%s%s%s", tty_ ? "\r" : "", label_.c_str(), bar.c_str(),
+               static_cast<long long>(done_), static_cast<long long>(total_), secs,
                final_line ? "" : (" eta " + std::to_string(static_cast<int>(eta)) + "s").c_str(),
                postfix_.empty() ? "" : (" " + postfix_).c_str(), (final_line || !tty_) ? "\n" : "");
   std::fflush(stderr);

@@ -168,8 +168,8 @@ int claim_slot(const std::string& path, Kind kind, std::size_t stop) {
     install_handlers();
     return i;
   }
-  spdlog::warn("{}: more than {} paths to remove on Ctrl-C at once; this one stays if the command is interrupted",
-               path, kMaxRemoveOnSignal);
+  spdlog::warn("{}: more than {} paths to remove on Ctrl-C at once; this one stays if the command is interrupted", path,
+               kMaxRemoveOnSignal);
   return -1;
 }
 

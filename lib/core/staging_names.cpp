@@ -34,8 +34,10 @@ bool all_digits(const std::string& s) { return !s.empty() && s.find_first_not_of
 std::vector<std::string> split_dots(const std::string& s) {
   std::vector<std::string> out(1);
   for (char c : s) {
-    if (c == '.') out.emplace_back();
-    else out.back() += c;
+    if (c == '.')
+      out.emplace_back();
+    else
+      out.back() += c;
   }
   return out;
 }

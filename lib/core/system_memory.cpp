@@ -20,9 +20,7 @@ int64_t cgroup_limit(const char* path) {
   if (!(in >> text) || text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return 0;
   try {
     return static_cast<int64_t>(std::min<unsigned long long>(std::stoull(text), INT64_MAX));
-  } catch (...) {
-    return 0;
-  }
+  } catch (...) { return 0; }
 }
 
 }  // namespace

@@ -25,8 +25,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
-#define MEDSEG_TORCH_AT_LEAST(maj, min) \
-  (TORCH_VERSION_MAJOR * 100 + TORCH_VERSION_MINOR >= (maj) * 100 + (min))
+#define MEDSEG_TORCH_AT_LEAST(maj, min) (TORCH_VERSION_MAJOR * 100 + TORCH_VERSION_MINOR >= (maj)*100 + (min))
 
 namespace medseg::compat {
 
@@ -166,7 +165,8 @@ inline std::vector<at::Tensor> cuda_rng_states() {
   if (!torch::cuda::is_available()) return out;
   const auto n = static_cast<int>(torch::cuda::device_count());
   for (int i = 0; i < n; ++i) {
-    const at::Generator& g = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i)));
+    const at::Generator& g =
+        at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i)));
     std::lock_guard<std::mutex> lock(const_cast<at::Generator&>(g).mutex());
     out.push_back(g.get_state());
   }
@@ -280,8 +280,9 @@ inline c10::intrusive_ptr<c10d::ProcessGroup> make_nccl_group(const c10::intrusi
 #endif
 #else
   (void)store, (void)rank, (void)size, (void)timeout;
-  throw std::runtime_error("training on CUDA with several ranks needs NCCL, and this LibTorch has none "
-                           "(build against PyTorch's CUDA LibTorch, -DTorch_DIR=...)");
+  throw std::runtime_error(
+      "training on CUDA with several ranks needs NCCL, and this LibTorch has none "
+      "(build against PyTorch's CUDA LibTorch, -DTorch_DIR=...)");
 #endif
 }
 
@@ -315,9 +316,9 @@ std::unique_ptr<R> make_reducer(std::vector<at::Tensor> params, std::vector<std:
                               int64_t, bool, bool, std::vector<int64_t>>;
   if constexpr (without_limits) {
     (void)bucket_limits;
-    return std::make_unique<R>(std::move(params), std::move(buckets), std::move(group), std::move(sparse),
-                               bucket_bytes, find_unused, /*gradient_as_bucket_view=*/false, std::move(names),
-                               first_bucket_bytes, /*skip_all_reduce_unused_params=*/false,
+    return std::make_unique<R>(std::move(params), std::move(buckets), std::move(group), std::move(sparse), bucket_bytes,
+                               find_unused, /*gradient_as_bucket_view=*/false, std::move(names), first_bucket_bytes,
+                               /*skip_all_reduce_unused_params=*/false,
                                /*use_python_reducer=*/false, /*bucket_bytes_cap_list=*/std::vector<int64_t>{});
   } else {
     return std::make_unique<R>(std::move(params), std::move(buckets), std::move(bucket_limits), std::move(group),

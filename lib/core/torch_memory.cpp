@@ -18,7 +18,6 @@
 #include <new>
 #include <unordered_map>
 
-
 namespace medseg {
 namespace {
 

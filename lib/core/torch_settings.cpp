@@ -16,7 +16,7 @@ struct ScopedTorchSettings::Saved {
   int threads = 1;
   bool cudnn_benchmark = false, cudnn_deterministic = false;
   bool deterministic_algorithms = false, deterministic_warn_only = false;
-  at::Tensor cpu_rng;                  // undefined when no seed was set
+  at::Tensor cpu_rng;  // undefined when no seed was set
   std::vector<at::Tensor> cuda_rng;
 };
 

@@ -10,10 +10,10 @@
 namespace medseg {
 
 struct TorchSettings {
-  int threads = 0;                     // intra-op threads; 0 leaves the current count
-  bool cudnn_benchmark = false;        // CUDA only; ignored when deterministic
-  bool deterministic = false;          // deterministic cuDNN and torch algorithms
-  std::optional<uint64_t> seed;        // seeds the default CPU and CUDA generators when set
+  int threads = 0;               // intra-op threads; 0 leaves the current count
+  bool cudnn_benchmark = false;  // CUDA only; ignored when deterministic
+  bool deterministic = false;    // deterministic cuDNN and torch algorithms
+  std::optional<uint64_t> seed;  // seeds the default CPU and CUDA generators when set
 };
 
 class ScopedTorchSettings {

@@ -7,10 +7,15 @@ namespace medseg {
 
 std::size_t pixel_size(PixelType t) {
   switch (t) {
-    case PixelType::UInt8: case PixelType::Int8: return 1;
-    case PixelType::UInt16: case PixelType::Int16: return 2;
-    case PixelType::UInt32: case PixelType::Int32: case PixelType::Float32: return 4;
-    case PixelType::Int64: case PixelType::Float64: return 8;
+    case PixelType::UInt8:
+    case PixelType::Int8: return 1;
+    case PixelType::UInt16:
+    case PixelType::Int16: return 2;
+    case PixelType::UInt32:
+    case PixelType::Int32:
+    case PixelType::Float32: return 4;
+    case PixelType::Int64:
+    case PixelType::Float64: return 8;
   }
   return 0;
 }
@@ -38,8 +43,8 @@ std::string shape_str(const std::array<int64_t, 3>& s) {
   return o.str();
 }
 
-std::string geometry_mismatch(const Geometry& a, const std::array<int64_t, 3>& shape_a,
-                              const Geometry& b, const std::array<int64_t, 3>& shape_b) {
+std::string geometry_mismatch(const Geometry& a, const std::array<int64_t, 3>& shape_a, const Geometry& b,
+                              const std::array<int64_t, 3>& shape_b) {
   std::ostringstream o;
   if (a.file_dimension != b.file_dimension) {
     o << "a " << a.file_dimension << "D file vs a " << b.file_dimension << "D file";
@@ -52,23 +57,22 @@ std::string geometry_mismatch(const Geometry& a, const std::array<int64_t, 3>& s
   for (int i = 0; i < 3; ++i) {
     double ref = std::max(std::abs(a.spacing[i]), std::abs(b.spacing[i]));
     if (std::abs(a.spacing[i] - b.spacing[i]) > 1e-4 * ref) {
-      o << "spacing (" << a.spacing[0] << "," << a.spacing[1] << "," << a.spacing[2] << ") vs ("
-        << b.spacing[0] << "," << b.spacing[1] << "," << b.spacing[2] << ")";
+      o << "spacing (" << a.spacing[0] << "," << a.spacing[1] << "," << a.spacing[2] << ") vs (" << b.spacing[0] << ","
+        << b.spacing[1] << "," << b.spacing[2] << ")";
       return o.str();
     }
   }
   for (int i = 0; i < 3; ++i) {
     double tol = 1e-4 * std::max(1.0, std::abs(a.spacing[i]));
     if (std::abs(a.origin[i] - b.origin[i]) > tol) {
-      o << "origin (" << a.origin[0] << "," << a.origin[1] << "," << a.origin[2] << ") vs ("
-        << b.origin[0] << "," << b.origin[1] << "," << b.origin[2] << ")";
+      o << "origin (" << a.origin[0] << "," << a.origin[1] << "," << a.origin[2] << ") vs (" << b.origin[0] << ","
+        << b.origin[1] << "," << b.origin[2] << ")";
       return o.str();
     }
   }
   for (int i = 0; i < 9; ++i) {
     if (std::abs(a.direction[i] - b.direction[i]) > 1e-4) {
-      o << "direction matrices differ (element " << i << ": " << a.direction[i] << " vs "
-        << b.direction[i] << ")";
+      o << "direction matrices differ (element " << i << ": " << a.direction[i] << " vs " << b.direction[i] << ")";
       return o.str();
     }
   }

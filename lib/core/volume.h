@@ -23,8 +23,8 @@ const char* pixel_type_name(PixelType t);
 bool is_integer_type(PixelType t);
 
 struct Geometry {
-  std::array<double, 3> spacing{1.0, 1.0, 1.0};  // x, y, z (mm)
-  std::array<double, 3> origin{0.0, 0.0, 0.0};   // x, y, z (mm, LPS)
+  std::array<double, 3> spacing{1.0, 1.0, 1.0};                // x, y, z (mm)
+  std::array<double, 3> origin{0.0, 0.0, 0.0};                 // x, y, z (mm, LPS)
   std::array<double, 9> direction{1, 0, 0, 0, 1, 0, 0, 0, 1};  // row-major
   // Dimensions of the file the volume came from: 2 for a 2D image, held as one z slice whose
   // spacing is 999 x the largest in-plane spacing (nnU-Net's convention, so planners see a
@@ -41,8 +41,8 @@ struct Geometry {
 
 // Describes how two geometries differ, or returns "" when they agree within tolerance
 // (spacing relative 1e-4, origin absolute 1e-4 mm scaled by spacing, direction 1e-4).
-std::string geometry_mismatch(const Geometry& a, const std::array<int64_t, 3>& shape_a,
-                              const Geometry& b, const std::array<int64_t, 3>& shape_b);
+std::string geometry_mismatch(const Geometry& a, const std::array<int64_t, 3>& shape_a, const Geometry& b,
+                              const std::array<int64_t, 3>& shape_b);
 
 std::string shape_str(const std::array<int64_t, 3>& s);
 
@@ -62,8 +62,10 @@ class Volume {
   std::size_t nbytes() const { return bytes_.size(); }
 
   // Typed access; throws if T does not match pixel_type().
-  template <class T> T* data();
-  template <class T> const T* data() const;
+  template <class T>
+  T* data();
+  template <class T>
+  const T* data() const;
 
   // Voxel values converted to float/double (copies).
   std::vector<float> to_float() const;
@@ -82,20 +84,50 @@ class Volume {
   std::vector<unsigned char> bytes_;
 };
 
-template <class T> struct PixelTypeOf;
-template <> struct PixelTypeOf<uint8_t> { static constexpr PixelType value = PixelType::UInt8; };
-template <> struct PixelTypeOf<int8_t> { static constexpr PixelType value = PixelType::Int8; };
-template <> struct PixelTypeOf<uint16_t> { static constexpr PixelType value = PixelType::UInt16; };
-template <> struct PixelTypeOf<int16_t> { static constexpr PixelType value = PixelType::Int16; };
-template <> struct PixelTypeOf<uint32_t> { static constexpr PixelType value = PixelType::UInt32; };
-template <> struct PixelTypeOf<int32_t> { static constexpr PixelType value = PixelType::Int32; };
-template <> struct PixelTypeOf<int64_t> { static constexpr PixelType value = PixelType::Int64; };
-template <> struct PixelTypeOf<float> { static constexpr PixelType value = PixelType::Float32; };
-template <> struct PixelTypeOf<double> { static constexpr PixelType value = PixelType::Float64; };
+template <class T>
+struct PixelTypeOf;
+template <>
+struct PixelTypeOf<uint8_t> {
+  static constexpr PixelType value = PixelType::UInt8;
+};
+template <>
+struct PixelTypeOf<int8_t> {
+  static constexpr PixelType value = PixelType::Int8;
+};
+template <>
+struct PixelTypeOf<uint16_t> {
+  static constexpr PixelType value = PixelType::UInt16;
+};
+template <>
+struct PixelTypeOf<int16_t> {
+  static constexpr PixelType value = PixelType::Int16;
+};
+template <>
+struct PixelTypeOf<uint32_t> {
+  static constexpr PixelType value = PixelType::UInt32;
+};
+template <>
+struct PixelTypeOf<int32_t> {
+  static constexpr PixelType value = PixelType::Int32;
+};
+template <>
+struct PixelTypeOf<int64_t> {
+  static constexpr PixelType value = PixelType::Int64;
+};
+template <>
+struct PixelTypeOf<float> {
+  static constexpr PixelType value = PixelType::Float32;
+};
+template <>
+struct PixelTypeOf<double> {
+  static constexpr PixelType value = PixelType::Float64;
+};
 
 // Calls f(T* ptr) with the buffer cast to its real element type.
-template <class F> decltype(auto) visit_pixels(Volume& v, F&& f);
-template <class F> decltype(auto) visit_pixels(const Volume& v, F&& f);
+template <class F>
+decltype(auto) visit_pixels(Volume& v, F&& f);
+template <class F>
+decltype(auto) visit_pixels(const Volume& v, F&& f);
 
 }  // namespace medseg
 

@@ -3,17 +3,20 @@
 
 namespace medseg {
 
-template <class T> T* Volume::data() {
+template <class T>
+T* Volume::data() {
   if (PixelTypeOf<T>::value != type_) throw std::logic_error("Volume::data: wrong pixel type");
   return reinterpret_cast<T*>(bytes_.data());
 }
-template <class T> const T* Volume::data() const {
+template <class T>
+const T* Volume::data() const {
   if (PixelTypeOf<T>::value != type_) throw std::logic_error("Volume::data: wrong pixel type");
   return reinterpret_cast<const T*>(bytes_.data());
 }
 
 namespace detail {
-template <class V, class F> decltype(auto) visit_pixels_impl(V& v, F&& f) {
+template <class V, class F>
+decltype(auto) visit_pixels_impl(V& v, F&& f) {
   switch (v.pixel_type()) {
     case PixelType::UInt8: return f(v.template data<uint8_t>());
     case PixelType::Int8: return f(v.template data<int8_t>());
@@ -29,10 +32,12 @@ template <class V, class F> decltype(auto) visit_pixels_impl(V& v, F&& f) {
 }
 }  // namespace detail
 
-template <class F> decltype(auto) visit_pixels(Volume& v, F&& f) {
+template <class F>
+decltype(auto) visit_pixels(Volume& v, F&& f) {
   return detail::visit_pixels_impl(v, std::forward<F>(f));
 }
-template <class F> decltype(auto) visit_pixels(const Volume& v, F&& f) {
+template <class F>
+decltype(auto) visit_pixels(const Volume& v, F&& f) {
   return detail::visit_pixels_impl(v, std::forward<F>(f));
 }
 

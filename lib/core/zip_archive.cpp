@@ -47,7 +47,8 @@ struct EntryStream {
   std::size_t read(char* buf, std::size_t n, const ZipEntry& e, const std::string& zip_path) {
     const zip_int64_t got = zip_fread(f, buf, n);
     if (got < 0)
-      throw FileError(zip_path, entry_label(e.name) + ": cannot read (" + zip_file_strerror(f) + "): the zip is damaged");
+      throw FileError(zip_path,
+                      entry_label(e.name) + ": cannot read (" + zip_file_strerror(f) + "): the zip is damaged");
     return static_cast<std::size_t>(got);
   }
 };
@@ -107,7 +108,9 @@ ZipReader::ZipReader(std::string path) : path_(std::move(path)) {
     const std::string twice = repeated_entry_name(path_);
     if (!twice.empty()) throw FileError(path_, entry_label(twice) + " appears twice");
   }
-  if (!z_) throw FileError(path_, "not a readable zip file (" + libzip_message(code) + "): truncated, damaged or another format");
+  if (!z_)
+    throw FileError(path_,
+                    "not a readable zip file (" + libzip_message(code) + "): truncated, damaged or another format");
   const zip_int64_t n = zip_get_num_entries(z_, 0);
   for (zip_int64_t i = 0; i < n; ++i) {
     zip_stat_t st;
@@ -158,9 +161,10 @@ Crc32Digest ZipReader::extract(const ZipEntry& e, const std::string& target) con
     std::size_t n = 0;
     while ((n = s.read(buf.data(), buf.size(), e, path_)) > 0) {
       if (d.size + n > e.size)
-        throw FileError(path_, entry_label(e.name) + ": holds more bytes than its record says (" + std::to_string(e.size) +
-                                   "): the zip is damaged or forged");
-      if (std::fwrite(buf.data(), 1, n, out) != n) throw FileError(target, std::string("write failed: ") + std::strerror(errno));
+        throw FileError(path_, entry_label(e.name) + ": holds more bytes than its record says (" +
+                                   std::to_string(e.size) + "): the zip is damaged or forged");
+      if (std::fwrite(buf.data(), 1, n, out) != n)
+        throw FileError(target, std::string("write failed: ") + std::strerror(errno));
       d.crc32 = crc_update(d.crc32, buf.data(), n);
       d.size += n;
     }

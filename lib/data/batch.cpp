@@ -92,8 +92,7 @@ PipelineConfig training_pipeline(const planning::ConfigurationPlan& plan, bool d
   return cfg;
 }
 
-PipelineConfig validation_pipeline(const planning::ConfigurationPlan& plan, bool deep_supervision,
-                                   double oversample) {
+PipelineConfig validation_pipeline(const planning::ConfigurationPlan& plan, bool deep_supervision, double oversample) {
   PipelineConfig cfg = base_pipeline(plan, deep_supervision, oversample);
   cfg.augment = false;
   cfg.aug.disabled();
@@ -108,7 +107,8 @@ PipelineConfig without_augmentation(PipelineConfig p) {
 }
 
 BatchShare batch_share(int64_t batch, int rank, int ranks) {
-  if (ranks < 1 || rank < 0 || rank >= ranks) throw Error("batch_share: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
+  if (ranks < 1 || rank < 0 || rank >= ranks)
+    throw Error("batch_share: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
   return {batch * rank / ranks, batch * (rank + 1) / ranks};
 }
 
@@ -122,7 +122,8 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
   const std::vector<int>& prev_labels = cases.previous_stage_labels();
   const auto K = static_cast<int64_t>(prev_labels.size());
   const int64_t first = cfg.share_end < 0 ? 0 : cfg.share_begin, last = cfg.share_end < 0 ? B : cfg.share_end;
-  MEDSEG_CHECK(first >= 0 && last <= B && first < last, "data loader: share [", first, ", ", last, ") of a batch of ", B);
+  MEDSEG_CHECK(first >= 0 && last <= B && first < last, "data loader: share [", first, ", ", last, ") of a batch of ",
+               B);
   const Shape3& P = cfg.final_patch;
   const Shape3& L = cfg.loader_patch;
   const uint64_t bseed = batch_seed(seed, epoch, index);
@@ -137,8 +138,9 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
   // The device path collates whole loader patches (fixed size) and augments them later.
   const bool on_device = cfg.augment && cfg.device_augment;
   if (on_device && K > 0)
-    throw Error("data loader: device augmentation does not carry a cascade's previous-stage channels; "
-                "train the cascade with augmentation in the loader workers");
+    throw Error(
+        "data loader: device augmentation does not carry a cascade's previous-stage channels; "
+        "train the cascade with augmentation in the loader workers");
   const Shape3& S = on_device ? L : P;
   at::Tensor data = at::empty({n, C + K, S[0], S[1], S[2]}, at::TensorOptions().dtype(at::kFloat).pinned_memory(pin));
   at::Tensor seg = at::empty({n, 1, S[0], S[1], S[2]}, at::TensorOptions().dtype(at::kShort).pinned_memory(pin));
@@ -151,7 +153,8 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
       const uint64_t sseed = sample_seed(bseed, j);
       Rng rng(sseed);
       const uint64_t noise_seed = mix64(sseed ^ 0x6e6f697365ULL);
-      const bool force = cfg.probabilistic_oversampling ? rng.bernoulli(cfg.oversample) : force_foreground(j, B, cfg.oversample);
+      const bool force =
+          cfg.probabilistic_oversampling ? rng.bernoulli(cfg.oversample) : force_foreground(j, B, cfg.oversample);
       const auto choice = sampler.choose(cases.shape(ci), force, cases.class_locations(ci), rng);
       out.forced_label.push_back(choice.label);
       if (on_device) {  // the same draws, in the same order, as the per-sample path below
@@ -196,11 +199,13 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
         const int16_t* prev = read_previous_stage(cases, ci, read, cfg.augment ? &plan : nullptr, scratch);
         float* onehot = data[j - first].data_ptr<float>() + C * P[0] * P[1] * P[2];
         augment::previous_stage_one_hot(prev, P, prev_labels, mirror_axes, onehot);
-        if (cfg.augment) augment::apply_cascade(augment::draw_cascade(static_cast<int>(K), cfg.aug, rng), onehot, static_cast<int>(K), P);
+        if (cfg.augment)
+          augment::apply_cascade(augment::draw_cascade(static_cast<int>(K), cfg.aug, rng), onehot, static_cast<int>(K),
+                                 P);
       }
     } catch (const std::exception& e) {
       throw Error(concat("data loader: case '", cases.id(ci), "' (epoch ", epoch, ", batch ", index, ", sample ", j,
-                                 "): ", one_line(e.what())));
+                         "): ", one_line(e.what())));
     }
   }
   if (on_device) {

@@ -24,11 +24,11 @@ struct PipelineConfig {
   Shape3 loader_patch{0, 0, 0};  // the box cropped from a case (nnU-Net's initial patch size)
   Shape3 final_patch{0, 0, 0};   // what the network sees
   int64_t batch_size = 2;
-  double oversample = 0.33;      // oversample_foreground_percent
+  double oversample = 0.33;  // oversample_foreground_percent
   // false: the last samples of the batch hold foreground (force_foreground); true: each sample with
   // probability `oversample`, drawn from its own seed (nnUNetTrainer_probabilisticOversampling).
   bool probabilistic_oversampling = false;
-  bool augment = true;           // false: validation (crop, -1 -> 0, deep-supervision targets)
+  bool augment = true;  // false: validation (crop, -1 -> 0, deep-supervision targets)
   augment::AugmentConfig aug;
   std::vector<augment::Scale3> ds_scales;  // empty: a single full-resolution target
   bool is_2d = false;                      // 2D configuration: batch tensors drop the z axis
@@ -65,7 +65,7 @@ PipelineConfig validation_pipeline(const planning::ConfigurationPlan& plan, bool
 
 struct Batch {
   int64_t epoch = 0, index = 0;
-  at::Tensor data;                // (B, C, z, y, x) float32; (B, C, y, x) for 2D
+  at::Tensor data;                 // (B, C, z, y, x) float32; (B, C, y, x) for 2D
   std::vector<at::Tensor> target;  // per deep-supervision scale, (B, 1, ...) int16 (nnU-Net's dtype)
   std::vector<std::string> keys;   // case id per sample
   std::vector<int> forced_label;   // per sample: the label its patch was centred on, -1 if random

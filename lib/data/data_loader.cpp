@@ -21,9 +21,7 @@ LoaderState LoaderState::from_json(const json& j) {
     s.epoch = j.at("epoch").get<int64_t>();
     s.next_batch = j.at("next_batch").get<int64_t>();
     return s;
-  } catch (const std::exception& e) {
-    throw Error("data loader state: " + one_line(e.what()));
-  }
+  } catch (const std::exception& e) { throw Error("data loader state: " + one_line(e.what())); }
 }
 
 DataLoader::DataLoader(std::shared_ptr<const CaseSource> cases, PipelineConfig cfg, LoaderOptions opt,
@@ -74,9 +72,7 @@ void DataLoader::worker_loop() {
     Slot slot;
     try {
       slot.batch = build(seq);
-    } catch (...) {
-      slot.error = std::current_exception();
-    }
+    } catch (...) { slot.error = std::current_exception(); }
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (slot.error) failed_ = true;

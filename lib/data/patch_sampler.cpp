@@ -38,8 +38,7 @@ Mat3 rot_axis(int axis, double a) {
 
 }  // namespace
 
-Shape3 initial_patch_size(const Shape3& final_patch, double max_rotation, bool dummy_2d, bool is_2d,
-                          double min_scale) {
+Shape3 initial_patch_size(const Shape3& final_patch, double max_rotation, bool dummy_2d, bool is_2d, double min_scale) {
   const double rot = std::min(std::abs(max_rotation), M_PI / 2);
   if (is_2d) {
     // rotate_coords_2d: row vector (a, b) times [[c, -s], [s, c]]
@@ -72,8 +71,7 @@ PatchSampler::PatchSampler(const Shape3& patch, const Shape3& final_patch) : pat
   }
 }
 
-PatchChoice PatchSampler::choose(const Shape3& shape, bool force_fg, const ClassLocations& locations,
-                                 Rng& rng) const {
+PatchChoice PatchSampler::choose(const Shape3& shape, bool force_fg, const ClassLocations& locations, Rng& rng) const {
   Shape3 need = need_to_pad_, lbs, ubs;
   for (int d = 0; d < 3; ++d) {
     if (need[d] + shape[d] < patch_[d]) need[d] = patch_[d] - shape[d];  // small case: pad more
@@ -92,7 +90,8 @@ PatchChoice PatchSampler::choose(const Shape3& shape, bool force_fg, const Class
     for (const auto& [label, locs] : locations)
       if (!locs.empty() && label != kAnnotatedClass) eligible.push_back(label);
     // Annotated voxels only stand in when the case has no foreground at all.
-    if (eligible.empty() && annotated != locations.end() && !annotated->second.empty()) eligible.push_back(kAnnotatedClass);
+    if (eligible.empty() && annotated != locations.end() && !annotated->second.empty())
+      eligible.push_back(kAnnotatedClass);
     if (!eligible.empty()) {  // a case without foreground falls back to a random crop
       out.label = eligible[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(eligible.size()) - 1))];
       const auto& locs = locations.at(out.label);

@@ -10,8 +10,7 @@ int sampling_class_id(const std::string& key, size_t position) {
       size_t used = 0;
       const int v = std::stoi(key, &used);
       if (used == key.size()) return v;
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   }
   // Regions never hold background; only the annotated-voxels class does.
   if (("," + key + ",").find(",0,") != std::string::npos) return kAnnotatedClass;

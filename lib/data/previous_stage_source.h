@@ -24,8 +24,12 @@ class PreviousStageSource : public CaseSource {
   int64_t channels() const override { return base_->channels(); }
   Shape3 shape(int64_t i) const override { return base_->shape(i); }
   const ClassLocations& class_locations(int64_t i) const override { return base_->class_locations(i); }
-  void read_data(int64_t i, const Box& box, float* out, float pad) const override { base_->read_data(i, box, out, pad); }
-  void read_seg(int64_t i, const Box& box, int16_t* out, int16_t pad) const override { base_->read_seg(i, box, out, pad); }
+  void read_data(int64_t i, const Box& box, float* out, float pad) const override {
+    base_->read_data(i, box, out, pad);
+  }
+  void read_seg(int64_t i, const Box& box, int16_t* out, int16_t pad) const override {
+    base_->read_seg(i, box, out, pad);
+  }
   const std::vector<int>& previous_stage_labels() const override { return labels_; }
   void read_previous_stage(int64_t i, const Box& box, int16_t* out, int16_t pad) const override;
 

@@ -12,8 +12,9 @@
 
 namespace medseg::data {
 
-// labels: (B, 1, *spatial), integer (or integral float) label values, with -1 on ignored voxels. Returns float (B, R [+1], *spatial): channel r is 1 where the label is in
-// regions[r]; with `ignore_channel`, channel R is 1 where the label is -1 (no region holds -1).
+// labels: (B, 1, *spatial), integer (or integral float) label values, with -1 on ignored voxels. Returns float (B, R
+// [+1], *spatial): channel r is 1 where the label is in regions[r]; with `ignore_channel`, channel R is 1 where the
+// label is -1 (no region holds -1).
 at::Tensor region_targets(const at::Tensor& labels, const std::vector<std::vector<int>>& regions, bool ignore_channel);
 
 }  // namespace medseg::data

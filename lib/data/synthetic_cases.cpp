@@ -57,9 +57,8 @@ InMemoryCase make_synthetic_case(const std::string& id, const Shape3& shape, int
   return c;
 }
 
-std::shared_ptr<InMemoryCaseSource> make_synthetic_source(int64_t n, const Shape3& min_shape,
-                                                          const Shape3& max_shape, int64_t channels,
-                                                          int num_labels, uint64_t seed) {
+std::shared_ptr<InMemoryCaseSource> make_synthetic_source(int64_t n, const Shape3& min_shape, const Shape3& max_shape,
+                                                          int64_t channels, int num_labels, uint64_t seed) {
   auto src = std::make_shared<InMemoryCaseSource>();
   Rng rng(seed);
   for (int64_t i = 0; i < n; ++i) {

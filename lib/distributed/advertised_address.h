@@ -12,8 +12,8 @@
 namespace medseg::distributed {
 
 struct AdvertisedAddress {
-  std::string address;    // numeric IPv4 or IPv6 address ("" when `interface_name` is given instead)
-  std::string interface;  // the interface holding it, "" when unknown
+  std::string address;            // numeric IPv4 or IPv6 address ("" when `interface_name` is given instead)
+  std::string interface;          // the interface holding it, "" when unknown
   bool from_environment = false;  // true: GLOO_SOCKET_IFNAME named `interface`
   std::string describe() const;   // "10.77.0.2 (veth1)" / "interface eth0 (GLOO_SOCKET_IFNAME)"
 };

@@ -35,9 +35,7 @@ GradientSync::GradientSync(const std::vector<at::Tensor>& params, const std::vec
                                           group.backend().group_ptr_for(params.empty() ? at::Tensor() : params.front()),
                                           sparse, static_cast<int64_t>(kBucketBytes), /*find_unused=*/true,
                                           std::move(param_names), static_cast<int64_t>(kFirstBucketBytes));
-  } catch (const std::exception& e) {
-    impl_->backend->fail("setting up gradient buckets", e);
-  }
+  } catch (const std::exception& e) { impl_->backend->fail("setting up gradient buckets", e); }
 }
 
 GradientSync::~GradientSync() = default;
@@ -48,9 +46,7 @@ void GradientSync::backward(const at::Tensor& loss) {
   try {
     impl_->reducer->prepare_for_backward({loss});
     loss.backward();
-  } catch (const std::exception& e) {
-    impl_->backend->fail("the gradient all-reduce", e);
-  }
+  } catch (const std::exception& e) { impl_->backend->fail("the gradient all-reduce", e); }
 }
 
 }  // namespace medseg::distributed

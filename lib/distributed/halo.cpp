@@ -22,9 +22,9 @@ void check_halo(const at::Tensor& x, int64_t dim, int64_t left, int64_t right, c
                "-D tensor");
   MEDSEG_CHECK(left >= 0 && right >= 0, "halo exchange: negative halo width");
   const int64_t n = x.size(dim);
-  MEDSEG_CHECK(left <= n && right <= n, "halo exchange: a halo of ", std::max(left, right), " planes is wider than the ",
-               n, "-plane slab it comes from (slab ", s.index, " of ", s.count, " along spatial axis ", s.axis,
-               "): use fewer slabs or a larger patch along that axis");
+  MEDSEG_CHECK(left <= n && right <= n, "halo exchange: a halo of ", std::max(left, right),
+               " planes is wider than the ", n, "-plane slab it comes from (slab ", s.index, " of ", s.count,
+               " along spatial axis ", s.axis, "): use fewer slabs or a larger patch along that axis");
 }
 
 at::Tensor planes(const at::Tensor& like, int64_t dim, int64_t n) {
@@ -68,7 +68,6 @@ SpatialShard load_shard(torch::autograd::AutogradContext* ctx) {
   s.next_rank = static_cast<int>(v[4]);
   return s;
 }
-
 
 SpatialShard shard_over_group(ProcessGroup& group, int axis) {
   SpatialShard s;
@@ -132,7 +131,8 @@ at::Tensor halo_exchange(const at::Tensor& x, int64_t dim, int64_t left, int64_t
 at::Tensor spatial_slab(const at::Tensor& x, int axis, int index, int count) {
   MEDSEG_CHECK(axis >= 0 && 2 + axis < x.dim(), "spatial slab: axis ", axis, " is not a spatial axis of a ", x.dim(),
                "-D (B, C, *spatial) tensor");
-  MEDSEG_CHECK(count >= 1 && index >= 0 && index < count, "spatial slab: slab ", index, " of ", count, " does not exist");
+  MEDSEG_CHECK(count >= 1 && index >= 0 && index < count, "spatial slab: slab ", index, " of ", count,
+               " does not exist");
   const int64_t extent = x.size(2 + axis);
   MEDSEG_CHECK(extent % count == 0, "spatial slab: extent ", extent, " along spatial axis ", axis,
                " is not divisible into ", count, " equal slabs");

@@ -44,7 +44,8 @@ class ScopedForwarding {
   }
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
 struct Rank {
@@ -123,7 +124,8 @@ std::vector<std::string> rank_environment(int rank, int nproc, int port, const s
 }
 
 std::string describe(int status) {
-  if (status > 128) return std::string("was killed by signal ") + std::to_string(status - 128) + " (" + strsignal(status - 128) + ")";
+  if (status > 128)
+    return std::string("was killed by signal ") + std::to_string(status - 128) + " (" + strsignal(status - 128) + ")";
   return "exited with status " + std::to_string(status);
 }
 

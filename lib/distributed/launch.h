@@ -12,15 +12,13 @@
 #include <string>
 #include <vector>
 
-namespace medseg::distributed {
+#include "core/rank_error_file.h"  // kRankErrorFileVariable
 
-// Set by the launcher in each rank's environment: the file a failing rank writes its one error line to
-// (apps/cli_common.cpp) instead of stderr; the launcher prints the first failing rank's line, once.
-inline constexpr char kRankErrorFileVariable[] = "MEDSEG_RANK_ERROR_FILE";
+namespace medseg::distributed {
 
 struct LaunchOptions {
   int nproc = 2;
-  std::chrono::seconds grace{60};  // how long stopped ranks get before SIGKILL
+  std::chrono::seconds grace{60};       // how long stopped ranks get before SIGKILL
   std::string program_name = "medseg";  // for messages
 };
 

@@ -9,7 +9,6 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-
 #include <cstring>
 
 #include "core/error.h"
@@ -58,9 +57,7 @@ void wait(ProcessGroup::Backend& b, const char* op, const c10::intrusive_ptr<c10
           std::chrono::seconds timeout = std::chrono::seconds(0)) {
   try {
     work->wait(std::chrono::duration_cast<std::chrono::milliseconds>(timeout.count() > 0 ? timeout : b.timeout));
-  } catch (const std::exception& e) {
-    b.fail(op, e);
-  }
+  } catch (const std::exception& e) { b.fail(op, e); }
 }
 
 // Adds the scope's wall time, one call and `bytes` to a Traffic.
@@ -86,7 +83,7 @@ void ProcessGroup::Backend::fail(const std::string& op, const std::exception& e)
   const auto blamed = blamed_ranks(why, addresses, world.rank);
   const std::string who = blamed.empty() ? "another rank" : rank_list(blamed);
   throw PeerError(world.label() + ": " + op + " failed: " + who + " exited or did not answer within " +
-              std::to_string(timeout.count()) + " s (" + why + ")");
+                  std::to_string(timeout.count()) + " s (" + why + ")");
 }
 
 ProcessGroup::ProcessGroup(std::unique_ptr<Backend> b) : b_(std::move(b)) {}
@@ -110,8 +107,9 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const World& world, const Pr
     so.waitWorkers = false;  // await_ranks waits, and names who is missing
     // The master accepts connections (await_master): what is left of the deadline is enough for
     // c10d's connect; later store operations get the whole timeout.
-    so.timeout = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()),
-                          std::chrono::milliseconds(1000));
+    so.timeout =
+        std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()),
+                 std::chrono::milliseconds(1000));
     b->store = c10::make_intrusive<c10d::TCPStore>(world.master_addr, so);
     b->store->setTimeout(ms);
   } catch (const std::exception& e) {
@@ -131,9 +129,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const World& world, const Pr
     restore_gloo_timeout(*gloo, ms);
     b->cpu = compat::wrap_backend(b->store, world.rank, world.world_size, gloo);
     if (options.cuda) b->cuda = compat::make_nccl_group(b->store, world.rank, world.world_size, ms);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
+  } catch (const Error&) { throw; } catch (const std::exception& e) {
     b->fail("joining the process group", e);
   }
   return std::shared_ptr<ProcessGroup>(new ProcessGroup(std::move(b)));
@@ -152,9 +148,7 @@ void ProcessGroup::all_reduce_sum(at::Tensor& t) {
   c10::intrusive_ptr<c10d::Work> work;
   try {
     work = b_->group_for(t).allreduce(v, o);
-  } catch (const std::exception& e) {
-    b_->fail("all-reduce", e);
-  }
+  } catch (const std::exception& e) { b_->fail("all-reduce", e); }
   wait(*b_, "all-reduce", work);
 }
 
@@ -169,9 +163,7 @@ void ProcessGroup::broadcast(std::vector<at::Tensor>& tensors, int root) {
   c10::intrusive_ptr<c10d::Work> work;
   try {
     work = b_->group_for(buf[0]).broadcast(buf, o);
-  } catch (const std::exception& e) {
-    b_->fail("broadcast", e);
-  }
+  } catch (const std::exception& e) { b_->fail("broadcast", e); }
   wait(*b_, "broadcast", work);
   int64_t at_elem = 0;
   at::NoGradGuard no_grad;
@@ -198,9 +190,7 @@ void ProcessGroup::exchange(std::vector<Transfer>& transfers, int tag) {
       auto& g = b_->group_for(bufs[i][0]);
       works.push_back(t.send ? g.send(bufs[i], t.peer, tag) : g.recv(bufs[i], t.peer, tag));
     }
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
+  } catch (const Error&) { throw; } catch (const std::exception& e) {
     b_->fail(what, e);
   }
   for (auto& w : works) wait(*b_, what.c_str(), w);
@@ -234,9 +224,7 @@ std::vector<std::string> ProcessGroup::all_gather(const std::string& value) {
     c10::intrusive_ptr<c10d::Work> work;
     try {
       work = b_->cpu->allgather(out, in, c10d::AllgatherOptions());
-    } catch (const std::exception& e) {
-      b_->fail("exchanging run settings", e);
-    }
+    } catch (const std::exception& e) { b_->fail("exchanging run settings", e); }
     wait(*b_, "exchanging run settings", work);
     return out[0];
   };
@@ -259,9 +247,7 @@ void ProcessGroup::barrier(std::chrono::seconds timeout) {
   c10::intrusive_ptr<c10d::Work> work;
   try {
     work = b_->cpu->barrier(o);
-  } catch (const std::exception& e) {
-    b_->fail("barrier", e);
-  }
+  } catch (const std::exception& e) { b_->fail("barrier", e); }
   wait(*b_, "barrier", work, timeout);
 }
 
@@ -296,9 +282,7 @@ void agree(ProcessGroup* group, const std::string& what, const std::function<voi
   const auto run = [&] {
     try {
       step();
-    } catch (const std::exception& e) {
-      mine = one_line(e.what());
-    }
+    } catch (const std::exception& e) { mine = one_line(e.what()); }
   };
   if (!rank0_first || group->rank() == 0) run();
   std::vector<std::string> first;
@@ -314,7 +298,8 @@ void agree(ProcessGroup* group, const std::string& what, const std::function<voi
   if (!mine.empty()) throw Error(mine);
   for (size_t r = 0; r < all.size(); ++r)
     if (!all[r].empty())
-      throw Error(group->backend().world.label() + ": " + what + " failed on rank " + std::to_string(r) + ": " + all[r]);
+      throw Error(group->backend().world.label() + ": " + what + " failed on rank " + std::to_string(r) + ": " +
+                  all[r]);
 }
 
 }  // namespace medseg::distributed

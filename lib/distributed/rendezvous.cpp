@@ -71,7 +71,8 @@ std::string try_connect(const std::string& host, int port, std::chrono::millisec
 
 void await_master(const World& w, Deadline deadline, std::chrono::seconds timeout) {
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     const std::string why = try_connect(w.master_addr, w.master_port, std::min(left, std::chrono::milliseconds(1000)));
     if (why.empty()) return;
     if (std::chrono::steady_clock::now() + std::chrono::milliseconds(200) >= deadline)
@@ -125,9 +126,7 @@ std::vector<std::string> await_ranks(c10d::Store& store, const World& w, const s
                     "; is every rank started, with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE?)");
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
+  } catch (const Error&) { throw; } catch (const std::exception& e) {
     // The store is rank 0's: it went away (rank 0 gave up or failed) while this rank waited.
     throw Error(w.label() + ": rank 0's rendezvous on " + where + " ended while this rank waited for the others (" +
                 one_line(e.what()) + ")");

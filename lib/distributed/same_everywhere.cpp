@@ -7,7 +7,8 @@ namespace {
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> out;
-  for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) out.push_back(text.substr(at, nl - at));
+  for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+    out.push_back(text.substr(at, nl - at));
   return out;
 }
 
@@ -30,9 +31,9 @@ void check_same_lines(ProcessGroup& group, const std::vector<std::string>& lines
     while (i < first.size() && i < theirs.size() && first[i] == theirs[i]) ++i;
     const std::string& line = i < first.size() ? first[i] : theirs[i];
     const std::string rank = "rank " + std::to_string(r);
-    throw Error(rank + " " + differs + " rank 0: " + item + " '" + line.substr(0, line.find(' ')) + "' differs (rank 0: " +
-                (i < first.size() ? first[i] : "none") + "; " + rank + ": " + (i < theirs.size() ? theirs[i] : "none") +
-                "): " + hint);
+    throw Error(rank + " " + differs + " rank 0: " + item + " '" + line.substr(0, line.find(' ')) +
+                "' differs (rank 0: " + (i < first.size() ? first[i] : "none") + "; " + rank + ": " +
+                (i < theirs.size() ? theirs[i] : "none") + "): " + hint);
   }
 }
 

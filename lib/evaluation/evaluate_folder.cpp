@@ -70,7 +70,8 @@ CaseResult evaluate_volumes(const Volume& ref, const Volume& pred, const Evaluat
                             const std::string& ref_file, const std::string& pred_file) {
   const std::string grid = io::grid_mismatch(ref, pred);
   if (!grid.empty())
-    throw FileError(pred_file, "not on the grid of the reference " + ref_file + ": " + grid + " (reference vs prediction)");
+    throw FileError(pred_file,
+                    "not on the grid of the reference " + ref_file + ": " + grid + " (reference vs prediction)");
   if (!o.declared.empty())
     for (const auto* f : {&ref_file, &pred_file}) {
       const std::string bad = io::undeclared_labels_problem(f == &ref_file ? ref : pred, o.declared);
@@ -103,8 +104,7 @@ json evaluate_folder(const std::string& ref_folder, const std::string& pred_fold
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(pred_folder)) {
     const std::string n = e.path().filename().string();
-    if (n.size() > o.file_ending.size() && ends_with(n, o.file_ending))
-      names.push_back(n);
+    if (n.size() > o.file_ending.size() && ends_with(n, o.file_ending)) names.push_back(n);
   }
   std::sort(names.begin(), names.end());
   if (!o.chill)
@@ -119,8 +119,10 @@ json evaluate_folder(const std::string& ref_folder, const std::string& pred_fold
   ProgressBar bar("evaluate", static_cast<int64_t>(names.size()));
   parallel_for(static_cast<int64_t>(names.size()), o.threads, [&](int64_t i) {
     const std::string ref = (fs::path(ref_folder) / names[static_cast<size_t>(i)]).string();
-    if (!fs::exists(ref)) throw FileError(ref, "reference segmentation not found for prediction " + names[static_cast<size_t>(i)]);
-    results[static_cast<size_t>(i)] = evaluate_case(ref, (fs::path(pred_folder) / names[static_cast<size_t>(i)]).string(), o);
+    if (!fs::exists(ref))
+      throw FileError(ref, "reference segmentation not found for prediction " + names[static_cast<size_t>(i)]);
+    results[static_cast<size_t>(i)] =
+        evaluate_case(ref, (fs::path(pred_folder) / names[static_cast<size_t>(i)]).string(), o);
     bar.tick();
   });
   bar.finish();

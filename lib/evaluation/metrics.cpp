@@ -57,14 +57,21 @@ json summary_json(const std::vector<CaseResult>& cases, const std::vector<std::s
     json m = json::object();
     for (size_t l = 0; l < nl; ++l) {
       const LabelCounts& k = c.per_label[l];
-      json e = {{"Dice", number_or_null(k.dice())}, {"IoU", number_or_null(k.iou())}, {"TP", k.tp}, {"FP", k.fp},
-                {"FN", k.fn}, {"TN", k.tn}, {"n_pred", k.tp + k.fp}, {"n_ref", k.tp + k.fn}};
+      json e = {{"Dice", number_or_null(k.dice())},
+                {"IoU", number_or_null(k.iou())},
+                {"TP", k.tp},
+                {"FP", k.fp},
+                {"FN", k.fn},
+                {"TN", k.tn},
+                {"n_pred", k.tp + k.fp},
+                {"n_ref", k.tp + k.fn}};
       if (k.hd95) e["HD95"] = *k.hd95;
       m[keys[l]] = e;
       dice[l].push_back(k.dice());
       iou[l].push_back(k.iou());
       if (k.hd95) hd[l].push_back(*k.hd95);
-      const double vals[6] = {double(k.tp), double(k.fp), double(k.fn), double(k.tn), double(k.tp + k.fp), double(k.tp + k.fn)};
+      const double vals[6] = {double(k.tp), double(k.fp),        double(k.fn),
+                              double(k.tn), double(k.tp + k.fp), double(k.tp + k.fn)};
       for (int s = 0; s < 6; ++s) sums[s][l] += vals[s];
     }
     per_case.push_back({{"metrics", m}, {"prediction_file", c.prediction_file}, {"reference_file", c.reference_file}});

@@ -19,7 +19,7 @@ std::vector<uint8_t> surface_voxels(const std::vector<uint8_t>& m, const std::ar
       for (int64_t x = 0; x < s[2]; ++x, ++i) {
         if (!m[static_cast<size_t>(i)]) continue;
         out[static_cast<size_t>(i)] = !(at(z - 1, y, x) && at(z + 1, y, x) && at(z, y - 1, x) && at(z, y + 1, x) &&
-                                         at(z, y, x - 1) && at(z, y, x + 1));
+                                        at(z, y, x - 1) && at(z, y, x + 1));
       }
   return out;
 }

@@ -137,8 +137,8 @@ Volume uncrop(const Volume& cropped, const Box& b, const Shape3& full_shape, con
               double fill) {
   for (int a = 0; a < 3; ++a)
     if (b.lo[a] < 0 || b.hi[a] > full_shape[a] || b.shape()[a] != cropped.shape()[a])
-      throw Error("uncrop: box does not match the cropped shape " + shape_str(cropped.shape()) +
-                  " or the full shape " + shape_str(full_shape));
+      throw Error("uncrop: box does not match the cropped shape " + shape_str(cropped.shape()) + " or the full shape " +
+                  shape_str(full_shape));
   Volume out(cropped.pixel_type(), full_shape, full_geometry);
   visit_pixels(out, [&](auto* dst) {
     using T = std::remove_pointer_t<decltype(dst)>;

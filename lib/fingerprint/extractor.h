@@ -17,10 +17,10 @@ namespace medseg::fingerprint {
 constexpr int64_t kDefaultMaxSamplesTotal = 100000000;
 
 struct ExtractOptions {
-  int threads = 1;                         // cases analysed at once (each holds one case in memory)
-  bool exact_stats = false;                // use every foreground voxel instead of samples
+  int threads = 1;           // cases analysed at once (each holds one case in memory)
+  bool exact_stats = false;  // use every foreground voxel instead of samples
   int64_t max_samples_total = kDefaultMaxSamplesTotal;
-  uint64_t seed = 1234;                    // per case, as nnU-Net's RandomState(1234)
+  uint64_t seed = 1234;  // per case, as nnU-Net's RandomState(1234)
   bool progress = true;
   // Every value dataset.json declares (io::DatasetInfo::label_values); when set, a label map with
   // another value is an error naming the file: the foreground (label > 0) would be wrong.

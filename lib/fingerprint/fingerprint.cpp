@@ -85,7 +85,8 @@ std::array<T, 3> triple(const json& v, const std::string& src, const std::string
   if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number())
     throw FileError(src, what + " must be a list of 3 numbers (z, y, x)");
   // Checked: a float such as 1e57 must not be cast into an integer (undefined behaviour, found by fuzzing).
-  return {json_as<T>(v[0], what + "[0]", src), json_as<T>(v[1], what + "[1]", src), json_as<T>(v[2], what + "[2]", src)};
+  return {json_as<T>(v[0], what + "[0]", src), json_as<T>(v[1], what + "[1]", src),
+          json_as<T>(v[2], what + "[2]", src)};
 }
 
 template <class T>
@@ -170,9 +171,7 @@ DatasetFingerprint load_fingerprint(const std::string& path) {
   const json j = read_json(path);
   try {
     return fingerprint_from_json(j, path);
-  } catch (const FileError&) {
-    throw;
-  } catch (const std::exception& e) {
+  } catch (const FileError&) { throw; } catch (const std::exception& e) {
     throw FileError(path, std::string("malformed fingerprint (") + e.what() + ")");
   }
 }

@@ -19,10 +19,10 @@ constexpr int kFingerprintVersion = 1;
 struct CaseRecord {
   std::string id;
   Shape3 shape_before_crop{0, 0, 0};
-  Box bbox;                               // crop box in the original array, (z, y, x), [lo, hi)
+  Box bbox;  // crop box in the original array, (z, y, x), [lo, hi)
   double relative_size_after_cropping = 0;
-  int64_t num_foreground_voxels = 0;       // label > 0 inside the crop
-  std::vector<IntensityStats> stats;       // per channel, over all foreground voxels of the case
+  int64_t num_foreground_voxels = 0;  // label > 0 inside the crop
+  std::vector<IntensityStats> stats;  // per channel, over all foreground voxels of the case
 };
 
 struct DatasetFingerprint {
@@ -36,9 +36,9 @@ struct DatasetFingerprint {
   // medseg extras; has_medseg is false for a file written by nnU-Net.
   bool has_medseg = false;
   int version = kFingerprintVersion;
-  bool exact_stats = false;          // all foreground voxels instead of samples
-  int64_t samples_per_case = 0;      // int(max_samples_total // n_cases), when sampling
-  int64_t max_samples_total = 0;     // nnU-Net: 10e7
+  bool exact_stats = false;       // all foreground voxels instead of samples
+  int64_t samples_per_case = 0;   // int(max_samples_total // n_cases), when sampling
+  int64_t max_samples_total = 0;  // nnU-Net: 10e7
   uint64_t seed = 1234;
   std::vector<CaseRecord> cases;
 

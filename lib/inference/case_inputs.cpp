@@ -60,12 +60,11 @@ std::string multi_channel_images(const std::string& id, const Scanned& s, const 
   const std::string folder = fs::path(first.begin()->second).parent_path().string();
   try {
     images = io::files_holding_channels(id, first, folder, ending, n, "the model takes");
-  } catch (const FileError& e) {
-    return e.what();
-  }
+  } catch (const FileError& e) { return e.what(); }
   if (images.size() != s.channels.size())
-    return first.rbegin()->second + ": case '" + id + "' has " + std::to_string(s.channels.size()) + " files; its first " +
-           std::to_string(images.size()) + " hold the " + std::to_string(n) + " channel(s) the model takes";
+    return first.rbegin()->second + ": case '" + id + "' has " + std::to_string(s.channels.size()) +
+           " files; its first " + std::to_string(images.size()) + " hold the " + std::to_string(n) +
+           " channel(s) the model takes";
   return "";
 }
 
@@ -93,7 +92,8 @@ CaseInput make_case(const std::string& id, const Scanned& s, const std::string& 
   }
   for (const auto& [k, files] : s.channels) {
     if (files.size() > 1) {
-      c.error = files[1] + ": channel " + std::to_string(k) + " of case '" + id + "' is given twice (also " + files[0] + ")";
+      c.error =
+          files[1] + ": channel " + std::to_string(k) + " of case '" + id + "' is given twice (also " + files[0] + ")";
       return c;
     }
     if (k >= n) {
@@ -112,8 +112,8 @@ CaseInput make_case(const std::string& id, const Scanned& s, const std::string& 
     if (it == s.channels.end()) {
       const std::string& some = s.channels.begin()->second[0];
       const fs::path expected = fs::path(some).parent_path() / channel_name(id, k, ending);
-      c.error = expected.string() + ": missing channel " + std::to_string(k) + " of case '" + id + "' (the model takes " +
-                std::to_string(n) + " channel(s))";
+      c.error = expected.string() + ": missing channel " + std::to_string(k) + " of case '" + id +
+                "' (the model takes " + std::to_string(n) + " channel(s))";
       c.images.clear();
       return c;
     }
@@ -151,15 +151,16 @@ std::vector<CaseInput> collect_case_inputs(const std::vector<std::string>& input
       out.push_back(std::move(c));
     }
     out.back().files = s.plain;
-    for (const auto& [k, files] : s.channels) out.back().files.insert(out.back().files.end(), files.begin(), files.end());
+    for (const auto& [k, files] : s.channels)
+      out.back().files.insert(out.back().files.end(), files.begin(), files.end());
   }
   return out;
 }
 
 void check_part(int num_parts, int part_id) {
   MEDSEG_CHECK(num_parts >= 1, "-num_parts must be >= 1 (got ", num_parts, ")");
-  MEDSEG_CHECK(part_id >= 0 && part_id < num_parts, "-part_id must be in 0..", num_parts - 1, " for -num_parts ", num_parts,
-               " (got ", part_id, "; part ids count from 0)");
+  MEDSEG_CHECK(part_id >= 0 && part_id < num_parts, "-part_id must be in 0..", num_parts - 1, " for -num_parts ",
+               num_parts, " (got ", part_id, "; part ids count from 0)");
 }
 
 void attach_previous_stage(std::vector<CaseInput>& cases, const std::string& folder, const std::string& file_ending) {

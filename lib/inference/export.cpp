@@ -20,7 +20,6 @@
 
 namespace medseg::inference {
 
-
 LabelMapping label_mapping(const io::DatasetInfo& dataset, const std::string& source) {
   const io::OutputClasses classes = io::output_classes(dataset, source);
   LabelMapping m;
@@ -94,7 +93,8 @@ std::vector<uint16_t> segment_resampled(const at::Tensor& logits_in, const Shape
     const int64_t cnt = std::min(group, K - first);
     std::vector<std::vector<float>> res(static_cast<std::size_t>(cnt));
     parallel_for(cnt, static_cast<int>(cnt), [&](int64_t i) {
-      res[static_cast<std::size_t>(i)] = resampled_channel(src + (first + i) * n_in, in, out, sep, opts.resample.orders);
+      res[static_cast<std::size_t>(i)] =
+          resampled_channel(src + (first + i) * n_in, in, out, sep, opts.resample.orders);
     });
     for (int64_t i = 0; i < cnt; ++i) {
       const int64_t k = first + i;
@@ -120,7 +120,8 @@ std::vector<int16_t> logits_to_next_stage(const at::Tensor& logits, const prepro
                                           const LabelMapping& labels, const ExportOptions& opts) {
   const auto sep =
       preprocessing::decide_separate_z(opts.resample.force_separate_z, p.spacing_after_resampling, target_spacing);
-  const std::vector<uint16_t> seg = segment_resampled(logits, p.shape_after_resampling, target, sep, labels, opts, nullptr);
+  const std::vector<uint16_t> seg =
+      segment_resampled(logits, p.shape_after_resampling, target, sep, labels, opts, nullptr);
   return std::vector<int16_t>(seg.begin(), seg.end());
 }
 
@@ -136,7 +137,8 @@ Volume logits_to_segmentation(const at::Tensor& logits, const preprocessing::Cas
   const auto sep = preprocessing::decide_separate_z(opts.resample.force_separate_z, p.spacing_after_resampling,
                                                     p.spacing_before_resampling);
   std::vector<float> all;
-  const std::vector<uint16_t> seg = segment_resampled(logits, in, cropped, sep, labels, opts, probabilities ? &all : nullptr);
+  const std::vector<uint16_t> seg =
+      segment_resampled(logits, in, cropped, sep, labels, opts, probabilities ? &all : nullptr);
   return segmentation_to_original(seg, probabilities ? &all : nullptr, p, labels, probabilities);
 }
 
@@ -145,7 +147,8 @@ Volume segmentation_to_original(const std::vector<uint16_t>& seg, std::vector<fl
                                 std::vector<float>* probabilities) {
   const auto K = static_cast<int64_t>(labels.values.size());
   const int64_t n = numel(p.shape_after_cropping_and_before_resampling);
-  if (static_cast<int64_t>(seg.size()) != n || (probabilities && (!resampled || static_cast<int64_t>(resampled->size()) != K * n)))
+  if (static_cast<int64_t>(seg.size()) != n ||
+      (probabilities && (!resampled || static_cast<int64_t>(resampled->size()) != K * n)))
     throw Error("export: the segmentation does not have the cropped shape");
   const Shape3 orig = p.original_shape;
   Volume out(labels.pixel_type, orig, p.original_geometry);

@@ -28,7 +28,7 @@ namespace medseg::inference {
 // What each network output means.
 struct LabelMapping {
   bool regions = false;
-  std::vector<int> values;  // labels: value of output k; regions: value painted where output k is on
+  std::vector<int> values;                  // labels: value of output k; regions: value painted where output k is on
   PixelType pixel_type = PixelType::UInt8;  // uint8, or uint16 beyond 255 labels
 };
 

@@ -21,9 +21,7 @@ std::vector<std::string> input_digests(const std::vector<CaseInput>& cases) {
         char hex[17];
         std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(d.hash));
         line += std::to_string(d.bytes) + ":" + hex;
-      } catch (const Error&) {
-        line += "unreadable";
-      }
+      } catch (const Error&) { line += "unreadable"; }
     }
     out.push_back(std::move(line));
   }

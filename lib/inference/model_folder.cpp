@@ -41,10 +41,13 @@ std::string checkpoint_file_name(const std::string& chk) {
 namespace {
 
 // The folder's JSON file if present, else the checkpoint's copy; throws when neither exists.
-template <class J> J json_file_or_copy(const fs::path& file, const J& copy, const std::string& ckpt) {
+template <class J>
+J json_file_or_copy(const fs::path& file, const J& copy, const std::string& ckpt) {
   if (fs::exists(file)) {
-    if constexpr (std::is_same_v<J, ordered_json>) return read_ordered_json(file.string());
-    else return read_json(file.string());
+    if constexpr (std::is_same_v<J, ordered_json>)
+      return read_ordered_json(file.string());
+    else
+      return read_json(file.string());
   }
   if (copy.is_object() && !copy.empty()) return copy;
   throw FileError(file.string(), "not found, and checkpoint " + ckpt + " holds no copy of it");
@@ -109,17 +112,18 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
   const planning::ConfigurationPlan& cfg = m.plans.configuration(m.configuration);
 
   // A cascade stage also takes one channel per foreground label from the previous stage.
-  const int64_t expected_in = m.dataset.num_channels() + (cfg.previous_stage.empty()
-                                                              ? 0
-                                                              : static_cast<int64_t>(io::foreground_labels(m.dataset.labels).size()));
+  const int64_t expected_in =
+      m.dataset.num_channels() +
+      (cfg.previous_stage.empty() ? 0 : static_cast<int64_t>(io::foreground_labels(m.dataset.labels).size()));
   m.in_channels = first_extra.value("in_channels", expected_in);
   m.num_classes = first_extra.value("num_classes", io::network_outputs(m.dataset));
   if (m.in_channels != expected_in)
-    throw FileError(src, "was trained with " + std::to_string(m.in_channels) + " input channel(s) but dataset.json names " +
-                             std::to_string(m.dataset.num_channels()) +
-                             (cfg.previous_stage.empty() ? std::string()
-                                                         : " and the cascade adds " + std::to_string(expected_in - m.dataset.num_channels()) +
-                                                               " (one per foreground label)"));
+    throw FileError(src, "was trained with " + std::to_string(m.in_channels) +
+                             " input channel(s) but dataset.json names " + std::to_string(m.dataset.num_channels()) +
+                             (cfg.previous_stage.empty()
+                                  ? std::string()
+                                  : " and the cascade adds " + std::to_string(expected_in - m.dataset.num_channels()) +
+                                        " (one per foreground label)"));
   if (m.num_classes != io::network_outputs(m.dataset))
     throw FileError(src, "has " + std::to_string(m.num_classes) + " outputs but dataset.json's labels need " +
                              std::to_string(io::network_outputs(m.dataset)));

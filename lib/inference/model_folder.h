@@ -42,10 +42,10 @@ struct ModelFolder {
   planning::Plans plans;
   io::DatasetInfo dataset;
   int64_t in_channels = 0;
-  int64_t num_classes = 0;  // network outputs (labels without "ignore", or regions)
+  int64_t num_classes = 0;           // network outputs (labels without "ignore", or regions)
   std::vector<int64_t> mirror_axes;  // inference_allowed_mirroring_axes (patch axes)
   std::vector<FoldWeights> folds;
-  nlohmann::json imported_from;      // set for models converted from nnU-Net
+  nlohmann::json imported_from;  // set for models converted from nnU-Net
 };
 
 // Loads `folds` ({} = every available fold; {"all"} = fold_all) with checkpoint `chk`. Throws Error

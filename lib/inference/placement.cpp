@@ -27,7 +27,9 @@ double product(const std::vector<int64_t>& s) {
   for (int64_t n : s) v *= static_cast<double>(n);
   return v;
 }
-double product(const Shape3& s) { return static_cast<double>(s[0]) * static_cast<double>(s[1]) * static_cast<double>(s[2]); }
+double product(const Shape3& s) {
+  return static_cast<double>(s[0]) * static_cast<double>(s[1]) * static_cast<double>(s[2]);
+}
 }  // namespace
 
 CaseMemory case_memory(const CaseSize& s, const WindowShape& w, bool half, bool probabilities) {
@@ -58,7 +60,8 @@ CaseMemory case_memory(const CaseSize& s, const WindowShape& w, bool half, bool 
   // Export: three planes of every class (two input slices kept, one output being made), the
   // segmentation on the cropped grid, uncropped and as the written volume; probabilities: every
   // resampled class, uncropped, and once more when reoriented.
-  const double plane = product(s.cropped) / static_cast<double>(std::max<int64_t>(1, std::min({s.cropped[0], s.cropped[1], s.cropped[2]})));
+  const double plane = product(s.cropped) /
+                       static_cast<double>(std::max<int64_t>(1, std::min({s.cropped[0], s.cropped[1], s.cropped[2]})));
   m.export_host = 3 * 4 * K * plane + 2 * product(s.cropped) + 4 * product(s.original);
   if (probabilities) m.export_host += 4 * K * product(s.cropped) + 8 * K * product(s.original);
   return m;
@@ -74,7 +77,8 @@ Placement decide_placement(const CaseMemory& m, const PlacementRequest& r) {
   Placement p;
   p.on_host = !device;
   if (!r.slabs_possible || r.mode == SlabMode::Never) {
-    p.why = std::string(r.slabs_possible ? "--slabs never" : "slabs are not possible here") + ": whole logits on the " + where;
+    p.why = std::string(r.slabs_possible ? "--slabs never" : "slabs are not possible here") + ": whole logits on the " +
+            where;
     return p;
   }
   const double host_whole = m.whole_host + m.export_host;
@@ -96,8 +100,9 @@ Placement decide_placement(const CaseMemory& m, const PlacementRequest& r) {
   const std::string whole = device ? gib(m.whole_device) + " on the GPU" : gib(host_whole) + " of host memory";
   const std::string reason = r.mode == SlabMode::Always ? "--slabs always" : "whole logits would need " + whole;
   if (device && !fits(m.slabs_device, r.device_free)) p.on_host = true;
-  p.why = reason + "; in slabs " + (p.on_host ? "in host memory (" + gib(m.slabs_host + m.export_host) + ")"
-                                              : "on the GPU (" + gib(m.slabs_device) + ")");
+  p.why = reason + "; in slabs " +
+          (p.on_host ? "in host memory (" + gib(m.slabs_host + m.export_host) + ")"
+                     : "on the GPU (" + gib(m.slabs_device) + ")");
   return p;
 }
 

@@ -87,8 +87,8 @@ class Ledger {
 };
 
 bool outputs_exist(const RunOptions& o, const std::string& id) {
-  for (const auto& f : output_files(o.output_folder, id, o.file_ending, o.save_probabilities, o.overlays, o.probabilities_npy,
-                                    o.probabilities_npz))
+  for (const auto& f : output_files(o.output_folder, id, o.file_ending, o.save_probabilities, o.overlays,
+                                    o.probabilities_npy, o.probabilities_npz))
     if (!fs::exists(f)) return false;
   return true;
 }
@@ -160,9 +160,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
       const CaseInput& c = cases[i];
       p.data = predictor.preprocess(io::load_case({c.id, c.images, c.previous_stage}, predictor.reorients_to_ras()),
                                     c.previous_stage);
-    } catch (const std::exception& e) {
-      p.error = one_line(e.what());
-    }
+    } catch (const std::exception& e) { p.error = one_line(e.what()); }
     return p;
   };
   auto do_export = [&](Predicted p) {
@@ -177,9 +175,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
         write_prediction_overlay(cases[p.index].images.at(0), seg, predictor.model().dataset, o.output_folder,
                                  cases[p.index].id);
       ledger.done(p.index, seconds_since(t));
-    } catch (const std::exception& e) {
-      ledger.fail(p.index, std::string("export: ") + one_line(e.what()));
-    }
+    } catch (const std::exception& e) { ledger.fail(p.index, std::string("export: ") + one_line(e.what())); }
   };
 
   // Producer k prepares cases k, k + npp, ... into its own queue of one, and the predict stage takes
@@ -211,12 +207,11 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
       r.prediction = predictor.predict_case(p.data->arrays, r.props, eo, cases[p.index].id);
     } catch (const distributed::PeerError&) {
       throw;  // a rank is gone: no later case can be predicted either
-    } catch (const std::exception& e) {
-      return ledger.fail(p.index, std::string("prediction: ") + one_line(e.what()));
-    }
+    } catch (const std::exception& e) { return ledger.fail(p.index, std::string("prediction: ") + one_line(e.what())); }
     ledger.add_predict_time(seconds_since(t));
     p.data.reset();  // the preprocessed image is no longer needed
-    if (!r.prediction.logits.defined() && !r.prediction.seg) return;  // a rank other than 0 of a sharded prediction: rank 0 exports
+    if (!r.prediction.logits.defined() && !r.prediction.seg)
+      return;  // a rank other than 0 of a sharded prediction: rank 0 exports
     if (o.nps > 0)
       export_q.push(std::move(r));
     else

@@ -24,11 +24,11 @@ struct RunOptions {
   std::string file_ending = ".nii.gz";
   bool save_probabilities = false;
   bool probabilities_npy = true, probabilities_npz = false;  // ExportOptions' (--probabilities_format)
-  bool continue_prediction = false;  // skip cases whose outputs exist
-  bool overlays = false;             // also overlays/CASE.png, a QA picture (inference/overlays.h)
-  int npp = 2;                       // preprocessing workers
-  int nps = 2;                       // export workers
-  int export_threads = 1;            // classes resampled in parallel inside one export
+  bool continue_prediction = false;                          // skip cases whose outputs exist
+  bool overlays = false;   // also overlays/CASE.png, a QA picture (inference/overlays.h)
+  int npp = 2;             // preprocessing workers
+  int nps = 2;             // export workers
+  int export_threads = 1;  // classes resampled in parallel inside one export
   bool progress = true;
   std::vector<postprocessing::KeepLargestComponent> postprocessing;  // the model folder's postprocessing.json
 };

@@ -40,7 +40,8 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
 
   const c10::Device device(opts_.device);
   cuda_ = device.is_cuda();
-  if (cuda_ && !torch::cuda::is_available()) throw Error("-device " + opts_.device + ": CUDA is not available in this build/machine");
+  if (cuda_ && !torch::cuda::is_available())
+    throw Error("-device " + opts_.device + ": CUDA is not available in this build/machine");
   const AutocastSetting amp = autocast_setting(opts_.amp, cuda_);
   autocast_ = amp.enabled;
   autocast_dtype_ = amp.dtype;
@@ -149,9 +150,7 @@ at::Tensor Predictor::predict_logits(const preprocessing::CaseArrays& a, bool on
   const SlidingWindowOptions w = window_options(on_host);
   try {
     return predict_sliding_window(fn, image, model_.num_classes, w);
-  } catch (const Cancelled&) {
-    throw;
-  } catch (const Error& e) {
+  } catch (const Cancelled&) { throw; } catch (const Error& e) {
     if (!w.half_accumulators) throw;
     // nnU-Net falls back the same way when fp16 accumulation overflows.
     spdlog::warn("{}; predicting again with float32 accumulators", one_line(e.what()));
@@ -194,9 +193,7 @@ Volume Predictor::predict_segmentation_in_slabs(const preprocessing::CaseArrays&
     SlabExport slabs(props, labels_, eo, window.axis(), probabilities != nullptr);
     try {
       window.stream(fn, [&](int64_t begin, const at::Tensor& logits) { slabs.add(begin, logits); });
-    } catch (const Cancelled&) {
-      throw;
-    } catch (const Error& e) {
+    } catch (const Cancelled&) { throw; } catch (const Error& e) {
       if (!w.half_accumulators) throw;
       spdlog::warn("{}; predicting again with float32 accumulators", one_line(e.what()));
       w.half_accumulators = false;
@@ -207,8 +204,8 @@ Volume Predictor::predict_segmentation_in_slabs(const preprocessing::CaseArrays&
 }
 
 Predictor::CasePrediction Predictor::predict_case(const preprocessing::CaseArrays& arrays,
-                                                 const preprocessing::CaseProperties& props, const ExportOptions& eo,
-                                                 const std::string& id) {
+                                                  const preprocessing::CaseProperties& props, const ExportOptions& eo,
+                                                  const std::string& id) {
   const bool sharded = opts_.group != nullptr;
   Placement place = placement(arrays, props, eo);
   if (place.slabs || (cuda_ && place.on_host)) spdlog::info("case '{}': {}", id, place.why);

@@ -26,11 +26,11 @@ namespace medseg::inference {
 
 struct PredictorOptions {
   double step_size = 0.5;
-  bool mirroring = true;   // test-time augmentation over the model's mirroring axes
-  std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
+  bool mirroring = true;        // test-time augmentation over the model's mirroring axes
+  std::string device = "cpu";   // "cpu", "cuda" or "cuda:N"
   AmpMode amp = AmpMode::Auto;  // Auto: fp16 on CUDA, off on CPU
-  int64_t tile_batch = 8;  // tiles x mirrored copies per forward pass
-  int torch_threads = 0;   // at::set_num_threads when > 0
+  int64_t tile_batch = 8;       // tiles x mirrored copies per forward pass
+  int torch_threads = 0;        // at::set_num_threads when > 0
   bool progress = false;
   SlabMode slabs = SlabMode::Auto;  // --slabs
   bool not_on_device = false;       // --not_on_device: logits accumulate in host memory
@@ -71,8 +71,8 @@ class Predictor {
   // (inference/placement.h): whole logits, or predicted in slabs straight into the segmentation (and
   // the probabilities when eo.save_probabilities). `id` names the case in the log.
   struct CasePrediction {
-    at::Tensor logits;           // whole logits (K, Z, Y, X) to export; undefined when predicted in slabs
-    std::optional<Volume> seg;   // predicted in slabs: the segmentation in the original geometry
+    at::Tensor logits;          // whole logits (K, Z, Y, X) to export; undefined when predicted in slabs
+    std::optional<Volume> seg;  // predicted in slabs: the segmentation in the original geometry
     std::vector<float> probabilities;
   };
   CasePrediction predict_case(const preprocessing::CaseArrays& arrays, const preprocessing::CaseProperties& props,
@@ -87,8 +87,9 @@ class Predictor {
 
   // Predicts slab by slab straight into the export (inference/slab_export.h): the segmentation in the
   // original geometry and, with `probabilities`, the probabilities (as logits_to_segmentation).
-  Volume predict_segmentation_in_slabs(const preprocessing::CaseArrays& arrays, const preprocessing::CaseProperties& props,
-                                       const ExportOptions& eo, bool on_host, std::vector<float>* probabilities);
+  Volume predict_segmentation_in_slabs(const preprocessing::CaseArrays& arrays,
+                                       const preprocessing::CaseProperties& props, const ExportOptions& eo,
+                                       bool on_host, std::vector<float>* probabilities);
   // The ranks sharing the tiles, or null.
   distributed::ProcessGroup* group() const { return opts_.group.get(); }
 

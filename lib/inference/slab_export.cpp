@@ -59,7 +59,7 @@ struct SlabExport::Impl {
   int64_t a = 0, b = 1, c = 2;  // the slab axis, then the in-plane axes in order
   Shape3 in{}, out{};
   Taps ta, tb, tc;
-  std::vector<bool> needed;                    // input slices along `a` some output reads
+  std::vector<bool> needed;                      // input slices along `a` some output reads
   std::map<int64_t, std::vector<float>> planes;  // input index -> K in-plane resampled planes (out_b x out_c)
   int64_t next_in = 0, next_out = 0;
   std::vector<uint16_t> seg;  // cropped, transposed grid
@@ -93,7 +93,9 @@ SlabExport::SlabExport(const preprocessing::CaseProperties& p, const LabelMappin
   m.out = p.shape_after_cropping_and_before_resampling;
   const auto sep = preprocessing::decide_separate_z(opts.resample.force_separate_z, p.spacing_after_resampling,
                                                     p.spacing_before_resampling);
-  auto order = [&](int64_t d) { return sep.enabled && sep.axis == d ? opts.resample.orders.order_z : opts.resample.orders.order; };
+  auto order = [&](int64_t d) {
+    return sep.enabled && sep.axis == d ? opts.resample.orders.order_z : opts.resample.orders.order;
+  };
   m.ta = make_taps(m.in[m.a], m.out[m.a], order(m.a));
   m.tb = make_taps(m.in[m.b], m.out[m.b], order(m.b));
   m.tc = make_taps(m.in[m.c], m.out[m.c], order(m.c));
@@ -196,20 +198,22 @@ void SlabExport::Impl::produce(int64_t o) {
           all[static_cast<size_t>(k * total + index(o, ib, ic))] = v[static_cast<size_t>(ib * out[c] + ic)];
   }
   for (int64_t ib = 0; ib < out[b]; ++ib)
-    for (int64_t ic = 0; ic < out[c]; ++ic) seg[static_cast<size_t>(index(o, ib, ic))] = value[static_cast<size_t>(ib * out[c] + ic)];
+    for (int64_t ic = 0; ic < out[c]; ++ic)
+      seg[static_cast<size_t>(index(o, ib, ic))] = value[static_cast<size_t>(ib * out[c] + ic)];
 }
 
 void SlabExport::add(int64_t begin, const at::Tensor& logits) {
   Impl& m = *impl_;
-  if (begin != m.next_in) throw Error("export: slab at " + std::to_string(begin) + ", expected " + std::to_string(m.next_in));
+  if (begin != m.next_in)
+    throw Error("export: slab at " + std::to_string(begin) + ", expected " + std::to_string(m.next_in));
   if (logits.dim() != 4 || logits.size(0) != m.K || !logits.is_contiguous() || logits.scalar_type() != at::kFloat ||
       !logits.device().is_cpu())
     throw Error("export: a slab must be (K, z, y, x) contiguous float32 on the CPU with K = " + std::to_string(m.K));
   const int64_t len = logits.size(m.a + 1);
   for (int64_t d = 0; d < 3; ++d)
     if (d != m.a ? logits.size(d + 1) != m.in[d] : len < 1 || begin + len > m.in[d])
-      throw Error("export: slab of shape " + shape_str({logits.size(1), logits.size(2), logits.size(3)}) +
-                  " at " + std::to_string(begin) + " does not fit the preprocessed shape " + shape_str(m.in));
+      throw Error("export: slab of shape " + shape_str({logits.size(1), logits.size(2), logits.size(3)}) + " at " +
+                  std::to_string(begin) + " does not fit the preprocessed shape " + shape_str(m.in));
   // Slice by slice: each output as soon as its input slices are there, and input slices no later
   // output reads dropped at once, so that only about two are kept.
   for (int64_t j = 0; j < len; ++j) {

@@ -8,9 +8,9 @@
 // Why its own kernel and not io/resample.h's: an order 0 or 1 resize is a product of 1D
 // interpolations, one per axis, so the pass along the slab axis can run slice by slice between the
 // in-plane passes. The passes always run in the axis order 0, 1, 2, so slabs along any axis (and a
-// single slab holding the whole image) give the same numbers bit for bit. The taps are skimage's (pixel-area aligned: output o of an axis from n to m samples input
-// (o + 0.5) n / m - 0.5, edge clamped; order 0 rounds ties up), each axis with its own order
-// (order_z on the separate-z axis); linear interpolation never leaves the input's range, so
+// single slab holding the whole image) give the same numbers bit for bit. The taps are skimage's (pixel-area aligned:
+// output o of an axis from n to m samples input (o + 0.5) n / m - 0.5, edge clamped; order 0 rounds ties up), each axis
+// with its own order (order_z on the separate-z axis); linear interpolation never leaves the input's range, so
 // skimage's clip changes nothing. Spline orders (> 1) prefilter whole axes and cannot stream: they
 // keep the whole-array export.
 #include <ATen/core/Tensor.h>

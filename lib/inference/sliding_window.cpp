@@ -31,7 +31,8 @@ double positions(int64_t image_size, int64_t patch, double step_size) {
 
 void check_step_size(double step_size, const std::string& what) {
   if (!(step_size > 0 && step_size <= 1))  // NaN fails both comparisons
-    throw Error(what + " " + number(step_size) + " is not in (0, 1] (the step between tiles as a fraction of the patch; "
+    throw Error(what + " " + number(step_size) +
+                " is not in (0, 1] (the step between tiles as a fraction of the patch; "
                 "nnU-Net's default is 0.5)");
 }
 
@@ -114,9 +115,10 @@ void check_tiles_fit(const std::vector<int64_t>& size, const std::vector<int64_t
   const double per_tile = static_cast<double>(sizeof(Tile) + 2 * patch.size() * sizeof(int64_t));
   std::string shape;
   for (size_t d = 0; d < size.size(); ++d) shape += (d ? ", " : "") + std::to_string(size[d]);
-  planning::check_bytes_fit(tiles * per_tile,
-                            "the list of " + number(tiles) + " tiles (step_size " + number(step_size) + " over an image of [" + shape + "])",
-                            device_memory_limit("cpu"), "", "sliding window", "a larger -step_size makes fewer tiles");
+  planning::check_bytes_fit(
+      tiles * per_tile,
+      "the list of " + number(tiles) + " tiles (step_size " + number(step_size) + " over an image of [" + shape + "])",
+      device_memory_limit("cpu"), "", "sliding window", "a larger -step_size makes fewer tiles");
 }
 
 }  // namespace
@@ -212,7 +214,8 @@ at::Tensor SlidingWindow::Impl::finished(const at::Tensor& logits, const at::Ten
     const int64_t hi = std::min<int64_t>(before[d] + original[d], origin[d] + weights.size(d)) - origin[d];
     crop.emplace_back(at::indexing::Slice(lo, std::max(lo, hi)));
   }
-  at::Tensor out = logits.index(crop).to(at::kFloat) / weights.index(std::vector<at::indexing::TensorIndex>(crop.begin() + 1, crop.end())).to(at::kFloat);
+  at::Tensor out = logits.index(crop).to(at::kFloat) /
+                   weights.index(std::vector<at::indexing::TensorIndex>(crop.begin() + 1, crop.end())).to(at::kFloat);
   // The smallest and largest value are finite exactly when every element is (a NaN propagates), and
   // unlike isfinite() the reduction allocates nothing the size of the logits.
   if (out.numel() == 0) return out.to(at::kCPU);
@@ -225,7 +228,8 @@ at::Tensor SlidingWindow::Impl::finished(const at::Tensor& logits, const at::Ten
 std::vector<Tile> SlidingWindow::Impl::tiles(size_t first, size_t last) const {
   std::vector<std::vector<int64_t>> s = steps;
   auto& a = s[static_cast<size_t>(shard_axis)];
-  a = std::vector<int64_t>(a.begin() + static_cast<std::ptrdiff_t>(first), a.begin() + static_cast<std::ptrdiff_t>(last));
+  a = std::vector<int64_t>(a.begin() + static_cast<std::ptrdiff_t>(first),
+                           a.begin() + static_cast<std::ptrdiff_t>(last));
   // The shard axis outermost, the others in order: every tiling of the image (whole, slabs, shards)
   // visits a voxel's tiles in the same order.
   std::vector<size_t> order{static_cast<size_t>(shard_axis)};
@@ -310,12 +314,14 @@ SlidingWindow::SlidingWindow(const at::Tensor& image_in, int64_t num_classes, co
     pad.push_back(diff - diff / 2);
   }
   m.image = image_in.to(m.accumulator_device(), at::kFloat);
-  if (std::any_of(pad.begin(), pad.end(), [](int64_t v) { return v > 0; })) m.image = at::constant_pad_nd(m.image, pad, 0.0);
+  if (std::any_of(pad.begin(), pad.end(), [](int64_t v) { return v > 0; }))
+    m.image = at::constant_pad_nd(m.image, pad, 0.0);
   m.size = shape.padded;
   check_tiles_fit(m.size, m.patch, o.step_size);
   m.steps = compute_steps(m.size, m.patch, o.step_size);
   m.shard_axis = shape.axis;
-  m.gauss = (o.use_gaussian ? gaussian_importance_map(m.patch) : at::ones(m.patch, at::kFloat)).to(m.accumulator_device());
+  m.gauss =
+      (o.use_gaussian ? gaussian_importance_map(m.patch) : at::ones(m.patch, at::kFloat)).to(m.accumulator_device());
   m.gauss_acc = m.gauss.to(m.accumulator_type());
 }
 
@@ -397,7 +403,8 @@ void SlidingWindow::stream(const NetworkFn& net, const SlabSink& sink) const {
       const int64_t len = std::min(chunk, done - from);
       std::vector<int64_t> at = origin;
       at[a] += from;
-      const at::Tensor part = m.finished(logits.narrow(m.shard_axis + 1, from, len), weights.narrow(m.shard_axis, from, len), at);
+      const at::Tensor part =
+          m.finished(logits.narrow(m.shard_axis + 1, from, len), weights.narrow(m.shard_axis, from, len), at);
       if (part.size(m.shard_axis + 1) > 0) sink(std::max<int64_t>(0, at[a] - m.before[a]), part);
     }
     if (i + 1 == pos.size()) break;

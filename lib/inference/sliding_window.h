@@ -19,13 +19,13 @@ namespace medseg::inference {
 using NetworkFn = std::function<at::Tensor(const at::Tensor&)>;
 
 struct SlidingWindowOptions {
-  std::vector<int64_t> patch_size;   // 2 or 3 spatial dims; 2 on a 3D image tiles slice by slice
-  double step_size = 0.5;            // fraction of the patch; nnU-Net's default
+  std::vector<int64_t> patch_size;  // 2 or 3 spatial dims; 2 on a 3D image tiles slice by slice
+  double step_size = 0.5;           // fraction of the patch; nnU-Net's default
   bool use_gaussian = true;
   std::vector<int64_t> mirror_axes;  // spatial axes (of the patch) for mirroring TTA; empty = off
   int64_t max_batch = 8;             // tiles x mirror copies per forward pass
   c10::Device device = c10::kCPU;
-  bool half_accumulators = false;    // fp16 accumulators (GPU memory), as nnU-Net does on device
+  bool half_accumulators = false;  // fp16 accumulators (GPU memory), as nnU-Net does on device
   // Logits accumulate in host memory while the network runs on `device` (nnU-Net's
   // perform_everything_on_device=False, medseg_predict --not_on_device): the image stays on the host
   // too and each batch of tiles travels to the device and back.
@@ -65,7 +65,8 @@ struct WindowShape {
   double slab_voxels() const;
   double padded_voxels() const;
 };
-WindowShape window_shape(const std::vector<int64_t>& image_size, const std::vector<int64_t>& patch_size, double step_size);
+WindowShape window_shape(const std::vector<int64_t>& image_size, const std::vector<int64_t>& patch_size,
+                         double step_size);
 
 // image: (C, *spatial) float; returns logits (K, *spatial) float32 on CPU. Images smaller than the
 // patch are zero-padded (centred) and cropped back.
@@ -73,10 +74,10 @@ at::Tensor predict_sliding_window(const NetworkFn& net, const at::Tensor& image,
                                   const SlidingWindowOptions& opts);
 
 // One image's tiling, for callers that share the tiles out. The constructor refuses a tiling whose
-// tile list would not fit the host's memory (planning/memory_check.h), before building it. (inference/sharded_window.h). Shard i of
-// n takes a contiguous run of the tile positions along the axis with the most positions (every
-// position on the other axes), so its tiles cover one slab of the image and overlap the
-// neighbouring shards' slabs by the patch minus the step.
+// tile list would not fit the host's memory (planning/memory_check.h), before building it.
+// (inference/sharded_window.h). Shard i of n takes a contiguous run of the tile positions along the axis with the most
+// positions (every position on the other axes), so its tiles cover one slab of the image and overlap the neighbouring
+// shards' slabs by the patch minus the step.
 class SlidingWindow {
  public:
   SlidingWindow(const at::Tensor& image, int64_t num_classes, const SlidingWindowOptions& opts);

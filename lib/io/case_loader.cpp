@@ -30,8 +30,10 @@ LoadedCase load_case(const CaseFiles& files, bool reorient_to_ras) {
   for (const auto& f : files.images) {
     // A natural image may hold several channels (RGB: io/image_formats.h); other files hold one.
     std::vector<Volume> vs;
-    if (image_family(f) == ImageFamily::Medical) vs.push_back(read_image(f));
-    else vs = read_image_volumes(f);
+    if (image_family(f) == ImageFamily::Medical)
+      vs.push_back(read_image(f));
+    else
+      vs = read_image_volumes(f);
     for (Volume& v : vs) {
       if (v.pixel_type() != PixelType::Float32) v = Volume::from_float(v.shape(), v.geometry(), v.to_float());
       if (!c.channels.empty()) {
@@ -61,7 +63,8 @@ LoadedCase case_from_volumes(const std::string& id, std::vector<Volume> channels
     if (k > 0) {
       const std::string why = grid_mismatch(c.channels[0], v);
       if (!why.empty())
-        throw Error("case '" + id + "': channel " + std::to_string(k) + " does not share the grid of channel 0: " + why);
+        throw Error("case '" + id + "': channel " + std::to_string(k) +
+                    " does not share the grid of channel 0: " + why);
     }
     c.channels.push_back(std::move(v));
   }

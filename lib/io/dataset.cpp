@@ -37,7 +37,8 @@ bool DatasetInfo::has_regions() const {
 // the folder either.
 static void check_file_ending(const std::string& ending, const std::string& file) {
   check_path_component(ending, "file_ending", file);
-  if (ending[0] != '.') throw FileError(file, "file_ending '" + printable(ending) + "' must start with '.' (e.g. \".nii.gz\")");
+  if (ending[0] != '.')
+    throw FileError(file, "file_ending '" + printable(ending) + "' must start with '.' (e.g. \".nii.gz\")");
 }
 
 std::vector<std::string> channel_names_from_json(const ordered_json& j, const std::string& file) {
@@ -113,15 +114,16 @@ std::vector<LabelDef> labels_from_json(const ordered_json& j, const std::string&
   int expect = 0;
   for (int v : seen) {
     if (v != expect)
-      throw FileError(file, "label values must be consecutive integers starting at 0 (missing " +
-                                std::to_string(expect) + ")");
+      throw FileError(
+          file, "label values must be consecutive integers starting at 0 (missing " + std::to_string(expect) + ")");
     ++expect;
   }
   return out;
 }
 
 int64_t network_outputs(const std::vector<LabelDef>& labels) {
-  const bool regions = std::any_of(labels.begin(), labels.end(), [](const LabelDef& l) { return l.values.size() != 1; });
+  const bool regions =
+      std::any_of(labels.begin(), labels.end(), [](const LabelDef& l) { return l.values.size() != 1; });
   int64_t n = 0;
   for (const auto& l : labels) {
     if (l.name == "ignore") continue;
@@ -132,7 +134,8 @@ int64_t network_outputs(const std::vector<LabelDef>& labels) {
 }
 
 std::vector<std::vector<int>> foreground_regions(const std::vector<LabelDef>& labels) {
-  const bool regions = std::any_of(labels.begin(), labels.end(), [](const LabelDef& l) { return l.values.size() != 1; });
+  const bool regions =
+      std::any_of(labels.begin(), labels.end(), [](const LabelDef& l) { return l.values.size() != 1; });
   std::vector<std::vector<int>> out;
   if (!regions) return out;
   for (const auto& l : labels)
@@ -246,8 +249,8 @@ std::vector<CaseFiles> list_training_cases(const DatasetInfo& info) {
       for (const auto& p : e.at("images")) c.images.push_back(resolve(p.get<std::string>()));
       c.label = resolve(e.at("label").get<std::string>());
       if (static_cast<int>(c.images.size()) != info.num_channels())
-        throw FileError(file, "case '" + c.id + "' lists " + std::to_string(c.images.size()) + " images but there are " +
-                                  std::to_string(info.num_channels()) + " channels");
+        throw FileError(file, "case '" + c.id + "' lists " + std::to_string(c.images.size()) +
+                                  " images but there are " + std::to_string(info.num_channels()) + " channels");
       out.push_back(std::move(c));
     }
     std::sort(out.begin(), out.end(), [](const CaseFiles& a, const CaseFiles& b) { return a.id < b.id; });

@@ -22,7 +22,7 @@ struct DatasetInfo {
   std::vector<LabelDef> labels;            // in dataset.json's order, as nnU-Net's LabelManager keeps it
   int num_training = 0;
   std::string file_ending = ".nii.gz";
-  ordered_json raw;                        // the whole dataset.json, keys in the file's order
+  ordered_json raw;  // the whole dataset.json, keys in the file's order
   // "overwrite_image_reader_writer": "NibabelIOWithReorient": volumes are read in canonical orientation.
   bool reorient_to_ras = false;
 
@@ -37,7 +37,8 @@ struct DatasetInfo {
 // (medseg_model_info). Throw FileError naming `file` and the key. dataset.json is read with
 // read_ordered_json: a region dataset's outputs follow the order of "labels" in the file, which a
 // key-sorted `json` has lost, so the `json` overloads are deleted.
-std::vector<std::string> channel_names_from_json(const ordered_json& dataset, const std::string& file);  // legacy: modality
+std::vector<std::string> channel_names_from_json(const ordered_json& dataset,
+                                                 const std::string& file);  // legacy: modality
 std::vector<LabelDef> labels_from_json(const ordered_json& dataset, const std::string& file);
 std::vector<LabelDef> labels_from_json(const json& dataset, const std::string& file) = delete;
 
@@ -83,8 +84,7 @@ std::vector<CaseFiles> list_training_cases(const DatasetInfo& info);
 
 // Cases in any folder of CASE_XXXX<ending> files (imagesTs/, prediction input). A file with no
 // _XXXX suffix counts as channel 0 when `num_channels` is 1. Missing channels are errors.
-std::vector<CaseFiles> list_image_cases(const std::string& folder, const std::string& file_ending,
-                                        int num_channels);
+std::vector<CaseFiles> list_image_cases(const std::string& folder, const std::string& file_ending, int num_channels);
 
 // Problems a full integrity check finds (medseg_verify_dataset); empty when the dataset is fine.
 std::vector<std::string> verify_dataset(const DatasetInfo& info, int threads = 1);

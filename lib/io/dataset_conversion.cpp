@@ -90,14 +90,15 @@ ordered_json nnunet_dataset_json(const fs::path& msd_json, std::initializer_list
       throw FileError(msd_json.string(), std::string("has no \"") + key + "\" object (is it an MSD dataset.json?)");
   ordered_json labels = ordered_json::object();
   for (const auto& [value, name] : j["labels"].items()) {
-    if (!name.is_string()) throw FileError(msd_json.string(), "labels: the name of value " + value + " is not a string");
+    if (!name.is_string())
+      throw FileError(msd_json.string(), "labels: the name of value " + value + " is not a string");
     std::size_t used = 0;
     int v = -1;
     try {
       v = std::stoi(value, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != value.size() || v < 0) throw FileError(msd_json.string(), "labels: key \"" + value + "\" is not a label value");
+    } catch (const std::exception&) {}
+    if (used != value.size() || v < 0)
+      throw FileError(msd_json.string(), "labels: key \"" + value + "\" is not a label value");
     if (labels.contains(name.get<std::string>()))
       throw FileError(msd_json.string(), "labels: the name \"" + name.get<std::string>() + "\" is given twice");
     labels[name.get<std::string>()] = v;
@@ -106,9 +107,12 @@ ordered_json nnunet_dataset_json(const fs::path& msd_json, std::initializer_list
   for (auto& [key, value] : j.items()) {
     const std::string name = key;  // C++17 lambdas cannot capture a structured binding (clang)
     if (std::any_of(drop.begin(), drop.end(), [&](const char* d) { return name == d; })) continue;
-    if (key == "labels") out["labels"] = labels;
-    else if (key == "modality") out["channel_names"] = value;
-    else out[key] = value;
+    if (key == "labels")
+      out["labels"] = labels;
+    else if (key == "modality")
+      out["channel_names"] = value;
+    else
+      out[key] = value;
   }
   out["file_ending"] = ".nii.gz";
   return out;
@@ -127,8 +131,7 @@ std::string convert_msd_dataset(const MsdConversion& c) {
       std::size_t used = 0;
       task_id = std::stoi(task.substr(4, sep - 4), &used);
       if (used != sep - 4) task_id = -1;
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   }
   if (task_id < 0) throw FileError(source.string(), "not an MSD task folder (its name must be TaskXX_Name)");
   const int id = c.target_id.value_or(task_id);
@@ -145,7 +148,8 @@ std::string convert_msd_dataset(const MsdConversion& c) {
   const std::string target_name = name + task.substr(sep + 1);
   refuse_taken_dataset_id(c.raw_root, target_name, "choose another with --overwrite_id");
   const fs::path target = fs::path(c.raw_root) / target_name;
-  if (fs::exists(target)) throw FileError(target.string(), "exists already; remove it or choose another id with --overwrite_id");
+  if (fs::exists(target))
+    throw FileError(target.string(), "exists already; remove it or choose another id with --overwrite_id");
 
   StagedFolder staged(target.string());
   const fs::path out(staged.path());
@@ -160,8 +164,10 @@ std::string convert_msd_dataset(const MsdConversion& c) {
   }
   parallel_for(jobs.size(), c.threads, [&](std::size_t i) {
     const Job& j = jobs[i];
-    if (j.label) fs::copy_file(j.file, j.to / j.file.filename());
-    else split_channels(j.file, j.to, channels);
+    if (j.label)
+      fs::copy_file(j.file, j.to / j.file.filename());
+    else
+      split_channels(j.file, j.to, channels);
   });
   write_file_atomic((out / "dataset.json").string(), dataset.dump(4));
   staged.commit(false);
@@ -175,17 +181,20 @@ std::string convert_old_nnunet_dataset(const std::string& source_folder, const s
     throw Error("OUTPUT_DATASET_NAME '" + target_name + "' must follow the DatasetXXX_Name convention");
   const fs::path source(source_folder);
   for (const char* sub : {"imagesTr", "labelsTr"})
-    if (!fs::is_directory(source / sub)) throw FileError((source / sub).string(), "folder missing from the nnU-Net v1 task");
+    if (!fs::is_directory(source / sub))
+      throw FileError((source / sub).string(), "folder missing from the nnU-Net v1 task");
   const fs::path v1_json = source / "dataset.json";
   if (!fs::is_regular_file(v1_json)) throw FileError(v1_json.string(), "missing from the nnU-Net v1 task");
   const ordered_json dataset = nnunet_dataset_json(v1_json, {"tensorImageSize", "numTest", "training", "test"});
   refuse_taken_dataset_id(raw_root, target_name, "choose another OUTPUT_DATASET_NAME");
   const fs::path target = fs::path(raw_root) / target_name;
-  if (fs::exists(target)) throw FileError(target.string(), "exists already; remove it or choose another OUTPUT_DATASET_NAME");
+  if (fs::exists(target))
+    throw FileError(target.string(), "exists already; remove it or choose another OUTPUT_DATASET_NAME");
 
   StagedFolder staged(target.string());
   for (const char* sub : {"imagesTr", "labelsTr", "imagesTs", "labelsTs", "imagesVal", "labelsVal"})
-    if (fs::is_directory(source / sub)) fs::copy(source / sub, fs::path(staged.path()) / sub, fs::copy_options::recursive);
+    if (fs::is_directory(source / sub))
+      fs::copy(source / sub, fs::path(staged.path()) / sub, fs::copy_options::recursive);
   write_file_atomic((fs::path(staged.path()) / "dataset.json").string(), dataset.dump(4));
   staged.commit(false);
   return target.string();

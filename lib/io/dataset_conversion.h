@@ -12,9 +12,9 @@
 namespace medseg::io {
 
 struct MsdConversion {
-  std::string source;             // the TaskXX_Name folder
-  std::string raw_root;           // where DatasetXXX_Name is made
-  std::optional<int> target_id;   // default: XX of the task's name
+  std::string source;            // the TaskXX_Name folder
+  std::string raw_root;          // where DatasetXXX_Name is made
+  std::optional<int> target_id;  // default: XX of the task's name
   int threads = 1;
 };
 

@@ -9,7 +9,7 @@ namespace medseg::io {
 
 struct ImageFolderScan {
   std::map<std::string, std::map<int, std::string>> cases;  // case id -> channel index -> path
-  std::vector<std::string> stray;                            // entries that are not CASE_XXXX<ending>
+  std::vector<std::string> stray;                           // entries that are not CASE_XXXX<ending>
 };
 
 // Hidden entries are skipped. With allow_plain, "CASE<ending>" counts as channel 0 of CASE (a

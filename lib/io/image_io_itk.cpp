@@ -139,9 +139,12 @@ std::vector<std::array<double, 3>> palette_of(itk::ImageIOBase* io) {
   auto add = [&](const auto& pal) {
     for (const auto& c : pal) out.push_back({double(c[0]), double(c[1]), double(c[2])});
   };
-  if (auto* png = dynamic_cast<itk::PNGImageIO*>(io)) add(png->GetColorPalette());
-  else if (auto* bmp = dynamic_cast<itk::BMPImageIO*>(io)) add(bmp->GetColorPalette());
-  else if (auto* tif = dynamic_cast<itk::TIFFImageIO*>(io)) add(tif->GetColorPalette());
+  if (auto* png = dynamic_cast<itk::PNGImageIO*>(io))
+    add(png->GetColorPalette());
+  else if (auto* bmp = dynamic_cast<itk::BMPImageIO*>(io))
+    add(bmp->GetColorPalette());
+  else if (auto* tif = dynamic_cast<itk::TIFFImageIO*>(io))
+    add(tif->GetColorPalette());
   return out;
 }
 
@@ -155,7 +158,8 @@ bool gray_palette(const std::vector<std::array<double, 3>>& pal) {
 std::vector<Volume> apply_palette(const std::string& path, const Volume& idx,
                                   const std::vector<std::array<double, 3>>& pal) {
   const int channels = gray_palette(pal) ? 1 : 3;
-  const bool wide = std::any_of(pal.begin(), pal.end(), [](const auto& c) { return c[0] > 255 || c[1] > 255 || c[2] > 255; });
+  const bool wide =
+      std::any_of(pal.begin(), pal.end(), [](const auto& c) { return c[0] > 255 || c[1] > 255 || c[2] > 255; });
   const std::vector<double> index = idx.to_double();
   std::vector<Volume> out;
   for (int c = 0; c < channels; ++c) {
@@ -163,11 +167,12 @@ std::vector<Volume> apply_palette(const std::string& path, const Volume& idx,
     for (size_t i = 0; i < index.size(); ++i) {
       const double k = index[i];
       if (k < 0 || k >= static_cast<double>(pal.size()))
-        throw FileError(path, "palette index " + std::to_string(static_cast<int64_t>(k)) + " is outside the palette of " +
-                                  std::to_string(pal.size()) + " colors");
+        throw FileError(path, "palette index " + std::to_string(static_cast<int64_t>(k)) +
+                                  " is outside the palette of " + std::to_string(pal.size()) + " colors");
       values[i] = pal[static_cast<size_t>(k)][static_cast<size_t>(c)];
     }
-    out.push_back(Volume::from_values(wide ? PixelType::UInt16 : PixelType::UInt8, idx.shape(), idx.geometry(), values));
+    out.push_back(
+        Volume::from_values(wide ? PixelType::UInt16 : PixelType::UInt8, idx.shape(), idx.geometry(), values));
   }
   return out;
 }
@@ -203,7 +208,8 @@ auto with_component_type(itk::IOComponentEnum type, const std::string& path, F&&
     case IOC::SHORT: return f(int16_t{});
     case IOC::UINT: return f(uint32_t{});
     case IOC::INT: return f(int32_t{});
-    case IOC::LONG: case IOC::LONGLONG: return f(int64_t{});
+    case IOC::LONG:
+    case IOC::LONGLONG: return f(int64_t{});
     case IOC::FLOAT: return f(float{});
     case IOC::DOUBLE: return f(double{});
     default:
@@ -256,8 +262,8 @@ std::string lower_name(const std::string& path) {
 // The ".nii.gz"-style ending, so a temp file keeps the format ITK picks from the name.
 std::string image_ending(const std::string& path) {
   const std::string n = lower_name(path);
-  for (const char* e : {".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd", ".gipl.gz", ".gipl", ".png", ".bmp", ".tiff",
-                        ".tif"}) {
+  for (const char* e :
+       {".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd", ".gipl.gz", ".gipl", ".png", ".bmp", ".tiff", ".tif"}) {
     const std::string s(e);
     if (n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0)
       return fs::path(path).filename().string().substr(n.size() - s.size());
@@ -309,8 +315,7 @@ itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
   if (fs::is_directory(path, ec)) throw FileError(path, "is a folder, not an image file");
   if (fs::file_size(path, ec) == 0) throw FileError(path, "empty file (0 bytes)");
   const int64_t nifti_nonfinite = check_nifti_complete(path);
-  if (nifti_nonfinite > 0)
-    throw FileError(path, std::to_string(nifti_nonfinite) + " voxel(s) are NaN or Inf");
+  if (nifti_nonfinite > 0) throw FileError(path, std::to_string(nifti_nonfinite) + " voxel(s) are NaN or Inf");
   itk::ImageIOBase::Pointer io =
       itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::ImageIOFactory::IOFileModeEnum::ReadMode);
   if (!io) throw FileError(path, "not a readable image (unknown format or corrupt header)");
@@ -321,18 +326,16 @@ itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
     if (natural) io->SetExpandRGBPalette(false);
     std::lock_guard<std::mutex> lock(itk_header_mutex());
     io->ReadImageInformation();
-  } catch (const itk::ExceptionObject& e) {
-    throw FileError(path, "corrupt image header: " + itk_reason(e));
-  }
+  } catch (const itk::ExceptionObject& e) { throw FileError(path, "corrupt image header: " + itk_reason(e)); }
   const unsigned nd = io->GetNumberOfDimensions();
   const unsigned comps = io->GetNumberOfComponents();
   // nnU-Net's NaturalImage2DIO: a 2D RGB or RGBA file is 3 or 4 channels; nothing else holds several.
   const bool color = natural && nd == 2 && (comps == 3 || comps == 4);
   if (comps != 1 && !(color && (volumes || tiff_planar_separate(path))))
     throw FileError(path, "has " + std::to_string(comps) + " components per voxel; " +
-                              (color ? "a color image is image channels, not a label or a single channel"
-                                     : natural && nd == 2 ? "2D images must be grayscale, RGB or RGBA"
-                                                          : "medseg expects one channel per file (_0000, _0001, ...)"));
+                              (color                ? "a color image is image channels, not a label or a single channel"
+                               : natural && nd == 2 ? "2D images must be grayscale, RGB or RGBA"
+                                                    : "medseg expects one channel per file (_0000, _0001, ...)"));
   if (nd < 2 || nd > 4 || (nd == 4 && io->GetDimensions(3) != 1 && !volumes))
     throw FileError(path, "has " + std::to_string(nd) + " dimensions; expected a 2D or 3D image");
   const std::string geometry = header_geometry_problem(*io, nd);
@@ -363,9 +366,12 @@ std::vector<Volume> read_checked(const std::string& path, itk::ImageIOBase* io, 
   try {
     with_component_type(io->GetComponentType(), path, [&](auto t) {
       using T = decltype(t);
-      if (io->GetNumberOfComponents() > 1) out = read_color_channels<T>(path, io);
-      else if (nd == 4 && io->GetDimensions(3) > 1) out = read_typed_4d<T>(path, io);
-      else out.push_back(read_typed<T>(path, io, std::min(nd, 3u)));
+      if (io->GetNumberOfComponents() > 1)
+        out = read_color_channels<T>(path, io);
+      else if (nd == 4 && io->GetDimensions(3) > 1)
+        out = read_typed_4d<T>(path, io);
+      else
+        out.push_back(read_typed<T>(path, io, std::min(nd, 3u)));
       return 0;
     });
   } catch (const itk::ExceptionObject& e) {
@@ -393,12 +399,12 @@ std::vector<Volume> read_image_volumes(const std::string& path) {
 
 int image_file_channels(const std::string& path) {
   const itk::ImageIOBase::Pointer io = open_checked(path, true);
-  if (io->GetNumberOfComponents() > 1 && !tiff_planar_separate(path)) return static_cast<int>(io->GetNumberOfComponents());
+  if (io->GetNumberOfComponents() > 1 && !tiff_planar_separate(path))
+    return static_cast<int>(io->GetNumberOfComponents());
   if (io->GetNumberOfDimensions() == 4) return static_cast<int>(io->GetDimensions(3));
   const auto pal = palette_of(io);  // what apply_palette will make of the indices, from the header
   return pal.empty() || gray_palette(pal) ? 1 : 3;
 }
-
 
 Volume read_label(const std::string& path) {
   Volume v = read_image(path);
@@ -444,7 +450,8 @@ Volume writable_for_family(const std::string& path, const Volume& v) {
   if (family == ImageFamily::Medical) return v;
   if (!is_integer_type(v.pixel_type())) {
     if (family == ImageFamily::Tiff) return v;
-    throw FileError(path, std::string("PNG and BMP hold 8- or 16-bit integers; this image is ") + pixel_type_name(v.pixel_type()));
+    throw FileError(
+        path, std::string("PNG and BMP hold 8- or 16-bit integers; this image is ") + pixel_type_name(v.pixel_type()));
   }
   const std::vector<double> values = v.to_double();
   const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
@@ -452,7 +459,8 @@ Volume writable_for_family(const std::string& path, const Volume& v) {
   if (min < 0) throw FileError(path, "holds negative values (" + label_value_str(min) + "), which this format cannot");
   const bool bmp = ends_with(lower_name(path), ".bmp");
   if (max > (bmp ? 255 : 65535))
-    throw FileError(path, "value " + label_value_str(max) + " does not fit the format's " + (bmp ? "8" : "16") + "-bit pixels");
+    throw FileError(
+        path, "value " + label_value_str(max) + " does not fit the format's " + (bmp ? "8" : "16") + "-bit pixels");
   const PixelType t = max < 255 ? PixelType::UInt8 : PixelType::UInt16;
   return v.pixel_type() == t ? v : Volume::from_values(t, v.shape(), v.geometry(), values);
 }

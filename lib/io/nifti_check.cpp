@@ -23,7 +23,8 @@ bool has_ending(const std::string& p, const char* e) {
   return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
 }
 
-template <class T> T load(const unsigned char* p, bool swap) {
+template <class T>
+T load(const unsigned char* p, bool swap) {
   T v;
   std::memcpy(&v, p, sizeof(T));
   if (swap) {
@@ -54,7 +55,8 @@ class NonFiniteCounter {
     for (size_t i = skip; i < n; ++i) {
       carry_[fill_++] = p[i];
       if (fill_ == static_cast<size_t>(l_.float_bytes)) {
-        count_ += l_.float_bytes == 4 ? !std::isfinite(load<float>(carry_, l_.swap)) : !std::isfinite(load<double>(carry_, l_.swap));
+        count_ += l_.float_bytes == 4 ? !std::isfinite(load<float>(carry_, l_.swap))
+                                      : !std::isfinite(load<double>(carry_, l_.swap));
         fill_ = 0;
       }
     }
@@ -72,9 +74,10 @@ class NonFiniteCounter {
 Layout layout_of(const std::string& path, const unsigned char* bytes, size_t n) {
   const NiftiHeader h = parse_nifti_header(path, bytes, n);
   if (h.ndim < 1 || h.ndim > 7)
-    throw FileError(path, "corrupt NIfTI" + std::string(h.version == 2 ? "-2" : "") + " header (dim[0]=" +
-                              std::to_string(h.ndim) + ")");
-  if (h.bitpix <= 0 || h.bitpix % 8) throw FileError(path, "corrupt NIfTI header (bitpix=" + std::to_string(h.bitpix) + ")");
+    throw FileError(path, "corrupt NIfTI" + std::string(h.version == 2 ? "-2" : "") +
+                              " header (dim[0]=" + std::to_string(h.ndim) + ")");
+  if (h.bitpix <= 0 || h.bitpix % 8)
+    throw FileError(path, "corrupt NIfTI header (bitpix=" + std::to_string(h.bitpix) + ")");
   const std::string geometry = nifti_geometry_problem(h);
   if (!geometry.empty()) throw FileError(path, "bad geometry in the NIfTI header: " + geometry);
   // The byte count must not wrap around: NIfTI-2 dims (2^32, 2^32) would come out as 0 voxels,
@@ -96,8 +99,7 @@ Layout layout_of(const std::string& path, const unsigned char* bytes, size_t n) 
 }
 
 std::string truncated(uint64_t have, uint64_t want) {
-  return "truncated: holds " + std::to_string(have) + " of the " + std::to_string(want) +
-         " bytes its header describes";
+  return "truncated: holds " + std::to_string(have) + " of the " + std::to_string(want) + " bytes its header describes";
 }
 
 }  // namespace
@@ -133,9 +135,10 @@ int64_t check_nifti_complete(const std::string& path) {
   // gzread stops at a truncated stream with Z_BUF_ERROR; the byte count tells where.
   const std::string after = gz ? " after decompression" : "";
   if (total == 0)
-    throw FileError(path, std::string(code == Z_BUF_ERROR ? "truncated" : "empty") + ": no NIfTI header (0 bytes" +
-                              after + ")");
-  if (total < layout.total) throw FileError(path, truncated(total, layout.total) + (gz ? " (after decompression)" : ""));
+    throw FileError(
+        path, std::string(code == Z_BUF_ERROR ? "truncated" : "empty") + ": no NIfTI header (0 bytes" + after + ")");
+  if (total < layout.total)
+    throw FileError(path, truncated(total, layout.total) + (gz ? " (after decompression)" : ""));
   if (code == Z_BUF_ERROR)
     throw FileError(path, "truncated gzip stream: the " + std::to_string(total) +
                               " bytes of image data are all there but the gzip end (checksum) is missing");

@@ -34,7 +34,8 @@ void parse_v1(const unsigned char* h, bool s, NiftiHeader& r) {
   r.bitpix = load<int16_t>(h + 72, s);
   load_array<float>(h, 76, s, r.pixdim);
   const float vox_offset = load<float>(h + 108, s);
-  r.vox_offset = std::isfinite(vox_offset) && vox_offset > 0 && vox_offset < 1e18f ? static_cast<int64_t>(vox_offset) : 0;
+  r.vox_offset =
+      std::isfinite(vox_offset) && vox_offset > 0 && vox_offset < 1e18f ? static_cast<int64_t>(vox_offset) : 0;
   r.qform_code = load<int16_t>(h + 252, s);
   r.sform_code = load<int16_t>(h + 254, s);
   load_array<float>(h, 256, s, r.quatern);

@@ -12,8 +12,8 @@ struct NiftiHeader {
   int version = 1;  // 1 or 2
   bool swapped = false;
   int64_t ndim = 0;
-  std::array<int64_t, 8> dim{};     // dim[1..ndim] voxels per axis
-  std::array<double, 8> pixdim{};   // pixdim[0] = qfac, pixdim[1..3] = x, y, z spacing
+  std::array<int64_t, 8> dim{};    // dim[1..ndim] voxels per axis
+  std::array<double, 8> pixdim{};  // pixdim[0] = qfac, pixdim[1..3] = x, y, z spacing
   int datatype = 0;
   int bitpix = 0;
   int64_t vox_offset = 0;

@@ -24,8 +24,9 @@ std::array<int64_t, 3> permute(const unsigned char* src, unsigned char* dst, con
     const int k = r.world_axis[static_cast<std::size_t>(i)];
     new_n[static_cast<std::size_t>(k)] = n[static_cast<std::size_t>(i)];
     step[static_cast<std::size_t>(k)] = r.flip[static_cast<std::size_t>(i)] ? -stride[static_cast<std::size_t>(i)]
-                                                                           : stride[static_cast<std::size_t>(i)];
-    if (r.flip[static_cast<std::size_t>(i)]) base += (n[static_cast<std::size_t>(i)] - 1) * stride[static_cast<std::size_t>(i)];
+                                                                            : stride[static_cast<std::size_t>(i)];
+    if (r.flip[static_cast<std::size_t>(i)])
+      base += (n[static_cast<std::size_t>(i)] - 1) * stride[static_cast<std::size_t>(i)];
   }
   unsigned char* out = dst;
   for (int64_t z = 0; z < new_n[2]; ++z)
@@ -66,7 +67,8 @@ Reorientation ras_reorientation(const Geometry& g) {
   // nibabel's affine in RAS: ITK's LPS direction with x and y negated. Columns are index axes.
   double m[3][3];
   for (int row = 0; row < 3; ++row)
-    for (int col = 0; col < 3; ++col) m[row][col] = (row < 2 ? -1.0 : 1.0) * g.direction[static_cast<std::size_t>(row * 3 + col)];
+    for (int col = 0; col < 3; ++col)
+      m[row][col] = (row < 2 ? -1.0 : 1.0) * g.direction[static_cast<std::size_t>(row * 3 + col)];
   Reorientation r;
   for (int col = 0; col < 3; ++col) {
     int best = 0;
@@ -90,7 +92,8 @@ Volume reorient(const Volume& v, const Reorientation& r) {
     const double sign = r.flip[static_cast<std::size_t>(i)] ? -1.0 : 1.0;
     out_g.spacing[k] = g.spacing[static_cast<std::size_t>(i)];
     for (int row = 0; row < 3; ++row)
-      out_g.direction[static_cast<std::size_t>(row * 3) + k] = sign * g.direction[static_cast<std::size_t>(row * 3 + i)];
+      out_g.direction[static_cast<std::size_t>(row * 3) + k] =
+          sign * g.direction[static_cast<std::size_t>(row * 3 + i)];
     if (r.flip[static_cast<std::size_t>(i)])  // index 0 is now the far end of this axis
       for (int row = 0; row < 3; ++row)
         out_g.origin[static_cast<std::size_t>(row)] += g.direction[static_cast<std::size_t>(row * 3 + i)] *
@@ -98,7 +101,8 @@ Volume reorient(const Volume& v, const Reorientation& r) {
                                                        static_cast<double>(n[static_cast<std::size_t>(i)] - 1);
   }
   std::vector<unsigned char> buf(v.nbytes());
-  const auto shape = permute(static_cast<const unsigned char*>(v.raw()), buf.data(), v.shape(), r, pixel_size(v.pixel_type()));
+  const auto shape =
+      permute(static_cast<const unsigned char*>(v.raw()), buf.data(), v.shape(), r, pixel_size(v.pixel_type()));
   Volume result(v.pixel_type(), shape, out_g);
   std::memcpy(result.raw(), buf.data(), buf.size());
   return result;
@@ -108,18 +112,19 @@ Volume reorient_back(const Volume& v, const Reorientation& r, const Geometry& fi
   check(r, "reorient_back");
   const Reorientation inv = inverse(r);
   std::vector<unsigned char> buf(v.nbytes());
-  const auto shape = permute(static_cast<const unsigned char*>(v.raw()), buf.data(), v.shape(), inv, pixel_size(v.pixel_type()));
+  const auto shape =
+      permute(static_cast<const unsigned char*>(v.raw()), buf.data(), v.shape(), inv, pixel_size(v.pixel_type()));
   Volume result(v.pixel_type(), shape, file_geometry);
   std::memcpy(result.raw(), buf.data(), buf.size());
   return result;
 }
 
-std::vector<float> reorient_back_channels(const std::vector<float>& data, int64_t n, const std::array<int64_t, 3>& shape,
-                                          const Reorientation& r) {
+std::vector<float> reorient_back_channels(const std::vector<float>& data, int64_t n,
+                                          const std::array<int64_t, 3>& shape, const Reorientation& r) {
   check(r, "reorient_back_channels");
   const int64_t voxels = shape[0] * shape[1] * shape[2];
-  MEDSEG_CHECK(static_cast<int64_t>(data.size()) == n * voxels, "reorient_back_channels: ", data.size(), " values for ", n,
-               " volumes of ", voxels, " voxels");
+  MEDSEG_CHECK(static_cast<int64_t>(data.size()) == n * voxels, "reorient_back_channels: ", data.size(), " values for ",
+               n, " volumes of ", voxels, " voxels");
   const Reorientation inv = inverse(r);
   std::vector<float> out(data.size());
   for (int64_t c = 0; c < n; ++c)
@@ -136,13 +141,12 @@ Reorientation reorientation_from_json(const json& j, const std::string& source) 
     r.world_axis = j.at("world_axis").get<std::array<int, 3>>();
     r.flip = j.at("flip").get<std::array<bool, 3>>();
   } catch (const json::exception& e) {
-    throw FileError(source, std::string("reorientation must be {\"world_axis\": [3 axes], \"flip\": [3 booleans]}: ") + e.what());
+    throw FileError(
+        source, std::string("reorientation must be {\"world_axis\": [3 axes], \"flip\": [3 booleans]}: ") + e.what());
   }
   try {
     check(r, "reorientation");
-  } catch (const Error& e) {
-    throw FileError(source, e.what());
-  }
+  } catch (const Error& e) { throw FileError(source, e.what()); }
   return r;
 }
 

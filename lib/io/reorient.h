@@ -17,7 +17,7 @@ namespace medseg::io {
 inline constexpr const char* kReorientingReader = "NibabelIOWithReorient";
 
 struct Reorientation {
-  std::array<int, 3> world_axis{0, 1, 2};        // index axis i (x, y, z) -> canonical index axis
+  std::array<int, 3> world_axis{0, 1, 2};         // index axis i (x, y, z) -> canonical index axis
   std::array<bool, 3> flip{false, false, false};  // index axis i reversed
   bool identity() const;
   bool operator==(const Reorientation& o) const { return world_axis == o.world_axis && flip == o.flip; }
@@ -35,8 +35,8 @@ Volume reorient(const Volume& v, const Reorientation& r);
 Volume reorient_back(const Volume& v, const Reorientation& r, const Geometry& file_geometry);
 
 // The same on a float buffer of `n` volumes (e.g. class probabilities), each of the canonical shape.
-std::vector<float> reorient_back_channels(const std::vector<float>& data, int64_t n, const std::array<int64_t, 3>& shape,
-                                          const Reorientation& r);
+std::vector<float> reorient_back_channels(const std::vector<float>& data, int64_t n,
+                                          const std::array<int64_t, 3>& shape, const Reorientation& r);
 
 json reorientation_to_json(const Reorientation& r);
 // Throws FileError naming `source` for a malformed value (not a permutation, flips not booleans).

@@ -137,8 +137,7 @@ void resize_3d(const float* src, const Shape3& in, float* dst, const Shape3& out
   if (clip && order > 1) clip_to_range(src, numel(in), dst, numel(out));
 }
 
-void resize_slices(const float* src, const Shape3& in, int axis, float* dst, const Shape3& out, int order,
-                   bool clip) {
+void resize_slices(const float* src, const Shape3& in, int axis, float* dst, const Shape3& out, int order, bool clip) {
   check_args(in, out, order);
   if (axis < 0 || axis > 2) throw Error("resize_slices: axis must be 0, 1 or 2");
   if (in[axis] != out[axis])

@@ -33,7 +33,9 @@ class Rng {
   }
   double uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
   double uniform(double a, double b) { return a + (b - a) * uniform(); }
-  int64_t integer(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(uniform() * static_cast<double>(hi - lo + 1)); }
+  int64_t integer(int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(uniform() * static_cast<double>(hi - lo + 1));
+  }
   double normal() {  // Box-Muller
     const double u1 = std::max(uniform(), 1e-300), u2 = uniform();
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
@@ -54,9 +56,9 @@ std::array<double, 9> random_rotation(Rng& r) {
   n = std::sqrt(n);
   for (double& x : q) x /= n;
   const double w = q[0], x = q[1], y = q[2], z = q[3];
-  std::array<double, 9> m{1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
-                          2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
-                          2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)};
+  std::array<double, 9> m{1 - 2 * (y * y + z * z), 2 * (x * y - z * w),     2 * (x * z + y * w),
+                          2 * (x * y + z * w),     1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+                          2 * (x * z - y * w),     2 * (y * z + x * w),     1 - 2 * (x * x + y * y)};
   for (int c = 0; c < 3; ++c)
     if (r.uniform() < 0.5)
       for (int row = 0; row < 3; ++row) m[row * 3 + c] = -m[row * 3 + c];
@@ -168,17 +170,20 @@ void write_case(const std::string& img_dir, const std::string& lbl_dir, const st
 std::string write_synthetic_dataset(const std::string& root, const SyntheticDatasetOptions& o, bool overwrite,
                                     int threads) {
   if (o.dataset_id < 0 || o.dataset_id > 999) throw Error("dataset id must be in 0..999");
-  if (o.num_cases < 1 || o.num_channels < 1 || o.num_labels < 1) throw Error("need at least one case, channel and label");
+  if (o.num_cases < 1 || o.num_channels < 1 || o.num_labels < 1)
+    throw Error("need at least one case, channel and label");
   // One label is no region.
   if (o.regions && o.num_labels < 2) throw Error("--regions needs at least 2 labels");
   for (int a = o.two_d ? 1 : 0; a < 3; ++a)
-    if (o.min_shape[a] < 8 || o.max_shape[a] < o.min_shape[a]) throw Error("invalid shape range (each axis >= 8, max >= min)");
+    if (o.min_shape[a] < 8 || o.max_shape[a] < o.min_shape[a])
+      throw Error("invalid shape range (each axis >= 8, max >= min)");
   char name[32];
   std::snprintf(name, sizeof name, "Dataset%03d_", o.dataset_id);
   check_path_component(o.name, "dataset name (--name)");
   check_path_component(o.file_ending, "file ending (--file-ending)");
   const fs::path target = fs::path(root) / (name + o.name);
-  if (fs::exists(target) && !overwrite) throw FileError(target.string(), "already exists (use --overwrite to replace it)");
+  if (fs::exists(target) && !overwrite)
+    throw FileError(target.string(), "already exists (use --overwrite to replace it)");
   refuse_taken_dataset_id(root, target.filename().string(), "choose another -d, or remove it");
   // Built aside and moved into place at the end: a failed make leaves no partial dataset, and
   // --overwrite keeps the old one until the new one is complete.
@@ -193,8 +198,9 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
     const bool test = k >= o.num_cases;
     char id[32];
     std::snprintf(id, sizeof id, "%s_%03d", test ? "test" : "case", static_cast<int>(test ? k - o.num_cases : k));
-    write_case((folder / (test ? "imagesTs" : "imagesTr")).string(), (folder / (test ? "labelsTs" : "labelsTr")).string(),
-               id, o, o.seed * 1000003ULL + static_cast<uint64_t>(k), o.ignore_label && !test);
+    write_case((folder / (test ? "imagesTs" : "imagesTr")).string(),
+               (folder / (test ? "labelsTs" : "labelsTr")).string(), id, o,
+               o.seed * 1000003ULL + static_cast<uint64_t>(k), o.ignore_label && !test);
   });
 
   // Written in the order nnU-Net's examples list keys; labels in value order ("region10" after "region9").

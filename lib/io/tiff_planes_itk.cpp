@@ -39,7 +39,8 @@ Volume read_tiff_planes(const std::string& path, const Geometry& g) {
   TIFFGetFieldDefaulted(tif.get(), TIFFTAG_BITSPERSAMPLE, &bits);
   TIFFGetFieldDefaulted(tif.get(), TIFFTAG_SAMPLEFORMAT, &format);
   TIFFGetFieldDefaulted(tif.get(), TIFFTAG_PLANARCONFIG, &planar);
-  if (planar != PLANARCONFIG_SEPARATE || w == 0 || h == 0) throw FileError(path, "not a TIFF of separate sample planes");
+  if (planar != PLANARCONFIG_SEPARATE || w == 0 || h == 0)
+    throw FileError(path, "not a TIFF of separate sample planes");
   if (TIFFIsTiled(tif.get())) throw FileError(path, "tiled TIFF stacks of separate planes are not supported");
   const PixelType type = plane_pixel_type(path, bits, format);
   Volume v(type, {static_cast<int64_t>(spp), static_cast<int64_t>(h), static_cast<int64_t>(w)}, g);

@@ -101,11 +101,15 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     }
     std::vector<int> input_slot, param_slot;
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i].requires_grad()) input_slot.push_back(static_cast<int>(targets.size())), targets.push_back(inputs[i]);
-      else input_slot.push_back(-1);
+      if (inputs[i].requires_grad())
+        input_slot.push_back(static_cast<int>(targets.size())), targets.push_back(inputs[i]);
+      else
+        input_slot.push_back(-1);
     for (const auto& p : closure->params)
-      if (p.requires_grad()) param_slot.push_back(static_cast<int>(targets.size())), targets.push_back(p);
-      else param_slot.push_back(-1);
+      if (p.requires_grad())
+        param_slot.push_back(static_cast<int>(targets.size())), targets.push_back(p);
+      else
+        param_slot.push_back(-1);
 
     variable_list grads;
     if (!outs.empty() && !targets.empty())
@@ -132,7 +136,7 @@ bool any_requires_grad(const std::vector<torch::Tensor>& a, const std::vector<to
 }  // namespace
 
 std::vector<torch::Tensor> activation_checkpoint(const TensorFn& fn, const std::vector<torch::Tensor>& inputs,
-                                      const std::vector<torch::Tensor>& params) {
+                                                 const std::vector<torch::Tensor>& params) {
   if (!torch::GradMode::is_enabled() || !any_requires_grad(inputs, params)) return fn(inputs);
   auto closure = c10::make_intrusive<Closure>();
   closure->fn = fn;
@@ -140,13 +144,13 @@ std::vector<torch::Tensor> activation_checkpoint(const TensorFn& fn, const std::
   return CheckpointFunction::apply(at::TensorList(inputs), at::TensorList(params), closure);
 }
 
-torch::Tensor activation_checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& fn, const torch::Tensor& x,
-                         const torch::nn::Module& module) {
+torch::Tensor activation_checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& fn,
+                                    const torch::Tensor& x, const torch::nn::Module& module) {
   std::vector<torch::Tensor> params;
   for (const auto& p : module.parameters())
     if (p.requires_grad()) params.push_back(p);
-  auto out = activation_checkpoint([fn](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{fn(in[0])}; },
-                        {x}, params);
+  auto out = activation_checkpoint(
+      [fn](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{fn(in[0])}; }, {x}, params);
   return out.at(0);
 }
 

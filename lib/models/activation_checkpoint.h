@@ -17,10 +17,10 @@ using TensorFn = std::function<std::vector<torch::Tensor>(const std::vector<torc
 // autograd node, so their gradients flow even when no input requires grad). Without grad mode, or if
 // nothing requires grad, this is a plain call. fn must not modify its inputs in place.
 std::vector<torch::Tensor> activation_checkpoint(const TensorFn& fn, const std::vector<torch::Tensor>& inputs,
-                                      const std::vector<torch::Tensor>& params);
+                                                 const std::vector<torch::Tensor>& params);
 
 // Single-tensor convenience: y = fn(x) with the trainable parameters of `module`.
-torch::Tensor activation_checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& fn, const torch::Tensor& x,
-                         const torch::nn::Module& module);
+torch::Tensor activation_checkpoint(const std::function<torch::Tensor(const torch::Tensor&)>& fn,
+                                    const torch::Tensor& x, const torch::nn::Module& module);
 
 }  // namespace medseg::models

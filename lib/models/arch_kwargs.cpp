@@ -61,8 +61,10 @@ UNetOptions unet_options(const planning::ArchitecturePlan& a, int64_t in_channel
   o.spatial_dims(dims_from_conv_op(a.conv_op));
   o.kernel_sizes(to_shapes(a.kernel_sizes));
   o.strides(to_shapes(a.strides));
-  if (a.is_residual_encoder_unet()) o.n_blocks_per_stage(to_int64(required(a.n_blocks_per_stage, "n_blocks_per_stage")));
-  else o.n_conv_per_stage(to_int64(required(a.n_conv_per_stage, "n_conv_per_stage")));
+  if (a.is_residual_encoder_unet())
+    o.n_blocks_per_stage(to_int64(required(a.n_blocks_per_stage, "n_blocks_per_stage")));
+  else
+    o.n_conv_per_stage(to_int64(required(a.n_conv_per_stage, "n_conv_per_stage")));
   o.n_conv_per_stage_decoder(to_int64(required(a.n_conv_per_stage_decoder, "n_conv_per_stage_decoder")));
   o.conv_bias(a.conv_bias);
   o.norm(norm_kind(a.norm_op)).norm_eps(a.norm_eps).norm_affine(a.norm_affine);

@@ -16,9 +16,7 @@
 namespace medseg::models {
 namespace {
 
-void check_dims(int dims) {
-  MEDSEG_CHECK(dims == 2 || dims == 3, "network: spatial dims must be 2 or 3, got ", dims);
-}
+void check_dims(int dims) { MEDSEG_CHECK(dims == 2 || dims == 3, "network: spatial dims must be 2 or 3, got ", dims); }
 
 template <size_t D>
 torch::ExpandingArray<D> arr(const Shape& v) {
@@ -40,20 +38,19 @@ Shape same_padding(const Shape& k) {
 
 Shape per_axis(const Shape& v, int dims, const std::string& what) {
   if (v.size() == 1) return Shape(dims, v[0]);
-  MEDSEG_CHECK(static_cast<int>(v.size()) == dims, "network: ", what, " has ", v.size(), " entries, expected 1 or ", dims);
+  MEDSEG_CHECK(static_cast<int>(v.size()) == dims, "network: ", what, " has ", v.size(), " entries, expected 1 or ",
+               dims);
   return v;
 }
 
-torch::nn::AnyModule make_conv(int dims, int64_t in, int64_t out, const Shape& kernel, const Shape& stride,
-                               bool bias) {
+torch::nn::AnyModule make_conv(int dims, int64_t in, int64_t out, const Shape& kernel, const Shape& stride, bool bias) {
   check_dims(dims);
   const Shape k = per_axis(kernel, dims, "kernel size"), s = per_axis(stride, dims, "stride");
   if (dims == 3) return torch::nn::AnyModule(OneDnnConv3d(in, out, k, s, same_padding(k), bias));
   return torch::nn::AnyModule(torch::nn::Conv2d(conv_options<2, torch::nn::Conv2dOptions>(in, out, k, s, bias)));
 }
 
-torch::nn::AnyModule make_conv_transpose(int dims, int64_t in, int64_t out, const Shape& kernel_and_stride,
-                                         bool bias) {
+torch::nn::AnyModule make_conv_transpose(int dims, int64_t in, int64_t out, const Shape& kernel_and_stride, bool bias) {
   check_dims(dims);
   const Shape k = per_axis(kernel_and_stride, dims, "transposed conv stride");
   if (dims == 3)
@@ -70,10 +67,11 @@ torch::nn::AnyModule make_norm(int dims, NormKind kind, int64_t channels, double
       return torch::nn::AnyModule(InstanceNorm(InstanceNormOptions(channels).eps(eps).affine(affine)));
     case NormKind::kBatch:
       if (dims == 3)
-        return torch::nn::AnyModule(torch::nn::BatchNorm3d(torch::nn::BatchNorm3dOptions(channels).eps(eps).affine(affine)));
-      return torch::nn::AnyModule(torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(channels).eps(eps).affine(affine)));
-    case NormKind::kNone:
-      break;
+        return torch::nn::AnyModule(
+            torch::nn::BatchNorm3d(torch::nn::BatchNorm3dOptions(channels).eps(eps).affine(affine)));
+      return torch::nn::AnyModule(
+          torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(channels).eps(eps).affine(affine)));
+    case NormKind::kNone: break;
   }
   throw Error("network: make_norm called without a norm op");
 }
@@ -102,9 +100,9 @@ torch::Tensor InstanceNormImpl::forward(const torch::Tensor& x) {
   flat[0] = 1;
   const torch::Tensor w = weight.defined() ? weight.repeat({b}) : torch::Tensor();
   const torch::Tensor bi = bias.defined() ? bias.repeat({b}) : torch::Tensor();
-  const torch::Tensor y = at::batch_norm(x.contiguous().view(flat), w, bi, /*running_mean=*/{}, /*running_var=*/{},
-                                         /*training=*/true, /*momentum=*/0.0, options.eps(),
-                                         at::globalContext().userEnabledCuDNN());
+  const torch::Tensor y =
+      at::batch_norm(x.contiguous().view(flat), w, bi, /*running_mean=*/{}, /*running_var=*/{},
+                     /*training=*/true, /*momentum=*/0.0, options.eps(), at::globalContext().userEnabledCuDNN());
   // _unsafe_view: same storage, but not an autograd view (as matmul returns its result). Nothing
   // saved for backward refers to y (batch norm keeps its input and statistics), so in-place ops on
   // the result are safe.
@@ -128,7 +126,8 @@ torch::nn::AnyModule make_dropout(int dims, double p) {
 torch::nn::AnyModule make_avg_pool(int dims, const Shape& kernel_and_stride) {
   check_dims(dims);
   const Shape k = per_axis(kernel_and_stride, dims, "pool size");
-  if (dims == 3) return torch::nn::AnyModule(torch::nn::AvgPool3d(torch::nn::AvgPool3dOptions(arr<3>(k)).stride(arr<3>(k))));
+  if (dims == 3)
+    return torch::nn::AnyModule(torch::nn::AvgPool3d(torch::nn::AvgPool3dOptions(arr<3>(k)).stride(arr<3>(k))));
   return torch::nn::AnyModule(torch::nn::AvgPool2d(torch::nn::AvgPool2dOptions(arr<2>(k)).stride(arr<2>(k))));
 }
 
@@ -140,14 +139,18 @@ void print_shape(std::ostream& out, const std::vector<int64_t>& v) {
 
 void print_layer_options(std::ostream& out, const LayerOptions& o) {
   out << "conv_bias=" << (o.conv_bias() ? "true" : "false") << ", norm=";
-  if (o.norm() == NormKind::kNone) out << "none";
+  if (o.norm() == NormKind::kNone)
+    out << "none";
   else
     out << (o.norm() == NormKind::kInstance ? "instance" : "batch") << "(eps=" << o.norm_eps()
         << ", affine=" << (o.norm_affine() ? "true" : "false") << ")";
   out << ", dropout=" << o.dropout_p() << ", nonlin=";
-  if (o.nonlin() == NonlinKind::kNone) out << "none";
-  else if (o.nonlin() == NonlinKind::kReLU) out << "relu";
-  else out << "leaky_relu(" << o.negative_slope() << ")";
+  if (o.nonlin() == NonlinKind::kNone)
+    out << "none";
+  else if (o.nonlin() == NonlinKind::kReLU)
+    out << "relu";
+  else
+    out << "leaky_relu(" << o.negative_slope() << ")";
   out << ", inplace=" << (o.inplace() ? "true" : "false");
 }
 
@@ -159,10 +162,14 @@ void he_init(torch::nn::Module& root, double neg_slope) {
   };
   // include_self=false: called from constructors, before a shared_ptr owns the root.
   for (auto& m : root.modules(/*include_self=*/false)) {
-    if (auto* c = m->as<torch::nn::Conv3d>()) init(c->weight, c->bias);
-    else if (auto* c2 = m->as<torch::nn::Conv2d>()) init(c2->weight, c2->bias);
-    else if (auto* t3 = m->as<torch::nn::ConvTranspose3d>()) init(t3->weight, t3->bias);
-    else if (auto* t2 = m->as<torch::nn::ConvTranspose2d>()) init(t2->weight, t2->bias);
+    if (auto* c = m->as<torch::nn::Conv3d>())
+      init(c->weight, c->bias);
+    else if (auto* c2 = m->as<torch::nn::Conv2d>())
+      init(c2->weight, c2->bias);
+    else if (auto* t3 = m->as<torch::nn::ConvTranspose3d>())
+      init(t3->weight, t3->bias);
+    else if (auto* t2 = m->as<torch::nn::ConvTranspose2d>())
+      init(t2->weight, t2->bias);
   }
 }
 

@@ -82,11 +82,9 @@ Shape per_axis(const Shape& v, int dims, const std::string& what);
 Shape same_padding(const Shape& kernel);
 
 // Conv with "same" padding (k-1)/2 per axis, as dynamic-network-architectures builds it.
-torch::nn::AnyModule make_conv(int dims, int64_t in, int64_t out, const Shape& kernel, const Shape& stride,
-                               bool bias);
+torch::nn::AnyModule make_conv(int dims, int64_t in, int64_t out, const Shape& kernel, const Shape& stride, bool bias);
 // Transposed conv with kernel == stride (no padding), the U-Net upsampling.
-torch::nn::AnyModule make_conv_transpose(int dims, int64_t in, int64_t out, const Shape& kernel_and_stride,
-                                         bool bias);
+torch::nn::AnyModule make_conv_transpose(int dims, int64_t in, int64_t out, const Shape& kernel_and_stride, bool bias);
 torch::nn::AnyModule make_norm(int dims, NormKind kind, int64_t channels, double eps, bool affine);
 torch::nn::AnyModule make_nonlin(NonlinKind kind, double negative_slope, bool inplace);
 torch::nn::AnyModule make_dropout(int dims, double p);

@@ -20,8 +20,9 @@ NamedConvImpl::NamedConvImpl(NamedConvOptions options_) : options(std::move(opti
 
 void NamedConvImpl::reset() {
   const NamedConvOptions& o = options;
-  conv_ = o.transposed() ? make_conv_transpose(o.dims(), o.in_channels(), o.out_channels(), o.kernel_size(), o.bias())
-                         : make_conv(o.dims(), o.in_channels(), o.out_channels(), o.kernel_size(), o.stride(), o.bias());
+  conv_ = o.transposed()
+              ? make_conv_transpose(o.dims(), o.in_channels(), o.out_channels(), o.kernel_size(), o.bias())
+              : make_conv(o.dims(), o.in_channels(), o.out_channels(), o.kernel_size(), o.stride(), o.bias());
   register_module(o.name(), conv_.ptr());
 }
 
@@ -81,7 +82,8 @@ void UnetrUpBlockImpl::reset() {
   const int64_t out = options.out_channels();
   transp_conv_ = register_module(
       "transp_conv", NamedConv(NamedConvOptions("conv", dims, options.in_channels(), out, {2}).transposed(true)));
-  conv_block_ = register_module("conv_block", UnetResBlock(UnetrBlockOptions(dims, 2 * out, out).inplace(options.inplace())));
+  conv_block_ =
+      register_module("conv_block", UnetResBlock(UnetrBlockOptions(dims, 2 * out, out).inplace(options.inplace())));
 }
 
 void UnetrUpBlockImpl::pretty_print(std::ostream& stream) const { print_block(stream, "UnetrUpBlock", options); }

@@ -17,7 +17,10 @@ namespace medseg::models {
 
 struct NamedConvOptions {
   NamedConvOptions(std::string name, int dims, int64_t in_channels, int64_t out_channels, Shape kernel_size)
-      : name_(std::move(name)), dims_(dims), in_channels_(in_channels), out_channels_(out_channels),
+      : name_(std::move(name)),
+        dims_(dims),
+        in_channels_(in_channels),
+        out_channels_(out_channels),
         kernel_size_(std::move(kernel_size)) {}
   TORCH_ARG(std::string, name);  // the conv's key: "conv" in a MONAI Convolution, "proj" in the patch embedding
   TORCH_ARG(int, dims);

@@ -28,7 +28,9 @@ class ChildCloner : public torch::nn::Cloneable<ChildCloner> {
   torch::nn::Module* into_;
 };
 
-SegmentationNetwork as_network(std::shared_ptr<SegmentationNetworkImpl> impl) { return SegmentationNetwork(std::move(impl)); }
+SegmentationNetwork as_network(std::shared_ptr<SegmentationNetworkImpl> impl) {
+  return SegmentationNetwork(std::move(impl));
+}
 }  // namespace
 
 void clone_children(const torch::nn::Module& from, torch::nn::Module& into,
@@ -56,11 +58,12 @@ SegmentationNetwork build_network(const nlohmann::json& architecture, int64_t in
   const std::string name = short_class_name(full);
   if (name != "PlainConvUNet" && name != "ResidualEncoderUNet" && name != "SwinUNETR")
     throw Error("network: unknown network_class_name '" + full + "'");
-  return build_network_from_plan(planning::architecture_from_json(architecture, source), in_channels, num_classes, opts);
+  return build_network_from_plan(planning::architecture_from_json(architecture, source), in_channels, num_classes,
+                                 opts);
 }
 
-SegmentationNetwork build_network_from_plan(const planning::ArchitecturePlan& plan, int64_t in_channels, int64_t num_classes,
-                                  const NetworkBuildOptions& opts) {
+SegmentationNetwork build_network_from_plan(const planning::ArchitecturePlan& plan, int64_t in_channels,
+                                            int64_t num_classes, const NetworkBuildOptions& opts) {
   if (plan.is_plain_unet() || plan.is_residual_encoder_unet()) {
     const bool residual = plan.is_residual_encoder_unet();
     UNetOptions o = unet_options(plan, in_channels, num_classes);
@@ -72,7 +75,7 @@ SegmentationNetwork build_network_from_plan(const planning::ArchitecturePlan& pl
   if (plan.is_swin_unetr()) {
     SwinUNETROptions o = swin_options(plan, in_channels, num_classes);
     o.inplace(opts.inplace);
-    if (opts.use_checkpoint_override >= 0) o.use_checkpoint(opts.use_checkpoint_override == 1);
+    if (opts.use_checkpoint_override) o.use_checkpoint(*opts.use_checkpoint_override);
     return as_network(std::make_shared<SwinUNETRImpl>(o));
   }
   throw Error("network: unknown network_class_name '" + plan.network_class_name + "'");

@@ -69,8 +69,9 @@ class CloneableNetwork : public Base {
       const torch::optional<torch::Device>& device = torch::nullopt) const override {
     torch::NoGradGuard no_grad;
     // The networks keep every tensor in a child (Module's copy would share direct ones).
-    TORCH_CHECK(this->named_parameters(/*recurse=*/false).is_empty() && this->named_buffers(/*recurse=*/false).is_empty(),
-                "CloneableNetwork: register a network's parameters and buffers in its children");
+    TORCH_CHECK(
+        this->named_parameters(/*recurse=*/false).is_empty() && this->named_buffers(/*recurse=*/false).is_empty(),
+        "CloneableNetwork: register a network's parameters and buffers in its children");
     auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
     // The copy shares this network's children until its reset() builds its own.
     for (const auto& child : copy->named_children().keys()) copy->unregister_module(child);
@@ -82,11 +83,10 @@ class CloneableNetwork : public Base {
 
 struct NetworkBuildOptions {
   bool deep_supervision = true;
-  bool inplace = true;              // LeakyReLU and residual additions in place
-  bool checkpoint_encoder = false;  // U-Nets: recompute each encoder stage in backward
-  // SwinUNETR: overrides arch_kwargs.use_checkpoint when set.
-  int use_checkpoint_override = -1;  // -1: keep arch_kwargs, 0: off, 1: on
-  bool init_weights = true;          // He init (+ zeroed last norms for ResEnc) like nnU-Net
+  bool inplace = true;                          // LeakyReLU and residual additions in place
+  bool checkpoint_encoder = false;              // U-Nets: recompute each encoder stage in backward
+  std::optional<bool> use_checkpoint_override;  // SwinUNETR: unset keeps arch_kwargs.use_checkpoint
+  bool init_weights = true;                     // He init (+ zeroed last norms for ResEnc) like nnU-Net
 };
 
 // `architecture` = {"network_class_name": ..., "arch_kwargs": {...}} as in nnU-Net's plans.json
@@ -98,8 +98,8 @@ SegmentationNetwork build_network(const nlohmann::json& architecture, int64_t in
                                   const std::string& source = "architecture block");
 // The same from an already parsed block (a ConfigurationPlan's `architecture`). Its own name: a braced
 // JSON literal must not be ambiguous between the two.
-SegmentationNetwork build_network_from_plan(const planning::ArchitecturePlan& plan, int64_t in_channels, int64_t num_classes,
-                                  const NetworkBuildOptions& opts = {});
+SegmentationNetwork build_network_from_plan(const planning::ArchitecturePlan& plan, int64_t in_channels,
+                                            int64_t num_classes, const NetworkBuildOptions& opts = {});
 
 // "dynamic_network_architectures.architectures.unet.PlainConvUNet" -> "PlainConvUNet".
 std::string short_class_name(const std::string& network_class_name);

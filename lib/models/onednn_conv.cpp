@@ -14,8 +14,8 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-at::Tensor conv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const Ints& padding,
-                const Ints& stride, const Ints& dilation) {
+at::Tensor conv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const Ints& padding, const Ints& stride,
+                const Ints& dilation) {
   const c10::optional<at::Tensor> bias = b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt;
   return at::mkldnn_convolution(x.contiguous(), w.contiguous(), bias, padding, stride, dilation, 1);
 }
@@ -76,9 +76,9 @@ struct OneDnnConvFunction : public torch::autograd::Function<OneDnnConvFunction>
     const at::Tensor &x = saved[0], &w = saved[1];
     const Ints stride = ctx->saved_data["stride"].toIntVector();
     const Ints padding = ctx->saved_data["padding"].toIntVector();
-    const auto g = onednn_conv3d_backward(
-        grads[0], x, w, stride, padding,
-        {ctx->needs_input_grad(0), ctx->needs_input_grad(1), ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)});
+    const auto g = onednn_conv3d_backward(grads[0], x, w, stride, padding,
+                                          {ctx->needs_input_grad(0), ctx->needs_input_grad(1),
+                                           ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)});
     return {g[0], g[1], g[2], at::Tensor(), at::Tensor()};
   }
 };
@@ -91,8 +91,8 @@ at::Tensor onednn_conv3d_forward(const at::Tensor& x, const at::Tensor& weight, 
 }
 
 std::array<at::Tensor, 3> onednn_conv3d_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight,
-                                                  at::IntArrayRef stride, at::IntArrayRef padding,
-                                                  std::array<bool, 3> mask) {
+                                                 at::IntArrayRef stride, at::IntArrayRef padding,
+                                                 std::array<bool, 3> mask) {
   const at::Tensor g = grad.contiguous();
   const Ints s = stride.vec(), p = padding.vec();
   std::array<at::Tensor, 3> out;
@@ -118,8 +118,8 @@ bool onednn_conv3d_applies(const at::Tensor& x, const at::Tensor& weight, at::In
   return !pointwise_single && !torch_uses_onednn;
 }
 
-at::Tensor onednn_conv3d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                         at::IntArrayRef stride, at::IntArrayRef padding) {
+at::Tensor onednn_conv3d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::IntArrayRef stride,
+                         at::IntArrayRef padding) {
   // LibTorch 1.13's Function::apply cannot take an undefined tensor: "no bias" travels as an empty one.
   const at::Tensor b = bias.defined() ? bias : at::empty({0}, x.options());
   return OneDnnConvFunction::apply(x, weight, b, stride.vec(), padding.vec());

@@ -25,7 +25,8 @@ class OneDnnConv3dImpl : public torch::nn::Conv3dImpl {
   torch::Tensor forward(const torch::Tensor& input);
   // A OneDnnConv3d: Conv3dImpl's clone() (torch::nn::Cloneable<Conv3dImpl>) would return a plain
   // Conv3d, which a Sequential or AnyModule holding this type cannot take back.
-  std::shared_ptr<torch::nn::Module> clone(const torch::optional<torch::Device>& device = torch::nullopt) const override;
+  std::shared_ptr<torch::nn::Module> clone(
+      const torch::optional<torch::Device>& device = torch::nullopt) const override;
 
  private:
   // The padding as numbers: options.padding() is a variant (c10:: in 1.13, std:: in 2.x).
@@ -35,16 +36,16 @@ TORCH_MODULE(OneDnnConv3d);
 
 // The conv (zero padding, dilation 1, groups 1) as oneDNN forward and backward; `bias` may be
 // undefined. Needs padding <= kernel - 1 per axis. Exposed for the gradient tests.
-at::Tensor onednn_conv3d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                         at::IntArrayRef stride, at::IntArrayRef padding);
+at::Tensor onednn_conv3d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::IntArrayRef stride,
+                         at::IntArrayRef padding);
 
 // The same without autograd, for layers with their own autograd function (the spatially sharded
 // conv): forward, and the gradients {input, weight, bias} that `mask` asks for (bias: g summed).
 at::Tensor onednn_conv3d_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                  at::IntArrayRef stride, at::IntArrayRef padding);
 std::array<at::Tensor, 3> onednn_conv3d_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight,
-                                                  at::IntArrayRef stride, at::IntArrayRef padding,
-                                                  std::array<bool, 3> mask);
+                                                 at::IntArrayRef stride, at::IntArrayRef padding,
+                                                 std::array<bool, 3> mask);
 
 // Whether OneDnnConv3d takes its own path for this input, weight and stride (CPU float, oneDNN
 // built in, and a shape LibTorch would send to its native path).

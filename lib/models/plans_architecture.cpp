@@ -19,7 +19,8 @@ PlanNetworkSpec plan_network_spec(const nlohmann::json& plans, const std::string
     throw FileError(source, "configuration '" + config + "': patch_size is not a list of integers");
   }
   if (c.contains("batch_size")) {
-    if (!c.at("batch_size").is_number_integer()) throw FileError(source, "configuration '" + config + "': batch_size is not an integer");
+    if (!c.at("batch_size").is_number_integer())
+      throw FileError(source, "configuration '" + config + "': batch_size is not an integer");
     s.batch_size = c.at("batch_size").get<int64_t>();
   }
   if (c.contains("medseg") && c.at("medseg").is_object()) s.medseg = c.at("medseg");

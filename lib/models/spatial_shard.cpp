@@ -33,9 +33,9 @@ std::array<at::Tensor, 3> conv_backward(const at::Tensor& g, const at::Tensor& x
   if (use_onednn(x, w, stride, padding)) return onednn_conv3d_backward(g, x, w, stride, padding, mask);
   const Ints ones(stride.size(), 1), zeros(stride.size(), 0);
   const Ints bias_sizes{w.size(0)};
-  auto [gx, gw, gb] = at::convolution_backward(g.contiguous(), x, w, mask[2] ? at::OptionalIntArrayRef(bias_sizes)
-                                                                             : at::OptionalIntArrayRef(),
-                                               stride, padding, ones, false, zeros, 1, mask);
+  auto [gx, gw, gb] = at::convolution_backward(
+      g.contiguous(), x, w, mask[2] ? at::OptionalIntArrayRef(bias_sizes) : at::OptionalIntArrayRef(), stride, padding,
+      ones, false, zeros, 1, mask);
   return {gx, gw, gb};
 }
 
@@ -60,13 +60,14 @@ struct ShardedConv : public torch::autograd::Function<ShardedConv> {
     // The padded slab again, for as long as this backward runs (not kept from forward: see header).
     const at::Tensor xp = at::cat({saved[1], saved[0], saved[2]}, halo[0]);
     const bool input_grad = ctx->needs_input_grad(0);
-    const auto g = conv_backward(grads[0], xp, saved[3], ctx->saved_data["stride"].toIntVector(),
-                                 ctx->saved_data["padding"].toIntVector(),
-                                 {input_grad, ctx->needs_input_grad(1), ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)});
+    const auto g = conv_backward(
+        grads[0], xp, saved[3], ctx->saved_data["stride"].toIntVector(), ctx->saved_data["padding"].toIntVector(),
+        {input_grad, ctx->needs_input_grad(1), ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)});
     // Skipping the exchange is safe: every rank runs the same graph, so either all of them need the
     // input's gradient (and exchange) or none does (the network's input).
-    at::Tensor gx = input_grad ? distributed::return_halo_grads(g[0], halo[0], halo[1], halo[2], distributed::load_shard(ctx))
-                               : at::Tensor();
+    at::Tensor gx = input_grad
+                        ? distributed::return_halo_grads(g[0], halo[0], halo[1], halo[2], distributed::load_shard(ctx))
+                        : at::Tensor();
     return {gx, g[1], g[2], at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
@@ -128,7 +129,8 @@ struct ShardedInstanceNorm : public torch::autograd::Function<ShardedInstanceNor
     // dL/dx = invstd * w * (g - mean(g) - xhat * mean(g * xhat)), means over the whole volume.
     at::Tensor scale = affine ? saved[2] * w.view({1, -1}) : saved[2];
     // In place on xhat: backward holds two activation-sized temporaries at most, as batch norm's.
-    at::Tensor gx = xhat.mul_(per_bc(-both[1] / n, dims)).add_(g).sub_(per_bc(both[0] / n, dims)).mul_(per_bc(scale, dims));
+    at::Tensor gx =
+        xhat.mul_(per_bc(-both[1] / n, dims)).add_(g).sub_(per_bc(both[0] / n, dims)).mul_(per_bc(scale, dims));
     at::Tensor gw, gb;
     if (affine) {
       gw = sum_gx.sum(0);

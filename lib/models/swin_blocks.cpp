@@ -195,16 +195,18 @@ torch::Tensor SwinMlpImpl::forward(const torch::Tensor& x) {
   return torch::dropout(linear2_(h), options.dropout(), is_training());
 }
 
-SwinTransformerBlockImpl::SwinTransformerBlockImpl(SwinTransformerBlockOptions options_) : options(std::move(options_)) {
+SwinTransformerBlockImpl::SwinTransformerBlockImpl(SwinTransformerBlockOptions options_)
+    : options(std::move(options_)) {
   reset();
 }
 
 void SwinTransformerBlockImpl::reset() {
   const int64_t dim = options.dim();
   norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
-  attn_ = register_module("attn", WindowAttention(WindowAttentionOptions(dim, options.num_heads(), options.window_size())
-                                                      .attn_drop(options.attn_drop())
-                                                      .proj_drop(options.drop())));
+  attn_ =
+      register_module("attn", WindowAttention(WindowAttentionOptions(dim, options.num_heads(), options.window_size())
+                                                  .attn_drop(options.attn_drop())
+                                                  .proj_drop(options.drop())));
   norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
   mlp_ = register_module(
       "mlp", SwinMlp(SwinMlpOptions(dim, static_cast<int64_t>(dim * options.mlp_ratio())).dropout(options.drop())));
@@ -216,9 +218,9 @@ void SwinTransformerBlockImpl::pretty_print(std::ostream& stream) const {
   print_shape(stream, options.window_size());
   stream << ", shift_size=";
   print_shape(stream, options.shift_size());
-  stream << ", mlp_ratio=" << options.mlp_ratio() << ", drop=" << options.drop() << ", attn_drop=" << options.attn_drop()
-         << ", drop_path=" << options.drop_path() << ", use_checkpoint=" << (options.use_checkpoint() ? "true" : "false")
-         << ")";
+  stream << ", mlp_ratio=" << options.mlp_ratio() << ", drop=" << options.drop()
+         << ", attn_drop=" << options.attn_drop() << ", drop_path=" << options.drop_path()
+         << ", use_checkpoint=" << (options.use_checkpoint() ? "true" : "false") << ")";
 }
 
 torch::Tensor SwinTransformerBlockImpl::forward_part1(const torch::Tensor& input, const torch::Tensor& mask) {
@@ -273,8 +275,11 @@ torch::Tensor SwinTransformerBlockImpl::forward(const torch::Tensor& x, const to
     for (auto& p : norm1_->parameters()) p1.push_back(p);
     for (auto& p : attn_->parameters()) p1.push_back(p);
     auto self = std::dynamic_pointer_cast<SwinTransformerBlockImpl>(shared_from_this());
-    y = activation_checkpoint([self](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{self->forward_part1(in[0], in[1])}; },
-                   {x, mask}, p1)[0];
+    y = activation_checkpoint(
+        [self](const std::vector<torch::Tensor>& in) {
+          return std::vector<torch::Tensor>{self->forward_part1(in[0], in[1])};
+        },
+        {x, mask}, p1)[0];
   } else {
     y = forward_part1(x, mask);
   }
@@ -284,8 +289,11 @@ torch::Tensor SwinTransformerBlockImpl::forward(const torch::Tensor& x, const to
     for (auto& p : norm2_->parameters()) p2.push_back(p);
     for (auto& p : mlp_->parameters()) p2.push_back(p);
     auto self = std::dynamic_pointer_cast<SwinTransformerBlockImpl>(shared_from_this());
-    return h + activation_checkpoint([self](const std::vector<torch::Tensor>& in) { return std::vector<torch::Tensor>{self->forward_part2(in[0])}; },
-                          {h}, p2)[0];
+    return h + activation_checkpoint(
+                   [self](const std::vector<torch::Tensor>& in) {
+                     return std::vector<torch::Tensor>{self->forward_part2(in[0])};
+                   },
+                   {h}, p2)[0];
   }
   return h + forward_part2(h);
 }
@@ -346,14 +354,16 @@ void BasicLayerImpl::reset() {
                                                 .drop_path(options.drop_path()[i])
                                                 .use_checkpoint(options.use_checkpoint())));
   register_module("blocks", blocks_);
-  downsample_ = register_module("downsample", PatchMerging(PatchMergingOptions(options.dim(), static_cast<int>(window.size()))));
+  downsample_ =
+      register_module("downsample", PatchMerging(PatchMergingOptions(options.dim(), static_cast<int>(window.size()))));
 }
 
 void BasicLayerImpl::pretty_print(std::ostream& stream) const {
   stream << "medseg::models::BasicLayer(dim=" << options.dim() << ", depth=" << options.depth()
          << ", num_heads=" << options.num_heads() << ", window_size=";
   print_shape(stream, options.window_size());
-  stream << ", mlp_ratio=" << options.mlp_ratio() << ", drop=" << options.drop() << ", attn_drop=" << options.attn_drop()
+  stream << ", mlp_ratio=" << options.mlp_ratio() << ", drop=" << options.drop()
+         << ", attn_drop=" << options.attn_drop()
          << ", use_checkpoint=" << (options.use_checkpoint() ? "true" : "false") << ")";
 }
 

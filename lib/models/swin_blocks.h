@@ -139,7 +139,10 @@ TORCH_MODULE(PatchMerging);
 
 struct BasicLayerOptions {
   BasicLayerOptions(int64_t dim, int64_t depth, int64_t num_heads, Shape window_size)
-      : dim_(dim), depth_(depth), num_heads_(num_heads), window_size_(std::move(window_size)),
+      : dim_(dim),
+        depth_(depth),
+        num_heads_(num_heads),
+        window_size_(std::move(window_size)),
         drop_path_(static_cast<size_t>(depth), 0.0) {}
   TORCH_ARG(int64_t, dim);
   TORCH_ARG(int64_t, depth);

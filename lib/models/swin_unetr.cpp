@@ -25,16 +25,17 @@ void SwinTransformerImpl::reset() {
     std::vector<double> stage_dpr(dpr.begin() + offset, dpr.begin() + offset + depths[i]);
     offset += depths[i];
     const std::string name = "layers" + std::to_string(i + 1);
-    layers_[i] = register_module(name, torch::nn::ModuleList(BasicLayer(BasicLayerOptions(dim, depths[i], o.num_heads()[i], window)
-                                                                            .drop_path(stage_dpr)
-                                                                            .mlp_ratio(o.mlp_ratio())
-                                                                            .drop(o.drop_rate())
-                                                                            .attn_drop(o.attn_drop_rate())
-                                                                            .use_checkpoint(o.use_checkpoint()))));
+    layers_[i] = register_module(
+        name, torch::nn::ModuleList(BasicLayer(BasicLayerOptions(dim, depths[i], o.num_heads()[i], window)
+                                                   .drop_path(stage_dpr)
+                                                   .mlp_ratio(o.mlp_ratio())
+                                                   .drop(o.drop_rate())
+                                                   .attn_drop(o.attn_drop_rate())
+                                                   .use_checkpoint(o.use_checkpoint()))));
     layers_c_[i] = nullptr;
     if (o.use_v2())
-      layers_c_[i] = register_module(name + "c", torch::nn::ModuleList(UnetrBasicBlock(
-                                                     UnetrBlockOptions(dims, dim, dim).inplace(o.inplace()))));
+      layers_c_[i] = register_module(
+          name + "c", torch::nn::ModuleList(UnetrBasicBlock(UnetrBlockOptions(dims, dim, dim).inplace(o.inplace()))));
   }
 }
 
@@ -64,7 +65,9 @@ torch::Tensor channel_layer_norm(const torch::Tensor& x) {
 }  // namespace
 
 std::vector<torch::Tensor> SwinTransformerImpl::forward(const torch::Tensor& x) {
-  auto out = [normalize = options.normalize()](const torch::Tensor& t) { return normalize ? channel_layer_norm(t) : t; };
+  auto out = [normalize = options.normalize()](const torch::Tensor& t) {
+    return normalize ? channel_layer_norm(t) : t;
+  };
   torch::Tensor h = torch::dropout(patch_embed_->forward(x), options.drop_rate(), is_training());
   std::vector<torch::Tensor> hidden{out(h)};
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -114,8 +117,9 @@ void SwinUNETRImpl::pretty_print(std::ostream& stream) const {
 
 void SwinUNETRImpl::set_spatial_shard(std::optional<distributed::SpatialShard> shard) {
   if (!shard) return;
-  throw Error("network: SwinUNETR has no spatially sharded forward: its (shifted) windows, patch merging and "
-              "absolute window partition cross slab borders; use PlainConvUNet or ResidualEncoderUNet");
+  throw Error(
+      "network: SwinUNETR has no spatially sharded forward: its (shifted) windows, patch merging and "
+      "absolute window partition cross slab borders; use PlainConvUNet or ResidualEncoderUNet");
 }
 
 void SwinUNETRImpl::set_checkpointing(bool on) {
@@ -138,7 +142,8 @@ void print_swin_options(std::ostream& out, const SwinUNETROptions& o) {
 
 std::vector<torch::Tensor> SwinUNETRImpl::forward(const torch::Tensor& x) {
   const int dims = options.spatial_dims();
-  MEDSEG_CHECK(x.dim() == dims + 2, "SwinUNETR: expected a ", dims + 2, "-D input (N, C, spatial), got ", x.dim(), "-D");
+  MEDSEG_CHECK(x.dim() == dims + 2, "SwinUNETR: expected a ", dims + 2, "-D input (N, C, spatial), got ", x.dim(),
+               "-D");
   for (int64_t a = 2; a < x.dim(); ++a)
     MEDSEG_CHECK(x.size(a) % 32 == 0, "SwinUNETR: spatial size ", x.size(a), " (axis ", a - 2,
                  ") is not divisible by 32 = patch_size^5");

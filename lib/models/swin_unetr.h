@@ -15,7 +15,8 @@
 namespace medseg::models {
 
 struct SwinUNETROptions {
-  SwinUNETROptions(int64_t in_channels, int64_t out_channels) : in_channels_(in_channels), out_channels_(out_channels) {}
+  SwinUNETROptions(int64_t in_channels, int64_t out_channels)
+      : in_channels_(in_channels), out_channels_(out_channels) {}
   TORCH_ARG(int64_t, in_channels);
   TORCH_ARG(int64_t, out_channels);
   TORCH_ARG(int64_t, feature_size) = 24;  // must be divisible by 12
@@ -75,8 +76,7 @@ class SwinUNETRImpl : public CloneableNetwork<SwinUNETRImpl> {
 
  private:
   SwinTransformer swin_vit_{nullptr};
-  UnetrBasicBlock encoder1_{nullptr}, encoder2_{nullptr}, encoder3_{nullptr}, encoder4_{nullptr},
-      encoder10_{nullptr};
+  UnetrBasicBlock encoder1_{nullptr}, encoder2_{nullptr}, encoder3_{nullptr}, encoder4_{nullptr}, encoder10_{nullptr};
   UnetrUpBlock decoder5_{nullptr}, decoder4_{nullptr}, decoder3_{nullptr}, decoder2_{nullptr}, decoder1_{nullptr};
   UnetOutBlock out_{nullptr};
 };

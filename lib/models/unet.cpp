@@ -51,8 +51,8 @@ void print_unet_options(std::ostream& out, const UNetOptions& o) {
 void UNetOptions::validate(const std::string& blocks_key) const {
   const size_t n = features_per_stage_.size();
   auto need = [&](size_t got, size_t want, const std::string& key) {
-    MEDSEG_CHECK(got == want, "network: arch_kwargs.", key, " has ", got, " entries, expected ", want, " (n_stages = ", n,
-                 ")");
+    MEDSEG_CHECK(got == want, "network: arch_kwargs.", key, " has ", got, " entries, expected ", want,
+                 " (n_stages = ", n, ")");
   };
   if (n < 2) throw Error("network: a U-Net needs at least 2 stages");
   if (spatial_dims_ != 2 && spatial_dims_ != 3) throw Error("network: spatial dims must be 2 or 3");
@@ -138,9 +138,11 @@ void UNetDecoderImpl::reset() {
   seg_layers_ = torch::nn::Sequential();
   for (int64_t s = 1; s < n; ++s) {
     const int64_t below = f[n - s], skip = f[n - s - 1];
-    transpconvs_->push_back(make_conv_transpose(layers.dims(), below, skip, options.strides()[n - s], layers.conv_bias()));
-    stages_->push_back(StackedConvBlocks(StackedConvBlocksOptions(2 * skip, skip, options.kernel_sizes()[n - s - 1], layers)
-                                             .num_convs(options.n_conv_per_stage_decoder()[s - 1])));
+    transpconvs_->push_back(
+        make_conv_transpose(layers.dims(), below, skip, options.strides()[n - s], layers.conv_bias()));
+    stages_->push_back(
+        StackedConvBlocks(StackedConvBlocksOptions(2 * skip, skip, options.kernel_sizes()[n - s - 1], layers)
+                              .num_convs(options.n_conv_per_stage_decoder()[s - 1])));
     // Heads for every scale are always built so that weights load with deep supervision on or off.
     seg_layers_->push_back(make_conv(layers.dims(), skip, options.num_classes(), {1}, {1}, /*bias=*/true));
   }
@@ -204,8 +206,8 @@ void UNetBaseImpl::set_spatial_shard(std::optional<distributed::SpatialShard> sh
 
 std::vector<torch::Tensor> UNetBaseImpl::forward(const torch::Tensor& x) {
   const int dims = options.spatial_dims();
-  MEDSEG_CHECK(x.dim() == dims + 2, "network: ", class_name(), " expects a ", dims + 2, "-D input (N, C, spatial), got ",
-               x.dim(), "-D");
+  MEDSEG_CHECK(x.dim() == dims + 2, "network: ", class_name(), " expects a ", dims + 2,
+               "-D input (N, C, spatial), got ", x.dim(), "-D");
   if (shard_ && shard_->active()) {
     Shape patch(x.sizes().begin() + 2, x.sizes().end());
     patch[shard_->axis] *= shard_->count;

@@ -21,7 +21,9 @@ namespace medseg::models {
 // by ResidualEncoderUNet. Kernel sizes / strides are per stage, each a scalar or one entry per axis.
 struct UNetOptions {
   UNetOptions(int64_t input_channels, int64_t num_classes, std::vector<int64_t> features_per_stage)
-      : input_channels_(input_channels), num_classes_(num_classes), features_per_stage_(std::move(features_per_stage)) {}
+      : input_channels_(input_channels),
+        num_classes_(num_classes),
+        features_per_stage_(std::move(features_per_stage)) {}
   int64_t n_stages() const { return static_cast<int64_t>(features_per_stage_.size()); }
   LayerOptions layer_options() const;
   // Throws medseg::Error when list lengths do not match n_stages (`blocks_key` names the per-stage list).

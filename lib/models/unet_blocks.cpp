@@ -96,10 +96,10 @@ StackedConvBlocksImpl::StackedConvBlocksImpl(StackedConvBlocksOptions options_) 
 void StackedConvBlocksImpl::reset() {
   convs_ = torch::nn::Sequential();
   for (int64_t i = 0; i < options.num_convs(); ++i)
-    convs_->push_back(ConvDropoutNormReLU(
-        ConvDropoutNormReLUOptions(i == 0 ? options.in_channels() : options.out_channels(), options.out_channels(),
-                                   options.kernel_size(), options.layers())
-            .stride(i == 0 ? options.initial_stride() : Shape{1})));
+    convs_->push_back(
+        ConvDropoutNormReLU(ConvDropoutNormReLUOptions(i == 0 ? options.in_channels() : options.out_channels(),
+                                                       options.out_channels(), options.kernel_size(), options.layers())
+                                .stride(i == 0 ? options.initial_stride() : Shape{1})));
   register_module("convs", convs_);
 }
 
@@ -120,10 +120,12 @@ void BasicBlockDImpl::reset() {
   const LayerOptions& l = options.layers();
   const int64_t in = options.in_channels(), out = options.out_channels();
   conv1_ = register_module(
-      "conv1", ConvDropoutNormReLU(ConvDropoutNormReLUOptions(in, out, options.kernel_size(), l).stride(options.stride())));
-  conv2_ = register_module("conv2", ConvDropoutNormReLU(ConvDropoutNormReLUOptions(out, out, options.kernel_size(), l)
-                                                            .with_dropout(false)
-                                                            .with_nonlin(false)));
+      "conv1",
+      ConvDropoutNormReLU(ConvDropoutNormReLUOptions(in, out, options.kernel_size(), l).stride(options.stride())));
+  conv2_ = register_module(
+      "conv2",
+      ConvDropoutNormReLU(
+          ConvDropoutNormReLUOptions(out, out, options.kernel_size(), l).with_dropout(false).with_nonlin(false)));
   nonlin2_ = {};
   if (l.nonlin() != NonlinKind::kNone) {
     nonlin2_ = make_nonlin(l.nonlin(), l.negative_slope(), l.inplace());

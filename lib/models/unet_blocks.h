@@ -12,15 +12,39 @@
 
 namespace medseg::models {
 
-struct ConvDropoutNormReLUOptions {
-  ConvDropoutNormReLUOptions(int64_t in_channels, int64_t out_channels, Shape kernel_size, LayerOptions layers)
-      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(std::move(kernel_size)),
+// Sets an option of a BlockOptions and returns the Options it belongs to (TORCH_ARG's setter would return
+// the base, so that `BasicBlockDOptions(...).layers(l).stride(s)` would not compile).
+#define MEDSEG_BLOCK_ARG(T, name)                    \
+ public:                                             \
+  Derived& name(T new_##name) {                      \
+    name##_ = std::move(new_##name);                 \
+    return static_cast<Derived&>(*this);             \
+  }                                                  \
+  const T& name() const noexcept { return name##_; } \
+  T& name() noexcept { return name##_; }             \
+                                                     \
+ private:                                            \
+  T name##_
+
+// What every conv block of these U-Nets takes: channels in and out, the kernel and the layer settings.
+// The four block Options derive from it (CRTP, so that its setters chain with theirs).
+template <typename Derived>
+struct BlockOptions {
+  BlockOptions(int64_t in_channels, int64_t out_channels, Shape kernel_size, LayerOptions layers)
+      : in_channels_(in_channels),
+        out_channels_(out_channels),
+        kernel_size_(std::move(kernel_size)),
         layers_(std::move(layers)) {}
-  TORCH_ARG(int64_t, in_channels);
-  TORCH_ARG(int64_t, out_channels);
-  TORCH_ARG(Shape, kernel_size);
+  MEDSEG_BLOCK_ARG(int64_t, in_channels);
+  MEDSEG_BLOCK_ARG(int64_t, out_channels);
+  MEDSEG_BLOCK_ARG(Shape, kernel_size);
+  MEDSEG_BLOCK_ARG(LayerOptions, layers);
+};
+#undef MEDSEG_BLOCK_ARG
+
+struct ConvDropoutNormReLUOptions : BlockOptions<ConvDropoutNormReLUOptions> {
+  using BlockOptions::BlockOptions;
   TORCH_ARG(Shape, stride) = Shape{1};
-  TORCH_ARG(LayerOptions, layers);
   // false: no dropout layer even when layers().dropout_p() > 0 (conv2 of a residual block).
   TORCH_ARG(bool, with_dropout) = true;
   // false: conv -> norm only (conv2 of a residual block, the projection skip).
@@ -51,16 +75,10 @@ class ConvDropoutNormReLUImpl : public torch::nn::Cloneable<ConvDropoutNormReLUI
 };
 TORCH_MODULE(ConvDropoutNormReLU);
 
-struct StackedConvBlocksOptions {
-  StackedConvBlocksOptions(int64_t in_channels, int64_t out_channels, Shape kernel_size, LayerOptions layers)
-      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(std::move(kernel_size)),
-        layers_(std::move(layers)) {}
+struct StackedConvBlocksOptions : BlockOptions<StackedConvBlocksOptions> {
+  using BlockOptions::BlockOptions;
   TORCH_ARG(int64_t, num_convs) = 1;
-  TORCH_ARG(int64_t, in_channels);
-  TORCH_ARG(int64_t, out_channels);
-  TORCH_ARG(Shape, kernel_size);
   TORCH_ARG(Shape, initial_stride) = Shape{1};  // the first conv's; the others have stride 1
-  TORCH_ARG(LayerOptions, layers);
 };
 
 // num_convs ConvDropoutNormReLU; the first one carries the stride. Keys: convs.<i>.*
@@ -78,15 +96,9 @@ class StackedConvBlocksImpl : public torch::nn::Cloneable<StackedConvBlocksImpl>
 };
 TORCH_MODULE(StackedConvBlocks);
 
-struct BasicBlockDOptions {
-  BasicBlockDOptions(int64_t in_channels, int64_t out_channels, Shape kernel_size, LayerOptions layers)
-      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(std::move(kernel_size)),
-        layers_(std::move(layers)) {}
-  TORCH_ARG(int64_t, in_channels);
-  TORCH_ARG(int64_t, out_channels);
-  TORCH_ARG(Shape, kernel_size);
+struct BasicBlockDOptions : BlockOptions<BasicBlockDOptions> {
+  using BlockOptions::BlockOptions;
   TORCH_ARG(Shape, stride) = Shape{1};
-  TORCH_ARG(LayerOptions, layers);
 };
 
 // ResNet-D basic block: conv1 (conv-norm-act, strided) -> conv2 (conv-norm); skip = [avg-pool(stride)] +
@@ -109,16 +121,10 @@ class BasicBlockDImpl : public torch::nn::Cloneable<BasicBlockDImpl> {
 };
 TORCH_MODULE(BasicBlockD);
 
-struct StackedResidualBlocksOptions {
-  StackedResidualBlocksOptions(int64_t in_channels, int64_t out_channels, Shape kernel_size, LayerOptions layers)
-      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(std::move(kernel_size)),
-        layers_(std::move(layers)) {}
+struct StackedResidualBlocksOptions : BlockOptions<StackedResidualBlocksOptions> {
+  using BlockOptions::BlockOptions;
   TORCH_ARG(int64_t, n_blocks) = 1;
-  TORCH_ARG(int64_t, in_channels);
-  TORCH_ARG(int64_t, out_channels);
-  TORCH_ARG(Shape, kernel_size);
   TORCH_ARG(Shape, initial_stride) = Shape{1};  // the first block's; the others have stride 1
-  TORCH_ARG(LayerOptions, layers);
 };
 
 // n_blocks BasicBlockD, the first with the stage stride. Keys: blocks.<i>.*

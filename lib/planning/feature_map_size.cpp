@@ -60,8 +60,8 @@ int64_t decoder(const UNetShape& n, IntVec size) {
   for (std::size_t d = 0; d + 1 < S; ++d) {
     const std::size_t e = S - 2 - d;  // encoder stage this decoder stage joins
     const int64_t vox = prod(skip[e]), c = n.features[e];
-    out += n.decoder_convs[d] * c * vox;  // conv blocks
-    out += c * vox;                       // transposed conv
+    out += n.decoder_convs[d] * c * vox;                               // conv blocks
+    out += c * vox;                                                    // transposed conv
     if (n.deep_supervision || d + 2 == S) out += n.num_classes * vox;  // segmentation head(s)
   }
   return out;

@@ -15,7 +15,7 @@ using detail::Op;
 namespace {
 
 bool wants_checkpointing(const ArchitecturePlan& a, const MemoryOptions& opt) {
-  if (opt.checkpointing >= 0) return opt.checkpointing == 1;
+  if (opt.checkpointing) return *opt.checkpointing;
   return a.swin && a.swin->use_checkpoint;
 }
 
@@ -46,8 +46,8 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
     if (arch.swin) throw Error("memory model: SwinUNETR cannot be split into slabs (docs/spatial-parallel.md)");
     step.halo_axis = spatial_shard_axis(full_patch, arch.strides, opt.spatial_parallel);
     if (step.halo_axis < 0)
-      throw Error("memory model: no axis of the patch splits into " +
-                  std::to_string(opt.spatial_parallel) + " slabs aligned with the network's strides");
+      throw Error("memory model: no axis of the patch splits into " + std::to_string(opt.spatial_parallel) +
+                  " slabs aligned with the network's strides");
   }
   const std::vector<int> patch =
       step.halo_axis < 0 ? full_patch : slab_patch(full_patch, step.halo_axis, opt.spatial_parallel);
@@ -60,10 +60,13 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
   for (const auto& o : ops) e.parameters += o.params;
   e.weights_bytes = 4 * e.parameters;
   e.gradients_bytes = 4 * e.parameters;
-  const int64_t opt_factor = opt.optimizer == OptimizerKind::AdamAmsgrad ? 3 : opt.optimizer == OptimizerKind::AdamW ? 2 : 1;
+  const int64_t opt_factor = opt.optimizer == OptimizerKind::AdamAmsgrad ? 3
+                             : opt.optimizer == OptimizerKind::AdamW     ? 2
+                                                                         : 1;
   e.optimizer_bytes = opt_factor * 4 * e.parameters;
   std::vector<int64_t> shape(patch.begin(), patch.end());
-  e.input_bytes = static_cast<int64_t>(batch) * in_channels * detail::volume(shape) * 4 + target_bytes(arch, patch, batch, opt);
+  e.input_bytes =
+      static_cast<int64_t>(batch) * in_channels * detail::volume(shape) * 4 + target_bytes(arch, patch, batch, opt);
   const int64_t static_bytes = e.weights_bytes + e.optimizer_bytes;
 
   // What each op keeps once forward is done; a checkpointed op keeps nothing but its segment input.
@@ -89,8 +92,10 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
     }
     live += keep;
     e.half_weight_bytes += o.half_weights;
-    if (o.name == "loss") e.loss_bytes += o.saved;
-    else e.activation_bytes += in_ckpt ? o.segment_input : o.saved;
+    if (o.name == "loss")
+      e.loss_bytes += o.saved;
+    else
+      e.activation_bytes += in_ckpt ? o.segment_input : o.saved;
     LayerMemory lm{o.name, o.params, in_ckpt ? o.segment_input : o.saved, o.fwd_work, o.bwd_work, o.segment};
     e.layers.push_back(lm);
   }
@@ -175,7 +180,8 @@ ForwardBytes forward_bytes_lower_bound(const ArchitecturePlan& arch, const std::
     }
     const double f = arch.features_per_stage[static_cast<std::size_t>(s)];
     const auto blocks = static_cast<std::size_t>(s) < arch.encoder_blocks().size()
-                            ? arch.encoder_blocks()[static_cast<std::size_t>(s)] : 1;
+                            ? arch.encoder_blocks()[static_cast<std::size_t>(s)]
+                            : 1;
     b.weights += 4.0 * taps * f * (in + (blocks - 1) * f);
     b.largest_feature_map = std::max(b.largest_feature_map, 4.0 * batch * f * stage_voxels);
     in = f;
@@ -224,8 +230,12 @@ json MemoryEstimate::to_json(bool per_layer) const {
   if (per_layer) {
     json l = json::array();
     for (const auto& x : layers)
-      l.push_back({{"name", x.name}, {"params", x.params}, {"saved", x.saved}, {"fwd_work", x.fwd_work},
-                   {"bwd_work", x.bwd_work}, {"segment", x.segment}});
+      l.push_back({{"name", x.name},
+                   {"params", x.params},
+                   {"saved", x.saved},
+                   {"fwd_work", x.fwd_work},
+                   {"bwd_work", x.bwd_work},
+                   {"segment", x.segment}});
     j["layers"] = l;
   }
   return j;

@@ -15,6 +15,7 @@
 //                 StepDevice::Cpu adds what the CPU path really allocates (oneDNN layouts, CPU
 //                 autocast's fp32 ops); it is checked against measured steps by medseg_bench_memory.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,10 @@ enum class OptimizerKind { SgdMomentum, AdamW, AdamAmsgrad };
 enum class StepDevice { Cuda, Cpu };
 
 struct MemoryOptions {
-  bool amp = true;                    // autocast fp16/bf16: conv/linear outputs 2 bytes; softmax/layer norm stay fp32
+  bool amp = true;  // autocast fp16/bf16: conv/linear outputs 2 bytes; softmax/layer norm stay fp32
   OptimizerKind optimizer = OptimizerKind::SgdMomentum;
   bool deep_supervision = true;       // U-Nets: a head and a loss term per decoder stage (nnU-Net's default)
-  int checkpointing = -1;             // -1: from the plan (SwinUNETR use_checkpoint), 0: off, 1: on
+  std::optional<bool> checkpointing;  // unset: from the plan (SwinUNETR use_checkpoint)
   double target_bytes_per_voxel = 4;  // segmentation target as delivered to the GPU (per DS scale)
   // CPU: oneDNN convolutions (grad input in a blocked layout and its dense copy; the 1x1 head's input
   // reordered and its output padded to 16 channels) and CPU autocast (bf16; softmax not promoted,
@@ -48,28 +49,28 @@ struct MemoryOptions {
 // One layer (or fused block) of the forward pass.
 struct LayerMemory {
   std::string name;
-  int64_t params = 0;       // trainable parameters
-  int64_t saved = 0;        // bytes kept for backward (after checkpointing)
-  int64_t fwd_work = 0;     // extra bytes alive while it runs forward
-  int64_t bwd_work = 0;     // extra bytes alive while it runs backward (output and input gradients)
-  int segment = -1;         // checkpoint segment (-1: not checkpointed)
+  int64_t params = 0;    // trainable parameters
+  int64_t saved = 0;     // bytes kept for backward (after checkpointing)
+  int64_t fwd_work = 0;  // extra bytes alive while it runs forward
+  int64_t bwd_work = 0;  // extra bytes alive while it runs backward (output and input gradients)
+  int segment = -1;      // checkpoint segment (-1: not checkpointed)
 };
 
 struct MemoryEstimate {
   int64_t parameters = 0;
-  int64_t weights_bytes = 0;         // fp32 master weights
-  int64_t gradients_bytes = 0;       // fp32
-  int64_t optimizer_bytes = 0;       // momentum / Adam moments
-  int64_t half_weight_bytes = 0;     // AMP copies of conv/linear weights, alive until their backward
-  int64_t input_bytes = 0;           // image batch and (per DS scale) targets
-  int64_t activation_bytes = 0;      // saved for backward by the network, after checkpointing
-  int64_t loss_bytes = 0;            // saved by the loss (softmax, log-softmax, one-hot per DS scale)
-  int64_t recompute_bytes = 0;       // checkpointing: largest segment re-created during backward
-  int64_t step_temp_bytes = 0;       // optimizer step: temporaries of the largest parameter tensor
+  int64_t weights_bytes = 0;      // fp32 master weights
+  int64_t gradients_bytes = 0;    // fp32
+  int64_t optimizer_bytes = 0;    // momentum / Adam moments
+  int64_t half_weight_bytes = 0;  // AMP copies of conv/linear weights, alive until their backward
+  int64_t input_bytes = 0;        // image batch and (per DS scale) targets
+  int64_t activation_bytes = 0;   // saved for backward by the network, after checkpointing
+  int64_t loss_bytes = 0;         // saved by the loss (softmax, log-softmax, one-hot per DS scale)
+  int64_t recompute_bytes = 0;    // checkpointing: largest segment re-created during backward
+  int64_t step_temp_bytes = 0;    // optimizer step: temporaries of the largest parameter tensor
   int64_t peak_forward = 0, peak_backward = 0, peak_step = 0;
-  int64_t peak_bytes = 0;            // max of the three
-  std::string peak_phase;            // "forward", "backward" or "step"
-  std::string peak_layer;            // layer at the peak
+  int64_t peak_bytes = 0;  // max of the three
+  std::string peak_phase;  // "forward", "backward" or "step"
+  std::string peak_layer;  // layer at the peak
   bool checkpointing = false;
   bool amp = true;
   int batch_size = 0;
@@ -93,7 +94,7 @@ ForwardBytes forward_bytes_lower_bound(const ArchitecturePlan& arch, const std::
                                        int in_channels);
 
 // Largest batch (>= 1) whose estimated peak fits `budget_bytes`; 0 when even batch 1 does not fit.
-int max_batch_for_budget(const ArchitecturePlan& arch, const std::vector<int>& patch, int in_channels,
-                         int num_classes, const MemoryOptions& opt, double budget_bytes, int limit = 4096);
+int max_batch_for_budget(const ArchitecturePlan& arch, const std::vector<int>& patch, int in_channels, int num_classes,
+                         const MemoryOptions& opt, double budget_bytes, int limit = 4096);
 
 }  // namespace medseg::planning

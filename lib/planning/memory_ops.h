@@ -11,27 +11,27 @@ namespace medseg::planning::detail {
 
 struct Op {
   std::string name;
-  int64_t params = 0;       // trainable parameters (fp32 gradient appears at its backward)
+  int64_t params = 0;         // trainable parameters (fp32 gradient appears at its backward)
   int64_t largest_param = 0;  // elements of its largest parameter tensor (optimizer temporaries)
-  int64_t half_weights = 0; // AMP: bytes of the half-precision weight copy autocast saves
-  int64_t saved = 0;        // bytes kept for backward when not checkpointed
-  int64_t fwd_work = 0;     // extra bytes while running forward (temporaries)
-  int64_t bwd_work = 0;     // extra bytes while running backward (grad of output, grad of input, temporaries)
-  int segment = -1;         // checkpoint segment id; -1 = never recomputed
+  int64_t half_weights = 0;   // AMP: bytes of the half-precision weight copy autocast saves
+  int64_t saved = 0;          // bytes kept for backward when not checkpointed
+  int64_t fwd_work = 0;       // extra bytes while running forward (temporaries)
+  int64_t bwd_work = 0;       // extra bytes while running backward (grad of output, grad of input, temporaries)
+  int segment = -1;           // checkpoint segment id; -1 = never recomputed
   int64_t segment_input = 0;  // first op of a segment: bytes of the segment input checkpoint keeps
-  int64_t loss_grad = 0;    // gradient handed in by the loss at the start of backward, consumed here
-  int hold_tag = -1;        // this op's backward leaves `hold` bytes pending until op `tag` runs
+  int64_t loss_grad = 0;      // gradient handed in by the loss at the start of backward, consumed here
+  int hold_tag = -1;          // this op's backward leaves `hold` bytes pending until op `tag` runs
   int64_t hold = 0;
-  int tag = -1;             // releases the pending gradient with the same tag
+  int tag = -1;  // releases the pending gradient with the same tag
 };
 
 // What every op's byte count depends on besides the layer's own shape.
 struct StepSettings {
   int64_t bytes_per_activation;  // 2 under AMP (fp16/bf16 autocast), 4 in fp32
   int64_t batch;
-  bool cpu = false;              // MemoryOptions::device == Cpu
-  bool cpu_autocast = false;     // cpu and amp: CPU autocast's op lists apply
-  int halo_axis = -1;            // spatial parallelism: the slab axis (the patch is one rank's slab)
+  bool cpu = false;           // MemoryOptions::device == Cpu
+  bool cpu_autocast = false;  // cpu and amp: CPU autocast's op lists apply
+  int halo_axis = -1;         // spatial parallelism: the slab axis (the patch is one rank's slab)
 };
 
 // Ops for PlainConvUNet / ResidualEncoderUNet (including the loss).

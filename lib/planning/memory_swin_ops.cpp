@@ -53,8 +53,8 @@ struct Swin {
   }
 
   // One Swin block at `dim` channels, `t` tokens (tp with window padding), `wn` tokens per window.
-  void block(const std::string& name, int64_t dim, int64_t heads, int64_t t, int64_t tp, int64_t wn,
-             int64_t bias_table, bool shifted, int64_t mask_bytes) {
+  void block(const std::string& name, int64_t dim, int64_t heads, int64_t t, int64_t tp, int64_t wn, int64_t bias_table,
+             bool shifted, int64_t mask_bytes) {
     const int64_t attn = tp * wn * heads;  // attention matrix elements per sample
     Op p1;
     p1.name = name + ".attn";
@@ -95,7 +95,7 @@ struct Swin {
     o.params = 16 * dim + 16 * dim * dim;
     o.half_weights = half(16 * dim * dim);
     o.saved = fp32_bytes(dim * t) + activation_bytes(dim * t);  // norm input (8C x T/8, fp32), reduction input
-    o.fwd_work = activation_bytes(dim * t);                      // the concatenated sub-grids
+    o.fwd_work = activation_bytes(dim * t);                     // the concatenated sub-grids
     o.bwd_work = 2 * fp32_bytes(dim * t);
     add(std::move(o));
   }
@@ -171,7 +171,11 @@ std::vector<Op> swin_ops(const ArchitecturePlan& a, const std::vector<int>& patc
   w.res_block("encoder10", 16 * feature_size, 16 * feature_size, conv_taps, t4);
 
   // Decoders: transposed conv (kernel 2, stride 2, no bias), concat with the skip, residual block 2C -> C.
-  struct Up { const char* name; int64_t cin, cout, v; int skip_tag; };
+  struct Up {
+    const char* name;
+    int64_t cin, cout, v;
+    int skip_tag;
+  };
   const Up ups[] = {{"decoder5", 16 * feature_size, 8 * feature_size, t3, 4},
                     {"decoder4", 8 * feature_size, 4 * feature_size, t2, 3},
                     {"decoder3", 4 * feature_size, 2 * feature_size, t1, 2},

@@ -94,7 +94,8 @@ struct Builder {
     o.params = w + norm_params(cout);
     o.largest_param = cin * cout * kvol;
     o.half_weights = half(w);
-    const int kept = act ? (a.nonlin_inplace ? 2 : 3) : 2;  // without act: conv out + norm out (kept by the residual add)
+    const int kept =
+        act ? (a.nonlin_inplace ? 2 : 3) : 2;  // without act: conv out + norm out (kept by the residual add)
     o.saved = kept * activation_bytes(cout * vout);
     // Dropout (conv -> dropout -> norm) keeps a bool mask; its output replaces the conv output as the
     // tensor the norm keeps. DNA puts it in every ConvDropoutNormReLU that has a nonlinearity.
@@ -152,8 +153,7 @@ int64_t kvol(const std::vector<int>& k) {
 std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
                          const MemoryOptions& opt, const StepSettings& step, bool checkpoint) {
   const bool residual = a.is_residual_encoder_unet();
-  if (!residual && !a.is_plain_unet())
-    throw Error("memory model: unsupported network '" + a.network_class_name + "'");
+  if (!residual && !a.is_plain_unet()) throw Error("memory model: unsupported network '" + a.network_class_name + "'");
   const int n_stages = a.n_stages;
   Builder b{a, step, step.bytes_per_activation == 2, checkpoint, {}};
   b.fp32_tconv = step.cpu_autocast && opt.cpu_autocast_fp32_transposed_conv;
@@ -196,8 +196,10 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
       const int64_t c_in = j == 0 ? cin : features[s];
       const double h_in = b.halo_fraction(k_axis(s), j == 0 ? (s == 0 ? len_in : len[s - 1]) : len[s]);
       const double h_out = b.halo_fraction(k_axis(s), len[s]);
-      if (residual) b.residual_block(name, c_in, features[s], kv, j == 0 && strided, vi, vox[s], h_in, h_out);
-      else b.conv_norm_act(name, c_in, features[s], kv, vi, vox[s], true, h_in);
+      if (residual)
+        b.residual_block(name, c_in, features[s], kv, j == 0 && strided, vi, vox[s], h_in, h_out);
+      else
+        b.conv_norm_act(name, c_in, features[s], kv, vi, vox[s], true, h_in);
     }
     b.ops.back().tag = s;  // the stage output: its gradient from the skip is consumed here
     cin = features[s];
@@ -215,8 +217,7 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
   for (int dd = 0; dd + 1 < n_stages; ++dd) {
     const int e = n_stages - 2 - dd;  // encoder stage joined here
     // This decoder stage works at encoder stage e's channels and voxels; its input comes from the stage below.
-    const int64_t channels = features[e], voxels = vox[e], channels_below = features[e + 1],
-                  voxels_below = vox[e + 1];
+    const int64_t channels = features[e], voxels = vox[e], channels_below = features[e + 1], voxels_below = vox[e + 1];
     const std::string name = "decoder." + std::to_string(dd);
     Op t = b.make(name + ".transpconv");
     const int64_t w = channels_below * channels * kvol(a.strides[e + 1]) + (a.conv_bias ? channels : 0);

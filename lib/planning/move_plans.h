@@ -13,7 +13,8 @@ namespace medseg::planning {
 // configuration's data_identifier renamed when the plans name changes ("<source name>_X" becomes
 // "<target name>_X", any other identifier gets "<target name>_" in front, as nnU-Net does);
 // image_reader_writer chosen for the target's dataset.json. Key order is kept.
-ordered_json move_plans(ordered_json plans, const std::string& target_dataset_name, const std::string& source_plans_name,
-                        const std::string& target_plans_name, const DatasetJsonInput& target_dataset);
+ordered_json move_plans(ordered_json plans, const std::string& target_dataset_name,
+                        const std::string& source_plans_name, const std::string& target_plans_name,
+                        const DatasetJsonInput& target_dataset);
 
 }  // namespace medseg::planning

@@ -39,7 +39,8 @@ double Ctx::budget_bytes() const { return target_gb * 1073741824.0 * (1.0 - opt.
 std::vector<double> initial_patch(const std::vector<double>& spacing, const std::vector<double>& median) {
   std::vector<double> tmp;
   for (double s : spacing) tmp.push_back(1.0 / s);
-  const double f = spacing.size() == 3 ? std::pow(16777216.0 / prod(tmp), 1.0 / 3.0) : std::pow(4194304.0 / prod(tmp), 0.5);
+  const double f =
+      spacing.size() == 3 ? std::pow(16777216.0 / prod(tmp), 1.0 / 3.0) : std::pow(4194304.0 / prod(tmp), 0.5);
   std::vector<double> out;
   for (std::size_t i = 0; i < tmp.size(); ++i) out.push_back(std::min(round_half_even(tmp[i] * f), median[i]));
   return out;
@@ -143,7 +144,8 @@ std::vector<double> column(const std::vector<std::vector<double>>& rows, std::si
   return out;
 }
 
-template <class T> std::vector<T> permute(const std::vector<T>& v, const std::vector<int>& order) {
+template <class T>
+std::vector<T> permute(const std::vector<T>& v, const std::vector<int>& order) {
   std::vector<T> out;
   for (int i : order) out.push_back(v[static_cast<std::size_t>(i)]);
   return out;
@@ -183,8 +185,10 @@ std::string reader_writer_for(const DatasetJsonInput& ds, bool is_3d) {
     std::string e;
     for (unsigned char ch : ds.file_ending) e += static_cast<char>(std::tolower(ch));
     if (e != ".nii" && e != ".nii.gz")
-      throw FileError(ds.source, "overwrite_image_reader_writer 'NibabelIOWithReorient' reads .nii and .nii.gz only, not "
-                                 "file_ending '" + ds.file_ending + "'");
+      throw FileError(ds.source,
+                      "overwrite_image_reader_writer 'NibabelIOWithReorient' reads .nii and .nii.gz only, not "
+                      "file_ending '" +
+                          ds.file_ending + "'");
   }
   if (!ds.overwrite_image_reader_writer.empty()) return ds.overwrite_image_reader_writer;
   std::string e;
@@ -231,7 +235,8 @@ std::vector<double> fullres_target_spacing(const FingerprintInput& fp, double an
 }
 
 std::vector<int> transpose_forward_for(const std::vector<double>& target_spacing) {
-  const int worst = static_cast<int>(std::max_element(target_spacing.begin(), target_spacing.end()) - target_spacing.begin());
+  const int worst =
+      static_cast<int>(std::max_element(target_spacing.begin(), target_spacing.end()) - target_spacing.begin());
   std::vector<int> tf{worst};
   for (int a = 0; a < static_cast<int>(target_spacing.size()); ++a)
     if (a != worst) tf.push_back(a);
@@ -245,7 +250,7 @@ struct DatasetGeometry {
   std::vector<double> spacing_t;  // fullres target spacing, transposed
   std::vector<double> median_t;   // median shape after resampling, transposed
   std::vector<int> tf, tb;
-  double approx_n_voxels = 0;     // prod(median) * numTraining
+  double approx_n_voxels = 0;  // prod(median) * numTraining
 };
 
 DatasetGeometry dataset_geometry(const Ctx& c) {
@@ -307,17 +312,24 @@ ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput&
   if (n_channels != 0 && n_channels != ds.channel_names.size())
     throw FileError(fp.source, "foreground_intensity_properties_per_channel has " + std::to_string(n_channels) +
                                    " channels but " + ds.source + " names " + std::to_string(ds.channel_names.size()));
-  Ctx c{spec, fp, ds, opt, opt.gpu_memory_target_gb.value_or(spec.default_target_gb),
-        opt.plans_name.empty() ? spec.default_plans_name : opt.plans_name, {}};
+  Ctx c{spec,
+        fp,
+        ds,
+        opt,
+        opt.gpu_memory_target_gb.value_or(spec.default_target_gb),
+        opt.plans_name.empty() ? spec.default_plans_name : opt.plans_name,
+        {}};
   if (!(c.target_gb > 0)) throw Error("gpu_memory_target must be > 0");
   if (opt.spatial_parallel < 1 || opt.spatial_parallel > 1024) throw Error("spatial_parallel must be in 1..1024");
   if (opt.spatial_parallel > 1 && spec.network == NetworkKind::SwinUNETR)
-    throw Error("spatial parallelism covers U-Nets only; SwinUNETR would need shifted windows across slab borders "
-                "(docs/spatial-parallel.md)");
+    throw Error(
+        "spatial parallelism covers U-Nets only; SwinUNETR would need shifted windows across slab borders "
+        "(docs/spatial-parallel.md)");
   if (opt.spatial_parallel > 1 && opt.memory_model != MemoryModelKind::Bytes)
     throw Error("planning for spatial parallelism needs the bytes memory model (--memory-model bytes)");
   check_path_component(c.plans_name, "plans name");  // the plans file and the data identifiers
-  if (!opt.dataset_name.empty()) check_path_component(opt.dataset_name, "dataset name");  // library callers may leave it empty
+  if (!opt.dataset_name.empty())
+    check_path_component(opt.dataset_name, "dataset name");  // library callers may leave it empty
   const DatasetGeometry g = dataset_geometry(c);
   const bool is_3d = g.median_t[0] != 1;
 
@@ -347,7 +359,8 @@ ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput&
     configs["3d_lowres"]["next_stage"] = "3d_cascade_fullres";
   }
   if (fullres) configs["3d_fullres"] = fullres->plan;
-  if (lowres) configs["3d_cascade_fullres"] = ordered_json{{"inherits_from", "3d_fullres"}, {"previous_stage", "3d_lowres"}};
+  if (lowres)
+    configs["3d_cascade_fullres"] = ordered_json{{"inherits_from", "3d_fullres"}, {"previous_stage", "3d_lowres"}};
   if (opt.annotate_memory) {
     const std::string model =
         spec.network == NetworkKind::SwinUNETR || opt.memory_model == MemoryModelKind::Bytes ? "bytes" : "proxy";

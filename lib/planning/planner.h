@@ -15,18 +15,18 @@ using ordered_json = nlohmann::ordered_json;
 enum class MemoryModelKind { Proxy, Bytes };
 
 struct PlannerOptions {
-  std::string planner = "ExperimentPlanner";       // a preset name or a preset file (planner_specs.h)
-  std::string presets_dir;                         // searched first for the preset (--presets)
-  std::string dataset_name;                        // written as dataset_name
-  std::optional<double> gpu_memory_target_gb;      // default: the planner's own
-  std::string plans_name;                          // default: the planner's own
-  std::vector<double> overwrite_target_spacing;    // empty or 3 values, array order like the fingerprint
+  std::string planner = "ExperimentPlanner";     // a preset name or a preset file (planner_specs.h)
+  std::string presets_dir;                       // searched first for the preset (--presets)
+  std::string dataset_name;                      // written as dataset_name
+  std::optional<double> gpu_memory_target_gb;    // default: the planner's own
+  std::string plans_name;                        // default: the planner's own
+  std::vector<double> overwrite_target_spacing;  // empty or 3 values, array order like the fingerprint
   std::string preprocessor_name = "DefaultPreprocessor";
   MemoryModelKind memory_model = MemoryModelKind::Proxy;
-  double memory_headroom = 0.1;                    // bytes model: usable = target * (1 - headroom)
-  bool amp = true;                                 // bytes model: mixed precision training
-  std::string optimizer = "sgd";                   // bytes model: "sgd" (momentum) or "adamw"
-  bool annotate_memory = true;                     // add configuration["medseg"] with the byte estimate
+  double memory_headroom = 0.1;   // bytes model: usable = target * (1 - headroom)
+  bool amp = true;                // bytes model: mixed precision training
+  std::string optimizer = "sgd";  // bytes model: "sgd" (momentum) or "adamw"
+  bool annotate_memory = true;    // add configuration["medseg"] with the byte estimate
   // Bytes model: plan for N ranks that each hold a slab of every patch (docs/spatial-parallel.md); the
   // memory target is per rank. 3D U-Net configurations only.
   int spatial_parallel = 1;

@@ -45,8 +45,8 @@ FingerprintInput fingerprint_from_json(const json& j, const std::string& source)
   f.spacings = read_rows(j, "spacings", source);
   f.shapes_after_crop = read_rows(j, "shapes_after_crop", source);
   if (f.spacings.size() != f.shapes_after_crop.size())
-    throw FileError(source, "'spacings' has " + std::to_string(f.spacings.size()) + " cases but 'shapes_after_crop' has " +
-                                std::to_string(f.shapes_after_crop.size()));
+    throw FileError(source, "'spacings' has " + std::to_string(f.spacings.size()) +
+                                " cases but 'shapes_after_crop' has " + std::to_string(f.shapes_after_crop.size()));
   if (!j.contains("foreground_intensity_properties_per_channel") ||
       !j.at("foreground_intensity_properties_per_channel").is_object())
     throw FileError(source, "missing or invalid 'foreground_intensity_properties_per_channel'");
@@ -85,8 +85,7 @@ DatasetJsonInput dataset_json_from_json(const json& j, const std::string& source
   if (!j.contains("numTraining") || !j.at("numTraining").is_number_integer() || j.at("numTraining").get<int64_t>() < 1)
     throw FileError(source, "'numTraining' must be a positive integer");
   d.num_training = j.at("numTraining").get<int64_t>();
-  if (!j.contains("file_ending") || !j.at("file_ending").is_string())
-    throw FileError(source, "missing 'file_ending'");
+  if (!j.contains("file_ending") || !j.at("file_ending").is_string()) throw FileError(source, "missing 'file_ending'");
   d.file_ending = j.at("file_ending").get<std::string>();
   if (j.contains("overwrite_image_reader_writer") && j.at("overwrite_image_reader_writer").is_string() &&
       j.at("overwrite_image_reader_writer").get<std::string>() != "None")

@@ -14,7 +14,7 @@ struct FingerprintInput {
   std::vector<std::vector<double>> shapes_after_crop;  // per case, same order
   json foreground_intensity_properties_per_channel;    // copied into the plans verbatim
   double median_relative_size_after_cropping = 1.0;
-  std::string source;                                  // file name for messages
+  std::string source;  // file name for messages
 };
 
 struct DatasetJsonInput {

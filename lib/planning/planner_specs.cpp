@@ -10,10 +10,17 @@
 namespace medseg::planning {
 namespace {
 
-const std::set<std::string> kCommonKeys{"format_version", "name", "description", "experiment_planner_used",
-                                        "default_plans_name", "network", "gpu_memory_target_gb",
-                                        "anisotropy_threshold", "batch", "shares_nnUNetPlans_data"};
-const std::set<std::string> kUNetKeys{"reference", "shrink_while", "features", "feature_map_min_edge_length",
+const std::set<std::string> kCommonKeys{"format_version",
+                                        "name",
+                                        "description",
+                                        "experiment_planner_used",
+                                        "default_plans_name",
+                                        "network",
+                                        "gpu_memory_target_gb",
+                                        "anisotropy_threshold",
+                                        "batch",
+                                        "shares_nnUNetPlans_data"};
+const std::set<std::string> kUNetKeys{"reference",        "shrink_while", "features", "feature_map_min_edge_length",
                                       "blocks_per_stage", "lowres"};
 const std::set<std::string> kSwinKeys{"swin"};
 
@@ -33,9 +40,9 @@ UNetPreset read_unet(const JsonObjectReader& r) {
   u.reference.gpu_memory_gb = ref.number("gpu_memory_gb", 0, 1e6, true);
   u.reference.batch_size_3d = ref.integer("batch_size_3d", 1, kMaxBatch, &u.reference.batch_size_3d);
   u.reference.batch_size_2d = ref.integer("batch_size_2d", 1, kMaxBatch, &u.reference.batch_size_2d);
-  u.shrink_while = r.choice<ShrinkRule>("shrink_while", {{"2*estimate/reference_batch > reference",
-                                                          ShrinkRule::TwoSamplesOfReferenceBatch},
-                                                         {"estimate > reference", ShrinkRule::Estimate}});
+  u.shrink_while = r.choice<ShrinkRule>(
+      "shrink_while", {{"2*estimate/reference_batch > reference", ShrinkRule::TwoSamplesOfReferenceBatch},
+                       {"estimate > reference", ShrinkRule::Estimate}});
   const JsonObjectReader f = r.object("features", false);
   f.check_keys({"base", "max_3d", "max_2d"});
   u.base_features = f.integer("base", 1, kMaxFeatures, &u.base_features);
@@ -47,8 +54,10 @@ UNetPreset read_unet(const JsonObjectReader& r) {
   u.encoder_blocks = b.integers("encoder", 1, kMaxBlocks, kMaxStages);  // one entry per stage
   u.decoder_convs = b.integers("decoder", 1, kMaxBlocks, kMaxStages);
   if (u.decoder_convs.size() + 1 != u.encoder_blocks.size())
-    throw b.error("decoder", "has " + std::to_string(u.decoder_convs.size()) + " entries (must be one fewer than "
-                                 "encoder's " + std::to_string(u.encoder_blocks.size()) + ")");
+    throw b.error("decoder", "has " + std::to_string(u.decoder_convs.size()) +
+                                 " entries (must be one fewer than "
+                                 "encoder's " +
+                                 std::to_string(u.encoder_blocks.size()) + ")");
   const JsonObjectReader low = r.object("lowres", false);
   low.check_keys({"creation_threshold", "spacing_step"});
   u.lowres_creation_threshold = low.number("creation_threshold", 0, 1, false, &u.lowres_creation_threshold);

@@ -31,10 +31,10 @@ struct UNetPreset {
   ProxyReference reference;
   ShrinkRule shrink_while = ShrinkRule::TwoSamplesOfReferenceBatch;
   int base_features = 32, max_features_3d = 320, max_features_2d = 512;  // min(max, base * 2^stage)
-  int feature_map_min_edge = 4;                   // UNet_featuremap_min_edge_length
-  std::vector<int> encoder_blocks, decoder_convs;  // per stage; the decoder has one stage fewer
-  double lowres_creation_threshold = 0.25;        // 3d_lowres while fullres patch < this part of the median
-  double lowres_spacing_step = 1.03;              // 3d_lowres spacing growth per step
+  int feature_map_min_edge = 4;                                          // UNet_featuremap_min_edge_length
+  std::vector<int> encoder_blocks, decoder_convs;                        // per stage; the decoder has one stage fewer
+  double lowres_creation_threshold = 0.25;  // 3d_lowres while fullres patch < this part of the median
+  double lowres_spacing_step = 1.03;        // 3d_lowres spacing growth per step
 };
 
 // SwinUNETRPlanner (medseg's own): the feature size, smaller for small memory targets.
@@ -49,15 +49,15 @@ struct PlannerSpec {
   std::string experiment_planner_used;  // written into the plans (nnU-Net's class name)
   std::string default_plans_name;
   std::string description;
-  std::string source;                   // the file it was read from
+  std::string source;  // the file it was read from
   NetworkKind network = NetworkKind::PlainConvUNet;
   double default_target_gb = 8;
-  double anisotropy_threshold = 3;      // nnU-Net's ANISO_THRESHOLD (target spacing)
+  double anisotropy_threshold = 3;  // nnU-Net's ANISO_THRESHOLD (target spacing)
   int min_batch = 2;
-  double max_dataset_covered = 0.05;    // batch cap: this part of the dataset's voxels per step
+  double max_dataset_covered = 0.05;             // batch cap: this part of the dataset's voxels per step
   bool shares_default_data_identifiers = false;  // 2d/3d_fullres reuse nnUNetPlans' preprocessed data
-  UNetPreset unet;                      // read for the U-Net networks
-  SwinPreset swin;                      // read for SwinUNETR
+  UNetPreset unet;                               // read for the U-Net networks
+  SwinPreset swin;                               // read for SwinUNETR
 };
 
 constexpr int kPlannerPresetFormatVersion = 1;

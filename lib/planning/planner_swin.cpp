@@ -9,7 +9,7 @@
 namespace medseg::planning::detail {
 namespace {
 
-constexpr int64_t kSwinDivisor = 32;       // MONAI requires every spatial size % 2^5 == 0
+constexpr int64_t kSwinDivisor = 32;  // MONAI requires every spatial size % 2^5 == 0
 
 ordered_json swin_arch_json(int dim, int feature_size, bool use_checkpoint) {
   ordered_json k;
@@ -43,7 +43,9 @@ ConfigOut plan_swin_configuration(Ctx& c, const std::vector<double>& spacing, co
   const MemoryOptions mo = c.memory_options();
   const double budget = c.budget_bytes();
   std::vector<int64_t> patch = pad_shape(initial_patch(spacing, median), std::vector<int64_t>(dim, kSwinDivisor));
-  auto arch = [&](bool ckpt) { return architecture_from_json(json::parse(swin_arch_json(dim, feature, ckpt).dump()), "planner"); };
+  auto arch = [&](bool ckpt) {
+    return architecture_from_json(json::parse(swin_arch_json(dim, feature, ckpt).dump()), "planner");
+  };
   auto fits = [&](bool ckpt, int b) {
     const std::vector<int> p(patch.begin(), patch.end());
     return static_cast<double>(
@@ -60,8 +62,8 @@ ConfigOut plan_swin_configuration(Ctx& c, const std::vector<double>& spacing, co
     for (auto p : patch) allowed.push_back(p > kSwinDivisor);
     if (std::none_of(allowed.begin(), allowed.end(), [](bool b) { return b; }))
       throw Error(c.spec.name + ": even a 32^" + std::to_string(dim) + " patch with batch " +
-                  std::to_string(c.spec.min_batch) + " and checkpointing exceeds " +
-                  std::to_string(c.target_gb) + " GB minus headroom");
+                  std::to_string(c.spec.min_batch) + " and checkpointing exceeds " + std::to_string(c.target_gb) +
+                  " GB minus headroom");
     patch[axis_to_shrink(patch, median, allowed)] -= kSwinDivisor;
   }
   const std::vector<int> p(patch.begin(), patch.end());

@@ -86,7 +86,7 @@ ArchitecturePlan arch_plan(const Ctx& c, const Topology& t) {
 
 // One nnU-Net shrink step: the chosen axis loses its divisor, recomputed once for the reduced shape.
 Topology shrink(const Topology& t, const std::vector<double>& spacing, const std::vector<double>& median,
-               int min_edge) {
+                int min_edge) {
   const std::size_t axis = axis_to_shrink(t.patch_size, median);
   IntVec p = t.patch_size;
   std::vector<double> tmp = to_double(p);

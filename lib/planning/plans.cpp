@@ -35,11 +35,13 @@ struct Where {
   }
 };
 
-template <class T> T get(const json& j, const std::string& key, const Where& w) {
+template <class T>
+T get(const json& j, const std::string& key, const Where& w) {
   return json_as<T>(w.at(j, key), w.scoped(w.key(key)), w.file);
 }
 
-template <class T> T get_or(const json& j, const std::string& key, T fallback, const Where& w) {
+template <class T>
+T get_or(const json& j, const std::string& key, T fallback, const Where& w) {
   if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return fallback;
   return get<T>(j, key, w);
 }
@@ -88,7 +90,8 @@ std::string after_last_dot(const std::string& s) {
 }
 
 // Assigns only when the value differs, so numbers keep their spelling (36 vs 36.0) on round trips.
-template <class T> void set_if_changed(json& j, const std::string& key, const T& value) {
+template <class T>
+void set_if_changed(json& j, const std::string& key, const T& value) {
   json v = value;
   if (!j.contains(key) || j.at(key) != v) j[key] = std::move(v);
 }
@@ -130,7 +133,8 @@ SwinPlan swin_from_json(const json& k, const Where& w) {
   s.drop_rate = get_or<double>(k, "drop_rate", s.drop_rate, w);
   s.attn_drop_rate = get_or<double>(k, "attn_drop_rate", s.attn_drop_rate, w);
   s.dropout_path_rate = get_or<double>(k, "dropout_path_rate", s.dropout_path_rate, w);
-  if (s.feature_size <= 0 || s.feature_size % 12 != 0) w.fail("SwinUNETR feature_size must be a positive multiple of 12");
+  if (s.feature_size <= 0 || s.feature_size % 12 != 0)
+    w.fail("SwinUNETR feature_size must be a positive multiple of 12");
   w.range(s.feature_size, 12, PlanLimits::max_features, w.key("feature_size"));
   if (s.depths.size() != 4 || s.num_heads.size() != 4) w.fail("SwinUNETR depths and num_heads need 4 entries");
   for (std::size_t i = 0; i < 4; ++i) {
@@ -154,9 +158,12 @@ SwinPlan swin_from_json(const json& k, const Where& w) {
 json convert_legacy_configuration(json c, const Where& w) {
   const auto cls = get<std::string>(c, "UNet_class_name", w);
   std::string full;
-  if (cls == "PlainConvUNet") full = "dynamic_network_architectures.architectures.unet.PlainConvUNet";
-  else if (cls == "ResidualEncoderUNet") full = "dynamic_network_architectures.architectures.residual_unet.ResidualEncoderUNet";
-  else w.fail("unknown legacy UNet_class_name '" + cls + "'");
+  if (cls == "PlainConvUNet")
+    full = "dynamic_network_architectures.architectures.unet.PlainConvUNet";
+  else if (cls == "ResidualEncoderUNet")
+    full = "dynamic_network_architectures.architectures.residual_unet.ResidualEncoderUNet";
+  else
+    w.fail("unknown legacy UNet_class_name '" + cls + "'");
   const auto enc = get<std::vector<int>>(c, "n_conv_per_stage_encoder", w);
   const int n = static_cast<int>(enc.size());
   const int dim = static_cast<int>(get<std::vector<int>>(c, "patch_size", w).size());
@@ -178,9 +185,9 @@ json convert_legacy_configuration(json c, const Where& w) {
             {"dropout_op_kwargs", nullptr},
             {"nonlin", "torch.nn.LeakyReLU"},
             {"nonlin_kwargs", {{"inplace", true}}}};
-  for (const char* key : {"UNet_class_name", "UNet_base_num_features", "n_conv_per_stage_encoder",
-                          "n_conv_per_stage_decoder", "num_pool_per_axis", "pool_op_kernel_sizes",
-                          "conv_kernel_sizes", "unet_max_num_features"})
+  for (const char* key :
+       {"UNet_class_name", "UNet_base_num_features", "n_conv_per_stage_encoder", "n_conv_per_stage_decoder",
+        "num_pool_per_axis", "pool_op_kernel_sizes", "conv_kernel_sizes", "unet_max_num_features"})
     c.erase(key);
   c["architecture"] = {{"network_class_name", full},
                        {"arch_kwargs", k},
@@ -236,7 +243,8 @@ void check_transpose(const std::vector<int>& fwd, const std::vector<int>& bwd, c
     std::sort(s.begin(), s.end());
     return s == std::vector<int>{0, 1, 2};
   };
-  if (!is_perm(fwd)) w.fail(w.key("transpose_forward") + " is " + json(fwd).dump() + " (must be a permutation of [0, 1, 2])");
+  if (!is_perm(fwd))
+    w.fail(w.key("transpose_forward") + " is " + json(fwd).dump() + " (must be a permutation of [0, 1, 2])");
   if (!is_perm(bwd) || fwd[static_cast<std::size_t>(bwd[0])] != 0 || fwd[static_cast<std::size_t>(bwd[1])] != 1 ||
       fwd[static_cast<std::size_t>(bwd[2])] != 2)
     w.fail(w.key("transpose_backward") + " is " + json(bwd).dump() + " (must be the inverse of transpose_forward " +
@@ -247,9 +255,9 @@ void check_transpose(const std::vector<int>& fwd, const std::vector<int>& bwd, c
 
 // nnU-Net's normalization scheme names (preprocessing/normalization.cpp reads the same names).
 static const std::vector<std::string>& normalization_scheme_names() {
-  static const std::vector<std::string> names{"CTNormalization", "ZScoreNormalization", "NoNormalization",
-                                              "RescaleTo01Normalization", "RGBTo0_1Normalization",
-                                              "RGBTo01Normalization"};
+  static const std::vector<std::string> names{"CTNormalization",       "ZScoreNormalization",
+                                              "NoNormalization",       "RescaleTo01Normalization",
+                                              "RGBTo0_1Normalization", "RGBTo01Normalization"};
   return names;
 }
 
@@ -264,7 +272,8 @@ static void check_patch_and_batch(const std::vector<int>& patch, int batch, cons
   if (patch.size() != static_cast<std::size_t>(arch.dim)) return;  // the caller reports the rank mismatch
   for (std::size_t i = 0; i < patch.size(); ++i) {
     int64_t total = 1;
-    if (arch.swin) total = 32;  // patch embedding (2) and four patch mergings
+    if (arch.swin)
+      total = 32;  // patch embedding (2) and four patch mergings
     else
       for (const auto& s : arch.strides) total = std::min<int64_t>(total * s[i], int64_t{1} << 40);
     if (patch[i] % total != 0)
@@ -326,7 +335,8 @@ ArchitecturePlan architecture_from_json(const json& arch, const std::string& sou
   a.nonlin_negative_slope = get_or<double>(a.nonlin_kwargs, "negative_slope", 0.01, w);
   if (!a.dropout_op.empty()) a.dropout_p = get_or<double>(a.dropout_op_kwargs, "p", 0.5, w);
   a.block = get_or<std::string>(k, "block", "", w);
-  if (k.contains("stem_channels") && !k.at("stem_channels").is_null()) a.stem_channels = get<int>(k, "stem_channels", w);
+  if (k.contains("stem_channels") && !k.at("stem_channels").is_null())
+    a.stem_channels = get<int>(k, "stem_channels", w);
   a.nonlin_first = get_or<bool>(k, "nonlin_first", false, w);
   check_unet_ranges(a, w);
   return a;
@@ -370,10 +380,13 @@ ConfigurationPlan configuration_from_json(const json& c, const std::string& name
   p.batch_dice = get<bool>(c, "batch_dice", w);
   p.inherits_from = get_or<std::string>(c, "inherits_from", "", w);
   p.previous_stage = get_or<std::string>(c, "previous_stage", "", w);
-  if (!p.previous_stage.empty()) w.name(p.previous_stage, "previous_stage");  // OUTPUT/<previous_stage>/, its model folder
+  if (!p.previous_stage.empty())
+    w.name(p.previous_stage, "previous_stage");  // OUTPUT/<previous_stage>/, its model folder
   if (c.contains("next_stage") && !c.at("next_stage").is_null()) {
-    if (c.at("next_stage").is_string()) p.next_stage = {c.at("next_stage").get<std::string>()};
-    else p.next_stage = get<std::vector<std::string>>(c, "next_stage", w);
+    if (c.at("next_stage").is_string())
+      p.next_stage = {c.at("next_stage").get<std::string>()};
+    else
+      p.next_stage = get<std::vector<std::string>>(c, "next_stage", w);
   }
   for (const auto& next : p.next_stage) w.name(next, "next_stage");  // predicted_next_stage/<next_stage>/
   p.architecture = architecture_from_json(w.at(c, "architecture"), file, w.scope);
@@ -407,7 +420,8 @@ Plans plans_from_json(const json& j, const std::string& source) {
   check_transpose(p.transpose_forward, p.transpose_backward, w);
   p.experiment_planner_used = get_or<std::string>(j, "experiment_planner_used", "", w);
   p.label_manager = get_or<std::string>(j, "label_manager", "LabelManager", w);
-  p.foreground_intensity_properties_per_channel = j.value("foreground_intensity_properties_per_channel", json::object());
+  p.foreground_intensity_properties_per_channel =
+      j.value("foreground_intensity_properties_per_channel", json::object());
   const json& configs = w.at(j, "configurations");
   if (!configs.is_object() || configs.empty()) w.fail("'configurations' must be a non-empty object");
   for (const auto& [name, raw] : configs.items()) {

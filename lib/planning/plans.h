@@ -34,8 +34,8 @@ struct ArchitecturePlan {
   int n_stages = 0;
   std::vector<int> features_per_stage;
   std::vector<std::vector<int>> kernel_sizes, strides;  // scalars in the file are expanded to dim
-  std::vector<int> n_conv_per_stage;    // PlainConvUNet
-  std::vector<int> n_blocks_per_stage;  // ResidualEncoderUNet
+  std::vector<int> n_conv_per_stage;                    // PlainConvUNet
+  std::vector<int> n_blocks_per_stage;                  // ResidualEncoderUNet
   std::vector<int> n_conv_per_stage_decoder;
   bool conv_bias = true;
   std::string conv_op, norm_op, dropout_op, nonlin;  // dropout_op empty for None

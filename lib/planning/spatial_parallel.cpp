@@ -7,7 +7,8 @@ namespace medseg::planning {
 std::vector<int> total_strides(const std::vector<std::vector<int>>& strides, int dims) {
   std::vector<int> total(static_cast<std::size_t>(dims), 1);
   for (const auto& s : strides)
-    for (int d = 0; d < dims && d < static_cast<int>(s.size()); ++d) total[static_cast<std::size_t>(d)] *= s[static_cast<std::size_t>(d)];
+    for (int d = 0; d < dims && d < static_cast<int>(s.size()); ++d)
+      total[static_cast<std::size_t>(d)] *= s[static_cast<std::size_t>(d)];
   return total;
 }
 

@@ -32,7 +32,8 @@ CrossvalResults gather_crossval(const std::string& model_folder, std::vector<std
   folds = parse_folds(folds, "-f");  // they name folders: numbers or "all", each once
   if (folds.empty()) folds = numbered_folds(model.string(), "validation");
   if (folds.empty())
-    throw FileError(model_folder, "no fold_K/validation folder: run the final validation (medseg_train ... --val) first");
+    throw FileError(model_folder,
+                    "no fold_K/validation folder: run the final validation (medseg_train ... --val) first");
   CrossvalResults r;
   r.folds = folds;
   r.folder = (model / ("crossval_results_folds_" + join(folds, "_"))).string();
@@ -59,8 +60,7 @@ CrossvalResults gather_crossval(const std::string& model_folder, std::vector<std
       const std::string n = e.path().filename().string();
       if (!e.is_regular_file() || !belongs_to_case(n, file_ending)) continue;
       const auto [it, fresh] = origin.emplace(n, f);
-      if (!fresh)
-        throw FileError(e.path().string(), "also in fold " + it->second + "'s validation: the folds overlap");
+      if (!fresh) throw FileError(e.path().string(), "also in fold " + it->second + "'s validation: the folds overlap");
       fs::copy_file(e.path(), fs::path(staged.path()) / n);
       r.cases += ends_with(n, file_ending);
     }

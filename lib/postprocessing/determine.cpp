@@ -34,8 +34,8 @@ json score(const std::vector<CasePair>& cases, const std::vector<KeepLargestComp
   parallel_for(static_cast<int64_t>(cases.size()), o.threads, [&](int64_t i) {
     const CasePair& c = cases[static_cast<size_t>(i)];
     const Volume pred = apply_postprocessing(io::read_label(c.prediction), steps);
-    results[static_cast<size_t>(i)] = evaluation::evaluate_volumes(io::read_label(c.reference), pred, o,
-                                                                   c.reference, c.prediction);
+    results[static_cast<size_t>(i)] =
+        evaluation::evaluate_volumes(io::read_label(c.reference), pred, o, c.reference, c.prediction);
   });
   return evaluation::summary_json(results, o.label_keys);
 }
@@ -60,8 +60,10 @@ Postprocessing determine_postprocessing(const DetermineOptions& o) {
   if (cases.empty()) throw FileError(o.predictions, "holds no " + eval.file_ending + " prediction to score");
   const auto refs = static_cast<int64_t>(io::files_with_ending(o.references, eval.file_ending).size());
   if (refs > static_cast<int64_t>(cases.size()))
-    spdlog::warn("{} of {} reference(s) have no prediction in {}: postprocessing should be determined on all "
-              "cross-validation cases", refs - static_cast<int64_t>(cases.size()), refs, o.predictions);
+    spdlog::warn(
+        "{} of {} reference(s) have no prediction in {}: postprocessing should be determined on all "
+        "cross-validation cases",
+        refs - static_cast<int64_t>(cases.size()), refs, o.predictions);
 
   Postprocessing pp;
   pp.file_ending = eval.file_ending;
@@ -78,8 +80,8 @@ Postprocessing determine_postprocessing(const DetermineOptions& o) {
     for (const auto& key : eval.label_keys)
       if (dice_of(candidate.at("mean").at(key)) < dice_of(baseline.at("mean").at(key))) take = false;
     spdlog::info("keep the largest foreground component: mean foreground Dice {} -> {}: {}",
-              dice_str(dice_of(baseline.at("foreground_mean"))), dice_str(dice_of(candidate.at("foreground_mean"))),
-              take ? "kept" : "not kept");
+                 dice_str(dice_of(baseline.at("foreground_mean"))), dice_str(dice_of(candidate.at("foreground_mean"))),
+                 take ? "kept" : "not kept");
     if (take) {
       pp.steps.push_back(all_fg);
       current = candidate;
@@ -95,7 +97,7 @@ Postprocessing determine_postprocessing(const DetermineOptions& o) {
       const double before = dice_of(current.at("mean").at(key)), after = dice_of(candidate.at("mean").at(key));
       const bool take = after > before;
       spdlog::info("keep the largest component of {}: mean Dice {} -> {}: {}", key, dice_str(before), dice_str(after),
-                take ? "kept" : "not kept");
+                   take ? "kept" : "not kept");
       if (take) {
         pp.steps = steps;
         current = candidate;

@@ -16,8 +16,8 @@
 namespace medseg::postprocessing {
 
 struct DetermineOptions {
-  std::string predictions;  // folder of segmentations (e.g. cross-validation results)
-  std::string references;   // folder of reference segmentations (gt_segmentations)
+  std::string predictions;                 // folder of segmentations (e.g. cross-validation results)
+  std::string references;                  // folder of reference segmentations (gt_segmentations)
   evaluation::EvaluateOptions evaluation;  // labels, ignore label, file ending, threads
   bool keep_postprocessed = true;          // write PREDICTIONS/postprocessed/
   // The summary of PREDICTIONS against REFERENCES with these options (evaluate_folder, chill), when

@@ -43,13 +43,16 @@ void collect_values(const json& j, std::vector<int>& out, const std::string& sou
                     int depth = 0) {
   if (j.is_number()) {
     const int v = json_as<int>(j, what, source);  // 4294967297 is no label, not label 1
-    if (v <= 0) throw FileError(source, "labels_or_regions holds " + std::to_string(v) + " (only foreground labels > 0)");
+    if (v <= 0)
+      throw FileError(source, "labels_or_regions holds " + std::to_string(v) + " (only foreground labels > 0)");
     out.push_back(v);
   } else if (j.is_array() && depth < 2) {
-    for (size_t i = 0; i < j.size(); ++i) collect_values(j[i], out, source, what + "[" + std::to_string(i) + "]", depth + 1);
+    for (size_t i = 0; i < j.size(); ++i)
+      collect_values(j[i], out, source, what + "[" + std::to_string(i) + "]", depth + 1);
   } else if (j.is_array()) {
-    throw FileError(source, what + " is " + j.dump() + ": a region holds labels, not lists (labels_or_regions is a "
-                                                       "label, a region or a list of labels and regions)");
+    throw FileError(source, what + " is " + j.dump() +
+                                ": a region holds labels, not lists (labels_or_regions is a "
+                                "label, a region or a list of labels and regions)");
   } else {
     throw FileError(source, "labels_or_regions must be a label, a region (list) or a list of them, not " + j.dump());
   }
@@ -78,9 +81,13 @@ json to_json(const Postprocessing& pp) {
     fns.push_back(kKeepLargest);
     kwargs.push_back({{"labels_or_regions", values_json(s.values)}});
   }
-  return {{"format", kFormat},           {"version", kVersion},    {"file_ending", pp.file_ending},
-          {"postprocessing_fns", fns},   {"postprocessing_kwargs", kwargs},
-          {"input_folder", pp.before},   {"postprocessed", pp.after}};
+  return {{"format", kFormat},
+          {"version", kVersion},
+          {"file_ending", pp.file_ending},
+          {"postprocessing_fns", fns},
+          {"postprocessing_kwargs", kwargs},
+          {"input_folder", pp.before},
+          {"postprocessed", pp.after}};
 }
 
 Postprocessing postprocessing_from_json(const json& j, const std::string& source) {
@@ -96,8 +103,8 @@ Postprocessing postprocessing_from_json(const json& j, const std::string& source
   const json& fns = j.at("postprocessing_fns");
   const json& kwargs = j.at("postprocessing_kwargs");
   if (fns.size() != kwargs.size())
-    throw FileError(source, std::to_string(fns.size()) + " postprocessing_fns but " +
-                                std::to_string(kwargs.size()) + " postprocessing_kwargs");
+    throw FileError(source, std::to_string(fns.size()) + " postprocessing_fns but " + std::to_string(kwargs.size()) +
+                                " postprocessing_kwargs");
   Postprocessing pp;
   pp.file_ending = io::file_ending_from_json(j, source, pp.file_ending);  // names the written files
   for (size_t i = 0; i < fns.size(); ++i) {
@@ -116,14 +123,15 @@ Postprocessing postprocessing_from_json(const json& j, const std::string& source
   return pp;
 }
 
-void check_declared_labels(const Postprocessing& pp, const std::vector<io::LabelDef>& labels, const std::string& source) {
+void check_declared_labels(const Postprocessing& pp, const std::vector<io::LabelDef>& labels,
+                           const std::string& source) {
   const std::vector<int> foreground = io::foreground_labels(labels);
   for (size_t i = 0; i < pp.steps.size(); ++i)
     for (int v : pp.steps[i].values)
       if (!std::binary_search(foreground.begin(), foreground.end(), v))
-        throw FileError(source, "step " + std::to_string(i) + " keeps label " + std::to_string(v) +
-                                    ", which dataset.json does not declare (foreground labels: " +
-                                    json(foreground).dump() + ")");
+        throw FileError(
+            source, "step " + std::to_string(i) + " keeps label " + std::to_string(v) +
+                        ", which dataset.json does not declare (foreground labels: " + json(foreground).dump() + ")");
 }
 
 Postprocessing read_postprocessing(const std::string& path, const std::vector<io::LabelDef>& labels) {
@@ -139,8 +147,9 @@ int64_t apply_postprocessing_to_folder(const std::string& input_folder, const st
   if (!fs::is_directory(input_folder)) throw FileError(input_folder, "input folder not found");
   std::error_code ec;
   if (fs::exists(output_folder) && fs::equivalent(input_folder, output_folder, ec))
-    throw FileError(output_folder, "is the input folder; postprocessing writes to another folder and never "
-                                   "overwrites predictions");
+    throw FileError(output_folder,
+                    "is the input folder; postprocessing writes to another folder and never "
+                    "overwrites predictions");
   const std::vector<std::string> names = io::files_with_ending(input_folder, pp.file_ending);
   if (names.empty()) throw FileError(input_folder, "holds no " + pp.file_ending + " segmentation");
   // A failure (or Ctrl-C) on any case removes the output folder this call created: a half-written
@@ -152,9 +161,7 @@ int64_t apply_postprocessing_to_folder(const std::string& input_folder, const st
     Volume seg = io::read_image(in);
     try {
       seg = apply_postprocessing(seg, pp.steps);
-    } catch (const FileError&) {
-      throw;
-    } catch (const Error& e) {
+    } catch (const FileError&) { throw; } catch (const Error& e) {
       throw FileError(in, e.what());
     }
     io::write_image((fs::path(output_folder) / names[static_cast<size_t>(i)]).string(), seg);

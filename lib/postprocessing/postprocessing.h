@@ -32,7 +32,8 @@ json to_json(const Postprocessing& pp);
 Postprocessing postprocessing_from_json(const json& j, const std::string& source);
 // Throws FileError naming `source` and the step when a step keeps a value that is not one of the
 // dataset's foreground labels (io::foreground_labels: plain labels and the values of regions).
-void check_declared_labels(const Postprocessing& pp, const std::vector<io::LabelDef>& labels, const std::string& source);
+void check_declared_labels(const Postprocessing& pp, const std::vector<io::LabelDef>& labels,
+                           const std::string& source);
 // postprocessing_from_json of the file, then check_declared_labels against the dataset.json `labels`.
 Postprocessing read_postprocessing(const std::string& path, const std::vector<io::LabelDef>& labels);
 void write_postprocessing(const std::string& path, const Postprocessing& pp);

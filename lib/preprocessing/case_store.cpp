@@ -52,24 +52,24 @@ json case_properties_to_json(const CaseProperties& p) {
     locs[cl.key] = std::move(l);
   }
   json j{{"format", "medseg.preprocessed_case"},
-              {"version", p.version},
-              {"id", p.id},
-              {"original_shape", p.original_shape},
-              {"original_spacing", p.original_spacing},
-              {"original_geometry",
-               {{"spacing", p.original_geometry.spacing},
-                {"origin", p.original_geometry.origin},
-                {"direction", p.original_geometry.direction},
-                {"file_dimension", p.original_geometry.file_dimension}}},
-              {"transpose_forward", p.transpose_forward},
-              {"shape_before_cropping", p.shape_before_cropping},
-              {"bbox_used_for_cropping", bbox},
-              {"shape_after_cropping_and_before_resampling", p.shape_after_cropping_and_before_resampling},
-              {"spacing_before_resampling", p.spacing_before_resampling},
-              {"spacing_after_resampling", p.spacing_after_resampling},
-              {"shape_after_resampling", p.shape_after_resampling},
-              {"has_label", p.has_label},
-              {"class_locations", locs}};
+         {"version", p.version},
+         {"id", p.id},
+         {"original_shape", p.original_shape},
+         {"original_spacing", p.original_spacing},
+         {"original_geometry",
+          {{"spacing", p.original_geometry.spacing},
+           {"origin", p.original_geometry.origin},
+           {"direction", p.original_geometry.direction},
+           {"file_dimension", p.original_geometry.file_dimension}}},
+         {"transpose_forward", p.transpose_forward},
+         {"shape_before_cropping", p.shape_before_cropping},
+         {"bbox_used_for_cropping", bbox},
+         {"shape_after_cropping_and_before_resampling", p.shape_after_cropping_and_before_resampling},
+         {"spacing_before_resampling", p.spacing_before_resampling},
+         {"spacing_after_resampling", p.spacing_after_resampling},
+         {"shape_after_resampling", p.shape_after_resampling},
+         {"has_label", p.has_label},
+         {"class_locations", locs}};
   if (p.reorientation) {
     json r = io::reorientation_to_json(*p.reorientation);
     r["file_geometry"] = {{"spacing", p.file_geometry.spacing},
@@ -98,14 +98,16 @@ CaseProperties case_properties_from_json(const json& j, const std::string& sourc
     p.original_geometry.origin = get_array<double, 3>(g, "origin", source);
     p.original_geometry.direction = get_array<double, 9>(g, "direction", source);
     // Absent before 2D files were told apart (stores written then hold 3D files only).
-    p.original_geometry.file_dimension = g.contains("file_dimension") ? json_as<int>(g.at("file_dimension"), "key 'file_dimension'", source) : 3;
+    p.original_geometry.file_dimension =
+        g.contains("file_dimension") ? json_as<int>(g.at("file_dimension"), "key 'file_dimension'", source) : 3;
     if (p.original_geometry.file_dimension != 2 && p.original_geometry.file_dimension != 3)
       throw FileError(source, "original_geometry.file_dimension must be 2 or 3");
     p.transpose_forward = get_array<int, 3>(j, "transpose_forward", source);
     to_perm3({p.transpose_forward[0], p.transpose_forward[1], p.transpose_forward[2]}, source);
     p.shape_before_cropping = get_array<int64_t, 3>(j, "shape_before_cropping", source);
     const json& bbox = j.at("bbox_used_for_cropping");
-    if (!bbox.is_array() || bbox.size() != 3) throw FileError(source, "bbox_used_for_cropping must be 3 [lo, hi] pairs");
+    if (!bbox.is_array() || bbox.size() != 3)
+      throw FileError(source, "bbox_used_for_cropping must be 3 [lo, hi] pairs");
     for (int a = 0; a < 3; ++a) {
       p.bbox_used_for_cropping.lo[a] = json_as<int64_t>(bbox[a].at(0), "bbox_used_for_cropping", source);
       p.bbox_used_for_cropping.hi[a] = json_as<int64_t>(bbox[a].at(1), "bbox_used_for_cropping", source);
@@ -129,9 +131,7 @@ CaseProperties case_properties_from_json(const json& j, const std::string& sourc
       for (const auto& v : list) cl.locations.push_back(v.get<Location>());
       p.class_locations.push_back(std::move(cl));
     }
-  } catch (const FileError&) {
-    throw;
-  } catch (const std::exception& e) {
+  } catch (const FileError&) { throw; } catch (const std::exception& e) {
     throw FileError(source, std::string("malformed properties (") + e.what() + ")");
   }
   return p;
@@ -159,15 +159,13 @@ void write_seg_npy(const std::string& path, const std::vector<int64_t>& shape, c
 
 }  // namespace
 
-void write_preprocessed_case(const std::string& folder, const CaseProperties& props, const CaseArrays& a,
-                             bool sync) {
+void write_preprocessed_case(const std::string& folder, const CaseProperties& props, const CaseArrays& a, bool sync) {
   const int64_t n = a.shape[0] * a.shape[1] * a.shape[2];
   if (static_cast<int64_t>(a.data.size()) != a.channels * n || static_cast<int64_t>(a.seg.size()) != n)
     throw Error("write_preprocessed_case " + props.id + ": array sizes do not match the shape");
   const std::vector<int64_t> data_shape{a.channels, a.shape[0], a.shape[1], a.shape[2]};
   const std::vector<int64_t> seg_shape{1, a.shape[0], a.shape[1], a.shape[2]};
-  write_npy(case_path(folder, props.id, ".npy"), "<f4", data_shape, a.data.data(), a.data.size() * sizeof(float),
-            sync);
+  write_npy(case_path(folder, props.id, ".npy"), "<f4", data_shape, a.data.data(), a.data.size() * sizeof(float), sync);
   write_seg_npy(case_path(folder, props.id, "_seg.npy"), seg_shape, a.seg, sync);
   const std::string text = case_properties_to_json(props).dump() + "\n";
   write_parts_atomic(case_path(folder, props.id, ".json"), {{text.data(), text.size()}}, sync);
@@ -263,7 +261,8 @@ PreprocessedCase open_preprocessed_case(const std::string& folder, const std::st
 
 int PreprocessedCase::seg_at(int64_t z, int64_t y, int64_t x) const {
   const int64_t i = (z * shape_[1] + y) * shape_[2] + x;
-  return seg_dtype_ == SegDType::Int8 ? static_cast<const int8_t*>(seg_ptr_)[i] : static_cast<const int16_t*>(seg_ptr_)[i];
+  return seg_dtype_ == SegDType::Int8 ? static_cast<const int8_t*>(seg_ptr_)[i]
+                                      : static_cast<const int16_t*>(seg_ptr_)[i];
 }
 
 std::vector<std::string> list_preprocessed_cases(const std::string& folder) {

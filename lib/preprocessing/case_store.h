@@ -57,9 +57,9 @@ CaseProperties case_properties_from_json(const json& j, const std::string& sourc
 // A preprocessed case in memory, as written.
 struct CaseArrays {
   int channels = 0;
-  Shape3 shape{0, 0, 0};       // (Z, Y, X)
-  std::vector<float> data;     // (C, Z, Y, X)
-  std::vector<int16_t> seg;    // (Z, Y, X)
+  Shape3 shape{0, 0, 0};     // (Z, Y, X)
+  std::vector<float> data;   // (C, Z, Y, X)
+  std::vector<int16_t> seg;  // (Z, Y, X)
 };
 
 // Writes CASE.npy, CASE_seg.npy and then CASE.json into `folder` (created), each atomically. With
@@ -87,7 +87,9 @@ class PreprocessedCase {
   const float* channel(int c) const { return data_ptr_ + c * voxels(); }
 
   SegDType seg_dtype() const { return seg_dtype_; }
-  const int8_t* seg_int8() const { return seg_dtype_ == SegDType::Int8 ? static_cast<const int8_t*>(seg_ptr_) : nullptr; }
+  const int8_t* seg_int8() const {
+    return seg_dtype_ == SegDType::Int8 ? static_cast<const int8_t*>(seg_ptr_) : nullptr;
+  }
   const int16_t* seg_int16() const {
     return seg_dtype_ == SegDType::Int16 ? static_cast<const int16_t*>(seg_ptr_) : nullptr;
   }

@@ -27,7 +27,8 @@ std::string describe(const json& r) {
   return "plans '" + r.value("plans_name", std::string("?")) + "' configuration '" +
          r.value("configuration", std::string("?")) + "' (spacing " + r.value("spacing", json()).dump() +
          ", normalization " + r.value("normalization_schemes", json()).dump() + ", mask " +
-         r.value("use_mask_for_norm", json()).dump() + ", transpose " + r.value("transpose_forward", json()).dump() + ")";
+         r.value("use_mask_for_norm", json()).dump() + ", transpose " + r.value("transpose_forward", json()).dump() +
+         ")";
 }
 
 }  // namespace
@@ -62,7 +63,8 @@ void check_data_record(const std::string& folder, const PreprocessPlan& plan) {
   if (same) return;
   throw FileError(folder, "holds the data of " + describe(old) + ", which " + describe(now) +
                               " would replace under the same data_identifier and change under the first plans' "
-                              "models; give '" + plan.plans_name + "' its own data_identifier, or remove the folder");
+                              "models; give '" +
+                              plan.plans_name + "' its own data_identifier, or remove the folder");
 }
 
 }  // namespace medseg::preprocessing

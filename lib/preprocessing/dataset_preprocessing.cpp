@@ -59,7 +59,8 @@ std::vector<ConfigurationReport> preprocess_dataset(const DatasetPreprocessReque
   check_path_component(r.plans_name, "plans name");
   const std::string plans_path = (fs::path(r.preprocessed_dataset_folder) / (r.plans_name + ".json")).string();
   if (!fs::exists(plans_path))
-    throw FileError(plans_path, "plans file not found; run medseg_plan_experiment (or medseg_plan_and_preprocess) first");
+    throw FileError(plans_path,
+                    "plans file not found; run medseg_plan_experiment (or medseg_plan_and_preprocess) first");
   const planning::Plans plans = planning::load_plans(plans_path);
   const io::DatasetInfo info = io::load_dataset_info(r.raw_dataset_folder);
 

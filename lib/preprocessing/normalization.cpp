@@ -102,8 +102,8 @@ IntensityProps intensity_props_from_json(const json& per_channel, int channel, c
   const json& j = per_channel.at(key);
   auto get = [&](const char* k) {
     if (!j.contains(k) || !j.at(k).is_number())
-      throw FileError(source, "foreground_intensity_properties_per_channel[\"" + key + "\"] lacks a numeric '" +
-                                  k + "'");
+      throw FileError(source,
+                      "foreground_intensity_properties_per_channel[\"" + key + "\"] lacks a numeric '" + k + "'");
     return j.at(k).get<double>();
   };
   return {get("mean"), get("std"), get("percentile_00_5"), get("percentile_99_5")};

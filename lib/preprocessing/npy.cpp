@@ -15,7 +15,7 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicLen = 6;
 constexpr std::size_t kAlign = 64;
 constexpr int64_t kMaxElements = int64_t{1} << 56;  // times an item size <= 16, far from 2^63
-constexpr std::size_t kMaxItemSize = 16;             // numpy's largest scalar (complex128)
+constexpr std::size_t kMaxItemSize = 16;            // numpy's largest scalar (complex128)
 
 // A tiny reader for the Python literal numpy writes: a dict of str -> str | bool | tuple of ints.
 class DictParser {
@@ -115,9 +115,7 @@ std::size_t NpyHeader::item_size() const {
   try {
     const auto n = static_cast<std::size_t>(std::stoul(descr.substr(2)));
     return n <= kMaxItemSize ? n : 0;
-  } catch (...) {
-    return 0;
-  }
+  } catch (...) { return 0; }
 }
 
 std::string npy_header(const std::string& descr, const std::vector<int64_t>& shape) {
@@ -171,8 +169,8 @@ NpyHeader parse_npy_header(const char* bytes, std::size_t size, const std::strin
   return h;
 }
 
-void write_npy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,
-               const void* data, std::size_t nbytes, bool sync) {
+void write_npy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape, const void* data,
+               std::size_t nbytes, bool sync) {
   const std::string header = npy_header(descr, shape);
   write_parts_atomic(path, {{header.data(), header.size()}, {data, nbytes}}, sync);
 }

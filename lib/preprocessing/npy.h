@@ -12,7 +12,7 @@
 namespace medseg::preprocessing {
 
 struct NpyHeader {
-  std::string descr;          // e.g. "<f4"
+  std::string descr;  // e.g. "<f4"
   bool fortran_order = false;
   std::vector<int64_t> shape;
   std::size_t data_offset = 0;  // bytes before the data
@@ -34,7 +34,7 @@ std::vector<float> read_npy_float32(const std::string& path, std::vector<int64_t
 
 // Writes header + data to `path` atomically (temp file in the same folder, renamed); fsyncs the
 // file first when `sync` (otherwise flush later with sync_filesystem, core/atomic_writer.h).
-void write_npy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,
-               const void* data, std::size_t nbytes, bool sync = true);
+void write_npy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape, const void* data,
+               std::size_t nbytes, bool sync = true);
 
 }  // namespace medseg::preprocessing

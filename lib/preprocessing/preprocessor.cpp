@@ -89,9 +89,7 @@ PreprocessPlan make_preprocess_plan(const planning::Plans& plans, const std::str
     NormScheme s;
     try {
       s = parse_norm_scheme(c.normalization_schemes[ch]);
-    } catch (const Error& e) {
-      throw Error(src + ": " + e.what());
-    }
+    } catch (const Error& e) { throw Error(src + ": " + e.what()); }
     p.schemes.push_back(s);
     p.use_mask.push_back(c.use_mask_for_norm[ch]);
     if (s == NormScheme::CT)
@@ -196,9 +194,7 @@ void preprocess_cases(const std::vector<io::CaseFiles>& cases, const PreprocessP
         io::check_label_values(loaded.label, plan.label_values, files.label, files.id);
       PreprocessedCaseData r = preprocess_case(std::move(loaded), plan);
       write_preprocessed_case(folder, r.properties, r.arrays, false);
-    } catch (const FileError&) {
-      throw;
-    } catch (const std::exception& e) {
+    } catch (const FileError&) { throw; } catch (const std::exception& e) {
       throw FileError(files.images.at(0), e.what());
     }
     bar.tick();

@@ -49,20 +49,22 @@ Probabilities read_nnunet_probabilities(const std::string& folder, const std::st
   const std::string npz = (fs::path(folder) / (id + ".npz")).string();
   const fs::path dj = fs::path(folder) / "dataset.json";
   if (!fs::is_regular_file(dj))
-    throw FileError(npz, "an nnU-Net probabilities file needs the folder's dataset.json (its classes), which is missing");
+    throw FileError(npz,
+                    "an nnU-Net probabilities file needs the folder's dataset.json (its classes), which is missing");
   const io::DatasetInfo ds = io::load_dataset_info(folder);
   const io::OutputClasses classes = io::output_classes(ds, dj.string());
   const std::string seg_file = (fs::path(folder) / (id + ds.file_ending)).string();
   if (!fs::is_regular_file(seg_file))
-    throw FileError(npz, "an nnU-Net probabilities file needs its segmentation " + seg_file + " (its geometry), which is missing");
+    throw FileError(
+        npz, "an nnU-Net probabilities file needs its segmentation " + seg_file + " (its geometry), which is missing");
   const Volume seg = io::read_image(seg_file);
   Probabilities p;
   p.values = preprocessing::read_npz_float32(npz, "probabilities", p.shape);
   const auto& s = seg.shape();
   const std::vector<int64_t> want{static_cast<int64_t>(classes.values.size()), s[0], s[1], s[2]};
   if (p.shape != want)
-    throw FileError(npz, "probabilities of shape " + json(p.shape).dump() + "; its segmentation and dataset.json make " +
-                             json(want).dump());
+    throw FileError(npz, "probabilities of shape " + json(p.shape).dump() +
+                             "; its segmentation and dataset.json make " + json(want).dump());
   p.meta = io::probabilities_meta(classes, p.shape, seg.geometry());
   check_probability_values(p, npz);
   return p;
@@ -87,7 +89,8 @@ Probabilities read_probabilities(const std::string& folder, const std::string& i
 // nnU-Net .npz takes it from) keeps float32.
 std::string disagreement(const json& a, const json& b) {
   for (const char* k : {"kind", "class_values", "shape"})
-    if (a.value(k, json()) != b.value(k, json())) return std::string(k) + " " + b.value(k, json()).dump() + " vs " + a.value(k, json()).dump();
+    if (a.value(k, json()) != b.value(k, json()))
+      return std::string(k) + " " + b.value(k, json()).dump() + " vs " + a.value(k, json()).dump();
   for (const char* k : {"spacing", "origin", "direction"}) {
     const json &x = a.value(k, json()), &y = b.value(k, json());
     bool same = x.is_array() && y.is_array() && x.size() == y.size();
@@ -140,7 +143,8 @@ void refuse_same_folder_twice(const std::vector<std::string>& inputs) {
 std::set<std::string> case_ids(const std::string& folder) {
   if (!fs::is_directory(folder)) throw FileError(folder, "input folder not found");
   std::set<std::string> ids;
-  for (const auto& n : io::files_with_ending(folder, kSuffix)) ids.insert(n.substr(0, n.size() - std::string(kSuffix).size()));
+  for (const auto& n : io::files_with_ending(folder, kSuffix))
+    ids.insert(n.substr(0, n.size() - std::string(kSuffix).size()));
   for (const auto& n : io::files_with_ending(folder, ".npz")) ids.insert(n.substr(0, n.size() - 4));
   return ids;
 }
@@ -152,13 +156,19 @@ int64_t ensemble_folders(const EnsembleOptions& o) {
   const std::set<std::string> ids = case_ids(o.inputs[0]);
   refuse_same_folder_twice(o.inputs);
   if (ids.empty())
-    throw FileError(o.inputs[0], "holds no CASE_probabilities.npy or CASE.npz (predict with --save_probabilities, or validate with --npz)");
+    throw FileError(
+        o.inputs[0],
+        "holds no CASE_probabilities.npy or CASE.npz (predict with --save_probabilities, or validate with --npz)");
   for (size_t f = 1; f < o.inputs.size(); ++f) {
     const auto other = case_ids(o.inputs[f]);
     for (const auto& id : ids)
-      if (!other.count(id)) throw FileError((fs::path(o.inputs[f]) / (id + kSuffix)).string(), "missing: every folder must hold the same cases");
+      if (!other.count(id))
+        throw FileError((fs::path(o.inputs[f]) / (id + kSuffix)).string(),
+                        "missing: every folder must hold the same cases");
     for (const auto& id : other)
-      if (!ids.count(id)) throw FileError((fs::path(o.inputs[0]) / (id + kSuffix)).string(), "missing: every folder must hold the same cases");
+      if (!ids.count(id))
+        throw FileError((fs::path(o.inputs[0]) / (id + kSuffix)).string(),
+                        "missing: every folder must hold the same cases");
   }
   std::error_code ec;
   for (const auto& in : o.inputs)

@@ -30,8 +30,8 @@ struct Candidate {
   std::string name;                 // "nnUNetTrainer__nnUNetPlans__3d_fullres" or "ensemble___A___B"
   std::vector<std::string> models;  // the model folder(s)
   std::vector<std::string> configurations;
-  std::string folder;               // its cross-validation predictions
-  json summary;                     // of `folder` against the references
+  std::string folder;  // its cross-validation predictions
+  json summary;        // of `folder` against the references
   double dice = std::nan("");
 };
 
@@ -48,12 +48,15 @@ std::set<std::string> crossval_folders(const std::string& model) {
   std::set<std::string> names;
   std::error_code ec;
   for (fs::directory_iterator it(model, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().filename().string().rfind("crossval_results_folds", 0) == 0) names.insert(it->path().filename().string());
+    if (it->path().filename().string().rfind("crossval_results_folds", 0) == 0)
+      names.insert(it->path().filename().string());
   return names;
 }
 
 // What ensemble_folders reads: without these files a pair cannot be ensembled.
-bool has_probabilities(const std::string& folder) { return !io::files_with_ending(folder, "_probabilities.npy").empty(); }
+bool has_probabilities(const std::string& folder) {
+  return !io::files_with_ending(folder, "_probabilities.npy").empty();
+}
 
 std::string instructions(const FindBestOptions& o, const std::string& dataset, const Candidate& best,
                          const std::string& pp_file, const std::vector<std::string>& folds) {
@@ -62,8 +65,8 @@ std::string instructions(const FindBestOptions& o, const std::string& dataset, c
     << ")\n\nRun inference like this:\n\n";
   const std::string f = " -f " + join(folds, " ");
   if (best.configurations.size() == 1) {
-    s << "medseg_predict -d " << dataset << " -i INPUT_FOLDER -o OUTPUT_FOLDER -c " << best.configurations[0]
-      << " -tr " << o.trainer << " -p " << o.plans << f << "\n\n"
+    s << "medseg_predict -d " << dataset << " -i INPUT_FOLDER -o OUTPUT_FOLDER -c " << best.configurations[0] << " -tr "
+      << o.trainer << " -p " << o.plans << f << "\n\n"
       << "The model folder holds the chosen postprocessing (" << best.models[0]
       << "/postprocessing.json): medseg_predict applies it.\n";
     return s.str();
@@ -91,7 +94,8 @@ std::vector<std::string> default_configurations(const std::string& preprocessed_
   std::vector<std::string> out;
   for (const char* c : {"2d", "3d_fullres", "3d_lowres", "3d_cascade_fullres"})
     if (configs.contains(c)) out.push_back(c);
-  if (out.empty()) throw FileError(file, "defines none of 2d, 3d_fullres, 3d_lowres, 3d_cascade_fullres: name them with -c");
+  if (out.empty())
+    throw FileError(file, "defines none of 2d, 3d_fullres, 3d_lowres, 3d_cascade_fullres: name them with -c");
   return out;
 }
 
@@ -112,8 +116,8 @@ json find_best_configuration(const FindBestOptions& in) {
   check_names(o);
   const std::string results = root_folder(Root::Results);
   const std::string dataset = find_dataset_name(results, o.dataset);
-  const fs::path preprocessed = fs::path(root_folder(Root::Preprocessed)) /
-                                find_dataset_name(root_folder(Root::Preprocessed), o.dataset);
+  const fs::path preprocessed =
+      fs::path(root_folder(Root::Preprocessed)) / find_dataset_name(root_folder(Root::Preprocessed), o.dataset);
   const std::string references = (preprocessed / "gt_segmentations").string();
   const bool default_list = o.configurations.empty();
   if (default_list) o.configurations = default_configurations(preprocessed.string(), o.plans);
@@ -130,7 +134,8 @@ json find_best_configuration(const FindBestOptions& in) {
     m.configurations = {c};
     const std::string dj = (fs::path(m.models[0]) / "dataset.json").string();
     if (!fs::exists(dj))
-      throw FileError(m.models[0], "no trained model here (dataset.json missing): train " + c + " first, or leave it out of -c" +
+      throw FileError(m.models[0], "no trained model here (dataset.json missing): train " + c +
+                                       " first, or leave it out of -c" +
                                        (default_list ? " (by default -c is every configuration of " + o.plans + ": " +
                                                            join(o.configurations, " ") + ")"
                                                      : ""));
@@ -144,7 +149,8 @@ json find_best_configuration(const FindBestOptions& in) {
   for (auto& m : candidates) {
     const std::set<std::string> before = crossval_folders(m.models[0]);
     const auto cv = postprocessing::gather_crossval(m.models[0], folds, references, eval.file_ending);
-    if (!before.count(fs::path(cv.folder).filename().string())) made.push_back(std::make_unique<AdoptedFolder>(cv.folder));
+    if (!before.count(fs::path(cv.folder).filename().string()))
+      made.push_back(std::make_unique<AdoptedFolder>(cv.folder));
     folds = cv.folds;  // the first model's folds (checked, or found), required of the others
     m.folder = cv.folder;
   }
@@ -160,8 +166,10 @@ json find_best_configuration(const FindBestOptions& in) {
       for (size_t j = i + 1; j < singles; ++j) {
         const Candidate &a = candidates[i], &b = candidates[j];
         if (!has_probabilities(a.folder) || !has_probabilities(b.folder)) {
-          spdlog::warn("no ensemble of {} and {}: their validation saved no probabilities (train with --npz, or "
-                       "medseg_train ... --val --npz)", a.name, b.name);
+          spdlog::warn(
+              "no ensemble of {} and {}: their validation saved no probabilities (train with --npz, or "
+              "medseg_train ... --val --npz)",
+              a.name, b.name);
           continue;
         }
         Candidate e;

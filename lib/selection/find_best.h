@@ -11,7 +11,7 @@
 namespace medseg::selection {
 
 struct FindBestOptions {
-  std::string dataset;                      // id or name
+  std::string dataset;  // id or name
   // e.g. 2d 3d_fullres; {} = those of 2d, 3d_fullres, 3d_lowres and 3d_cascade_fullres that the plans
   // (MEDSEG_PREPROCESSED/DatasetXXX/<plans>.json) define, as nnU-Net's default list
   std::vector<std::string> configurations;

@@ -19,8 +19,10 @@ namespace {
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out(1);
   for (char c : s) {
-    if (c == sep) out.emplace_back();
-    else out.back() += c;
+    if (c == sep)
+      out.emplace_back();
+    else
+      out.back() += c;
   }
   return out;
 }
@@ -79,9 +81,12 @@ json manifest_to_json(const Manifest& m) {
   json files = json::array();
   for (const ManifestFile& f : m.files)
     files.push_back({{"path", f.path}, {"size", f.size}, {"crc32", crc32_hex(f.crc32)}});
-  return {{"format", kManifestFormat},         {"format_version", m.format_version},
-          {"medseg_version", m.medseg_version}, {"model_folder", m.model_folder},
-          {"folds", m.folds},                   {"checkpoints", m.checkpoints},
+  return {{"format", kManifestFormat},
+          {"format_version", m.format_version},
+          {"medseg_version", m.medseg_version},
+          {"model_folder", m.model_folder},
+          {"folds", m.folds},
+          {"checkpoints", m.checkpoints},
           {"files", files}};
 }
 
@@ -92,9 +97,11 @@ Manifest manifest_from_json(const json& j, const std::string& source) {
   Manifest m;
   m.format_version = json_as<int>(j.value("format_version", json()), "key 'format_version'", source);
   if (m.format_version < 1 || m.format_version > kManifestFormatVersion)
-    throw FileError(source, "format version " + std::to_string(m.format_version) + " is not one this medseg reads (1.." +
-                                std::to_string(kManifestFormatVersion) + "); update medseg");
-  m.medseg_version = j.contains("medseg_version") ? json_as<std::string>(j["medseg_version"], "key 'medseg_version'", source) : "";
+    throw FileError(source, "format version " + std::to_string(m.format_version) +
+                                " is not one this medseg reads (1.." + std::to_string(kManifestFormatVersion) +
+                                "); update medseg");
+  m.medseg_version =
+      j.contains("medseg_version") ? json_as<std::string>(j["medseg_version"], "key 'medseg_version'", source) : "";
   m.model_folder = json_as<std::string>(j.value("model_folder", json()), "key 'model_folder'", source);
   const std::string problem = model_folder_name_problem(m.model_folder);
   if (!problem.empty()) throw FileError(source, "model_folder '" + printable(m.model_folder) + "' " + problem);

@@ -75,8 +75,8 @@ bool starts_like_a_zip(const std::string& path) {
 // exported (its checkpoints), never a folder, never another kind of file.
 void check_output(const std::string& output, const fs::path& folder, bool overwrite) {
   if (is_inside(fs::weakly_canonical(fs::absolute(output)), fs::weakly_canonical(folder)))
-    throw FileError(output, "is inside the model folder being exported (" + folder.string() +
-                                "); write the zip outside it");
+    throw FileError(output,
+                    "is inside the model folder being exported (" + folder.string() + "); write the zip outside it");
   if (!fs::exists(fs::symlink_status(output))) return;
   if (!overwrite) throw FileError(output, "already exists; pass --overwrite to replace it");
   if (fs::is_directory(output)) throw FileError(output, "is a folder; --overwrite replaces only a zip file");
@@ -95,8 +95,9 @@ bool present(const fs::path& folder, const std::string& rel, const std::string& 
     const fs::file_status st = fs::symlink_status(p, ec);
     if (!fs::exists(st)) return false;
     if (fs::is_symlink(st))
-      throw FileError(p.string(), "is a symbolic link; an export takes only the model folder's own files (copy the "
-                                  "file in, or leave it out)");
+      throw FileError(p.string(),
+                      "is a symbolic link; an export takes only the model folder's own files (copy the "
+                      "file in, or leave it out)");
   }
   if (fs::is_directory(fs::symlink_status(p)))
     throw FileError(p.string(), "is a folder where a file belongs" + (flag.empty() ? "" : " (" + flag + ")"));
@@ -168,7 +169,8 @@ Manifest export_model_zip(const ExportOptions& o) {
   zip.commit();
   test_pause_point("export_zip_written");
   out.commit(o.overwrite);
-  spdlog::info("exported {} ({} file(s), fold(s) {}) to {}", name, m.files.size(), nlohmann::json(m.folds).dump(), o.output);
+  spdlog::info("exported {} ({} file(s), fold(s) {}) to {}", name, m.files.size(), nlohmann::json(m.folds).dump(),
+               o.output);
   return m;
 }
 

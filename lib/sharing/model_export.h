@@ -14,7 +14,7 @@ struct ExportOptions {
   std::vector<std::string> folds;        // {} = every fold_K present (and fold_all)
   std::vector<std::string> checkpoints;  // {} = checkpoint_final; "checkpoint_best", "checkpoint_final.pth" ...
   std::string output;                    // the .zip file
-  bool overwrite = false;                // replace an existing zip (never a folder, another file, or a file of the model folder)
+  bool overwrite = false;  // replace an existing zip (never a folder, another file, or a file of the model folder)
 };
 
 // The files of `model_folder` an export takes, relative to it: plans.json and dataset.json, the

@@ -18,7 +18,8 @@ bool listed(const std::string& name, const std::vector<std::string>& names) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-template <std::size_t N> bool listed(const std::string& name, const char* const (&names)[N]) {
+template <std::size_t N>
+bool listed(const std::string& name, const char* const (&names)[N]) {
   return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return name == n; });
 }
 

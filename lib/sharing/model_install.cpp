@@ -47,16 +47,15 @@ std::map<std::string, ZipEntry> checked_entries(const ZipReader& z) {
 Manifest read_manifest(const ZipReader& z, const std::map<std::string, ZipEntry>& files) {
   const auto it = files.find(kManifestName);
   if (it == files.end())
-    throw FileError(z.path(), std::string("no ") + kManifestName +
-                                  " manifest: not a model zip written by medseg_export_model_zip; nothing was installed");
+    throw FileError(z.path(),
+                    std::string("no ") + kManifestName +
+                        " manifest: not a model zip written by medseg_export_model_zip; nothing was installed");
   const std::string text = z.read(it->second, kMaxManifestBytes);
   const std::string source = z.path() + " (" + kManifestName + ")";
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw FileError(source, std::string("not valid JSON: ") + e.what());
-  }
+  } catch (const json::exception& e) { throw FileError(source, std::string("not valid JSON: ") + e.what()); }
   return manifest_from_json(j, source);
 }
 
@@ -65,11 +64,13 @@ Manifest read_manifest(const ZipReader& z, const std::map<std::string, ZipEntry>
 // kMaxCheckpointInflation-fold; more is a zip bomb.
 void check_entry_size(const ZipReader& z, const ZipEntry& e, const std::string& rel, bool checkpoint) {
   if (!checkpoint && e.size > max_model_file_bytes(rel))
-    throw FileError(z.path(), entry(e.name) + " would inflate to " + byte_size_text(e.size) + ", more than such a file holds (" +
-                                  byte_size_text(max_model_file_bytes(rel)) + "); nothing was installed");
+    throw FileError(z.path(), entry(e.name) + " would inflate to " + byte_size_text(e.size) +
+                                  ", more than such a file holds (" + byte_size_text(max_model_file_bytes(rel)) +
+                                  "); nothing was installed");
   if (checkpoint && e.size / kMaxCheckpointInflation > e.compressed_size)
-    throw FileError(z.path(), entry(e.name) + " would inflate " + std::to_string(e.size / std::max<uint64_t>(e.compressed_size, 1)) +
-                                  "-fold (" + byte_size_text(e.compressed_size) + " to " + byte_size_text(e.size) +
+    throw FileError(z.path(), entry(e.name) + " would inflate " +
+                                  std::to_string(e.size / std::max<uint64_t>(e.compressed_size, 1)) + "-fold (" +
+                                  byte_size_text(e.compressed_size) + " to " + byte_size_text(e.size) +
                                   "), which no checkpoint does: a zip bomb; nothing was installed");
 }
 
@@ -77,8 +78,7 @@ void check_entry_size(const ZipReader& z, const ZipEntry& e, const std::string& 
 void check_listed_file(const ZipReader& z, const ZipEntry& e, const Manifest& m) {
   const std::string rel = e.name.substr(m.model_folder.size() + 1);
   const std::string problem = model_file_problem(rel, m.folds, m.checkpoints);
-  if (!problem.empty())
-    throw FileError(z.path(), entry(e.name) + " " + problem + "; nothing was installed");
+  if (!problem.empty()) throw FileError(z.path(), entry(e.name) + " " + problem + "; nothing was installed");
   check_entry_size(z, e, rel, ends_with(rel, ".ckpt"));
 }
 
@@ -94,8 +94,9 @@ void check_against_manifest(const ZipReader& z, const std::map<std::string, ZipE
     if (it == files.end())
       throw FileError(z.path(), entry(f.path) + " is listed in the manifest but missing; nothing was installed");
     if (it->second.size != f.size)
-      throw FileError(z.path(), entry(f.path) + " holds " + std::to_string(it->second.size) + " bytes but the manifest says " +
-                                    std::to_string(f.size) + ": the zip is damaged; nothing was installed");
+      throw FileError(z.path(), entry(f.path) + " holds " + std::to_string(it->second.size) +
+                                    " bytes but the manifest says " + std::to_string(f.size) +
+                                    ": the zip is damaged; nothing was installed");
     check_listed_file(z, it->second, m);
   }
 }
@@ -124,12 +125,14 @@ void extract_all(const ZipReader& z, const std::map<std::string, ZipEntry>& file
     const fs::path target = fs::path(stage) / f.path.substr(m.model_folder.size() + 1);
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);
-    if (ec) throw FileError(z.path(), entry(f.path) + ": cannot be placed (" + ec.message() + "); nothing was installed");
+    if (ec)
+      throw FileError(z.path(), entry(f.path) + ": cannot be placed (" + ec.message() + "); nothing was installed");
     const Crc32Digest d = z.extract(files.at(f.path), target.string());
     if (d.size != f.size || d.crc32 != f.crc32)
       throw FileError(z.path(), entry(f.path) + ": checksum mismatch (the manifest says " + std::to_string(f.size) +
                                     " bytes, crc32 " + crc32_hex(f.crc32) + "; the data has " + std::to_string(d.size) +
-                                    " bytes, crc32 " + crc32_hex(d.crc32) + "): the zip is damaged; nothing was installed");
+                                    " bytes, crc32 " + crc32_hex(d.crc32) +
+                                    "): the zip is damaged; nothing was installed");
     check_content(target.string(), f.path, z.path());
   }
 }
@@ -164,7 +167,8 @@ InstallResult install_nnunet_zip(const ZipReader& z, const std::map<std::string,
     StagedFolder scratch(dest.string() + ".nnunet-zip");  // never committed: removed on the way out
     uint64_t bytes = 0;
     std::vector<const ZipEntry*> take;
-    static const std::regex wanted("^(plans\\.json|dataset\\.json|dataset_fingerprint\\.json|fold_[^/]+/checkpoint_final\\.pth)$");
+    static const std::regex wanted(
+        "^(plans\\.json|dataset\\.json|dataset_fingerprint\\.json|fold_[^/]+/checkpoint_final\\.pth)$");
     for (const auto& [name, e] : files)
       if (name.rfind(model + "/", 0) == 0 && std::regex_match(name.substr(model.size() + 1), wanted)) {
         take.push_back(&e);

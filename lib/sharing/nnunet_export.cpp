@@ -31,7 +31,8 @@ bool nnunet_builds(const nlohmann::json& plans, const std::string& configuration
 // medseg trainer names that are nnU-Net classes (docs/trainer_variants.md); anything else trains the same
 // network and is exported as nnUNetTrainer, whose build_network_architecture reads the plans alone.
 std::string nnunet_trainer(const std::string& own) {
-  static const std::regex known("^nnUNetTrainer(_\\d+epochs?(_NoMirroring)?|NoMirroring|_onlyMirror01|NoDeepSupervision)?$");
+  static const std::regex known(
+      "^nnUNetTrainer(_\\d+epochs?(_NoMirroring)?|NoMirroring|_onlyMirror01|NoDeepSupervision)?$");
   return std::regex_match(own, known) ? own : "nnUNetTrainer";
 }
 
@@ -90,7 +91,8 @@ NnunetExportResult export_nnunet(const NnunetExportOptions& o) {
     }
     c10::impl::GenericDict init_args(c10::StringType::get(), c10::AnyType::get());
     init_args.insert("configuration", m.configuration);
-    init_args.insert("fold", f.fold == "all" ? c10::IValue(std::string("all")) : c10::IValue(static_cast<int64_t>(std::stoll(f.fold))));
+    init_args.insert("fold", f.fold == "all" ? c10::IValue(std::string("all"))
+                                             : c10::IValue(static_cast<int64_t>(std::stoll(f.fold))));
     c10::impl::GenericDict ck(c10::StringType::get(), c10::AnyType::get());
     ck.insert("network_weights", weights);
     ck.insert("trainer_name", r.trainer_name);

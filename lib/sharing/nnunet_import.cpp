@@ -32,7 +32,9 @@ std::string strip_prefixes(std::string k) {
   return k;
 }
 
-bool alias_name(const std::string& k) { return k.rfind("decoder.encoder.", 0) == 0 || k.find(".all_modules.") != std::string::npos; }
+bool alias_name(const std::string& k) {
+  return k.rfind("decoder.encoder.", 0) == 0 || k.find(".all_modules.") != std::string::npos;
+}
 
 // network_weights without nnU-Net's aliases; each dropped one must equal a kept tensor (its twin first).
 checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::string& pth, int64_t* dropped) {
@@ -49,10 +51,12 @@ checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::stri
   };
   for (const auto& [name, t] : aliases) {
     const std::string twin = name.rfind("decoder.encoder.", 0) == 0 ? name.substr(8) : "";
-    const bool ok = std::any_of(kept.begin(), kept.end(), [&](const auto& kv) {
-      return (twin.empty() || kv.first == twin) && equal(kv.second, t);
-    }) || std::any_of(kept.begin(), kept.end(), [&](const auto& kv) { return equal(kv.second, t); });
-    if (!ok) throw FileError(pth, "'" + name + "' looks like an alias but no kept tensor has its values; not converting");
+    const bool ok =
+        std::any_of(kept.begin(), kept.end(),
+                    [&](const auto& kv) { return (twin.empty() || kv.first == twin) && equal(kv.second, t); }) ||
+        std::any_of(kept.begin(), kept.end(), [&](const auto& kv) { return equal(kv.second, t); });
+    if (!ok)
+      throw FileError(pth, "'" + name + "' looks like an alias but no kept tensor has its values; not converting");
   }
   *dropped = static_cast<int64_t>(aliases.size());
   return kept;
@@ -88,14 +92,17 @@ std::string text_of(const PickleValue* v, const std::string& fallback) {
 
 NnunetImportResult import_nnunet(const NnunetImportOptions& o) {
   const std::string chk = o.checkpoint.size() > 4 && o.checkpoint.compare(o.checkpoint.size() - 4, 4, ".pth") == 0
-                              ? o.checkpoint.substr(0, o.checkpoint.size() - 4) : o.checkpoint;
+                              ? o.checkpoint.substr(0, o.checkpoint.size() - 4)
+                              : o.checkpoint;
   const fs::path src(o.nnunet_folder);
   for (const char* f : {"plans.json", "dataset.json"})
-    if (!fs::is_regular_file(src / f)) throw FileError((src / f).string(), "not found (an nnU-Net model folder holds it)");
+    if (!fs::is_regular_file(src / f))
+      throw FileError((src / f).string(), "not found (an nnU-Net model folder holds it)");
   const json plans = read_json((src / "plans.json").string());
   const ordered_json dataset = read_ordered_json((src / "dataset.json").string());
   const std::string folder_name = fs::absolute(src).lexically_normal().filename().string();
-  const auto parts = folder_name.find("__") == std::string::npos ? std::string() : folder_name.substr(folder_name.rfind("__") + 2);
+  const auto parts =
+      folder_name.find("__") == std::string::npos ? std::string() : folder_name.substr(folder_name.rfind("__") + 2);
   NnunetImportResult r;
   r.folds = o.folds.empty() ? folds_with(o.nnunet_folder, chk) : o.folds;
   StagedFolder out(o.output);
@@ -128,7 +135,9 @@ NnunetImportResult import_nnunet(const NnunetImportOptions& o) {
         num_classes = t.size(0);
       }
     }
-    const ordered_json& channels = dataset.contains("channel_names") ? dataset.at("channel_names") : dataset.value("modality", ordered_json::object());
+    const ordered_json& channels = dataset.contains("channel_names")
+                                       ? dataset.at("channel_names")
+                                       : dataset.value("modality", ordered_json::object());
     const PickleValue* epoch = ck->get("current_epoch");
     m.epoch = epoch && epoch->kind == PickleValue::Kind::Int ? epoch->i : 0;
     m.extra = {{"configuration", configuration},

@@ -30,17 +30,22 @@ using Kind = PickleValue::Kind;
 // torch.<Type>Storage -> dtype.
 const std::map<std::string, at::ScalarType>& storage_types() {
   static const std::map<std::string, at::ScalarType> m = {
-      {"torch.FloatStorage", at::kFloat},   {"torch.DoubleStorage", at::kDouble}, {"torch.HalfStorage", at::kHalf},
-      {"torch.BFloat16Storage", at::kBFloat16}, {"torch.LongStorage", at::kLong}, {"torch.IntStorage", at::kInt},
-      {"torch.ShortStorage", at::kShort},   {"torch.CharStorage", at::kChar},     {"torch.ByteStorage", at::kByte},
+      {"torch.FloatStorage", at::kFloat},       {"torch.DoubleStorage", at::kDouble}, {"torch.HalfStorage", at::kHalf},
+      {"torch.BFloat16Storage", at::kBFloat16}, {"torch.LongStorage", at::kLong},     {"torch.IntStorage", at::kInt},
+      {"torch.ShortStorage", at::kShort},       {"torch.CharStorage", at::kChar},     {"torch.ByteStorage", at::kByte},
       {"torch.BoolStorage", at::kBool}};
   return m;
 }
 
 bool allowed_global(const std::string& name) {
-  static const std::set<std::string> ok = {
-      "collections.OrderedDict", "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_parameter",
-      "torch.device", "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar", "numpy.dtype", "_codecs.encode"};
+  static const std::set<std::string> ok = {"collections.OrderedDict",
+                                           "torch._utils._rebuild_tensor_v2",
+                                           "torch._utils._rebuild_parameter",
+                                           "torch.device",
+                                           "numpy.core.multiarray.scalar",
+                                           "numpy._core.multiarray.scalar",
+                                           "numpy.dtype",
+                                           "_codecs.encode"};
   return ok.count(name) || storage_types().count(name);
 }
 
@@ -53,52 +58,112 @@ class Machine {
     while (true) {
       const unsigned char op = byte();
       switch (op) {
-        case 0x80: byte(); break;                            // PROTO
-        case 0x95: take(8); break;                           // FRAME
-        case '.': return pop();                              // STOP
-        case '(': marks_.push_back(stack_.size()); break;    // MARK
-        case '}': push(make(Kind::Dict)); break;             // EMPTY_DICT
-        case ']': push(make(Kind::List)); break;             // EMPTY_LIST
-        case ')': push(make(Kind::Tuple)); break;            // EMPTY_TUPLE
+        case 0x80: byte(); break;                          // PROTO
+        case 0x95: take(8); break;                         // FRAME
+        case '.': return pop();                            // STOP
+        case '(': marks_.push_back(stack_.size()); break;  // MARK
+        case '}': push(make(Kind::Dict)); break;           // EMPTY_DICT
+        case ']': push(make(Kind::List)); break;           // EMPTY_LIST
+        case ')': push(make(Kind::Tuple)); break;          // EMPTY_TUPLE
         case 'N': push(make(Kind::None)); break;
-        case 0x88: case 0x89: { auto v = make(Kind::Bool); v->b = op == 0x88; push(v); break; }
-        case 'J': push(integer(static_cast<int32_t>(u32()))); break;             // BININT
-        case 'K': push(integer(byte())); break;                                  // BININT1
-        case 'M': push(integer(u16())); break;                                   // BININT2
-        case 0x8a: push(long1()); break;                                         // LONG1
-        case 'G': push(binfloat()); break;                                       // BINFLOAT
-        case 'X': push(text(Kind::String, u32())); break;                        // BINUNICODE
-        case 0x8c: push(text(Kind::String, byte())); break;                      // SHORT_BINUNICODE
-        case 0x8d: push(text(Kind::String, u64())); break;                       // BINUNICODE8
-        case 'U': push(text(Kind::String, byte())); break;                       // SHORT_BINSTRING
-        case 'T': push(text(Kind::String, u32())); break;                        // BINSTRING
-        case 'C': push(text(Kind::Bytes, byte())); break;                        // SHORT_BINBYTES
-        case 'B': push(text(Kind::Bytes, u32())); break;                         // BINBYTES
-        case 'q': memo_[byte()] = top(); break;                                  // BINPUT
-        case 'r': memo_[u32()] = top(); break;                                   // LONG_BINPUT
-        case 0x94: memo_[static_cast<uint32_t>(memo_.size())] = top(); break;    // MEMOIZE
-        case 'h': push(memo(byte())); break;                                     // BINGET
-        case 'j': push(memo(u32())); break;                                      // LONG_BINGET
-        case 't': { auto v = make(Kind::Tuple); v->items = pop_mark(); push(v); break; }
-        case 0x85: case 0x86: case 0x87: {                                       // TUPLE1..3
+        case 0x88:
+        case 0x89: {
+          auto v = make(Kind::Bool);
+          v->b = op == 0x88;
+          push(v);
+          break;
+        }
+        case 'J': push(integer(static_cast<int32_t>(u32()))); break;           // BININT
+        case 'K': push(integer(byte())); break;                                // BININT1
+        case 'M': push(integer(u16())); break;                                 // BININT2
+        case 0x8a: push(long1()); break;                                       // LONG1
+        case 'G': push(binfloat()); break;                                     // BINFLOAT
+        case 'X': push(text(Kind::String, u32())); break;                      // BINUNICODE
+        case 0x8c: push(text(Kind::String, byte())); break;                    // SHORT_BINUNICODE
+        case 0x8d: push(text(Kind::String, u64())); break;                     // BINUNICODE8
+        case 'U': push(text(Kind::String, byte())); break;                     // SHORT_BINSTRING
+        case 'T': push(text(Kind::String, u32())); break;                      // BINSTRING
+        case 'C': push(text(Kind::Bytes, byte())); break;                      // SHORT_BINBYTES
+        case 'B': push(text(Kind::Bytes, u32())); break;                       // BINBYTES
+        case 'q': memo_[byte()] = top(); break;                                // BINPUT
+        case 'r': memo_[u32()] = top(); break;                                 // LONG_BINPUT
+        case 0x94: memo_[static_cast<uint32_t>(memo_.size())] = top(); break;  // MEMOIZE
+        case 'h': push(memo(byte())); break;                                   // BINGET
+        case 'j': push(memo(u32())); break;                                    // LONG_BINGET
+        case 't': {
+          auto v = make(Kind::Tuple);
+          v->items = pop_mark();
+          push(v);
+          break;
+        }
+        case 0x85:
+        case 0x86:
+        case 0x87: {  // TUPLE1..3
           auto v = make(Kind::Tuple);
           v->items.resize(op - 0x84);
           for (size_t k = v->items.size(); k-- > 0;) v->items[k] = pop();
           push(v);
           break;
         }
-        case 'l': { auto v = make(Kind::List); v->items = pop_mark(); push(v); break; }
-        case 'a': { auto x = pop(); container(Kind::List)->items.push_back(x); break; }        // APPEND
-        case 'e': { auto xs = pop_mark(); auto& l = container(Kind::List)->items; l.insert(l.end(), xs.begin(), xs.end()); break; }
-        case 'd': { auto v = make(Kind::Dict); set_items(*v, pop_mark()); push(v); break; }  // DICT
-        case 's': { auto val = pop(); auto key = pop(); container(Kind::Dict)->dict.emplace_back(key, val); break; }
-        case 'u': { auto xs = pop_mark(); set_items(*container(Kind::Dict), xs); break; }      // SETITEMS
-        case 'c': { const std::string m = line(); push(global(m + "." + line())); break; }    // GLOBAL
-        case 0x93: { auto name = pop(); auto mod = pop(); push(global(mod->s + "." + name->s)); break; }  // STACK_GLOBAL
-        case 'Q': push(persistent(pop())); break;                                             // BINPERSID
-        case 'R': { auto args = pop(); auto fn = pop(); push(reduce(*fn, *args)); break; }    // REDUCE
-        case 'b': { auto state = pop(); build(*top(), *state); break; }                        // BUILD
-        default: fail("pickle opcode 0x" + hex(op) + " at byte " + std::to_string(pos_ - 1) + " is not one medseg reads");
+        case 'l': {
+          auto v = make(Kind::List);
+          v->items = pop_mark();
+          push(v);
+          break;
+        }
+        case 'a': {
+          auto x = pop();
+          container(Kind::List)->items.push_back(x);
+          break;
+        }  // APPEND
+        case 'e': {
+          auto xs = pop_mark();
+          auto& l = container(Kind::List)->items;
+          l.insert(l.end(), xs.begin(), xs.end());
+          break;
+        }
+        case 'd': {
+          auto v = make(Kind::Dict);
+          set_items(*v, pop_mark());
+          push(v);
+          break;
+        }  // DICT
+        case 's': {
+          auto val = pop();
+          auto key = pop();
+          container(Kind::Dict)->dict.emplace_back(key, val);
+          break;
+        }
+        case 'u': {
+          auto xs = pop_mark();
+          set_items(*container(Kind::Dict), xs);
+          break;
+        }  // SETITEMS
+        case 'c': {
+          const std::string m = line();
+          push(global(m + "." + line()));
+          break;
+        }  // GLOBAL
+        case 0x93: {
+          auto name = pop();
+          auto mod = pop();
+          push(global(mod->s + "." + name->s));
+          break;
+        }                                          // STACK_GLOBAL
+        case 'Q': push(persistent(pop())); break;  // BINPERSID
+        case 'R': {
+          auto args = pop();
+          auto fn = pop();
+          push(reduce(*fn, *args));
+          break;
+        }  // REDUCE
+        case 'b': {
+          auto state = pop();
+          build(*top(), *state);
+          break;
+        }  // BUILD
+        default:
+          fail("pickle opcode 0x" + hex(op) + " at byte " + std::to_string(pos_ - 1) + " is not one medseg reads");
       }
     }
   }
@@ -142,7 +207,8 @@ class Machine {
     if (n > 8) fail("an integer of " + std::to_string(n) + " bytes");
     const std::string s = take(n);
     int64_t x = 0;
-    for (int k = static_cast<int>(n) - 1; k >= 0; --k) x = static_cast<int64_t>(static_cast<uint64_t>(x) << 8 | static_cast<unsigned char>(s[k]));
+    for (int k = static_cast<int>(n) - 1; k >= 0; --k)
+      x = static_cast<int64_t>(static_cast<uint64_t>(x) << 8 | static_cast<unsigned char>(s[k]));
     if (n > 0 && n < 8 && (static_cast<unsigned char>(s[n - 1]) & 0x80)) x -= int64_t(1) << (8 * n);  // sign
     return integer(x);
   }
@@ -186,7 +252,9 @@ class Machine {
   }
   PickleValue* container(Kind k) {
     PickleValue* c = top();
-    if (c->kind != k) fail(k == Kind::Dict ? "the pickle sets an item of something that is no dict" : "the pickle appends to something that is no list");
+    if (c->kind != k)
+      fail(k == Kind::Dict ? "the pickle sets an item of something that is no dict"
+                           : "the pickle appends to something that is no list");
     return c;
   }
   void set_items(PickleValue& d, const std::vector<PickleRef>& xs) {
@@ -195,7 +263,8 @@ class Machine {
   }
   PickleRef global(const std::string& name) {
     if (!allowed_global(name))
-      fail("the pickle names the global '" + name + "', which is neither a tensor nor plain data; medseg reads no such file");
+      fail("the pickle names the global '" + name +
+           "', which is neither a tensor nor plain data; medseg reads no such file");
     auto v = make(Kind::Global);
     v->s = name;
     return v;
@@ -203,8 +272,8 @@ class Machine {
   // ('storage', torch.<Type>Storage, key, location, numel): the archive's data/<key>, read once per key.
   PickleRef persistent(const PickleRef& pid) {
     const auto& t = pid->items;
-    if (pid->kind != Kind::Tuple || t.size() < 5 || t[0]->s != "storage" || t[1]->kind != Kind::Global || t[2]->kind != Kind::String ||
-        t[4]->kind != Kind::Int)
+    if (pid->kind != Kind::Tuple || t.size() < 5 || t[0]->s != "storage" || t[1]->kind != Kind::Global ||
+        t[2]->kind != Kind::String || t[4]->kind != Kind::Int)
       fail("a persistent id that is not a torch storage");
     const auto type = storage_types().find(t[1]->s);
     if (type == storage_types().end()) fail("storage type '" + t[1]->s + "'");
@@ -212,10 +281,12 @@ class Machine {
     if (!cached) {
       const int64_t numel = t[4]->i;
       const auto item = static_cast<int64_t>(at::elementSize(type->second));
-      if (numel < 0 || numel > (int64_t(1) << 40) / item) fail("storage '" + t[2]->s + "' claims " + std::to_string(numel) + " elements");
+      if (numel < 0 || numel > (int64_t(1) << 40) / item)
+        fail("storage '" + t[2]->s + "' claims " + std::to_string(numel) + " elements");
       const std::string data = storage_(t[2]->s, static_cast<uint64_t>(numel * item));
       if (data.size() != static_cast<size_t>(numel * item))
-        fail("storage '" + t[2]->s + "' holds " + std::to_string(data.size()) + " bytes, not " + std::to_string(numel * item));
+        fail("storage '" + t[2]->s + "' holds " + std::to_string(data.size()) + " bytes, not " +
+             std::to_string(numel * item));
       cached = make(Kind::Storage);
       cached->tensor = at::empty({numel}, at::TensorOptions().dtype(type->second));
       if (!data.empty()) std::memcpy(cached->tensor.data_ptr(), data.data(), data.size());
@@ -228,11 +299,12 @@ class Machine {
     return v;
   }
   PickleRef reduce(const PickleValue& fn, const PickleValue& args) {
-    if (fn.kind != Kind::Global || args.kind != Kind::Tuple) fail("the pickle calls something that is no accepted global");
+    if (fn.kind != Kind::Global || args.kind != Kind::Tuple)
+      fail("the pickle calls something that is no accepted global");
     const auto& a = args.items;
     if (fn.s == "collections.OrderedDict") return make(Kind::Dict);
-    if (fn.s == "torch._utils._rebuild_tensor_v2" && a.size() >= 4 && a[0]->kind == Kind::Storage && a[1]->kind == Kind::Int &&
-        a[2]->kind == Kind::Tuple && a[3]->kind == Kind::Tuple) {
+    if (fn.s == "torch._utils._rebuild_tensor_v2" && a.size() >= 4 && a[0]->kind == Kind::Storage &&
+        a[1]->kind == Kind::Int && a[2]->kind == Kind::Tuple && a[3]->kind == Kind::Tuple) {
       auto v = make(Kind::Tensor);
       v->tensor = view(a[0]->tensor, a[1]->i, ints(*a[2]), ints(*a[3]));
       return v;
@@ -257,7 +329,8 @@ class Machine {
   // A tensor's view of its storage, checked to lie inside it (a hostile file could point anywhere).
   at::Tensor view(const at::Tensor& storage, int64_t offset, const std::vector<int64_t>& size,
                   const std::vector<int64_t>& stride) {
-    if (size.size() != stride.size() || offset < 0) fail("a tensor whose sizes, strides and offset do not fit together");
+    if (size.size() != stride.size() || offset < 0)
+      fail("a tensor whose sizes, strides and offset do not fit together");
     int64_t last = offset;
     bool empty = false;
     for (size_t k = 0; k < size.size(); ++k) {
@@ -267,7 +340,8 @@ class Machine {
       last += (size[k] - 1) * stride[k];
     }
     if (!empty && last >= storage.numel())
-      fail("a tensor view reaches element " + std::to_string(last) + " of a storage of " + std::to_string(storage.numel()));
+      fail("a tensor view reaches element " + std::to_string(last) + " of a storage of " +
+           std::to_string(storage.numel()));
     return storage.as_strided(size, stride, offset);
   }
 
@@ -281,9 +355,12 @@ class Machine {
     auto v = make(Kind::Bytes);
     for (size_t k = 0; k < utf8.size(); ++k) {
       const unsigned char c = static_cast<unsigned char>(utf8[k]);
-      if (c < 0x80) v->s += static_cast<char>(c);
-      else if ((c & 0xe0) == 0xc0 && k + 1 < utf8.size()) v->s += static_cast<char>(((c & 0x1f) << 6) | (utf8[++k] & 0x3f));
-      else fail("bytes outside latin1 in the pickle");
+      if (c < 0x80)
+        v->s += static_cast<char>(c);
+      else if ((c & 0xe0) == 0xc0 && k + 1 < utf8.size())
+        v->s += static_cast<char>(((c & 0x1f) << 6) | (utf8[++k] & 0x3f));
+      else
+        fail("bytes outside latin1 in the pickle");
     }
     return v;
   }
@@ -294,12 +371,21 @@ class Machine {
       return x;
     };
     auto v = make(Kind::Float);
-    if (dtype == "f8") v->f = read(double{});
-    else if (dtype == "f4") v->f = read(float{});
-    else if (dtype == "i8") { v->kind = Kind::Int; v->i = read(int64_t{}); }
-    else if (dtype == "i4") { v->kind = Kind::Int; v->i = read(int32_t{}); }
-    else if (dtype == "b1") { v->kind = Kind::Bool; v->b = read(uint8_t{}) != 0; }
-    else fail("a numpy scalar of dtype '" + dtype + "'");
+    if (dtype == "f8")
+      v->f = read(double{});
+    else if (dtype == "f4")
+      v->f = read(float{});
+    else if (dtype == "i8") {
+      v->kind = Kind::Int;
+      v->i = read(int64_t{});
+    } else if (dtype == "i4") {
+      v->kind = Kind::Int;
+      v->i = read(int32_t{});
+    } else if (dtype == "b1") {
+      v->kind = Kind::Bool;
+      v->b = read(uint8_t{}) != 0;
+    } else
+      fail("a numpy scalar of dtype '" + dtype + "'");
     return v;
   }
 
@@ -340,8 +426,8 @@ PickleDocument read_torch_file(const std::string& path) {
       for (const ZipEntry& s : zip.entries())
         if (s.name == entry) {
           if (s.size != bytes)
-            throw FileError(path, "storage " + entry + " holds " + std::to_string(s.size) + " bytes, not " + std::to_string(bytes) +
-                                      "; nothing was executed");
+            throw FileError(path, "storage " + entry + " holds " + std::to_string(s.size) + " bytes, not " +
+                                      std::to_string(bytes) + "; nothing was executed");
           return zip.read(s, bytes);
         }
       throw FileError(path, "the archive has no " + entry + "; nothing was executed");

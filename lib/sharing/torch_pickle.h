@@ -30,10 +30,10 @@ struct PickleValue {
   bool b = false;
   int64_t i = 0;
   double f = 0;
-  std::string s;                                   // String, Bytes, Device, Global ("module.name"), Dtype
-  std::vector<PickleRef> items;                    // List, Tuple
+  std::string s;                                      // String, Bytes, Device, Global ("module.name"), Dtype
+  std::vector<PickleRef> items;                       // List, Tuple
   std::vector<std::pair<PickleRef, PickleRef>> dict;  // Dict, in insertion order
-  at::Tensor tensor;                               // Tensor; Storage (one-dimensional, the whole storage)
+  at::Tensor tensor;                                  // Tensor; Storage (one-dimensional, the whole storage)
 
   // Dict lookup by string key; nullptr when absent or not a dict.
   const PickleValue* get(const std::string& key) const;

@@ -44,8 +44,10 @@ std::vector<NextStage> next_stages(const RunInputs& in) {
   std::vector<NextStage> out;
   for (const auto& n : in.next_stages) {
     if (!fs::is_directory(n.data_folder)) {
-      spdlog::warn("next stage '{}': {} not found, so its inputs are not written (medseg_preprocess -c {}, then "
-                   "--val)", n.configuration, n.data_folder, n.configuration);
+      spdlog::warn(
+          "next stage '{}': {} not found, so its inputs are not written (medseg_preprocess -c {}, then "
+          "--val)",
+          n.configuration, n.data_folder, n.configuration);
       continue;
     }
     fs::create_directories(n.output_folder);
@@ -64,9 +66,8 @@ void write_next_stage_input(const at::Tensor& logits, const preprocessing::Prepr
     spdlog::warn("next stage '{}': case {} skipped: {}", n.configuration, c.id(), one_line(e.what()));
     return;
   }
-  const std::vector<int16_t> seg =
-      inference::logits_to_next_stage(logits, c.properties(), target.shape(),
-                                      target.properties().spacing_after_resampling, labels, opts);
+  const std::vector<int16_t> seg = inference::logits_to_next_stage(
+      logits, c.properties(), target.shape(), target.properties().spacing_after_resampling, labels, opts);
   preprocessing::write_segmentation_file(data::previous_stage_file(n.output_folder, c.id()), target.shape(), seg);
 }
 

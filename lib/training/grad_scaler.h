@@ -51,8 +51,8 @@ class GradScaler {
   void ensure_device(const c10::Device& d);
 
   GradScalerOptions opts_;
-  at::Tensor scale_;           // float32 [1]
-  at::Tensor growth_tracker_;  // int32 [1]
+  at::Tensor scale_;                             // float32 [1]
+  at::Tensor growth_tracker_;                    // int32 [1]
   std::map<const void*, at::Tensor> found_inf_;  // per optimizer (or param list) since last update
 };
 

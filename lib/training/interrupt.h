@@ -17,7 +17,8 @@ class ScopedInterruptHandler {
   ScopedInterruptHandler& operator=(const ScopedInterruptHandler&) = delete;
 
  private:
-  struct sigaction previous_int_ {}, previous_term_ {};
+  struct sigaction previous_int_ {
+  }, previous_term_{};
 };
 
 bool interrupt_requested();

@@ -43,13 +43,15 @@ at::Tensor ignore_label_as_padding(const at::Tensor& target, std::optional<int> 
 namespace {
 
 // Region targets split into (region channels, mask or undefined); checks the shapes.
-std::pair<at::Tensor, at::Tensor> region_parts(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o) {
+std::pair<at::Tensor, at::Tensor> region_parts(const at::Tensor& logits, const at::Tensor& target,
+                                               const DiceCeOptions& o) {
   const int64_t extra = o.ignore_channel ? 1 : 0;
   if (target.dim() != logits.dim() || target.size(0) != logits.size(0) || target.size(1) != logits.size(1) + extra ||
       target.sizes().slice(2) != logits.sizes().slice(2))
     throw Error("loss: region target shape " + c10::str(target.sizes()) + " does not match logits " +
-                c10::str(logits.sizes()) + (o.ignore_channel ? " (expected one channel per region + the ignore mask)"
-                                                              : " (expected one channel per region)"));
+                c10::str(logits.sizes()) +
+                (o.ignore_channel ? " (expected one channel per region + the ignore mask)"
+                                  : " (expected one channel per region)"));
   const at::Tensor t = target.to(logits.scalar_type());
   if (!o.ignore_channel) return {t, at::Tensor()};
   return {t.slice(1, 0, logits.size(1)), 1 - t.slice(1, logits.size(1))};
@@ -138,8 +140,9 @@ namespace {
 // largest int(numel * k / 100) values, numel counting every voxel.
 at::Tensor topk_cross_entropy(const at::Tensor& logits, const at::Tensor& labels, const DiceCeOptions& o) {
   if (o.spatial_sum)
-    throw Error("loss: the top-k cross-entropy cannot be split over spatial-parallel slabs (train it without "
-                "--spatial_parallel)");
+    throw Error(
+        "loss: the top-k cross-entropy cannot be split over spatial-parallel slabs (train it without "
+        "--spatial_parallel)");
   const at::Tensor per_voxel =
       at::cross_entropy_loss(logits, labels, /*weight=*/{}, at::Reduction::None, o.ignore_label, o.label_smoothing);
   const int64_t n = per_voxel.numel();
@@ -168,7 +171,8 @@ at::Tensor robust_cross_entropy(const at::Tensor& logits, const at::Tensor& targ
 at::Tensor dice_ce_loss(const at::Tensor& logits, const at::Tensor& target, const DiceCeOptions& o) {
   at::Tensor total = at::zeros({}, logits.options());
   if (o.weight_ce != 0)
-    total = total + o.weight_ce * (o.regions ? region_bce_loss(logits, target, o) : robust_cross_entropy(logits, target, o));
+    total = total +
+            o.weight_ce * (o.regions ? region_bce_loss(logits, target, o) : robust_cross_entropy(logits, target, o));
   if (o.weight_dice != 0) total = total + o.weight_dice * soft_dice_loss(logits, target, o);
   return total;
 }

@@ -19,7 +19,7 @@ namespace medseg::training {
 using BatchSumFn = std::function<at::Tensor(const at::Tensor&)>;
 
 struct DiceCeOptions {
-  bool batch_dice = false;   // pool tp/fp/fn over the batch before the Dice (plans' batch_dice)
+  bool batch_dice = false;  // pool tp/fp/fn over the batch before the Dice (plans' batch_dice)
   double smooth = 1e-5;
   bool do_bg = false;
   double weight_ce = 1.0;
@@ -29,7 +29,7 @@ struct DiceCeOptions {
   // largest int(voxels * topk_percent / 100) of them, ignored voxels counted in `voxels` as nnU-Net does.
   double topk_percent = 100;
   double label_smoothing = 0;  // torch's CrossEntropyLoss label_smoothing
-  BatchSumFn batch_sum;       // with batch_dice: pools the counts over ranks (empty: one process)
+  BatchSumFn batch_sum;        // with batch_dice: pools the counts over ranks (empty: one process)
   // Spatial parallelism: logits and target are this rank's slab of every sample; sums the per-sample
   // Dice counts and the cross-entropy's sum and voxel count over the slabs (inside autograd), so the
   // loss is the whole patch's on every rank. Empty: the tensors are whole patches.

@@ -85,9 +85,10 @@ struct Step {
 planning::MemoryOptions memory_options_for(const MemoryProbeConfig& c) {
   planning::MemoryOptions o;
   o.amp = c.amp;
-  o.optimizer = c.optimizer == OptimizerType::AdamW ? planning::OptimizerKind::AdamW : planning::OptimizerKind::SgdMomentum;
+  o.optimizer =
+      c.optimizer == OptimizerType::AdamW ? planning::OptimizerKind::AdamW : planning::OptimizerKind::SgdMomentum;
   o.deep_supervision = c.deep_supervision;
-  o.checkpointing = c.checkpoint_encoder ? 1 : 0;
+  o.checkpointing = c.checkpoint_encoder;
   o.device = planning::StepDevice::Cpu;
   o.cpu_autocast_fp32_transposed_conv = compat::cpu_autocast_transposed_conv_fp32();
   return o;
@@ -99,8 +100,8 @@ MemoryProbeResult probe_training_step(const MemoryProbeConfig& c) {
   if (static_cast<int>(c.patch.size()) != arch.dim) throw Error("memory probe: patch rank differs from the network");
   MemoryProbeResult r;
   r.config = c;
-  r.estimate = planning::estimate_training_memory(arch, c.patch, c.batch, c.in_channels, c.num_classes,
-                                                  memory_options_for(c));
+  r.estimate =
+      planning::estimate_training_memory(arch, c.patch, c.batch, c.in_channels, c.num_classes, memory_options_for(c));
 
   TorchSettings settings;
   settings.threads = c.threads;
@@ -114,8 +115,10 @@ MemoryProbeResult probe_training_step(const MemoryProbeConfig& c) {
   nb.checkpoint_encoder = c.checkpoint_encoder;
   auto net = models::build_network(c.architecture, c.in_channels, c.num_classes, nb);
   net->train();
-  if (c.optimizer == OptimizerType::Adam) throw Error("memory probe: the memory model has no plain Adam (SGD or AdamW)");
-  const OptimizerConfig oc = c.optimizer == OptimizerType::AdamW ? OptimizerConfig::adamw() : OptimizerConfig::nnunet_sgd();
+  if (c.optimizer == OptimizerType::Adam)
+    throw Error("memory probe: the memory model has no plain Adam (SGD or AdamW)");
+  const OptimizerConfig oc =
+      c.optimizer == OptimizerType::AdamW ? OptimizerConfig::adamw() : OptimizerConfig::nnunet_sgd();
   auto opt = make_optimizer(*net, oc);
   auto params = unique_parameters(*net);
   r.parameters = net->parameter_count();
@@ -171,8 +174,9 @@ nlohmann::json planned_architecture(const std::string& planner, const std::strin
   constexpr int kCases = 20;
   nlohmann::json props = nlohmann::json::object(), ch = nlohmann::json::object(), lab = nlohmann::json::object();
   for (int c = 0; c < channels; ++c) {
-    props[std::to_string(c)] = {{"max", 1000.0}, {"mean", 100.0}, {"median", 90.0}, {"min", -5.0},
-                                {"percentile_00_5", 1.0}, {"percentile_99_5", 800.0}, {"std", 50.0}};
+    props[std::to_string(c)] = {{"max", 1000.0}, {"mean", 100.0},          {"median", 90.0},
+                                {"min", -5.0},   {"percentile_00_5", 1.0}, {"percentile_99_5", 800.0},
+                                {"std", 50.0}};
     ch[std::to_string(c)] = "MRI";
   }
   for (int l = 0; l < labels; ++l) lab[l == 0 ? "background" : "class" + std::to_string(l)] = l;
@@ -180,7 +184,8 @@ nlohmann::json planned_architecture(const std::string& planner, const std::strin
                              {"shapes_after_crop", std::vector<std::array<double, 3>>(kCases, median_shape)},
                              {"foreground_intensity_properties_per_channel", props},
                              {"median_relative_size_after_cropping", 1.0}};
-  const nlohmann::json ds = {{"channel_names", ch}, {"labels", lab}, {"numTraining", kCases}, {"file_ending", ".nii.gz"}};
+  const nlohmann::json ds = {
+      {"channel_names", ch}, {"labels", lab}, {"numTraining", kCases}, {"file_ending", ".nii.gz"}};
   planning::PlannerOptions po;
   po.planner = planner;
   po.dataset_name = "Dataset999_MemoryProbe";

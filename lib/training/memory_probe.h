@@ -22,11 +22,11 @@ struct MemoryProbeConfig {
   int batch = 2;
   int in_channels = 1;
   int num_classes = 3;
-  bool amp = false;                 // CPU autocast bf16 (no grad scaler, as in the trainer)
+  bool amp = false;                              // CPU autocast bf16 (no grad scaler, as in the trainer)
   OptimizerType optimizer = OptimizerType::SGD;  // SGD (nnU-Net: nesterov, momentum 0.99) or AdamW
-  bool checkpoint_encoder = false;  // U-Nets: recompute each encoder stage in backward
+  bool checkpoint_encoder = false;               // U-Nets: recompute each encoder stage in backward
   bool deep_supervision = true;
-  int threads = 2;                  // torch::set_num_threads
+  int threads = 2;  // torch::set_num_threads
   uint64_t seed = 1234;
 };
 
@@ -39,8 +39,8 @@ struct MemoryProbeResult {
   int64_t batch_bytes = 0;         // input batch + deep-supervision targets
   int64_t held_after_forward = 0;  // live once the loss is computed
   int64_t peak_forward = 0, peak_backward = 0, peak_step = 0;
-  int64_t measured_peak = 0;       // max of the three
-  double seconds = 0;              // wall time of the measured step
+  int64_t measured_peak = 0;  // max of the three
+  double seconds = 0;         // wall time of the measured step
   planning::MemoryEstimate estimate;
 
   double ratio() const { return measured_peak > 0 ? double(estimate.peak_bytes) / double(measured_peak) : 0.0; }

@@ -22,9 +22,9 @@ double num_of(const json& j) { return j.is_null() ? std::numeric_limits<double>:
 json to_json(const EpochMetrics& m) {
   json dice = json::array();
   for (double d : m.pseudo_dice) dice.push_back(num(d));
-  return {{"epoch", m.epoch},       {"train_loss", num(m.train_loss)}, {"val_loss", num(m.val_loss)},
-          {"pseudo_dice", dice},    {"mean_fg_dice", num(m.mean_fg_dice)},
-          {"ema_pseudo_dice", num(m.ema_pseudo_dice)}, {"lr", num(m.lr)}, {"epoch_time", num(m.epoch_time)}};
+  return {{"epoch", m.epoch},    {"train_loss", num(m.train_loss)},     {"val_loss", num(m.val_loss)},
+          {"pseudo_dice", dice}, {"mean_fg_dice", num(m.mean_fg_dice)}, {"ema_pseudo_dice", num(m.ema_pseudo_dice)},
+          {"lr", num(m.lr)},     {"epoch_time", num(m.epoch_time)}};
 }
 
 EpochMetrics metrics_from_json(const json& j) {

@@ -17,10 +17,10 @@ struct EpochMetrics {
   double mean_fg_dice = 0;          // nanmean of pseudo_dice
   double ema_pseudo_dice = 0;
   double lr = 0;
-  double epoch_time = 0;            // seconds
+  double epoch_time = 0;  // seconds
 };
 
-nlohmann::json to_json(const EpochMetrics& m);       // NaN is written as null
+nlohmann::json to_json(const EpochMetrics& m);            // NaN is written as null
 EpochMetrics metrics_from_json(const nlohmann::json& j);  // null reads back as NaN
 nlohmann::json to_json(const std::vector<EpochMetrics>& log);
 std::vector<EpochMetrics> metrics_from_json_array(const nlohmann::json& j);

@@ -19,35 +19,27 @@ std::vector<at::Tensor> unique_parameters(const torch::nn::Module& model) {
   return out;
 }
 
-const char* optimizer_type_name(OptimizerType t) {
-  switch (t) {
-    case OptimizerType::SGD: return "SGD";
-    case OptimizerType::Adam: return "Adam";
-    case OptimizerType::AdamW: return "AdamW";
-  }
-  return "?";
-}
-
-OptimizerType parse_optimizer_type(const std::string& name, const std::string& where) {
-  for (OptimizerType t : {OptimizerType::SGD, OptimizerType::Adam, OptimizerType::AdamW})
-    if (name == optimizer_type_name(t)) return t;
-  throw Error(where + ": unknown optimizer '" + name + "' (use SGD, Adam or AdamW)");
-}
-
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const torch::nn::Module& model, const OptimizerConfig& cfg) {
   auto params = unique_parameters(model);
   switch (cfg.type) {
     case OptimizerType::SGD: {
-      auto o = torch::optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay).nesterov(cfg.nesterov);
+      auto o =
+          torch::optim::SGDOptions(cfg.lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay).nesterov(cfg.nesterov);
       return std::make_unique<torch::optim::SGD>(params, o);
     }
     case OptimizerType::AdamW: {
-      auto o = torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(cfg.weight_decay)
+      auto o = torch::optim::AdamWOptions(cfg.lr)
+                   .betas({cfg.beta1, cfg.beta2})
+                   .eps(cfg.eps)
+                   .weight_decay(cfg.weight_decay)
                    .amsgrad(cfg.amsgrad);
       return std::make_unique<torch::optim::AdamW>(params, o);
     }
     case OptimizerType::Adam: {
-      auto o = torch::optim::AdamOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(cfg.weight_decay)
+      auto o = torch::optim::AdamOptions(cfg.lr)
+                   .betas({cfg.beta1, cfg.beta2})
+                   .eps(cfg.eps)
+                   .weight_decay(cfg.weight_decay)
                    .amsgrad(cfg.amsgrad);
       return std::make_unique<torch::optim::Adam>(params, o);
     }
@@ -58,10 +50,14 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const torch::nn::Module&
 void set_learning_rate(torch::optim::Optimizer& opt, double lr) {
   for (auto& g : opt.param_groups()) {
     auto& o = g.options();
-    if (auto* s = dynamic_cast<torch::optim::SGDOptions*>(&o)) s->lr(lr);
-    else if (auto* adamw = dynamic_cast<torch::optim::AdamWOptions*>(&o)) adamw->lr(lr);
-    else if (auto* adam = dynamic_cast<torch::optim::AdamOptions*>(&o)) adam->lr(lr);
-    else throw Error("set_learning_rate: unsupported optimizer");
+    if (auto* s = dynamic_cast<torch::optim::SGDOptions*>(&o))
+      s->lr(lr);
+    else if (auto* adamw = dynamic_cast<torch::optim::AdamWOptions*>(&o))
+      adamw->lr(lr);
+    else if (auto* adam = dynamic_cast<torch::optim::AdamOptions*>(&o))
+      adam->lr(lr);
+    else
+      throw Error("set_learning_rate: unsupported optimizer");
   }
 }
 

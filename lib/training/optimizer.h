@@ -9,24 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "training/optimizer_type.h"
+
 namespace medseg::training {
-
-// Adam: L2 weight decay (torch.optim.Adam); AdamW: decoupled weight decay.
-enum class OptimizerType { SGD, Adam, AdamW };
-
-// "SGD", "Adam", "AdamW": the names of trainer configs, checkpoints and logs.
-const char* optimizer_type_name(OptimizerType t);
-// The inverse; throws Error("<where>: unknown optimizer '<name>' (use SGD, Adam or AdamW)").
-OptimizerType parse_optimizer_type(const std::string& name, const std::string& where);
 
 struct OptimizerConfig {
   OptimizerType type = OptimizerType::SGD;
   double lr = 1e-2;
   double weight_decay = 3e-5;
-  double momentum = 0.99;      // SGD
-  bool nesterov = true;        // SGD
+  double momentum = 0.99;                         // SGD
+  bool nesterov = true;                           // SGD
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // Adam, AdamW
-  bool amsgrad = false;                            // Adam, AdamW (nnUNetTrainerAdam: AdamW with amsgrad)
+  bool amsgrad = false;                           // Adam, AdamW (nnUNetTrainerAdam: AdamW with amsgrad)
 
   static OptimizerConfig nnunet_sgd() { return {}; }
   // MONAI's SwinUNETR recipe (AdamW, lr 1e-4, weight decay 1e-5).

@@ -35,7 +35,8 @@ PretrainedReport load_pretrained_weights(models::SegmentationNetworkImpl& net, c
   // Everything is checked before the first copy: a refused file leaves the network as it was.
   std::vector<std::pair<at::Tensor, at::Tensor>> copies;
   PretrainedReport report;
-  report.same_labels = ck.dataset.is_object() && ck.dataset.contains("labels") && same_outputs(ck.dataset.at("labels"), labels);
+  report.same_labels =
+      ck.dataset.is_object() && ck.dataset.contains("labels") && same_outputs(ck.dataset.at("labels"), labels);
   for (const auto& [name, t] : target) {
     const bool is_head = name.compare(0, head.size(), head) == 0;
     const auto it = source.find(name);
@@ -48,10 +49,12 @@ PretrainedReport load_pretrained_weights(models::SegmentationNetworkImpl& net, c
       continue;
     }
     if (it == source.end())
-      throw FileError(checkpoint_path, "has no tensor '" + name + "', which the network has: pretrained weights must "
-                                       "come from the same architecture (plans) and input channels");
+      throw FileError(checkpoint_path, "has no tensor '" + name +
+                                           "', which the network has: pretrained weights must "
+                                           "come from the same architecture (plans) and input channels");
     throw FileError(checkpoint_path, "tensor '" + name + "' has shape " + shape_of(it->second) + ", the network's is " +
-                                         shape_of(t) + ": pretrained weights must come from the same architecture "
+                                         shape_of(t) +
+                                         ": pretrained weights must come from the same architecture "
                                          "(plans) and input channels");
   }
   torch::NoGradGuard no_grad;

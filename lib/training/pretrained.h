@@ -14,7 +14,7 @@
 namespace medseg::training {
 
 struct PretrainedReport {
-  int64_t loaded = 0;                     // tensors copied (aliases counted once per name)
+  int64_t loaded = 0;                      // tensors copied (aliases counted once per name)
   std::vector<std::string> skipped_heads;  // segmentation-head tensors left as initialised
   bool same_labels = false;                // the checkpoint's dataset.json labels equal `labels`
 };

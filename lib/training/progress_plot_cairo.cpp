@@ -46,15 +46,18 @@ std::vector<double> ticks(double lo, double hi, int count = 6) {
       break;
     }
   std::vector<double> out;
-  for (double t = std::ceil(lo / step) * step; t <= hi + 1e-9 * step; t += step) out.push_back(std::abs(t) < 1e-12 * step ? 0 : t);
+  for (double t = std::ceil(lo / step) * step; t <= hi + 1e-9 * step; t += step)
+    out.push_back(std::abs(t) < 1e-12 * step ? 0 : t);
   return out;
 }
 
 std::string label(double v) {
   char buf[32];
   const double a = std::abs(v);
-  if (a != 0 && (a < 1e-3 || a >= 1e5)) std::snprintf(buf, sizeof buf, "%.1e", v);
-  else std::snprintf(buf, sizeof buf, "%.4g", v);
+  if (a != 0 && (a < 1e-3 || a >= 1e5))
+    std::snprintf(buf, sizeof buf, "%.1e", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
 }
 
@@ -102,8 +105,10 @@ class Panel {
         pen = false;
         continue;
       }
-      if (pen) cairo_line_to(cr_, px(x[i]), py(y[i], right));
-      else cairo_move_to(cr_, px(x[i]), py(y[i], right));
+      if (pen)
+        cairo_line_to(cr_, px(x[i]), py(y[i], right));
+      else
+        cairo_move_to(cr_, px(x[i]), py(y[i], right));
       pen = true;
     }
     if (x.size() == 1 && std::isfinite(y[0])) cairo_arc(cr_, px(x[0]), py(y[0], right), 3, 0, 2 * M_PI);
@@ -215,8 +220,10 @@ void write_progress_plot(const std::string& png_path, const std::vector<EpochMet
   losses.series(epoch, val, kRed, false, false);
   losses.series(epoch, dice, kGreen, true, true);
   losses.series(epoch, ema, kGreen, true, false);
-  losses.legend({{"loss_tr", {kBlue, false}}, {"loss_val", {kRed, false}},
-                 {"pseudo dice", {kGreen, true}}, {"pseudo dice (mov. avg.)", {kGreen, false}}});
+  losses.legend({{"loss_tr", {kBlue, false}},
+                 {"loss_val", {kRed, false}},
+                 {"pseudo dice", {kGreen, true}},
+                 {"pseudo dice (mov. avg.)", {kGreen, false}}});
 
   Panel times(cr.get(), left, panel_top(1), w, h, xr, range_of({&time}));
   times.frame("epoch", "time [s]", "");

@@ -13,7 +13,8 @@ bool progress_plot_available() { return false; }
 void write_progress_plot(const std::string& png_path, const std::vector<EpochMetrics>&, PlotSize) {
   static std::once_flag warned;
   std::call_once(warned, [&] {
-    spdlog::warn("no {}: this build of medseg has no cairo (MEDSEG_WITH_CAIRO=OFF); the metrics are in metrics.jsonl", png_path);
+    spdlog::warn("no {}: this build of medseg has no cairo (MEDSEG_WITH_CAIRO=OFF); the metrics are in metrics.jsonl",
+                 png_path);
   });
 }
 

@@ -17,7 +17,8 @@ int check_ranks_fit(const planning::ConfigurationPlan& plan, int ranks, int spat
   if (plan.architecture.swin)
     throw Error("--spatial_parallel: SwinUNETR cannot be split into slabs (docs/spatial-parallel.md)");
   const int axis = planning::spatial_shard_axis(plan.patch_size, plan.architecture.strides, spatial_parallel);
-  MEDSEG_CHECK(axis >= 0, "--spatial_parallel ", spatial_parallel, ": no axis of the patch ", join(plan.patch_size, "x"),
+  MEDSEG_CHECK(axis >= 0, "--spatial_parallel ", spatial_parallel, ": no axis of the patch ",
+               join(plan.patch_size, "x"),
                " splits into that many slabs aligned with the network's strides; plan with medseg_plan_experiment "
                "--spatial_parallel ",
                spatial_parallel);

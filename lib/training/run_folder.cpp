@@ -19,11 +19,12 @@ namespace {
 // A cascade stage reads the previous stage's cross-validation predictions of every case (each
 // case's from the fold that held it out), resampled to this configuration's grid by that stage's
 // final validation. All must exist before training starts.
-void resolve_previous_stage(RunInputs& r, const planning::ConfigurationPlan& cfg, const std::vector<io::LabelDef>& labels,
-                            const std::string& results_root, const std::string& dataset) {
-  const std::string prev_model =
-      (fs::path(results_root) / r.folders.dataset_name / (r.trainer_name + "__" + r.plans_name + "__" + cfg.previous_stage))
-          .string();
+void resolve_previous_stage(RunInputs& r, const planning::ConfigurationPlan& cfg,
+                            const std::vector<io::LabelDef>& labels, const std::string& results_root,
+                            const std::string& dataset) {
+  const std::string prev_model = (fs::path(results_root) / r.folders.dataset_name /
+                                  (r.trainer_name + "__" + r.plans_name + "__" + cfg.previous_stage))
+                                     .string();
   r.previous_stage_folder = (fs::path(prev_model) / "predicted_next_stage" / r.configuration).string();
   r.previous_stage_labels = io::foreground_labels(labels);
   if (r.previous_stage_labels.empty())
@@ -73,7 +74,8 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
   const auto& cfg = r.plans.configuration(configuration);
   r.dataset_json = read_ordered_json(f.dataset_json_file);
   if (fs::exists(f.fingerprint_file)) r.fingerprint_json = read_json(f.fingerprint_file);
-  r.in_channels = static_cast<int64_t>(json_get<ordered_json>(r.dataset_json, "channel_names", f.dataset_json_file).size());
+  r.in_channels =
+      static_cast<int64_t>(json_get<ordered_json>(r.dataset_json, "channel_names", f.dataset_json_file).size());
   const auto labels = io::labels_from_json(r.dataset_json, f.dataset_json_file);
   r.num_classes = io::network_outputs(labels);
   r.ignore_label = io::ignore_label(labels);
@@ -81,8 +83,8 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
 
   f.data_folder = (fs::path(f.preprocessed_dataset) / cfg.data_identifier).string();
   if (!fs::is_directory(f.data_folder))
-    throw FileError(f.data_folder, "preprocessed data not found (run medseg_preprocess -d " + dataset + " -c " +
-                                       configuration + ")");
+    throw FileError(f.data_folder,
+                    "preprocessed data not found (run medseg_preprocess -d " + dataset + " -c " + configuration + ")");
   const auto ids = preprocessing::list_preprocessed_cases(f.data_folder);
   if (ids.empty()) throw FileError(f.data_folder, "no preprocessed cases");
   const auto splits = load_or_create_splits(f.splits_file, ids);
@@ -91,7 +93,8 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
   r.val_ids = s.val;
 
   const std::string res = root_folder(Root::Results, results_root);
-  f.model_folder = (fs::path(res) / f.dataset_name / (trainer_name + "__" + plans_name + "__" + configuration)).string();
+  f.model_folder =
+      (fs::path(res) / f.dataset_name / (trainer_name + "__" + plans_name + "__" + configuration)).string();
   f.fold_folder = (fs::path(f.model_folder) / ("fold_" + r.fold)).string();
   if (!cfg.previous_stage.empty()) resolve_previous_stage(r, cfg, labels, res, dataset);
   for (const auto& next : cfg.next_stage) {

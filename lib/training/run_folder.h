@@ -11,7 +11,7 @@
 namespace medseg::training {
 
 struct RunFolders {
-  std::string dataset_name;         // DatasetXXX_Name
+  std::string dataset_name;          // DatasetXXX_Name
   std::string preprocessed_dataset;  // MEDSEG_PREPROCESSED/DatasetXXX_Name
   std::string data_folder;           // .../<data_identifier>
   std::string model_folder;          // MEDSEG_RESULTS/DatasetXXX_Name/Trainer__Plans__Config
@@ -24,11 +24,11 @@ struct RunInputs {
   std::string configuration, plans_name, trainer_name, fold;
   planning::Plans plans;
   json plans_json, fingerprint_json;  // fingerprint may be null when absent
-  ordered_json dataset_json;         // keys in the file's order (label order = output order)
+  ordered_json dataset_json;          // keys in the file's order (label order = output order)
   std::vector<std::string> train_ids, val_ids;
   int64_t in_channels = 0, num_classes = 0;  // num_classes: network outputs (io::network_outputs)
-  std::optional<int> ignore_label;             // dataset.json's "ignore" label value, if any
-  std::vector<std::vector<int>> regions;       // region-based training: one per output; empty: labels
+  std::optional<int> ignore_label;           // dataset.json's "ignore" label value, if any
+  std::vector<std::vector<int>> regions;     // region-based training: one per output; empty: labels
   // Cascade stage (a configuration with previous_stage): the previous stage's predictions of every
   // case on this configuration's grid, and the labels whose one-hot channels they add to the image
   // (in_channels counts them). Empty otherwise.

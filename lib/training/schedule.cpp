@@ -27,8 +27,7 @@ double scheduled_lr(const std::string& schedule, double initial_lr, int64_t epoc
   MEDSEG_CHECK(schedule == "poly" || schedule == "cosine", "unknown learning-rate schedule '", schedule,
                "' (poly or cosine)");
   MEDSEG_CHECK(epoch >= 0, "scheduled_lr: epoch ", epoch, " is negative");
-  if (epoch < warmup_epochs)
-    return initial_lr / static_cast<double>(warmup_epochs) * static_cast<double>(1 + epoch);
+  if (epoch < warmup_epochs) return initial_lr / static_cast<double>(warmup_epochs) * static_cast<double>(1 + epoch);
   const int64_t e = epoch - warmup_epochs, n = max_epochs - warmup_epochs;
   return schedule == "cosine" ? cosine_lr(initial_lr, e, n) : poly_lr(initial_lr, e, n, exponent);
 }

@@ -43,8 +43,7 @@ uint64_t NumpyRandomState::interval(uint64_t max) {
   for (int s = 1; s <= 32; s *= 2) mask |= mask >> s;
   uint64_t v;
   if (max <= 0xffffffffULL) {
-    while ((v = (next_uint32() & mask)) > max) {
-    }
+    while ((v = (next_uint32() & mask)) > max) {}
   } else {
     // numpy draws a 64-bit value as two 32-bit outputs, high word first
     do {
@@ -76,9 +75,11 @@ std::vector<Split> kfold_splits(std::vector<std::string> ids, int n_splits, uint
   for (int f = 0; f < n_splits; ++f) {
     const int64_t size = n / n_splits + (f < n % n_splits ? 1 : 0);
     std::vector<bool> in_val(static_cast<std::size_t>(n), false);
-    for (int64_t k = start; k < start + size; ++k) in_val[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])] = true;
+    for (int64_t k = start; k < start + size; ++k)
+      in_val[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])] = true;
     Split s;
-    for (int64_t i = 0; i < n; ++i) (in_val[static_cast<std::size_t>(i)] ? s.val : s.train).push_back(ids[static_cast<std::size_t>(i)]);
+    for (int64_t i = 0; i < n; ++i)
+      (in_val[static_cast<std::size_t>(i)] ? s.val : s.train).push_back(ids[static_cast<std::size_t>(i)]);
     out.push_back(std::move(s));
     start += size;
   }
@@ -89,7 +90,8 @@ std::vector<Split> kfold_splits(std::vector<std::string> ids, int n_splits, uint
 
 std::vector<Split> read_splits(const std::string& path) {
   const json j = read_json(path);
-  if (!j.is_array() || j.empty()) throw FileError(path, "expected a non-empty list of {\"train\": [...], \"val\": [...]}");
+  if (!j.is_array() || j.empty())
+    throw FileError(path, "expected a non-empty list of {\"train\": [...], \"val\": [...]}");
   std::vector<Split> out;
   for (std::size_t i = 0; i < j.size(); ++i) {
     try {
@@ -118,7 +120,8 @@ std::vector<Split> load_or_create_splits(const std::string& path, const std::vec
   for (std::size_t i = 0; i < splits.size(); ++i)
     for (const auto* list : {&splits[i].train, &splits[i].val})
       for (const auto& id : *list)
-        if (!known.count(id)) throw FileError(path, "split " + std::to_string(i) + " names case '" + id + "', which is not in the dataset");
+        if (!known.count(id))
+          throw FileError(path, "split " + std::to_string(i) + " names case '" + id + "', which is not in the dataset");
   return splits;
 }
 

@@ -15,10 +15,11 @@ namespace medseg::training {
 class NumpyRandomState {
  public:
   explicit NumpyRandomState(uint32_t seed);
-  uint32_t next_uint32();                 // MT19937 genrand_int32
-  uint64_t interval(uint64_t max);        // uniform in [0, max], numpy's random_interval
+  uint32_t next_uint32();                       // MT19937 genrand_int32
+  uint64_t interval(uint64_t max);              // uniform in [0, max], numpy's random_interval
   std::vector<int64_t> permutation(int64_t n);  // RandomState(seed).permutation(n)
-  template <class T> void shuffle(std::vector<T>& v) {  // RandomState.shuffle on a 1-D array
+  template <class T>
+  void shuffle(std::vector<T>& v) {  // RandomState.shuffle on a 1-D array
     for (std::size_t i = v.size(); i-- > 1;) std::swap(v[i], v[static_cast<std::size_t>(interval(i))]);
   }
 

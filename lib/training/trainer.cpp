@@ -120,8 +120,9 @@ namespace {
 
 void apply_loss_config(const LossConfig& c, DiceCeOptions& o) {
   if (o.regions && (c.topk() || c.label_smoothing > 0))
-    throw Error("trainer config: the top-k loss and label smoothing need labels, not regions (as nnU-Net's "
-                "Topk trainers assert)");
+    throw Error(
+        "trainer config: the top-k loss and label smoothing need labels, not regions (as nnU-Net's "
+        "Topk trainers assert)");
   o.weight_ce = c.weight_ce;
   o.weight_dice = c.weight_dice;
   o.smooth = c.dice_smooth;
@@ -132,7 +133,8 @@ void apply_loss_config(const LossConfig& c, DiceCeOptions& o) {
 void apply_oversampling(const TrainerConfig& c, data::PipelineConfig& p) {
   if (c.oversampling == Oversampling::BatchTail) return;
   p.probabilistic_oversampling = true;
-  if (c.oversampling == Oversampling::ProbabilisticBatchRate) p.oversample = data::batch_tail_share(p.batch_size, p.oversample);
+  if (c.oversampling == Oversampling::ProbabilisticBatchRate)
+    p.oversample = data::batch_tail_share(p.batch_size, p.oversample);
 }
 
 planning::OptimizerKind optimizer_kind(const OptimizerConfig& o) {
@@ -170,7 +172,8 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   if (s.cfg.norm == "batch") {
     // Per-rank batch statistics would differ from one process's; nnU-Net syncs them (SyncBatchNorm).
     if (s.opt.group && s.opt.group->size() > 1)
-      throw Error("trainer '" + s.cfg.name + "': batch norm across ranks needs synchronised statistics (nnU-Net's "
+      throw Error("trainer '" + s.cfg.name +
+                  "': batch norm across ranks needs synchronised statistics (nnU-Net's "
                   "SyncBatchNorm), which medseg does not implement; train it on one process");
     use_batch_norm(s.in);
   }
@@ -199,14 +202,14 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   step.options.amp = s.amp_on;
   step.options.optimizer = optimizer_kind(s.cfg.optimizer);
   step.options.deep_supervision = s.cfg.deep_supervision;
-  step.options.checkpointing = plan.architecture.swin ? s.cfg.use_checkpoint : (s.cfg.checkpoint_encoder ? 1 : 0);
+  step.options.checkpointing =
+      plan.architecture.swin ? s.cfg.use_checkpoint : std::optional<bool>(s.cfg.checkpoint_encoder);
   step.options.device = s.cuda ? planning::StepDevice::Cuda : planning::StepDevice::Cpu;
-  planning::check_training_fits(plan.architecture,
-                                slab_axis < 0 ? plan.patch_size
-                                              : planning::slab_patch(plan.patch_size, slab_axis, s.opt.spatial_parallel),
-                                s.dp->largest_share(), step,
-                                device_memory_limit(s.opt.device), s.in.folders.plans_file,
-                                "configuration '" + s.in.configuration + "'");
+  planning::check_training_fits(
+      plan.architecture,
+      slab_axis < 0 ? plan.patch_size : planning::slab_patch(plan.patch_size, slab_axis, s.opt.spatial_parallel),
+      s.dp->largest_share(), step, device_memory_limit(s.opt.device), s.in.folders.plans_file,
+      "configuration '" + s.in.configuration + "'");
   models::NetworkBuildOptions nb;
   nb.deep_supervision = s.cfg.deep_supervision;
   nb.checkpoint_encoder = s.cfg.checkpoint_encoder;
@@ -254,7 +257,8 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.val_src = std::make_shared<data::PreprocessedCaseSource>(s.in.folders.data_folder, s.in.val_ids);
   if (!s.in.previous_stage_folder.empty()) {
     if (s.augment_device)
-      throw Error("configuration '" + s.in.configuration + "' is a cascade stage: device augmentation does not carry "
+      throw Error("configuration '" + s.in.configuration +
+                  "' is a cascade stage: device augmentation does not carry "
                   "its previous-stage channels yet; set augment_device to cpu in the trainer config");
     const std::string hint = previous_stage_hint(s.in);
     s.train_src = std::make_shared<data::PreviousStageSource>(s.train_src, s.in.previous_stage_folder,
@@ -303,7 +307,6 @@ void Trainer::State::open_run_folder() {
 
 const std::string& Trainer::fold_folder() const { return s_->in.folders.fold_folder; }
 
-
 Checkpoint Trainer::State::to_checkpoint() const {
   Checkpoint ck;
   ck.epoch = epoch;
@@ -319,8 +322,12 @@ Checkpoint Trainer::State::to_checkpoint() const {
   ck.dataset = in.dataset_json;
   ck.trainer_config = cfg.to_json();
   ck.fingerprint = in.fingerprint_json;
-  ck.extra = {{"configuration", in.configuration}, {"plans_name", in.plans_name}, {"trainer_name", cfg.name},
-              {"fold", in.fold}, {"in_channels", in.in_channels}, {"num_classes", in.num_classes},
+  ck.extra = {{"configuration", in.configuration},
+              {"plans_name", in.plans_name},
+              {"trainer_name", cfg.name},
+              {"fold", in.fold},
+              {"in_channels", in.in_channels},
+              {"num_classes", in.num_classes},
               // No axes: nnU-Net's None (nnUNetTrainerNoMirroring), which prediction reads as no mirroring.
               {"inference_allowed_mirroring_axes", mirror_axes.empty() ? json(nullptr) : json(mirror_axes)},
               {"network_class_name", net->class_name()}};
@@ -344,7 +351,7 @@ void Trainer::State::restore(const Checkpoint& ck) {
   ema.reset();
   if (ck.ema.is_object() && !ck.ema.at("ema").is_null()) ema = ck.ema.at("ema").get<double>();
   best_ema = (ck.ema.is_object() && !ck.ema.at("best_ema").is_null()) ? ck.ema.at("best_ema").get<double>()
-                                                                        : -std::numeric_limits<double>::infinity();
+                                                                      : -std::numeric_limits<double>::infinity();
   // Lines appended after this checkpoint was written belong to epochs that will be redone.
   if (dp->writer() && fs::exists(metrics_path())) truncate_metrics(metrics_path(), static_cast<int64_t>(log.size()));
 }
@@ -354,7 +361,9 @@ void Trainer::State::restore(const Checkpoint& ck) {
 // same name replaces it as any save does.
 ResumePoint Trainer::State::newest_valid_checkpoint() const {
   ResumePoint r;
-  const auto key = [](const Checkpoint& c) { return std::make_pair(c.epoch, c.sampler.value("next_iteration", int64_t{0})); };
+  const auto key = [](const Checkpoint& c) {
+    return std::make_pair(c.epoch, c.sampler.value("next_iteration", int64_t{0}));
+  };
   for (const char* name : {kCheckpointFinal, kCheckpointLatest, kCheckpointBest}) {
     if (!fs::exists(path(name))) continue;
     try {
@@ -363,22 +372,19 @@ ResumePoint Trainer::State::newest_valid_checkpoint() const {
         r.checkpoint = std::move(ck);
         r.name = name;
       }
-    } catch (const std::exception& e) {
-      r.skipped.emplace_back(name, e.what());
-    }
+    } catch (const std::exception& e) { r.skipped.emplace_back(name, e.what()); }
   }
   if (!r.checkpoint && !r.skipped.empty()) {
     std::string why;
     for (const auto& [name, what] : r.skipped) why += (why.empty() ? "" : "; ") + what;
-    throw FileError(in.folders.fold_folder, "--c: no checkpoint here can be loaded (" + why +
-                                                "); move them aside to start a new training");
+    throw FileError(in.folders.fold_folder,
+                    "--c: no checkpoint here can be loaded (" + why + "); move them aside to start a new training");
   }
   return r;
 }
 
 void Trainer::State::resume_from(ResumePoint& from) {
-  for (const auto& [name, what] : from.skipped)
-    spdlog::warn("--c: skipped {} (kept as it is): {}", name, what);
+  for (const auto& [name, what] : from.skipped) spdlog::warn("--c: skipped {} (kept as it is): {}", name, what);
   if (!from.checkpoint) {
     spdlog::warn("--c: no checkpoint in {}; starting a new training", in.folders.fold_folder);
     // Lines of epochs that ended before any checkpoint was written: they will be redone.
@@ -386,9 +392,10 @@ void Trainer::State::resume_from(ResumePoint& from) {
     return;
   }
   if (from.checkpoint->weights_only)
-    throw FileError(path(from.name.c_str()), "--c: this is a weights-only checkpoint (e.g. from medseg_checkpoint "
-                                             "average): it holds no optimizer, RNG or progress to continue from; use it "
-                                             "with medseg_predict, or move it aside to continue from another");
+    throw FileError(path(from.name.c_str()),
+                    "--c: this is a weights-only checkpoint (e.g. from medseg_checkpoint "
+                    "average): it holds no optimizer, RNG or progress to continue from; use it "
+                    "with medseg_predict, or move it aside to continue from another");
   restore(*from.checkpoint);
   from.checkpoint.reset();
   spdlog::info("resumed from {} (epoch {}, iteration {})", from.name, epoch, next_iter);
@@ -416,7 +423,8 @@ void Trainer::State::start_loaders() {
   lo.num_workers = cfg.num_workers;
   lo.batches_per_epoch = cfg.iterations_per_epoch;
   lo.pin_memory = cuda;
-  train_loader = std::make_unique<data::DataLoader>(train_src, train_pipe, lo, data::LoaderState{cfg.seed, epoch, next_iter});
+  train_loader =
+      std::make_unique<data::DataLoader>(train_src, train_pipe, lo, data::LoaderState{cfg.seed, epoch, next_iter});
   if (cfg.val_iterations_per_epoch > 0) {
     lo.batches_per_epoch = cfg.val_iterations_per_epoch;
     lo.num_workers = std::max(1, cfg.num_workers / 2);
@@ -438,8 +446,8 @@ std::vector<at::Tensor> Trainer::State::device_targets(const data::Batch& b) con
 
 bool Trainer::State::train_epoch() {
   net->train();
-  set_learning_rate(*optimizer, scheduled_lr(cfg.lr_schedule, cfg.optimizer.lr, epoch, cfg.num_epochs, cfg.poly_exponent,
-                                            cfg.warmup_epochs));
+  set_learning_rate(*optimizer, scheduled_lr(cfg.lr_schedule, cfg.optimizer.lr, epoch, cfg.num_epochs,
+                                             cfg.poly_exponent, cfg.warmup_epochs));
   ProgressBar bar("epoch " + std::to_string(epoch), cfg.iterations_per_epoch, opt.progress_bar && dp->writer());
   bar.tick(next_iter);
   for (; next_iter < cfg.iterations_per_epoch; ++next_iter) {
@@ -485,8 +493,9 @@ void Trainer::State::validate_epoch(EpochMetrics& m) {
     AutocastGuard autocast(cuda, amp_on, amp_dtype);
     const auto outputs = net->forward(x);
     vloss += dp->batch_mean(deep_supervision_loss(outputs, targets, ds_weights, loss_opts).item<double>());
-    counts += in.regions.empty() ? global_dice_counts(outputs[0].to(at::kFloat), targets[0])
-                                 : region_dice_counts(outputs[0].to(at::kFloat), targets[0], in.ignore_label.has_value());
+    counts += in.regions.empty()
+                  ? global_dice_counts(outputs[0].to(at::kFloat), targets[0])
+                  : region_dice_counts(outputs[0].to(at::kFloat), targets[0], in.ignore_label.has_value());
   }
   counts = dp->sum(counts);
   m.val_loss = vloss / static_cast<double>(cfg.val_iterations_per_epoch);
@@ -502,7 +511,8 @@ void Trainer::State::end_epoch(EpochMetrics& m, double seconds) {
   m.lr = learning_rate(*optimizer);
   m.epoch_time = seconds;
   std::string dice;
-  for (double d : m.pseudo_dice) dice += (dice.empty() ? "" : ", ") + (std::isnan(d) ? std::string("nan") : std::to_string(d).substr(0, 6));
+  for (double d : m.pseudo_dice)
+    dice += (dice.empty() ? "" : ", ") + (std::isnan(d) ? std::string("nan") : std::to_string(d).substr(0, 6));
   spdlog::info("epoch {}: train_loss {:.4f}  val_loss {:.4f}  pseudo Dice [{}]  EMA {:.4f}  lr {:.2e}  {:.1f}s", epoch,
                m.train_loss, m.val_loss, dice, m.ema_pseudo_dice, m.lr, m.epoch_time);
   log.push_back(m);

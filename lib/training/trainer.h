@@ -27,8 +27,8 @@ struct TrainOptions {
   std::optional<AmpMode> amp;          // overrides the config's when set
   std::string cudnn_benchmark = "on";  // on | off (CUDA only)
   bool deterministic = false;
-  bool resume = false;                 // --c
-  int threads = 0;                     // torch intra-op threads (0: all cores)
+  bool resume = false;  // --c
+  int threads = 0;      // torch intra-op threads (0: all cores)
   bool progress_bar = true;
   bool save_probabilities = false;     // --npz: final validation also writes CASE_probabilities.npy/.json
   std::optional<InplaceMode> inplace;  // --inplace; overrides the config's when set

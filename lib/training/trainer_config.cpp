@@ -9,6 +9,7 @@
 
 #include "core/data_files.h"
 #include "core/error.h"
+#include "core/strings.h"
 #include "core/json_object_reader.h"
 #include "core/path_component.h"
 #include "core/paths.h"
@@ -19,7 +20,8 @@ namespace fs = std::filesystem;
 namespace medseg::training {
 
 json TrainerConfig::to_json() const {
-  json opt = {{"type", optimizer_type_name(optimizer.type)}, {"lr", optimizer.lr}, {"weight_decay", optimizer.weight_decay}};
+  json opt = {
+      {"type", optimizer_type_name(optimizer.type)}, {"lr", optimizer.lr}, {"weight_decay", optimizer.weight_decay}};
   if (optimizer.type == OptimizerType::SGD) {
     opt["momentum"] = optimizer.momentum;
     opt["nesterov"] = optimizer.nesterov;
@@ -28,18 +30,37 @@ json TrainerConfig::to_json() const {
     opt["eps"] = optimizer.eps;
     opt["amsgrad"] = optimizer.amsgrad;
   }
-  const json loss_json = {{"weight_ce", loss.weight_ce}, {"weight_dice", loss.weight_dice}, {"dice_smooth", loss.dice_smooth},
-                          {"topk_percent", loss.topk_percent}, {"label_smoothing", loss.label_smoothing}};
-  json j = {{"format", "medseg-trainer-config"}, {"version", 1}, {"name", name}, {"num_epochs", num_epochs},
-            {"iterations_per_epoch", iterations_per_epoch}, {"val_iterations_per_epoch", val_iterations_per_epoch},
-            {"optimizer", opt}, {"poly_exponent", poly_exponent}, {"lr_schedule", lr_schedule},
-            {"warmup_epochs", warmup_epochs}, {"loss", loss_json}, {"oversampling", to_string(oversampling)}, {"norm", norm},
+  const json loss_json = {{"weight_ce", loss.weight_ce},
+                          {"weight_dice", loss.weight_dice},
+                          {"dice_smooth", loss.dice_smooth},
+                          {"topk_percent", loss.topk_percent},
+                          {"label_smoothing", loss.label_smoothing}};
+  json j = {{"format", "medseg-trainer-config"},
+            {"version", 1},
+            {"name", name},
+            {"num_epochs", num_epochs},
+            {"iterations_per_epoch", iterations_per_epoch},
+            {"val_iterations_per_epoch", val_iterations_per_epoch},
+            {"optimizer", opt},
+            {"poly_exponent", poly_exponent},
+            {"lr_schedule", lr_schedule},
+            {"warmup_epochs", warmup_epochs},
+            {"loss", loss_json},
+            {"oversampling", to_string(oversampling)},
+            {"norm", norm},
             {"grad_clip", grad_clip},
-            {"oversample_foreground", oversample_foreground}, {"deep_supervision", deep_supervision},
-            {"augment", augment}, {"checkpoint_every", checkpoint_every}, {"ema_momentum", ema_momentum},
-            {"seed", seed}, {"amp", to_string(amp)}, {"num_workers", num_workers},
-            {"augment_device", augment_device}, {"checkpoint_encoder", checkpoint_encoder},
-            {"use_checkpoint", use_checkpoint}, {"inplace", to_string(inplace)}};
+            {"oversample_foreground", oversample_foreground},
+            {"deep_supervision", deep_supervision},
+            {"augment", augment},
+            {"checkpoint_every", checkpoint_every},
+            {"ema_momentum", ema_momentum},
+            {"seed", seed},
+            {"amp", to_string(amp)},
+            {"num_workers", num_workers},
+            {"augment_device", augment_device},
+            {"checkpoint_encoder", checkpoint_encoder},
+            {"use_checkpoint", use_checkpoint ? (*use_checkpoint ? 1 : 0) : -1},
+            {"inplace", to_string(inplace)}};
   if (mirror_axes_2d || mirror_axes_3d) {
     j["mirror_axes"] = json::object();
     if (mirror_axes_2d) j["mirror_axes"]["2d"] = *mirror_axes_2d;
@@ -68,9 +89,7 @@ InplaceMode parse_inplace(const std::string& value, const std::string& where) {
   throw Error(where + " must be auto, on or off, got '" + value + "'");
 }
 
-std::string to_string(InplaceMode m) {
-  return m == InplaceMode::On ? "on" : m == InplaceMode::Off ? "off" : "auto";
-}
+std::string to_string(InplaceMode m) { return m == InplaceMode::On ? "on" : m == InplaceMode::Off ? "off" : "auto"; }
 
 bool resolve_inplace(InplaceMode mode, bool plans_inplace, bool data_parallel) {
   if (mode != InplaceMode::Auto) return mode == InplaceMode::On;
@@ -93,17 +112,28 @@ struct NumericRange {
   bool lo_open;  // (lo, hi] instead of [lo, hi]
 };
 constexpr NumericRange kRanges[] = {
-    {"num_epochs", 1, 1e6, false},         {"iterations_per_epoch", 1, 1e6, false},
-    {"val_iterations_per_epoch", 0, 1e6, false}, {"checkpoint_every", 1, 1e6, false},
-    {"num_workers", 0, 1024, false},       {"poly_exponent", 0, 100, false},
-    {"grad_clip", 0, 1e6, true},           {"oversample_foreground", 0, 1, false},
-    {"ema_momentum", 0, 1, false},         {"use_checkpoint", -1, 1, false},
-    {"optimizer.lr", 0, 10, true},         {"optimizer.weight_decay", 0, 1, false},
-    {"optimizer.momentum", 0, 0.999999, false}, {"optimizer.betas", 0, 0.999999, false},
-    {"optimizer.eps", 0, 1, true},         {"threads", 1, 4096, false},
-    {"warmup_epochs", 0, 1e6, false},      {"loss.weight_ce", 0, 100, false},
-    {"loss.weight_dice", 0, 100, false},   {"loss.dice_smooth", 0, 1, false},
-    {"loss.topk_percent", 0, 100, true},   {"loss.label_smoothing", 0, 0.999999, false},
+    {"num_epochs", 1, 1e6, false},
+    {"iterations_per_epoch", 1, 1e6, false},
+    {"val_iterations_per_epoch", 0, 1e6, false},
+    {"checkpoint_every", 1, 1e6, false},
+    {"num_workers", 0, 1024, false},
+    {"poly_exponent", 0, 100, false},
+    {"grad_clip", 0, 1e6, true},
+    {"oversample_foreground", 0, 1, false},
+    {"ema_momentum", 0, 1, false},
+    {"use_checkpoint", -1, 1, false},
+    {"optimizer.lr", 0, 10, true},
+    {"optimizer.weight_decay", 0, 1, false},
+    {"optimizer.momentum", 0, 0.999999, false},
+    {"optimizer.betas", 0, 0.999999, false},
+    {"optimizer.eps", 0, 1, true},
+    {"threads", 1, 4096, false},
+    {"warmup_epochs", 0, 1e6, false},
+    {"loss.weight_ce", 0, 100, false},
+    {"loss.weight_dice", 0, 100, false},
+    {"loss.dice_smooth", 0, 1, false},
+    {"loss.topk_percent", 0, 100, true},
+    {"loss.label_smoothing", 0, 0.999999, false},
 };
 
 const NumericRange& range_of(const std::string& key) {
@@ -133,9 +163,10 @@ int64_t integer_in_range(const JsonObjectReader& r, const std::string& key, int6
 OptimizerConfig read_optimizer(const JsonObjectReader& o) {
   o.check_keys({"type", "lr", "weight_decay", "momentum", "nesterov", "betas", "eps", "amsgrad"});
   const OptimizerType type =
-      o.has("type") ? o.choice<OptimizerType>("type", {{"SGD", OptimizerType::SGD}, {"Adam", OptimizerType::Adam},
-                                                       {"AdamW", OptimizerType::AdamW}})
-                    : OptimizerType::SGD;
+      o.has("type")
+          ? o.choice<OptimizerType>(
+                "type", {{"SGD", OptimizerType::SGD}, {"Adam", OptimizerType::Adam}, {"AdamW", OptimizerType::AdamW}})
+          : OptimizerType::SGD;
   OptimizerConfig c = type == OptimizerType::SGD ? OptimizerConfig::nnunet_sgd() : OptimizerConfig::adamw();
   c.type = type;
   c.lr = number_in_range(o, "optimizer.", "lr", c.lr);
@@ -164,7 +195,8 @@ LossConfig read_loss(const JsonObjectReader& o) {
   c.dice_smooth = number_in_range(o, "loss.", "dice_smooth", c.dice_smooth);
   c.topk_percent = number_in_range(o, "loss.", "topk_percent", c.topk_percent);
   c.label_smoothing = number_in_range(o, "loss.", "label_smoothing", c.label_smoothing);
-  if (c.weight_ce == 0 && c.weight_dice == 0) throw o.error("weight_ce", "and weight_dice are both 0 (nothing to train)");
+  if (c.weight_ce == 0 && c.weight_dice == 0)
+    throw o.error("weight_ce", "and weight_dice are both 0 (nothing to train)");
   if (c.weight_ce == 0 && (c.topk() || c.label_smoothing > 0))
     throw o.error("weight_ce", "is 0, but topk_percent or label_smoothing set the CE term");
   return c;
@@ -185,16 +217,40 @@ std::vector<int> distinct_axes(const JsonObjectReader& m, const json& raw, const
 void check_trainer_setting(const std::string& key, double value, const std::string& where) {
   const NumericRange& r = range_of(key);
   if ((r.lo_open ? value > r.lo : value >= r.lo) && value <= r.hi) return;
-  throw Error(where + " is " + format_number(value) + " (must be " + (r.lo_open ? "> " : ">= ") +
-              format_number(r.lo) + " and <= " + format_number(r.hi) + ")");
+  throw Error(where + " is " + format_number(value) + " (must be " + (r.lo_open ? "> " : ">= ") + format_number(r.lo) +
+              " and <= " + format_number(r.hi) + ")");
 }
 
 TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   const JsonObjectReader r(j, src, "", "a trainer config");
-  r.check_keys({"format", "version", "name", "num_epochs", "iterations_per_epoch", "val_iterations_per_epoch",
-                "optimizer", "poly_exponent", "lr_schedule", "warmup_epochs", "loss", "oversampling", "norm", "grad_clip", "oversample_foreground", "deep_supervision", "augment",
-                "checkpoint_every", "ema_momentum", "seed", "amp", "num_workers", "augment_device", "checkpoint_encoder",
-                "use_checkpoint", "inplace", "mirror_axes", "description"});
+  r.check_keys({"format",
+                "version",
+                "name",
+                "num_epochs",
+                "iterations_per_epoch",
+                "val_iterations_per_epoch",
+                "optimizer",
+                "poly_exponent",
+                "lr_schedule",
+                "warmup_epochs",
+                "loss",
+                "oversampling",
+                "norm",
+                "grad_clip",
+                "oversample_foreground",
+                "deep_supervision",
+                "augment",
+                "checkpoint_every",
+                "ema_momentum",
+                "seed",
+                "amp",
+                "num_workers",
+                "augment_device",
+                "checkpoint_encoder",
+                "use_checkpoint",
+                "inplace",
+                "mirror_axes",
+                "description"});
   TrainerConfig c;
   c.source = src;
   if (r.has("name")) c.name = r.file_name("name");  // like the trainer name, a name and never a path
@@ -203,18 +259,20 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   c.val_iterations_per_epoch = integer_in_range(r, "val_iterations_per_epoch", c.val_iterations_per_epoch);
   c.checkpoint_every = integer_in_range(r, "checkpoint_every", c.checkpoint_every);
   c.num_workers = static_cast<int>(integer_in_range(r, "num_workers", c.num_workers));
-  c.use_checkpoint = static_cast<int>(integer_in_range(r, "use_checkpoint", c.use_checkpoint));
+  if (const int64_t v = integer_in_range(r, "use_checkpoint", -1); v >= 0) c.use_checkpoint = v == 1;
   c.poly_exponent = number_in_range(r, "", "poly_exponent", c.poly_exponent);
-  if (r.has("lr_schedule")) c.lr_schedule = r.choice<std::string>("lr_schedule", {{"poly", "poly"}, {"cosine", "cosine"}});
+  if (r.has("lr_schedule"))
+    c.lr_schedule = r.choice<std::string>("lr_schedule", {{"poly", "poly"}, {"cosine", "cosine"}});
   c.warmup_epochs = integer_in_range(r, "warmup_epochs", c.warmup_epochs);
   if (c.warmup_epochs >= c.num_epochs)
     throw r.error("warmup_epochs", "is " + std::to_string(c.warmup_epochs) + ", not below num_epochs (" +
                                        std::to_string(c.num_epochs) + ")");
   if (r.has("loss")) c.loss = read_loss(r.object("loss", true));
   if (r.has("oversampling"))
-    c.oversampling = r.choice<Oversampling>("oversampling", {{"batch_tail", Oversampling::BatchTail},
-                                                              {"probabilistic", Oversampling::Probabilistic},
-                                                              {"probabilistic_batch_rate", Oversampling::ProbabilisticBatchRate}});
+    c.oversampling =
+        r.choice<Oversampling>("oversampling", {{"batch_tail", Oversampling::BatchTail},
+                                                {"probabilistic", Oversampling::Probabilistic},
+                                                {"probabilistic_batch_rate", Oversampling::ProbabilisticBatchRate}});
   if (r.has("norm")) c.norm = r.choice<std::string>("norm", {{"plans", "plans"}, {"batch", "batch"}});
   c.grad_clip = number_in_range(r, "", "grad_clip", c.grad_clip);
   c.oversample_foreground = number_in_range(r, "", "oversample_foreground", c.oversample_foreground);
@@ -222,11 +280,14 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   c.deep_supervision = r.boolean("deep_supervision", c.deep_supervision);
   c.augment = r.boolean("augment", c.augment);
   if (r.has("augment_device"))
-    c.augment_device = r.choice<std::string>("augment_device",
-                                             {{"cpu", "cpu"}, {"cuda", "cuda"}, {"cpu_batched", "cpu_batched"}});
+    c.augment_device =
+        r.choice<std::string>("augment_device", {{"cpu", "cpu"}, {"cuda", "cuda"}, {"cpu_batched", "cpu_batched"}});
   c.checkpoint_encoder = r.boolean("checkpoint_encoder", c.checkpoint_encoder);
   if (r.has("seed")) c.seed = json_as<uint64_t>(j.at("seed"), "key 'seed'", src);
-  if (r.has("amp")) c.amp = parse_amp(r.choice<std::string>("amp", {{"auto", "auto"}, {"fp16", "fp16"}, {"bf16", "bf16"}, {"off", "off"}}), "amp", src);
+  if (r.has("amp"))
+    c.amp =
+        parse_amp(r.choice<std::string>("amp", {{"auto", "auto"}, {"fp16", "fp16"}, {"bf16", "bf16"}, {"off", "off"}}),
+                  "amp", src);
   if (r.has("inplace"))
     c.inplace = parse_inplace(r.choice<std::string>("inplace", {{"auto", "auto"}, {"on", "on"}, {"off", "off"}}),
                               src + ": key 'inplace'");
@@ -266,7 +327,7 @@ TrainerConfig find_trainer_config(const std::string& name) {
   }
   if (name == "nnUNetTrainer") return TrainerConfig{};
   throw Error("trainer config '" + name + "' not found (looked for a file of that name, for " + name +
-              ".json in configs/ and in configs/trainer_variants.json; set MEDSEG_CONFIG_DIR to add a folder)");
+              ".json and in trainer_variants.json in " + join(dirs, ", ") + "; set MEDSEG_CONFIG_DIR to add a folder)");
 }
 
 }  // namespace medseg::training

@@ -25,11 +25,11 @@ bool resolve_inplace(InplaceMode mode, bool plans_inplace, bool data_parallel);
 // largest topk_percent % of the per-voxel terms). Regions: the CE term is the BCE, and top-k and
 // label smoothing are refused, as nnU-Net's trainers assert.
 struct LossConfig {
-  double weight_ce = 1.0;        // 0: Dice only (nnUNetTrainerDiceLoss)
-  double weight_dice = 1.0;      // 0: CE / top-k only (nnUNetTrainerCELoss, nnUNetTrainerTopk10Loss)
-  double dice_smooth = 1e-5;     // 0: nnUNetTrainerDiceCELoss_noSmooth
-  double topk_percent = 100;     // < 100: TopKLoss with k = topk_percent (nnU-Net's k = 10)
-  double label_smoothing = 0;    // of the CE term (nnUNetTrainerTopk10LossLS01: 0.1)
+  double weight_ce = 1.0;      // 0: Dice only (nnUNetTrainerDiceLoss)
+  double weight_dice = 1.0;    // 0: CE / top-k only (nnUNetTrainerCELoss, nnUNetTrainerTopk10Loss)
+  double dice_smooth = 1e-5;   // 0: nnUNetTrainerDiceCELoss_noSmooth
+  double topk_percent = 100;   // < 100: TopKLoss with k = topk_percent (nnU-Net's k = 10)
+  double label_smoothing = 0;  // of the CE term (nnUNetTrainerTopk10LossLS01: 0.1)
   bool topk() const { return topk_percent < 100; }
 };
 
@@ -46,7 +46,7 @@ struct TrainerConfig {
   int64_t num_epochs = 1000;
   int64_t iterations_per_epoch = 250;
   int64_t val_iterations_per_epoch = 50;
-  OptimizerConfig optimizer;           // SGD nesterov 0.99, lr 1e-2, wd 3e-5
+  OptimizerConfig optimizer;  // SGD nesterov 0.99, lr 1e-2, wd 3e-5
   double poly_exponent = 0.9;
   // The learning-rate schedule: "poly" (nnU-Net's PolyLRScheduler with poly_exponent) or "cosine"
   // (nnUNetTrainerCosAnneal; training/schedule.h).
@@ -63,24 +63,24 @@ struct TrainerConfig {
   double oversample_foreground = 0.33;
   bool deep_supervision = true;
   bool augment = true;
-  int64_t checkpoint_every = 5;        // epochs between checkpoint_latest writes
+  int64_t checkpoint_every = 5;  // epochs between checkpoint_latest writes
   double ema_momentum = 0.9;
-  uint64_t seed = 12345;               // data pipeline + weight init
-  AmpMode amp = AmpMode::Auto;         // auto (fp16 on CUDA, off on CPU), fp16, bf16, off
-  int num_workers = 2;                 // data pipeline threads
+  uint64_t seed = 12345;        // data pipeline + weight init
+  AmpMode amp = AmpMode::Auto;  // auto (fp16 on CUDA, off on CPU), fp16, bf16, off
+  int num_workers = 2;          // data pipeline threads
   // Where training augmentation runs: "cpu" (per sample in the loader workers), "cuda" (on the
   // collated batch on the training GPU; data/augment/device_augment.h) or "cpu_batched" (that
   // batched path on CPU tensors: CI and tests).
   std::string augment_device = "cpu";
   bool checkpoint_encoder = false;     // gradient checkpointing of encoder stages (U-Nets)
-  int use_checkpoint = -1;             // SwinUNETR blocks: -1 as planned, 0 off, 1 on
+  std::optional<bool> use_checkpoint;  // SwinUNETR blocks: unset as planned (-1 in the file, 0 off, 1 on)
   InplaceMode inplace = InplaceMode::Auto;
   // Mirroring, in training and at test time, along these patch axes of a 2D / 3D configuration
   // (nnU-Net's mirror_axes and inference_allowed_mirroring_axes). Unset: every axis (nnU-Net's
   // default). Empty: no mirroring in training and none at inference (nnUNetTrainerNoMirroring,
   // which saves inference_allowed_mirroring_axes = None).
   std::optional<std::vector<int>> mirror_axes_2d, mirror_axes_3d;
-  std::string source;                  // where it was read from
+  std::string source;  // where it was read from
 
   // The mirroring axes of a `dim`-dimensional configuration (0..dim-1 when unset).
   std::vector<int> mirror_axes(int dim) const;

@@ -26,11 +26,11 @@ struct Rgb {
 // Distinct colours by label value (Trubetskoy's list without its greys, white and black), so that a
 // label keeps its colour from case to case.
 Rgb label_colour(int value) {
-  static const unsigned char table[][3] = {
-      {230, 25, 75},   {60, 180, 75},   {255, 225, 25}, {0, 130, 200},   {245, 130, 48},
-      {145, 30, 180},  {70, 240, 240},  {240, 50, 230}, {210, 245, 60},  {250, 190, 212},
-      {0, 128, 128},   {220, 190, 255}, {170, 110, 40}, {255, 250, 200}, {128, 0, 0},
-      {170, 255, 195}, {128, 128, 0},   {255, 215, 180}, {0, 0, 128}};
+  static const unsigned char table[][3] = {{230, 25, 75},  {60, 180, 75},   {255, 225, 25}, {0, 130, 200},
+                                           {245, 130, 48}, {145, 30, 180},  {70, 240, 240}, {240, 50, 230},
+                                           {210, 245, 60}, {250, 190, 212}, {0, 128, 128},  {220, 190, 255},
+                                           {170, 110, 40}, {255, 250, 200}, {128, 0, 0},    {170, 255, 195},
+                                           {128, 128, 0},  {255, 215, 180}, {0, 0, 128}};
   constexpr int n = sizeof table / sizeof table[0];
   const auto& c = table[((value - 1) % n + n) % n];
   return {c[0] / 255.0, c[1] / 255.0, c[2] / 255.0};
@@ -160,7 +160,8 @@ void text(cairo_t* cr, const std::string& s, double x, double y, double size) {
 std::vector<LegendEntry> shown_legend(const OverlayInput& in) {
   std::set<int> present;
   for (const Volume* v : {in.segmentation, in.reference})
-    if (v) visit_pixels(*v, [&](const auto* p) {
+    if (v)
+      visit_pixels(*v, [&](const auto* p) {
         for (int64_t i = 0; i < v->numel(); ++i)
           if (p[i] != 0) present.insert(static_cast<int>(p[i]));
       });
@@ -203,7 +204,8 @@ std::string render(const OverlayInput& in) {
   if (!choice.found && in.reference) choice = slices_through_largest_structure(*in.reference);
   const auto [lo, hi] = window(*in.image);
 
-  SurfacePtr surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, layout.width, layout.height), cairo_surface_destroy);
+  SurfacePtr surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, layout.width, layout.height),
+                     cairo_surface_destroy);
   std::unique_ptr<cairo_t, decltype(&cairo_destroy)> cr(cairo_create(surface.get()), cairo_destroy);
   cairo_set_source_rgb(cr.get(), 0, 0, 0);
   cairo_paint(cr.get());

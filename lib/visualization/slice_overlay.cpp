@@ -64,12 +64,14 @@ std::vector<uint8_t> overlay_rgb(const float* image, const int* seg, int64_t h, 
   for (int v : values) color[v] = kColors[k++ % kColors.size()];
   for (size_t i = 0; i < n; ++i) {
     const uint32_t c = color.at(seg[i]);
-    for (int ch = 0; ch < 3; ++ch) rgb[3 * i + ch] += overlay_intensity * static_cast<double>((c >> (16 - 8 * ch)) & 0xff);
+    for (int ch = 0; ch < 3; ++ch)
+      rgb[3 * i + ch] += overlay_intensity * static_cast<double>((c >> (16 - 8 * ch)) & 0xff);
   }
   const double top = rgb.empty() ? 0.0 : *std::max_element(rgb.begin(), rgb.end());
   std::vector<uint8_t> out(3 * n, 0);
   if (top > 0)
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(rgb[i] / top * 255.0);  // numpy's astype truncates
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = static_cast<uint8_t>(rgb[i] / top * 255.0);  // numpy's astype truncates
   return out;
 }
 

@@ -93,8 +93,7 @@ SliceChoice slices_through_largest_structure(const Volume& labels) {
     ++counts[1][static_cast<std::size_t>((i / nx) % ny)];
     ++counts[2][static_cast<std::size_t>(i % nx)];
   }
-  for (int a = 0; a < 3; ++a)
-    c.index[a] = std::max_element(counts[a].begin(), counts[a].end()) - counts[a].begin();
+  for (int a = 0; a < 3; ++a) c.index[a] = std::max_element(counts[a].begin(), counts[a].end()) - counts[a].begin();
   c.found = true;
   return c;
 }

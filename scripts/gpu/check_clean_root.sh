@@ -143,7 +143,7 @@ sed -n '/^| row/,/^$/p' "$rootfs/work/report/report.md" 2>/dev/null || true
 
 if ((!full)); then
   # A torch-free program linking the bundle's libraries, run; and the torch object that includes c10d.
-  obj=lib/CMakeFiles/medseg_nn.dir/distributed/process_group.cpp.o
+  obj=lib/CMakeFiles/medseg_stage_distributed.dir/distributed/process_group.cpp.o
   run_in_root "ninja -C /work/build -j $jobs medseg_plan_experiment $obj" >"$work/ninja.log" 2>&1 ||
     { tail -15 "$work/ninja.log" >&2; die "the build in the clean root failed (above)"; }
   # The bundle's dataset planned again must give the bundle's plans (same configurations).

@@ -62,7 +62,8 @@ TEST(Amp, EveryCliRefusesAnUnknownValue) {
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
-    const test::CmdResult res = test::run_cli(r.app, r.args, "MEDSEG_RESULTS=" + d.path() + " MEDSEG_PREPROCESSED=" + d.path());
+    const test::CmdResult res =
+        test::run_cli(r.app, r.args, "MEDSEG_RESULTS=" + d.path() + " MEDSEG_PREPROCESSED=" + d.path());
     EXPECT_NE(res.exit_code, 0);
     EXPECT_NE(res.output.find(r.expected), std::string::npos) << res.output;
     EXPECT_NE(res.output.find("'fp61'"), std::string::npos) << res.output;

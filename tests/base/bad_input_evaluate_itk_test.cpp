@@ -60,8 +60,8 @@ std::string line_naming(const std::string& output, const std::string& what) {
 }
 
 void write_dataset_json(const std::string& path, const json& labels) {
-  write_json(path, json{{"labels", labels}, {"file_ending", ".nii.gz"}, {"channel_names", {{"0", "CT"}}},
-                        {"numTraining", 1}});
+  write_json(
+      path, json{{"labels", labels}, {"file_ending", ".nii.gz"}, {"channel_names", {{"0", "CT"}}}, {"numTraining", 1}});
 }
 
 }  // namespace
@@ -84,7 +84,8 @@ TEST_P(BadPrediction, IsRefusedNamingTheFile) {
   EXPECT_LT(r.exit_code, 128) << r.output;
   const std::string bad = d / (std::string(row.bad_file) + "/c1.nii.gz");
   EXPECT_NE(line_naming(r.output, bad).find(row.expect), std::string::npos)
-      << "wanted a line naming " << bad << " and '" << row.expect << "'; got:\n" << r.output;
+      << "wanted a line naming " << bad << " and '" << row.expect << "'; got:\n"
+      << r.output;
   EXPECT_FALSE(fs::exists(d / "pred/summary.json"));
 }
 

@@ -47,17 +47,36 @@ void sform_only(std::string& b) { transform_codes(b, 0, 1); }
 void qform_only(std::string& b) { transform_codes(b, 1, 0); }
 
 const GeoRow kRows[] = {
-    {"SformNaN_gz", ".nii.gz", false, [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowX, nii::kNaN); },
+    {"SformNaN_gz", ".nii.gz", false,
+     [](std::string& b) {
+       sform_only(b);
+       nii::poke(b, nii::kSrowX, nii::kNaN);
+     },
      "sform matrix holds NaN"},
-    {"SformNaN_nii", ".nii", false, [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowX + 4, nii::kNaN); },
+    {"SformNaN_nii", ".nii", false,
+     [](std::string& b) {
+       sform_only(b);
+       nii::poke(b, nii::kSrowX + 4, nii::kNaN);
+     },
      "sform matrix holds NaN"},
     {"SformNaNWithQform_gz", ".nii.gz", false,
-     [](std::string& b) { transform_codes(b, 1, 1); nii::poke(b, nii::kSrowZ + 8, nii::kNaN); },
+     [](std::string& b) {
+       transform_codes(b, 1, 1);
+       nii::poke(b, nii::kSrowZ + 8, nii::kNaN);
+     },
      "sform matrix holds NaN"},
-    {"SformInf_gz", ".nii.gz", false, [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowY + 4, nii::kInf); },
+    {"SformInf_gz", ".nii.gz", false,
+     [](std::string& b) {
+       sform_only(b);
+       nii::poke(b, nii::kSrowY + 4, nii::kInf);
+     },
      "sform matrix holds Inf"},
     {"SformInfOffset_nii", ".nii", false,
-     [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowZ + 12, -nii::kInf); }, "sform matrix holds Inf"},
+     [](std::string& b) {
+       sform_only(b);
+       nii::poke(b, nii::kSrowZ + 12, -nii::kInf);
+     },
+     "sform matrix holds Inf"},
     {"SformSingular_gz", ".nii.gz", false,
      [](std::string& b) {
        sform_only(b);
@@ -71,29 +90,71 @@ const GeoRow kRows[] = {
      },
      "its z axis is zero"},
     // Values near FLT_MAX made ITK's orientation SVD loop forever (fuzz finding, hardening.md).
-    {"SformHugeOffset_nii", ".nii", false, [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowX + 12, 3e38f); },
+    {"SformHugeOffset_nii", ".nii", false,
+     [](std::string& b) {
+       sform_only(b);
+       nii::poke(b, nii::kSrowX + 12, 3e38f);
+     },
      "sform matrix holds 3e+38 (beyond +-1e+09)"},
     {"SformHugePixdim_gz", ".nii.gz", false,
-     [](std::string& b) { transform_codes(b, 1, 1); nii::poke(b, nii::kPixdim + 4, 3e38f); },
+     [](std::string& b) {
+       transform_codes(b, 1, 1);
+       nii::poke(b, nii::kPixdim + 4, 3e38f);
+     },
      "spacing 3e+38 (beyond +-1e+09) along x"},
     {"QformHugeOffset_nii", ".nii", false,
-     [](std::string& b) { qform_only(b); nii::poke(b, nii::kQoffsetX + 8, -2e10f); }, "qform offset holds -2e+10"},
+     [](std::string& b) {
+       qform_only(b);
+       nii::poke(b, nii::kQoffsetX + 8, -2e10f);
+     },
+     "qform offset holds -2e+10"},
     {"QformNaNQuaternion_gz", ".nii.gz", false,
-     [](std::string& b) { qform_only(b); nii::poke(b, nii::kQuaternB, nii::kNaN); }, "qform quaternion holds NaN"},
+     [](std::string& b) {
+       qform_only(b);
+       nii::poke(b, nii::kQuaternB, nii::kNaN);
+     },
+     "qform quaternion holds NaN"},
     {"QformInfOffset_nii", ".nii", false,
-     [](std::string& b) { qform_only(b); nii::poke(b, nii::kQoffsetX + 4, nii::kInf); }, "qform offset holds Inf"},
+     [](std::string& b) {
+       qform_only(b);
+       nii::poke(b, nii::kQoffsetX + 4, nii::kInf);
+     },
+     "qform offset holds Inf"},
     {"QformOnlyPixdimNaN_gz", ".nii.gz", false,
-     [](std::string& b) { qform_only(b); nii::poke(b, nii::kPixdim + 4, nii::kNaN); }, "spacing NaN along x"},
+     [](std::string& b) {
+       qform_only(b);
+       nii::poke(b, nii::kPixdim + 4, nii::kNaN);
+     },
+     "spacing NaN along x"},
     {"QformOnlyPixdimInf_nii", ".nii", false,
-     [](std::string& b) { qform_only(b); nii::poke(b, nii::kPixdim + 8, nii::kInf); }, "spacing Inf along y"},
+     [](std::string& b) {
+       qform_only(b);
+       nii::poke(b, nii::kPixdim + 8, nii::kInf);
+     },
+     "spacing Inf along y"},
     {"QformOnlyPixdimZero_gz", ".nii.gz", false,
-     [](std::string& b) { qform_only(b); nii::poke(b, nii::kPixdim + 12, 0.0f); }, "spacing 0 along z"},
+     [](std::string& b) {
+       qform_only(b);
+       nii::poke(b, nii::kPixdim + 12, 0.0f);
+     },
+     "spacing 0 along z"},
     {"QformOnlyPixdimNegative_nii", ".nii", false,
-     [](std::string& b) { qform_only(b); nii::poke(b, nii::kPixdim + 8, -1.5f); }, "spacing -1.5 along y"},
+     [](std::string& b) {
+       qform_only(b);
+       nii::poke(b, nii::kPixdim + 8, -1.5f);
+     },
+     "spacing -1.5 along y"},
     {"NoTransformPixdimZero_gz", ".nii.gz", false,
-     [](std::string& b) { transform_codes(b, 0, 0); nii::poke(b, nii::kPixdim + 4, 0.0f); },
+     [](std::string& b) {
+       transform_codes(b, 0, 0);
+       nii::poke(b, nii::kPixdim + 4, 0.0f);
+     },
      "spacing 0 along x"},
-    {"LabelFileSformNaN_gz", ".nii.gz", true, [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowX, nii::kNaN); },
+    {"LabelFileSformNaN_gz", ".nii.gz", true,
+     [](std::string& b) {
+       sform_only(b);
+       nii::poke(b, nii::kSrowX, nii::kNaN);
+     },
      "sform matrix holds NaN"},
     {"BigEndianSformNaN_nii", ".nii", false,
      [](std::string& b) {
@@ -155,7 +216,8 @@ class BadGeometry : public ::testing::TestWithParam<GeoRow> {
     fs::copy(b.raw, raw_, fs::copy_options::recursive);
     fs::copy(b.pp, pp_, fs::copy_options::recursive);
     const std::string folder = raw_ + "/" + kName;
-    bad_file_ = row.label_file ? folder + "/labelsTr/case_000" + row.ending : folder + "/imagesTr/case_000_0000" + row.ending;
+    bad_file_ =
+        row.label_file ? folder + "/labelsTr/case_000" + row.ending : folder + "/imagesTr/case_000_0000" + row.ending;
     nii::patch_file(bad_file_, row.patch);
   }
 
@@ -165,8 +227,9 @@ class BadGeometry : public ::testing::TestWithParam<GeoRow> {
     EXPECT_GE(r.exit_code, 1) << r.output;
     EXPECT_LT(r.exit_code, 128) << "killed by a signal:\n" << r.output;
     const std::string line = line_naming(r.output, fs::path(bad_file_).filename().string());
-    EXPECT_NE(line.find(row.expect), std::string::npos) << "wanted a line naming " << bad_file_ << " and '"
-                                                        << row.expect << "'; got:\n" << r.output;
+    EXPECT_NE(line.find(row.expect), std::string::npos)
+        << "wanted a line naming " << bad_file_ << " and '" << row.expect << "'; got:\n"
+        << r.output;
   }
   std::string env(const std::string& pp) const { return "MEDSEG_RAW=" + raw_ + " MEDSEG_PREPROCESSED=" + pp; }
 
@@ -189,8 +252,8 @@ TEST_P(BadGeometry, ExtractFingerprintWritesNothing) {
 
 TEST_P(BadGeometry, PlanAndPreprocessWritesNothing) {
   const std::string fresh = dir_ / "pp_fresh";
-  expect_refused(test::run_cli("medseg_plan_and_preprocess", "-d 950 -c 3d_fullres --npfp 1 -np 1 --no-progress",
-                               env(fresh)));
+  expect_refused(
+      test::run_cli("medseg_plan_and_preprocess", "-d 950 -c 3d_fullres --npfp 1 -np 1 --no-progress", env(fresh)));
   EXPECT_FALSE(fs::exists(fresh + "/" + kName + "/dataset_fingerprint.json"));
   EXPECT_FALSE(fs::exists(fresh + "/" + kName + "/nnUNetPlans.json"));
   EXPECT_FALSE(fs::exists(fresh + "/" + kName + "/nnUNetPlans_3d_fullres"));
@@ -217,7 +280,8 @@ TEST(NiftiHeader, DecodesBothVersionsAndByteOrders) {
   io::write_image(d / "a.nii", Volume(PixelType::Int16, {4, 5, 6}, g));
   const std::string le = nii::read_bytes(d / "a.nii"), be = nii::byte_swapped(le);
   for (const std::string* b : {&le, &be}) {
-    const io::NiftiHeader h = io::parse_nifti_header("a.nii", reinterpret_cast<const unsigned char*>(b->data()), b->size());
+    const io::NiftiHeader h =
+        io::parse_nifti_header("a.nii", reinterpret_cast<const unsigned char*>(b->data()), b->size());
     EXPECT_EQ(h.swapped, b == &be);
     EXPECT_EQ(h.ndim, 3);
     EXPECT_EQ(h.dim[1], 6);
@@ -232,9 +296,9 @@ TEST(NiftiHeader, DecodesBothVersionsAndByteOrders) {
 
   std::string v2(540, '\0');
   nii::poke<int32_t>(v2, 0, 540);
-  nii::poke<int16_t>(v2, 12, 4);    // datatype int16
-  nii::poke<int16_t>(v2, 14, 16);   // bitpix
-  nii::poke<int64_t>(v2, 16, 3);    // dim[0]
+  nii::poke<int16_t>(v2, 12, 4);   // datatype int16
+  nii::poke<int16_t>(v2, 14, 16);  // bitpix
+  nii::poke<int64_t>(v2, 16, 3);   // dim[0]
   for (int i = 1; i <= 3; ++i) nii::poke<int64_t>(v2, 16 + 8 * i, 10 * i);
   for (int i = 1; i <= 3; ++i) nii::poke<double>(v2, 104 + 8 * i, 0.5 * i);
   nii::poke<int64_t>(v2, 168, 544);  // vox_offset
@@ -326,10 +390,15 @@ TEST(BadGeometryNrrd, ZeroSpacingAndSingularDirectionAreNamed) {
                                             {"labels", {{"background", 0}, {"a", 1}}},
                                             {"numTraining", 2},
                                             {"file_ending", ".nrrd"}});
-  auto nrrd = [](const std::string& path, const std::string& type, const std::string& directions, const std::string& data) {
-    write_file_atomic(path, "NRRD0004\ntype: " + type + "\ndimension: 3\nspace: left-posterior-superior\n"
-                            "sizes: 2 2 2\nspace directions: " + directions + "\nkinds: domain domain domain\n"
-                            "endian: little\nencoding: raw\nspace origin: (0,0,0)\n\n" + data);
+  auto nrrd = [](const std::string& path, const std::string& type, const std::string& directions,
+                 const std::string& data) {
+    write_file_atomic(path, "NRRD0004\ntype: " + type +
+                                "\ndimension: 3\nspace: left-posterior-superior\n"
+                                "sizes: 2 2 2\nspace directions: " +
+                                directions +
+                                "\nkinds: domain domain domain\n"
+                                "endian: little\nencoding: raw\nspace origin: (0,0,0)\n\n" +
+                                data);
   };
   const std::string ones(8, '\1'), zeros(8, '\0');
   nrrd(folder + "/imagesTr/zero_0000.nrrd", "uchar", "(0,0,0) (0,1,0) (0,0,1)", ones);
@@ -339,7 +408,10 @@ TEST(BadGeometryNrrd, ZeroSpacingAndSingularDirectionAreNamed) {
   const auto r = test::run_cli("medseg_verify_dataset", "-i " + folder + " --np 1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(line_naming(r.output, "zero_0000.nrrd").find("bad geometry in the header: spacing 0 along x"),
-            std::string::npos) << r.output;
-  EXPECT_NE(line_naming(r.output, "parallel_0000.nrrd").find("bad geometry in the header: direction matrix is singular"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(
+      line_naming(r.output, "parallel_0000.nrrd").find("bad geometry in the header: direction matrix is singular"),
+      std::string::npos)
+      << r.output;
 }

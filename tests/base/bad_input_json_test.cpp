@@ -40,9 +40,7 @@ TEST(BadInputJson, AFolderIsNamedAsAFolder) {
   try {
     read_json(dir / "plans.json");
     ADD_FAILURE() << "read";
-  } catch (const FileError& e) {
-    EXPECT_EQ(std::string(e.what()), dir / "plans.json: is a folder, not a file");
-  }
+  } catch (const FileError& e) { EXPECT_EQ(std::string(e.what()), dir / "plans.json: is a folder, not a file"); }
 }
 
 TEST(BadInputJson, TypedReadsCheckTypeAndRange) {
@@ -51,9 +49,7 @@ TEST(BadInputJson, TypedReadsCheckTypeAndRange) {
   const auto message = [&](const std::function<void()>& f) -> std::string {
     try {
       f();
-    } catch (const FileError& e) {
-      return e.what();
-    }
+    } catch (const FileError& e) { return e.what(); }
     return "";
   };
   const std::string f = "/p/plans.json";
@@ -67,7 +63,8 @@ TEST(BadInputJson, TypedReadsCheckTypeAndRange) {
             f + ": key 'half' is 2.5 (expected an integer in -2147483648..2147483647)");
   EXPECT_EQ(message([&] { json_as<int>(j.at("text"), "key 'text'", f); }),
             f + ": key 'text' is \"x\" (expected an integer in -2147483648..2147483647)");
-  EXPECT_EQ(message([&] { json_as<std::string>(j.at("flag"), "key 'flag'", f); }), f + ": key 'flag' is true (expected a string)");
+  EXPECT_EQ(message([&] { json_as<std::string>(j.at("flag"), "key 'flag'", f); }),
+            f + ": key 'flag' is true (expected a string)");
   EXPECT_EQ(message([&] { json_as<std::vector<int>>(j.at("list"), "key 'list'", f); }),
             f + ": key 'list'[1] is 2.5 (expected an integer in -2147483648..2147483647)");
   EXPECT_EQ(json_as<int>(j.at("whole"), "key 'whole'", f), 36);  // an integral float is the integer

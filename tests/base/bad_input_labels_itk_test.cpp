@@ -100,7 +100,8 @@ class BadLabel : public ::testing::TestWithParam<LabelRow> {
     EXPECT_LT(r.exit_code, 128) << "killed by a signal:\n" << r.output;
     const std::string line = line_naming(r.output, c_.label("case_000"));
     EXPECT_NE(line.find(GetParam().expect), std::string::npos)
-        << "wanted a line naming " << c_.label("case_000") << " and '" << GetParam().expect << "'; got:\n" << r.output;
+        << "wanted a line naming " << c_.label("case_000") << " and '" << GetParam().expect << "'; got:\n"
+        << r.output;
     EXPECT_EQ(r.output.find("-1294967296"), std::string::npos) << "3e9 wrapped around int32:\n" << r.output;
   }
   Copy c_;
@@ -119,8 +120,8 @@ TEST_P(BadLabel, PreprocessRefusesItAndLeavesNoPartialOutput) {
 
 TEST_P(BadLabel, PlanAndPreprocessRefusesItBeforeWritingAnything) {
   const std::string fresh = c_.dir / "pp_fresh";
-  expect_refused(test::run_cli("medseg_plan_and_preprocess", "-d 951 -c 3d_fullres --npfp 1 -np 1 --no-progress",
-                               c_.env(fresh)));
+  expect_refused(
+      test::run_cli("medseg_plan_and_preprocess", "-d 951 -c 3d_fullres --npfp 1 -np 1 --no-progress", c_.env(fresh)));
   EXPECT_FALSE(fs::exists(fresh + "/" + kName + "/dataset_fingerprint.json"));
   EXPECT_FALSE(fs::exists(fresh + "/" + kName + "/nnUNetPlans.json"));
 }
@@ -185,7 +186,8 @@ TEST(VerifyDataset, ListsEveryFindingAfterABadFile) {
   write_file_atomic(c.folder + "/imagesTr/notes.txt", "stray");
   const auto r = test::run_cli("medseg_verify_dataset", "-i " + c.folder + " --np 2");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(line_naming(r.output, "case_000_0000.nii.gz").find("sform matrix holds NaN"), std::string::npos) << r.output;
+  EXPECT_NE(line_naming(r.output, "case_000_0000.nii.gz").find("sform matrix holds NaN"), std::string::npos)
+      << r.output;
   EXPECT_NE(line_naming(r.output, "case_001.nii.gz").find("label value(s) 7"), std::string::npos) << r.output;
   EXPECT_NE(line_naming(r.output, "notes.txt").find("unexpected file"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("3 problem(s)"), std::string::npos) << r.output;

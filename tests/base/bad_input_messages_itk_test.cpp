@@ -75,7 +75,8 @@ TEST_P(TruncatedNifti, MessageSaysWhatIsMissing) {
   EXPECT_NE(line.find(row.expect), std::string::npos) << "wanted '" << row.expect << "':\n" << r.output;
   std::smatch m;
   if (std::regex_search(line, m, std::regex("holds (\\d+) of the (\\d+) bytes"))) {
-    EXPECT_NE(m[1].str(), m[2].str()) << "a truncated file that holds all its bytes: " << line; }
+    EXPECT_NE(m[1].str(), m[2].str()) << "a truncated file that holds all its bytes: " << line;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, TruncatedNifti, ::testing::ValuesIn(kRows),

@@ -57,7 +57,8 @@ TEST(MakeDataset, FailedMakeLeavesNothingAndKeepsTheOldDataset) {
       ASSERT_EQ(r.exit_code, 0) << r.output;
     }
     const auto before = test::folder_snapshot(raw);
-    const auto r = test::run_cli("medseg_make_dataset", "-o " + raw + " -d 954 -n Tiny --file-ending .xyz --overwrite" + kTiny);
+    const auto r =
+        test::run_cli("medseg_make_dataset", "-o " + raw + " -d 954 -n Tiny --file-ending .xyz --overwrite" + kTiny);
     EXPECT_NE(r.exit_code, 0) << r.output;
     EXPECT_EQ(test::folder_snapshot(raw), before) << "no partial folder, no temporary folder, the old dataset intact";
   }
@@ -67,7 +68,8 @@ TEST(Preprocess, FailedRunKeepsThePreviousDataAndLeavesNoPartialFolder) {
   test::TempDir d("ppfail");
   const std::string env = "MEDSEG_RAW=" + (d / "raw") + " MEDSEG_PREPROCESSED=" + (d / "pp");
   fs::create_directories(d / "raw");
-  auto r = test::run_cli("medseg_make_dataset", "-d 955 -n Tiny --cases 3 --min-shape 8 12 12 --max-shape 8 12 12", env);
+  auto r =
+      test::run_cli("medseg_make_dataset", "-d 955 -n Tiny --cases 3 --min-shape 8 12 12 --max-shape 8 12 12", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_cli("medseg_plan_and_preprocess", "-d 955 -c 3d_fullres --np 1 --no_pbar", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -78,7 +80,8 @@ TEST(Preprocess, FailedRunKeepsThePreviousDataAndLeavesNoPartialFolder) {
   r = test::run_cli("medseg_preprocess", "-d 955 -c 3d_fullres --np 1 --no-progress", env);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("case_002_0000.nii.gz"), std::string::npos) << r.output;
-  EXPECT_EQ(test::folder_snapshot(pp), before) << "the previous preprocessed data must survive a failed run, with nothing added";
+  EXPECT_EQ(test::folder_snapshot(pp), before)
+      << "the previous preprocessed data must survive a failed run, with nothing added";
 }
 
 // Each row fails on bad input while its output would go into a folder that does not exist yet.
@@ -95,10 +98,12 @@ TEST(FailedCommands, LeaveNoOutputFolderBehind) {
   };
   const std::vector<Row> rows{
       {"medseg_make_dataset", "-o " + out + "/raw -d 956 -n Tiny --file-ending .xyz" + std::string(kTiny), ""},
-      {"medseg_evaluate", (d / "nogt") + " " + (d / "nopred") + " --djfile " + (d / "dataset.json") + " -o " + out + "/s.json", ""},
+      {"medseg_evaluate",
+       (d / "nogt") + " " + (d / "nopred") + " --djfile " + (d / "dataset.json") + " -o " + out + "/s.json", ""},
       {"medseg_extract_fingerprint", "--raw-folder " + (d / "Dataset957_None") + " -o " + out + "/fp.json", ""},
-      {"medseg_plan_experiment", "--fingerprint " + (d / "nofp.json") + " --dataset-json " + (d / "dataset.json") +
-                                     " -o " + out + "/plans.json", ""},
+      {"medseg_plan_experiment",
+       "--fingerprint " + (d / "nofp.json") + " --dataset-json " + (d / "dataset.json") + " -o " + out + "/plans.json",
+       ""},
       {"medseg_checkpoint", "average " + (d / "a.ckpt") + " " + (d / "b.ckpt") + " -o " + out + "/avg.ckpt", ""},
       {"medseg_predict", "-i " + (d / "in") + " -o " + out + " -m " + (d / "nomodel"), ""},
       {"medseg_init_model", "-d 958 -c 3d_fullres -o " + out + "/model", "MEDSEG_PREPROCESSED=" + d.path()},

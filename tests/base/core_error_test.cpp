@@ -25,9 +25,7 @@ TEST(CoreError, CheckPassesSilentlyAndThrowsMedsegErrorWithTheStreamedParts) {
   try {
     check_positive(-3, "stages");
     FAIL() << "no throw";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "stages must be positive, got -3");
-  }
+  } catch (const Error& e) { EXPECT_STREQ(e.what(), "stages must be positive, got -3"); }
 }
 
 TEST(CoreError, CheckEvaluatesItsPartsOnlyWhenItFails) {

@@ -28,7 +28,8 @@ void touch(const std::string& path) {
 }
 
 // Runs `body` in a child process and returns how it ended (128 + signal, or the exit code).
-template <class F> int in_child(F body) {
+template <class F>
+int in_child(F body) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     body();

@@ -24,9 +24,9 @@ TEST(StagedFolder, CommitWithoutReplaceKeepsAFolderThatAppearedMeanwhile) {
     EXPECT_EQ(medseg::test::folder_snapshot(d.path()), before);
   }
   // Only the user's folder is left: the staged build is gone.
-  EXPECT_EQ(medseg::test::folder_snapshot(d / "parent"), (std::map<std::string, std::string>{
-                                                           {"model", "<dir>"},
-                                                           {"model/mine.txt", medseg::test::folder_snapshot(target)["mine.txt"]}}));
+  EXPECT_EQ(medseg::test::folder_snapshot(d / "parent"),
+            (std::map<std::string, std::string>{
+                {"model", "<dir>"}, {"model/mine.txt", medseg::test::folder_snapshot(target)["mine.txt"]}}));
 }
 
 TEST(StagedFolder, CommitWithoutReplaceMovesIntoAnAbsentTarget) {

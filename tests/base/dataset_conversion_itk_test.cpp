@@ -36,7 +36,8 @@ json.dump({'name': 'Tiny', 'tensorImageSize': '4D', 'modality': {'0': 'T2', '1':
 )";
   const std::string py = task + ".py";
   write_file_atomic(py, script);
-  return std::system(("/usr/bin/python3 " + py + " " + task + " " + std::to_string(modalities_in_file) + " 2>&1").c_str()) == 0;
+  return std::system(
+             ("/usr/bin/python3 " + py + " " + task + " " + std::to_string(modalities_in_file) + " 2>&1").c_str()) == 0;
 }
 
 }  // namespace
@@ -56,12 +57,12 @@ TEST(ConvertMsdCli, SplitsTheModalitiesAndWritesNnUNetsDatasetJson) {
     EXPECT_EQ(v.at(0, 0, 0), 1000.0 * t);
     EXPECT_EQ(v.at(2, 3, 4), 1000.0 * t + 400 + 30 + 2);  // z 2, y 3, x 4
     EXPECT_EQ(v.at(1, 2, 3), 1000.0 * t + 300 + 20 + 1);
-    EXPECT_NEAR(v.geometry().spacing[0], 0.8, 1e-6);  // NIfTI keeps float32
-    EXPECT_NEAR(v.geometry().spacing[1], 0.9, 1e-6);  // NIfTI keeps float32
-    EXPECT_NEAR(v.geometry().spacing[2], 2.5, 1e-6);  // NIfTI keeps float32
+    EXPECT_NEAR(v.geometry().spacing[0], 0.8, 1e-6);   // NIfTI keeps float32
+    EXPECT_NEAR(v.geometry().spacing[1], 0.9, 1e-6);   // NIfTI keeps float32
+    EXPECT_NEAR(v.geometry().spacing[2], 2.5, 1e-6);   // NIfTI keeps float32
     EXPECT_NEAR(v.geometry().origin[0], -10.0, 1e-6);  // NIfTI keeps float32  // RAS (10, 20, 30) is LPS (-10, -20, 30)
     EXPECT_NEAR(v.geometry().origin[1], -20.0, 1e-6);  // NIfTI keeps float32
-    EXPECT_NEAR(v.geometry().origin[2], 30.0, 1e-6);  // NIfTI keeps float32
+    EXPECT_NEAR(v.geometry().origin[2], 30.0, 1e-6);   // NIfTI keeps float32
   }
   EXPECT_TRUE(fs::exists(out + "/imagesTs/tiny_002_0001.nii.gz"));
   EXPECT_FALSE(fs::exists(out + "/imagesTr/tiny_001_0002.nii.gz"));

@@ -69,7 +69,8 @@ TEST(Dataset, ExplicitDatasetMappingOverridesScan) {
   test::TempDir root("ds");
   const std::string ds = make_dataset(root);
   json j = read_json(ds + "/dataset.json");
-  j["dataset"] = {{"only", {{"images", {"imagesTr/a_0000.nii.gz", "imagesTr/a_0001.nii.gz"}}, {"label", "labelsTr/a.nii.gz"}}}};
+  j["dataset"] = {
+      {"only", {{"images", {"imagesTr/a_0000.nii.gz", "imagesTr/a_0001.nii.gz"}}, {"label", "labelsTr/a.nii.gz"}}}};
   write_json(ds + "/dataset.json", j);
   const auto cases = io::list_training_cases(io::load_dataset_info(ds));
   ASSERT_EQ(cases.size(), 1u);
@@ -94,11 +95,11 @@ TEST(Dataset, VerifyReportsEveryProblem) {
   const std::string ds = make_dataset(root);
   Geometry shifted;
   shifted.origin = {5, 0, 0};
-  write_vol(ds + "/imagesTr/a_0001.nii.gz", {3, 4, 5}, 2.0, shifted);           // grid mismatch
-  write_lbl(ds + "/labelsTr/b.nii.gz", {3, 4, 5}, 7);                           // undeclared label
-  write_vol(ds + "/imagesTr/c_0000.nii.gz", {3, 4, 5}, std::nan(""));          // NaN, missing ch1 + label
+  write_vol(ds + "/imagesTr/a_0001.nii.gz", {3, 4, 5}, 2.0, shifted);  // grid mismatch
+  write_lbl(ds + "/labelsTr/b.nii.gz", {3, 4, 5}, 7);                  // undeclared label
+  write_vol(ds + "/imagesTr/c_0000.nii.gz", {3, 4, 5}, std::nan(""));  // NaN, missing ch1 + label
   write_vol(ds + "/imagesTr/c_0001.nii.gz", {3, 4, 5}, 1.0);
-  std::ofstream(ds + "/imagesTr/notes.txt") << "x";                              // stray file
+  std::ofstream(ds + "/imagesTr/notes.txt") << "x";  // stray file
   const auto p = io::verify_dataset(io::load_dataset_info(ds));
   EXPECT_TRUE(any_contains(p, "a_0001.nii.gz", "origin")) << testing::PrintToString(p);
   EXPECT_TRUE(any_contains(p, "b.nii.gz", "7"));
@@ -119,8 +120,10 @@ TEST(Dataset, BadDatasetJsonNamesFileAndKey) {
   const std::string ds = make_dataset(root);
   std::ofstream(ds + "/dataset.json") << "{\"channel_names\": {\"0\": \"CT\"}, \"labels\": ";
   EXPECT_THROW(io::load_dataset_info(ds), FileError);
-  write_json(ds + "/dataset.json", json{{"channel_names", {{"0", "CT"}}}, {"labels", {{"background", 0}, {"x", 2}}},
-                                        {"numTraining", 2}, {"file_ending", ".nii.gz"}});
+  write_json(ds + "/dataset.json", json{{"channel_names", {{"0", "CT"}}},
+                                        {"labels", {{"background", 0}, {"x", 2}}},
+                                        {"numTraining", 2},
+                                        {"file_ending", ".nii.gz"}});
   try {
     io::load_dataset_info(ds);
     FAIL();

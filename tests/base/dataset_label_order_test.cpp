@@ -40,7 +40,8 @@ TEST(DatasetLabelOrder, NnUNetRegionExampleKeepsTheFilesOrder) {
   const io::DatasetInfo info = io::load_dataset_info(write_dataset(
       root,
       R"({"background": 0, "whole_tumor": [1, 2, 3], "tumor_core": [2, 3], "enhancing_tumor": 3}, "regions_class_order": [1, 2, 3])"));
-  EXPECT_EQ(names(info.labels), (std::vector<std::string>{"background", "whole_tumor", "tumor_core", "enhancing_tumor"}));
+  EXPECT_EQ(names(info.labels),
+            (std::vector<std::string>{"background", "whole_tumor", "tumor_core", "enhancing_tumor"}));
   EXPECT_TRUE(info.has_regions());
   EXPECT_EQ(io::network_outputs(info), 3);
   // Output k is the k-th region as listed: whole tumour, tumour core, enhancing tumour.
@@ -49,13 +50,15 @@ TEST(DatasetLabelOrder, NnUNetRegionExampleKeepsTheFilesOrder) {
   // The raw copy keeps the file's key order too, so every copy written from it does.
   std::vector<std::string> keys;
   for (const auto& [k, v] : info.raw.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"channel_names", "labels", "regions_class_order", "numTraining", "file_ending"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"channel_names", "labels", "regions_class_order", "numTraining", "file_ending"}));
 }
 
 // dataset_format.md's plain example: outputs follow the label values.
 TEST(DatasetLabelOrder, NnUNetPlainExample) {
   test::TempDir root("label_order");
-  const io::DatasetInfo info = io::load_dataset_info(write_dataset(root, R"({"background": 0, "left": 1, "right": 2})"));
+  const io::DatasetInfo info =
+      io::load_dataset_info(write_dataset(root, R"({"background": 0, "left": 1, "right": 2})"));
   EXPECT_EQ(names(info.labels), (std::vector<std::string>{"background", "left", "right"}));
   EXPECT_FALSE(info.has_regions());
   EXPECT_EQ(io::network_outputs(info), 3);
@@ -65,7 +68,8 @@ TEST(DatasetLabelOrder, NnUNetPlainExample) {
 // Not alphabetical: class 1 stays "zeta", listed first, as in the file.
 TEST(DatasetLabelOrder, PlainLabelsOutOfNameOrderKeepTheirValues) {
   test::TempDir root("label_order");
-  const io::DatasetInfo info = io::load_dataset_info(write_dataset(root, R"({"background": 0, "zeta": 1, "alpha": 2})"));
+  const io::DatasetInfo info =
+      io::load_dataset_info(write_dataset(root, R"({"background": 0, "zeta": 1, "alpha": 2})"));
   ASSERT_EQ(names(info.labels), (std::vector<std::string>{"background", "zeta", "alpha"}));
   EXPECT_EQ(info.labels[1].values, (std::vector<int>{1}));
   EXPECT_EQ(info.labels[2].values, (std::vector<int>{2}));
@@ -95,7 +99,8 @@ TEST(DatasetLabelOrder, OrderedJsonRoundTripsThroughAFile) {
 
 // Plain labels are scored by value (LabelManager.foreground_labels), whatever order the file lists them in.
 TEST(DatasetLabelOrder, EvaluationScoresPlainLabelsByValue) {
-  const ordered_json ds = ordered_json::parse(R"({"labels": {"background": 0, "b": 2, "a": 1}, "file_ending": ".nii.gz"})");
+  const ordered_json ds =
+      ordered_json::parse(R"({"labels": {"background": 0, "b": 2, "a": 1}, "file_ending": ".nii.gz"})");
   evaluation::EvaluateOptions o;
   evaluation::labels_from_dataset_json(ds, o, "dataset.json");
   EXPECT_EQ(o.label_keys, (std::vector<std::string>{"1", "2"}));
@@ -125,8 +130,9 @@ TEST(DatasetLabelOrder, NnUNetIgnoreLabelExamples) {
 // or in between other labels." A list is no ignore label either.
 TEST(DatasetLabelOrder, IgnoreLabelMustBeTheHighestInteger) {
   test::TempDir root("label_order");
-  for (const char* labels : {R"({"background": 0, "ignore": 1, "a": 2})", R"({"background": 0, "a": 1, "ignore": 3})",
-                             R"({"background": 0, "whole": [1, 2], "ignore": 2})", R"({"background": 0, "a": 1, "ignore": [2]})"}) {
+  for (const char* labels :
+       {R"({"background": 0, "ignore": 1, "a": 2})", R"({"background": 0, "a": 1, "ignore": 3})",
+        R"({"background": 0, "whole": [1, 2], "ignore": 2})", R"({"background": 0, "a": 1, "ignore": [2]})"}) {
     SCOPED_TRACE(labels);
     const std::string folder = write_dataset(root, labels);
     try {

@@ -24,8 +24,8 @@ TEST(Metrics, CountsDiceIouByHand) {
   EXPECT_EQ(c[0].tn, 2);
   EXPECT_DOUBLE_EQ(c[0].dice(), 4.0 / 6.0);
   EXPECT_DOUBLE_EQ(c[0].iou(), 2.0 / 4.0);
-  EXPECT_DOUBLE_EQ(c[1].dice(), 0.0);     // present in ref only
-  EXPECT_TRUE(std::isnan(c[2].dice()));   // absent from both
+  EXPECT_DOUBLE_EQ(c[1].dice(), 0.0);    // present in ref only
+  EXPECT_TRUE(std::isnan(c[2].dice()));  // absent from both
   // A region {1,2}: ref has 4 voxels, pred 3, overlap 2.
   const auto r = count_labels(ref, pred, 6, {{1, 2}});
   EXPECT_EQ(r[0].tp, 2);
@@ -99,8 +99,10 @@ TEST(EvaluateCli, WritesSummaryAndFailsOnMissingPrediction) {
   const std::vector<double> ref{1, 1, 1, 0, 2, 0, 0, 0}, pred{1, 1, 0, 1, 2, 0, 0, 0};
   io::write_image(d / "gt/c1.nii.gz", Volume::from_values(PixelType::UInt8, {2, 2, 2}, Geometry{}, ref));
   io::write_image(d / "pred/c1.nii.gz", Volume::from_values(PixelType::UInt8, {2, 2, 2}, Geometry{}, pred));
-  write_json(d / "dataset.json", json{{"labels", {{"background", 0}, {"a", 1}, {"b", 2}}}, {"file_ending", ".nii.gz"},
-                                      {"channel_names", {{"0", "CT"}}}, {"numTraining", 1}});
+  write_json(d / "dataset.json", json{{"labels", {{"background", 0}, {"a", 1}, {"b", 2}}},
+                                      {"file_ending", ".nii.gz"},
+                                      {"channel_names", {{"0", "CT"}}},
+                                      {"numTraining", 1}});
   auto r = test::run_cli("medseg_evaluate", d / "gt " + d / "pred -djfile " + d / "dataset.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json s = read_json(d / "pred/summary.json");

@@ -14,7 +14,9 @@ namespace {
 
 struct Box {
   int64_t z0, z1, y0, y1, x0, x1;  // half-open
-  bool has(int64_t z, int64_t y, int64_t x) const { return z >= z0 && z < z1 && y >= y0 && y < y1 && x >= x0 && x < x1; }
+  bool has(int64_t z, int64_t y, int64_t x) const {
+    return z >= z0 && z < z1 && y >= y0 && y < y1 && x >= x0 && x < x1;
+  }
 };
 
 // Sets `value` on the voxels of `outer` that are not in `inner` (a shell, or a cup when inner
@@ -96,9 +98,9 @@ TEST(FingerprintCrop, ChannelsCroppedAndOriginMoved) {
   ASSERT_EQ(r.channels.size(), 2u);
   const Shape3 c = r.shape_after();
   EXPECT_EQ(r.channels[0].shape(), c);
-  EXPECT_FLOAT_EQ(r.channels[0].data<float>()[idx(c, 0, 0, 0)], 3.0f);  // (1,2,2): shell corner
-  EXPECT_FLOAT_EQ(r.channels[0].data<float>()[idx(c, 2, 2, 3)], 0.0f);  // hole keeps its value
-  EXPECT_FLOAT_EQ(r.channels[1].data<float>()[idx(c, 0, 0, 7)], -2.0f); // (1,2,9): cup wall
+  EXPECT_FLOAT_EQ(r.channels[0].data<float>()[idx(c, 0, 0, 0)], 3.0f);   // (1,2,2): shell corner
+  EXPECT_FLOAT_EQ(r.channels[0].data<float>()[idx(c, 2, 2, 3)], 0.0f);   // hole keeps its value
+  EXPECT_FLOAT_EQ(r.channels[1].data<float>()[idx(c, 0, 0, 7)], -2.0f);  // (1,2,9): cup wall
   // origin + spacing * lo, per axis x, y, z with identity direction.
   const Geometry& g = r.channels[0].geometry();
   EXPECT_DOUBLE_EQ(g.origin[0], 10 + 0.5 * 2);
@@ -110,7 +112,7 @@ TEST(FingerprintCrop, ChannelsCroppedAndOriginMoved) {
 TEST(FingerprintCrop, OriginFollowsDirection) {
   Geometry g;
   g.spacing = {2, 3, 4};
-  g.direction = {-1, 0, 0, 0, 0, 1, 0, 1, 0};  // x axis -> -X, y axis -> Z, z axis -> Y
+  g.direction = {-1, 0, 0, 0, 0, 1, 0, 1, 0};         // x axis -> -X, y axis -> Z, z axis -> Y
   const Geometry c = cropped_geometry(g, {1, 2, 3});  // z=1, y=2, x=3 -> steps 6, 6, 4 mm
   EXPECT_DOUBLE_EQ(c.origin[0], -6.0);
   EXPECT_DOUBLE_EQ(c.origin[1], 4.0);

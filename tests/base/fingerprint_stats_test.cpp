@@ -36,7 +36,7 @@ TEST(FingerprintStats, EvenCountByHand) {
   // sorted 2 4 6 8; mean 5; var (9+1+1+9)/4 = 5
   IntensityStats s = compute_intensity_stats({8, 2, 6, 4});
   EXPECT_DOUBLE_EQ(s.mean, 5.0);
-  EXPECT_DOUBLE_EQ(s.median, 5.0);            // idx 1.5
+  EXPECT_DOUBLE_EQ(s.median, 5.0);  // idx 1.5
   EXPECT_DOUBLE_EQ(s.std, std::sqrt(5.0));
   EXPECT_DOUBLE_EQ(s.percentile_00_5, 2.03);  // idx 0.015: 2 + 2*0.015
   EXPECT_DOUBLE_EQ(s.percentile_99_5, 7.97);  // idx 2.985: 6 + 2*0.985
@@ -130,7 +130,8 @@ TEST(FingerprintStats, SelectionAgreesWithFullSortOnRandomData) {
     std::vector<double> ref(v.begin(), v.end());
     const std::vector<double> qs{0, 0.5, 25, 50, 50, 99.5, 100};
     const auto got = percentiles_of(v, qs);
-    for (std::size_t k = 0; k < qs.size(); ++k) EXPECT_DOUBLE_EQ(got[k], numpy_percentile(ref, qs[k])) << n << " " << qs[k];
+    for (std::size_t k = 0; k < qs.size(); ++k)
+      EXPECT_DOUBLE_EQ(got[k], numpy_percentile(ref, qs[k])) << n << " " << qs[k];
   }
 }
 

@@ -30,7 +30,8 @@ TEST(Install, AMovedTreeRunsAndReadsItsOwnDataFiles) {
   const fs::path build = fs::path(test::bin_dir()).parent_path();
   test::TempDir dir("install");
   const fs::path first = dir / "first", moved = dir / "moved";
-  const auto install = test::run_cli("/usr/bin/env", "cmake --install " + build.string() + " --prefix " + first.string());
+  const auto install =
+      test::run_cli("/usr/bin/env", "cmake --install " + build.string() + " --prefix " + first.string());
   ASSERT_EQ(install.exit_code, 0) << install.output;
   fs::rename(first, moved);
   ASSERT_TRUE(fs::exists(moved / "bin/medseg_train"));
@@ -58,4 +59,35 @@ TEST(Install, AMovedTreeRunsAndReadsItsOwnDataFiles) {
   // The build tree's program still reads the source tree.
   r = test::run_cli("medseg_train", "1 3d_fullres 0 --tr nnUNetTrainerDA5");
   EXPECT_NE(r.output.find("stronger augmentation (DA5) is not implemented"), std::string::npos) << r.output;
+
+  // Without its share/medseg, the moved tree's program names the folder it lacks; it never falls back to
+  // the source tree (which would answer "stronger augmentation (DA5) is not implemented").
+  fs::remove_all(moved / "share/medseg/configs");
+  r = test::run_cli(train, "1 3d_fullres 0 --tr nnUNetTrainerDA5");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.output.find("is not implemented"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find((moved / "share/medseg/configs").string()), std::string::npos) << r.output;
+}
+
+TEST(Install, TheLibraryIsAPackage) {
+  const fs::path build = fs::path(test::bin_dir()).parent_path();
+  test::TempDir dir("install_pkg");
+  const auto install = test::run_cli("/usr/bin/env", "cmake --install " + build.string() + " --prefix " + dir.path());
+  ASSERT_EQ(install.exit_code, 0) << install.output;
+  // One archive per stage, the headers of lib/ by stage folder, and the CMake package with its targets.
+  const fs::path libdir = fs::exists(dir / "lib/cmake/medseg") ? dir / "lib" : dir / "lib64";
+  for (const char* stage : {"core", "io", "planning", "models", "inference", "training", "api"})
+    EXPECT_TRUE(fs::exists(libdir / ("libmedseg_" + std::string(stage) + ".a"))) << stage;
+  EXPECT_TRUE(fs::exists(dir / "include/medseg/api/segmenter.h"));
+  EXPECT_TRUE(fs::exists(dir / "include/medseg/core/volume.h"));
+  EXPECT_FALSE(fs::exists(dir / "include/medseg/api/segmenter.cpp"));
+  EXPECT_FALSE(fs::exists(dir / "include/medseg/api/stage.cmake"));
+  EXPECT_TRUE(fs::exists(libdir / "cmake/medseg/medsegConfig.cmake"));
+  EXPECT_TRUE(fs::exists(libdir / "cmake/medseg/medsegConfigVersion.cmake"));
+  const std::string targets = test::read_text((libdir / "cmake/medseg/medsegTargets.cmake").string());
+  EXPECT_NE(targets.find("add_library(medseg::api STATIC IMPORTED)"), std::string::npos);
+  EXPECT_NE(targets.find("add_library(medseg::io STATIC IMPORTED)"), std::string::npos);
+  // Nothing in the package points into the build or source tree.
+  EXPECT_EQ(targets.find(build.string()), std::string::npos);
+  EXPECT_EQ(targets.find(test::source_path("lib")), std::string::npos);
 }

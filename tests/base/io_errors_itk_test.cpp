@@ -103,9 +103,7 @@ TEST(CaseLoader, GeometryMismatchNamesBothFiles) {
   try {
     io::load_case({"c", {d / "c_0000.nii.gz", d / "c_0002.nii.gz"}, ""});
     FAIL();
-  } catch (const FileError& e) {
-    EXPECT_NE(std::string(e.what()).find("shape"), std::string::npos) << e.what();
-  }
+  } catch (const FileError& e) { EXPECT_NE(std::string(e.what()).find("shape"), std::string::npos) << e.what(); }
   // Within tolerance (1e-4 relative) is the same grid.
   Geometry g3 = g1;
   g3.spacing[0] *= 1 + 1e-6;

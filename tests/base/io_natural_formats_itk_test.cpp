@@ -33,9 +33,11 @@ bool have_python_libs() {
 // Runs a Python snippet with numpy as np, PIL.Image as Image, tifffile, and `d` the folder; and the
 // 2D pattern p(c) as a uint8 (H, W) array.
 void python(const std::string& dir, const std::string& body) {
-  const std::string script = "import sys, json, struct, numpy as np, tifffile\nfrom PIL import Image\nd = sys.argv[1]\n"
-                             "def p(c):\n    y, x = np.mgrid[0:" + std::to_string(kH) + ", 0:" + std::to_string(kW) +
-                             "]\n    return ((7 * y + 3 * x + c) % 256).astype(np.uint8)\n" + body + "\n";
+  const std::string script =
+      "import sys, json, struct, numpy as np, tifffile\nfrom PIL import Image\nd = sys.argv[1]\n"
+      "def p(c):\n    y, x = np.mgrid[0:" +
+      std::to_string(kH) + ", 0:" + std::to_string(kW) +
+      "]\n    return ((7 * y + 3 * x + c) % 256).astype(np.uint8)\n" + body + "\n";
   const std::string py = dir + "/gen.py";
   write_file_atomic(py, script);
   ASSERT_EQ(std::system(("/usr/bin/python3 " + py + " " + dir + " 2>&1").c_str()), 0) << body;
@@ -44,7 +46,8 @@ void python(const std::string& dir, const std::string& body) {
 void expect_pattern(const Volume& v, int c) {
   ASSERT_EQ(v.shape(), (std::array<int64_t, 3>{1, kH, kW}));
   for (int64_t y = 0; y < kH; ++y)
-    for (int64_t x = 0; x < kW; ++x) ASSERT_EQ(v.at(0, y, x), pattern(y, x, c)) << "y " << y << " x " << x << " c " << c;
+    for (int64_t x = 0; x < kW; ++x)
+      ASSERT_EQ(v.at(0, y, x), pattern(y, x, c)) << "y " << y << " x " << x << " c " << c;
 }
 
 // nnU-Net's NaturalImage2DIO geometry: spacing (999, 1, 1) in its (z, y, x) order, origin 0, identity.
@@ -59,9 +62,7 @@ void expect_natural_geometry(const Volume& v) {
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+  } catch (const std::exception& e) { return e.what(); }
   return "";
 }
 
@@ -82,9 +83,10 @@ TEST(NaturalImages, GrayPngIgnoresItsPhysicalSizeAndKeepsEveryPixel) {
 TEST(NaturalImages, RgbAndRgbaFilesAreThreeAndFourChannelsInFileOrder) {
   if (!have_python_libs()) GTEST_SKIP() << "no python3-pil / python3-tifffile";
   test::TempDir d("rgb");
-  python(d.path(), "Image.fromarray(np.stack([p(0), p(1), p(2)], -1)).save(d + '/rgb.png')\n"
-                  "Image.fromarray(np.stack([p(0), p(1), p(2), p(3)], -1)).save(d + '/rgba.png')\n"
-                  "Image.fromarray(np.stack([p(0), p(1), p(2)], -1)).save(d + '/rgb.bmp')");
+  python(d.path(),
+         "Image.fromarray(np.stack([p(0), p(1), p(2)], -1)).save(d + '/rgb.png')\n"
+         "Image.fromarray(np.stack([p(0), p(1), p(2), p(3)], -1)).save(d + '/rgba.png')\n"
+         "Image.fromarray(np.stack([p(0), p(1), p(2)], -1)).save(d + '/rgb.bmp')");
   for (const char* f : {"rgb.png", "rgba.png", "rgb.bmp"}) {
     SCOPED_TRACE(f);
     const std::vector<Volume> ch = io::read_image_volumes(d / f);
@@ -107,11 +109,12 @@ TEST(NaturalImages, PalettesAreLookedUpAsPillowReadsThem) {
   test::TempDir d("palette");
   // A gray BMP (Pillow writes mode L with a gray palette: one channel) and a color palette PNG whose
   // entry k is (k, 2k, 255 - k): three channels.
-  python(d.path(), "Image.fromarray(p(0)).save(d + '/gray.bmp')\n"
-                  "im = Image.fromarray(p(0) % 64, mode='L').convert('P')\n"
-                  "im.putpalette([v for k in range(256) for v in (k, (2 * k) % 256, 255 - k)])\n"
-                  "im.save(d + '/pal.png')\n"
-                  "im.save(d + '/pal.bmp')");
+  python(d.path(),
+         "Image.fromarray(p(0)).save(d + '/gray.bmp')\n"
+         "im = Image.fromarray(p(0) % 64, mode='L').convert('P')\n"
+         "im.putpalette([v for k in range(256) for v in (k, (2 * k) % 256, 255 - k)])\n"
+         "im.save(d + '/pal.png')\n"
+         "im.save(d + '/pal.bmp')");
   const Volume gray = io::read_image(d / "gray.bmp");
   expect_pattern(gray, 0);
   expect_natural_geometry(gray);
@@ -135,8 +138,9 @@ TEST(NaturalImages, PalettesAreLookedUpAsPillowReadsThem) {
 TEST(NaturalImages, SixteenBitPngAndTwoDimensionalTiffKeepTheirValues) {
   if (!have_python_libs()) GTEST_SKIP() << "no python3-pil / python3-tifffile";
   test::TempDir d("wide");
-  python(d.path(), "Image.fromarray(p(0).astype(np.uint16) * 250).save(d + '/w.png')\n"
-                  "tifffile.imwrite(d + '/f.tif', p(1).astype(np.float32) / 4)");
+  python(d.path(),
+         "Image.fromarray(p(0).astype(np.uint16) * 250).save(d + '/w.png')\n"
+         "tifffile.imwrite(d + '/f.tif', p(1).astype(np.float32) / 4)");
   const Volume w = io::read_image(d / "w.png");
   EXPECT_EQ(w.pixel_type(), PixelType::UInt16);
   for (int64_t y = 0; y < kH; ++y)
@@ -154,13 +158,14 @@ TEST(Tiff3d, StacksTakeTheirSpacingFromTheCasesSidecar) {
   // (z 4, y 5, x 6) with v = 100 z + 10 y + x; the image's sidecar is named after the case (nnU-Net:
   // case_0000.tif -> case.json), the label's after itself. tifffile keeps 3 or 4 slices as separate
   // sample planes of one page (read as slices, not colors) and more as pages: both are covered.
-  python(d.path(), "z, y, x = np.mgrid[0:4, 0:5, 0:6]\n"
-                  "tifffile.imwrite(d + '/case_0000.tif', (100 * z + 10 * y + x).astype(np.uint16))\n"
-                  "tifffile.imwrite(d + '/lab.tif', ((x + y + z) % 3).astype(np.uint8))\n"
-                  "z, y, x = np.mgrid[0:7, 0:5, 0:6]\n"
-                  "tifffile.imwrite(d + '/bare.tiff', (10 * z + x).astype(np.uint8))\n"
-                  "json.dump({'spacing': [2.5, 0.7, 0.8]}, open(d + '/case.json', 'w'))\n"
-                  "json.dump({'spacing': [3, 2, 1]}, open(d + '/lab.json', 'w'))");
+  python(d.path(),
+         "z, y, x = np.mgrid[0:4, 0:5, 0:6]\n"
+         "tifffile.imwrite(d + '/case_0000.tif', (100 * z + 10 * y + x).astype(np.uint16))\n"
+         "tifffile.imwrite(d + '/lab.tif', ((x + y + z) % 3).astype(np.uint8))\n"
+         "z, y, x = np.mgrid[0:7, 0:5, 0:6]\n"
+         "tifffile.imwrite(d + '/bare.tiff', (10 * z + x).astype(np.uint8))\n"
+         "json.dump({'spacing': [2.5, 0.7, 0.8]}, open(d + '/case.json', 'w'))\n"
+         "json.dump({'spacing': [3, 2, 1]}, open(d + '/lab.json', 'w'))");
   const Volume v = io::read_image(d / "case_0000.tif");
   ASSERT_EQ(v.shape(), (std::array<int64_t, 3>{4, 5, 6}));
   EXPECT_EQ(v.at(3, 4, 5), 345);
@@ -205,27 +210,30 @@ TEST(NaturalImages, SegmentationsAreWrittenAsNnUNetWritesThemAndPillowReadsThemB
   std::vector<double> stack(2 * kH * kW);
   for (size_t i = 0; i < stack.size(); ++i) stack[i] = static_cast<double>(i % 5);
   io::write_image(d / "seg.tif", Volume::from_values(PixelType::Int16, {2, kH, kW}, g3, stack));
-  python(d.path(), "def check(f, mode, want):\n"
-                  "    im = Image.open(d + '/' + f)\n"
-                  "    a = np.asarray(im)\n"
-                  "    assert im.mode in mode, (f, im.mode)\n"
-                  "    assert a.shape == want.shape and (a == want).all(), (f, a, want)\n"
-                  "y, x = np.mgrid[0:5, 0:6]\n"
-                  "check('small.png', ['L'], (x + y) % 4)\n"
-                  "check('small.bmp', ['L'], (x + y) % 4)\n"
-                  "check('large.png', ['I;16', 'I'], 100 * x)\n"
-                  "s = tifffile.imread(d + '/seg.tif')\n"
-                  "assert s.dtype == np.uint8 and s.shape == (2, 5, 6), (s.dtype, s.shape)\n"
-                  "assert (s.ravel() == np.arange(60) % 5).all()\n"
-                  "assert json.load(open(d + '/seg.json')) == {'spacing': [2.5, 0.7, 0.8]}");
+  python(d.path(),
+         "def check(f, mode, want):\n"
+         "    im = Image.open(d + '/' + f)\n"
+         "    a = np.asarray(im)\n"
+         "    assert im.mode in mode, (f, im.mode)\n"
+         "    assert a.shape == want.shape and (a == want).all(), (f, a, want)\n"
+         "y, x = np.mgrid[0:5, 0:6]\n"
+         "check('small.png', ['L'], (x + y) % 4)\n"
+         "check('small.bmp', ['L'], (x + y) % 4)\n"
+         "check('large.png', ['I;16', 'I'], 100 * x)\n"
+         "s = tifffile.imread(d + '/seg.tif')\n"
+         "assert s.dtype == np.uint8 and s.shape == (2, 5, 6), (s.dtype, s.shape)\n"
+         "assert (s.ravel() == np.arange(60) % 5).all()\n"
+         "assert json.load(open(d + '/seg.json')) == {'spacing': [2.5, 0.7, 0.8]}");
   // What the formats cannot hold is refused, naming the file; nothing is left behind.
-  EXPECT_NE(error_of([&] { io::write_image(d / "big.bmp", Volume::from_values(PixelType::Int16, {1, kH, kW}, g2, large)); })
-                .find("big.bmp"),
+  EXPECT_NE(error_of([&] {
+              io::write_image(d / "big.bmp", Volume::from_values(PixelType::Int16, {1, kH, kW}, g2, large));
+            }).find("big.bmp"),
             std::string::npos);
   std::vector<double> neg(small);
   neg[0] = -1;
-  EXPECT_NE(error_of([&] { io::write_image(d / "neg.png", Volume::from_values(PixelType::Int16, {1, kH, kW}, g2, neg)); })
-                .find("negative"),
+  EXPECT_NE(error_of([&] {
+              io::write_image(d / "neg.png", Volume::from_values(PixelType::Int16, {1, kH, kW}, g2, neg));
+            }).find("negative"),
             std::string::npos);
   for (const auto& e : fs::directory_iterator(d.path()))
     EXPECT_EQ(e.path().filename().string().rfind(".tmp_", 0), std::string::npos) << e.path();
@@ -237,14 +245,15 @@ TEST(Gipl, AHandPackedGiplFileIsReadWithItsSpacingAndVoxels) {
   test::TempDir d("gipl");
   // GIPL: a 256-byte big-endian header (dims[4] u16, type u16 (15 = short), pixdim[4] f32, ..., origin[4]
   // f64 at 204, magic 0xefffe9b0 at 252), then the voxels, x fastest, big-endian.
-  python(d.path(), "h = bytearray(256)\n"
-                  "struct.pack_into('>4H', h, 0, 6, 5, 4, 1)\n"
-                  "struct.pack_into('>H', h, 8, 15)\n"
-                  "struct.pack_into('>4f', h, 10, 0.75, 0.5, 2.0, 1.0)\n"
-                  "struct.pack_into('>4d', h, 204, 0.0, 0.0, 0.0, 0.0)\n"
-                  "struct.pack_into('>I', h, 252, 0xefffe9b0)\n"
-                  "z, y, x = np.mgrid[0:4, 0:5, 0:6]\n"
-                  "open(d + '/v.gipl', 'wb').write(bytes(h) + (100 * z + 10 * y + x - 50).astype('>i2').tobytes())");
+  python(d.path(),
+         "h = bytearray(256)\n"
+         "struct.pack_into('>4H', h, 0, 6, 5, 4, 1)\n"
+         "struct.pack_into('>H', h, 8, 15)\n"
+         "struct.pack_into('>4f', h, 10, 0.75, 0.5, 2.0, 1.0)\n"
+         "struct.pack_into('>4d', h, 204, 0.0, 0.0, 0.0, 0.0)\n"
+         "struct.pack_into('>I', h, 252, 0xefffe9b0)\n"
+         "z, y, x = np.mgrid[0:4, 0:5, 0:6]\n"
+         "open(d + '/v.gipl', 'wb').write(bytes(h) + (100 * z + 10 * y + x - 50).astype('>i2').tobytes())");
   const Volume v = io::read_image(d / "v.gipl");
   ASSERT_EQ(v.shape(), (std::array<int64_t, 3>{4, 5, 6}));
   EXPECT_EQ(v.pixel_type(), PixelType::Int16);
@@ -260,9 +269,10 @@ TEST(NaturalImages, AnRgbCaseIsOneFileHoldingTheChannelsDatasetJsonDeclares) {
   if (!have_python_libs()) GTEST_SKIP() << "no python3-pil / python3-tifffile";
   test::TempDir d("rgbcase");
   fs::create_directories(d / "imagesTr");
-  python(d.path(), "Image.fromarray(np.stack([p(0), p(1), p(2)], -1)).save(d + '/imagesTr/road_0000.png')\n"
-                  "Image.fromarray(p(5)).save(d + '/imagesTr/mixed_0000.png')\n"
-                  "Image.fromarray(np.stack([p(6), p(7), p(8)], -1)).save(d + '/imagesTr/mixed_0001.png')");
+  python(d.path(),
+         "Image.fromarray(np.stack([p(0), p(1), p(2)], -1)).save(d + '/imagesTr/road_0000.png')\n"
+         "Image.fromarray(p(5)).save(d + '/imagesTr/mixed_0000.png')\n"
+         "Image.fromarray(np.stack([p(6), p(7), p(8)], -1)).save(d + '/imagesTr/mixed_0001.png')");
   fs::create_directories(d / "one");
   fs::copy(d / "imagesTr/road_0000.png", d / "one/road_0000.png");
   // nnU-Net's road segmentation example: channel_names R, G, B and one file per case.

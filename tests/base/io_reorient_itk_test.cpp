@@ -111,9 +111,7 @@ TEST(Reorient, MalformedJsonIsNamed) {
   try {
     io::reorientation_from_json(json{{"world_axis", {0, 0, 1}}, {"flip", {false, false, false}}}, "props.json");
     FAIL();
-  } catch (const FileError& e) {
-    EXPECT_EQ(e.path(), "props.json");
-  }
+  } catch (const FileError& e) { EXPECT_EQ(e.path(), "props.json"); }
   const io::Reorientation r{{2, 0, 1}, {true, false, true}};
   EXPECT_TRUE(io::reorientation_from_json(io::reorientation_to_json(r), "x") == r);
 }

@@ -42,7 +42,10 @@ std::array<double, 9> oblique() {
 Volume ramp(PixelType t, const Geometry& g) {
   std::array<int64_t, 3> shape{5, 7, 9};
   std::vector<double> v(5 * 7 * 9);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = t == PixelType::UInt8 ? static_cast<double>(i % 251) : (static_cast<double>(i) - 100.0) * (t == PixelType::Float32 || t == PixelType::Float64 ? 0.37 : 1.0);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = t == PixelType::UInt8
+               ? static_cast<double>(i % 251)
+               : (static_cast<double>(i) - 100.0) * (t == PixelType::Float32 || t == PixelType::Float64 ? 0.37 : 1.0);
   return Volume::from_values(t, shape, g, v);
 }
 
@@ -108,16 +111,16 @@ namespace {
 
 // A NIfTI-1 .nii assembled byte by byte: int16 voxels 0, 1, 2, ... in file order (x fastest),
 // sform (scanner) from `srow`, no qform.
-void write_hand_nifti(const std::string& path, const std::array<int16_t, 8>& dim,
-                      const std::array<float, 8>& pixdim, const std::array<float, 12>& srow) {
+void write_hand_nifti(const std::string& path, const std::array<int16_t, 8>& dim, const std::array<float, 8>& pixdim,
+                      const std::array<float, 12>& srow) {
   unsigned char hdr[352] = {0};
   auto put_i32 = [&](int off, int32_t v) { std::memcpy(hdr + off, &v, 4); };
   auto put_i16 = [&](int off, int16_t v) { std::memcpy(hdr + off, &v, 2); };
   auto put_f32 = [&](int off, float v) { std::memcpy(hdr + off, &v, 4); };
   put_i32(0, 348);
   for (int i = 0; i < 8; ++i) put_i16(40 + 2 * i, dim[i]);
-  put_i16(70, 4);    // datatype: DT_INT16
-  put_i16(72, 16);   // bitpix
+  put_i16(70, 4);   // datatype: DT_INT16
+  put_i16(72, 16);  // bitpix
   for (int i = 0; i < 8; ++i) put_f32(76 + 4 * i, pixdim[i]);
   put_f32(108, 352);  // vox_offset
   put_f32(112, 1);    // scl_slope
@@ -157,9 +160,9 @@ TEST(ImageIo, HandWrittenNiftiGeometryAndVoxelOrder) {
 
   const Volume v = io::read_image(f);
   ASSERT_EQ(v.shape(), (std::array<int64_t, 3>{2, 3, 4}));  // z, y, x
-  EXPECT_DOUBLE_EQ(v.at(0, 0, 1), 1.0);   // x neighbours are consecutive in the file
-  EXPECT_DOUBLE_EQ(v.at(0, 1, 0), 4.0);   // one y step = nx values
-  EXPECT_DOUBLE_EQ(v.at(1, 0, 0), 12.0);  // one z step = nx*ny values
+  EXPECT_DOUBLE_EQ(v.at(0, 0, 1), 1.0);                     // x neighbours are consecutive in the file
+  EXPECT_DOUBLE_EQ(v.at(0, 1, 0), 4.0);                     // one y step = nx values
+  EXPECT_DOUBLE_EQ(v.at(1, 0, 0), 12.0);                    // one z step = nx*ny values
   const Geometry& g = v.geometry();
   EXPECT_NEAR(g.spacing[0], 2, 1e-6);
   EXPECT_NEAR(g.spacing[1], 3, 1e-6);

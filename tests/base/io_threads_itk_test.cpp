@@ -22,8 +22,10 @@ TEST(ItkGlobals, ManyFreshProcessesWritingInParallelAllExitCleanly) {
     fs::create_directories(root);
     // `timeout` (the command prefix) turns a hang at exit into exit code 124.
     const auto res = test::run_cli("medseg_make_dataset",
-                                   "-o " + root + " -d 952 -n Race --cases 8 --min-shape 8 8 8 --max-shape 8 8 8 "
-                                   "--np 8 --seed " + std::to_string(i + 1),
+                                   "-o " + root +
+                                       " -d 952 -n Race --cases 8 --min-shape 8 8 8 --max-shape 8 8 8 "
+                                       "--np 8 --seed " +
+                                       std::to_string(i + 1),
                                    "timeout 60");
     if (res.exit_code != 0 && failures++ == 0)
       first_failure = "run " + std::to_string(i) + ": exit " + std::to_string(res.exit_code) + "\n" + res.output;

@@ -66,7 +66,8 @@ TEST(PlanningCli, DatasetStyleUsesRootsAndKeepsCustomConfigurations) {
   // A user-made configuration survives re-planning, like nnU-Net's save_plans.
   p["configurations"]["3d_fullres_bs4"] = {{"inherits_from", "3d_fullres"}, {"batch_size", 4}};
   write_json(plans_path, p);
-  r = run_cli(kApp, "-d Dataset004_Hippocampus -pl nnUNetPlannerResEncM -overwrite_plans_name nnUNetResEncUNetMPlans", env);
+  r = run_cli(kApp, "-d Dataset004_Hippocampus -pl nnUNetPlannerResEncM -overwrite_plans_name nnUNetResEncUNetMPlans",
+              env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read_json(plans_path)["configurations"]["3d_fullres_bs4"]["batch_size"], 4);
 }
@@ -88,7 +89,8 @@ TEST(PlanningCli, WrongLengthsAndMissingKeysNameTheFile) {
   write_json(f.fp, fp);
   auto r = run_cli(kApp, f.args(""));
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find(f.fp + ": 'spacings' has 3 cases but 'shapes_after_crop' has 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(f.fp + ": 'spacings' has 3 cases but 'shapes_after_crop' has 2"), std::string::npos)
+      << r.output;
 
   Files g;
   json ds = test::dataset_json({"MRI"}, 3, 260);
@@ -116,7 +118,8 @@ TEST(PlanningCli, SpatialParallelNoPatchSplitsIntoNamesTheFlag) {
   // to nothing and blame "the GPU memory target".
   Files f;
   const auto r = run_cli(kApp, f.args("--spatial_parallel 1000"));
-  test::expect_refused(r, kApp, {"--spatial_parallel 1000: no patch splits into 1000 slabs aligned with the network's strides"});
+  test::expect_refused(r, kApp,
+                       {"--spatial_parallel 1000: no patch splits into 1000 slabs aligned with the network's strides"});
   EXPECT_EQ(r.output.find("memory target"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(f.dir / "out"));
   // A rank count that splits still plans.

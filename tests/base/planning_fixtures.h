@@ -11,8 +11,9 @@ namespace medseg::test {
 inline json intensity_props(int channels) {
   json p = json::object();
   for (int c = 0; c < channels; ++c)
-    p[std::to_string(c)] = {{"max", 1000.0}, {"mean", 100.0}, {"median", 90.0}, {"min", -5.0},
-                            {"percentile_00_5", 1.0}, {"percentile_99_5", 800.0}, {"std", 50.0}};
+    p[std::to_string(c)] = {{"max", 1000.0}, {"mean", 100.0},          {"median", 90.0},
+                            {"min", -5.0},   {"percentile_00_5", 1.0}, {"percentile_99_5", 800.0},
+                            {"std", 50.0}};
   return p;
 }
 
@@ -24,7 +25,9 @@ inline json uniform_fingerprint(std::array<double, 3> spacing, std::array<double
     sp.push_back(spacing);
     sh.push_back(shape);
   }
-  return {{"spacings", sp}, {"shapes_after_crop", sh}, {"foreground_intensity_properties_per_channel", intensity_props(channels)},
+  return {{"spacings", sp},
+          {"shapes_after_crop", sh},
+          {"foreground_intensity_properties_per_channel", intensity_props(channels)},
           {"median_relative_size_after_cropping", rel_size}};
 }
 

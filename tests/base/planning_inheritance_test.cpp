@@ -44,9 +44,12 @@ TEST(PlanningInheritance, ChainsMergeShallowlyChildKeysWin) {
 
 TEST(PlanningInheritance, BadChainsAreRefusedNamingTheFile) {
   const std::pair<const char*, const char*> rows[] = {
-      {"nowhere", "'nowhere' does not exist"}, {"orphan", "'missing' does not exist"},
-      {"self", "circular inherits_from"},      {"ping", "circular inherits_from"},
-      {"number", "'inherits_from' is 7 (expected a string)"}, {"list", "'list' is not an object"},
+      {"nowhere", "'nowhere' does not exist"},
+      {"orphan", "'missing' does not exist"},
+      {"self", "circular inherits_from"},
+      {"ping", "circular inherits_from"},
+      {"number", "'inherits_from' is 7 (expected a string)"},
+      {"list", "'list' is not an object"},
   };
   for (const auto& [name, problem] : rows) {
     SCOPED_TRACE(name);

@@ -41,7 +41,8 @@ ArchitecturePlan resenc_m_like() {
 
 ArchitecturePlan swin(int f, bool ckpt) {
   return architecture_from_json(
-      {{"network_class_name", "medseg.SwinUNETR"}, {"arch_kwargs", {{"feature_size", f}, {"use_checkpoint", ckpt}}}}, "swin");
+      {{"network_class_name", "medseg.SwinUNETR"}, {"arch_kwargs", {{"feature_size", f}, {"use_checkpoint", ckpt}}}},
+      "swin");
 }
 
 MemoryOptions fp32() {
@@ -169,7 +170,10 @@ TEST(PlanningMemory, DeepSupervisionAddsHeadsAndLossTerms) {
 TEST(PlanningMemory, SwinSavedTensorsMatchCpuMeasurements) {
   // Reference notes, MONAI 1.3 on CPU, fp32, batch 1, 1 channel: saved tensors without
   // checkpointing 1.11 GiB (F=24, 64^3), 4.74 GiB (F=48, 96^3), 7.64 GiB (F=24, 128^3).
-  struct Case { int f, size; double gib; };
+  struct Case {
+    int f, size;
+    double gib;
+  };
   for (const Case c : {Case{24, 64, 1.11}, Case{48, 96, 4.74}, Case{24, 128, 7.64}}) {
     const auto e = estimate_training_memory(swin(c.f, false), {c.size, c.size, c.size}, 1, 1, 2, fp32());
     EXPECT_NEAR(e.activation_bytes / GiB, c.gib, 0.1 * c.gib) << c.f << " " << c.size;
@@ -184,7 +188,7 @@ TEST(PlanningMemory, CheckpointingTradesSavedTensorsForRecompute) {
   EXPECT_GT(on.recompute_bytes, 0);
   EXPECT_LT(on.peak_bytes, off.peak_bytes);
   MemoryOptions force_off = fp32();
-  force_off.checkpointing = 0;
+  force_off.checkpointing = false;
   EXPECT_EQ(estimate_training_memory(swin(24, true), {128, 128, 128}, 1, 1, 2, force_off).activation_bytes,
             off.activation_bytes);
 }

@@ -26,8 +26,10 @@ const char* kSourcePlans = R"({
 })";
 
 void write_dataset_json(const std::string& path, const std::string& file_ending) {
-  write_json(path, json{{"labels", {{"background", 0}, {"x", 1}}}, {"file_ending", file_ending},
-                        {"channel_names", {{"0", "CT"}}}, {"numTraining", 1}});
+  write_json(path, json{{"labels", {{"background", 0}, {"x", 1}}},
+                        {"file_ending", file_ending},
+                        {"channel_names", {{"0", "CT"}}},
+                        {"numTraining", 1}});
 }
 
 }  // namespace
@@ -45,11 +47,11 @@ TEST(MovePlans, RenamesAsNnUNetDoes) {
   EXPECT_EQ(out["configurations"]["3d_custom"]["data_identifier"], "nnUNetPlansFrom1_custom_3d");
   EXPECT_FALSE(out["configurations"]["3d_cascade_fullres"].contains("data_identifier"));
   EXPECT_EQ(out["image_reader_writer"], "NaturalImage2DIO");  // .png
-  EXPECT_EQ(out.begin().key(), "dataset_name");                // the file's key order
+  EXPECT_EQ(out.begin().key(), "dataset_name");               // the file's key order
   EXPECT_EQ(std::next(out["configurations"].begin()).key(), "3d_fullres");
   // The same plans name keeps the identifiers.
-  const ordered_json same = planning::move_plans(ordered_json::parse(kSourcePlans), "Dataset002_B", "nnUNetPlans",
-                                                 "nnUNetPlans", target);
+  const ordered_json same =
+      planning::move_plans(ordered_json::parse(kSourcePlans), "Dataset002_B", "nnUNetPlans", "nnUNetPlans", target);
   EXPECT_EQ(same["configurations"]["3d_custom"]["data_identifier"], "custom_3d");
 }
 
@@ -63,7 +65,8 @@ TEST(MovePlansCli, WritesTheTargetsPlansAndRefusesWhatIsMissing) {
   EXPECT_NE(r.exit_code, 0);  // no source plans yet
   EXPECT_NE(r.output.find("Dataset001_A/nnUNetPlans.json"), std::string::npos) << r.output;
   write_file_atomic(d / "pre/Dataset001_A/nnUNetPlans.json", kSourcePlans);
-  r = test::run_cli("medseg_move_plans_between_datasets", "-s 1 -t Dataset002_B -sp nnUNetPlans -tp nnUNetPlansFrom1", env);
+  r = test::run_cli("medseg_move_plans_between_datasets", "-s 1 -t Dataset002_B -sp nnUNetPlans -tp nnUNetPlansFrom1",
+                    env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json out = read_json(d / "pre/Dataset002_B/nnUNetPlansFrom1.json");
   EXPECT_EQ(out["dataset_name"], "Dataset002_B");

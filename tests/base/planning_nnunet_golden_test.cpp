@@ -19,7 +19,7 @@ namespace {
 struct GoldenRow {
   std::string dataset;  // folder under tests/data/planning/nnunet
   std::string planner;
-  std::string plans;    // nnU-Net's file, relative to tests/data/planning
+  std::string plans;  // nnU-Net's file, relative to tests/data/planning
 };
 
 void PrintTo(const GoldenRow& r, std::ostream* os) { *os << r.dataset << " " << r.planner; }
@@ -81,13 +81,18 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // MSD Hippocampus (1 mm, 36x50x35, 260 cases, 3 labels): 2d and 3d_fullres only.
         GoldenRow{"Dataset004_Hippocampus", "ExperimentPlanner", "nnUNetPlans_hippocampus.json"},
-        GoldenRow{"Dataset004_Hippocampus", "nnUNetPlannerResEncM", "nnunet/Dataset004_Hippocampus/nnUNetResEncUNetMPlans.json"},
-        GoldenRow{"Dataset004_Hippocampus", "nnUNetPlannerResEncL", "nnunet/Dataset004_Hippocampus/nnUNetResEncUNetLPlans.json"},
-        GoldenRow{"Dataset004_Hippocampus", "nnUNetPlannerResEncXL", "nnunet/Dataset004_Hippocampus/nnUNetResEncUNetXLPlans.json"},
+        GoldenRow{"Dataset004_Hippocampus", "nnUNetPlannerResEncM",
+                  "nnunet/Dataset004_Hippocampus/nnUNetResEncUNetMPlans.json"},
+        GoldenRow{"Dataset004_Hippocampus", "nnUNetPlannerResEncL",
+                  "nnunet/Dataset004_Hippocampus/nnUNetResEncUNetLPlans.json"},
+        GoldenRow{"Dataset004_Hippocampus", "nnUNetPlannerResEncXL",
+                  "nnunet/Dataset004_Hippocampus/nnUNetResEncUNetXLPlans.json"},
         // Anisotropic CT, thick axis last: transpose, CT normalization, 3d_lowres and the cascade.
         GoldenRow{"Dataset950_AnisoCT", "ExperimentPlanner", "nnunet/Dataset950_AnisoCT/nnUNetPlans.json"},
-        GoldenRow{"Dataset950_AnisoCT", "nnUNetPlannerResEncM", "nnunet/Dataset950_AnisoCT/nnUNetResEncUNetMPlans.json"},
+        GoldenRow{"Dataset950_AnisoCT", "nnUNetPlannerResEncM",
+                  "nnunet/Dataset950_AnisoCT/nnUNetResEncUNetMPlans.json"},
         // Two channels (ZScore within the mask, noNorm), varied shapes, odd case count.
         GoldenRow{"Dataset951_TwoChannelMRI", "ExperimentPlanner", "nnunet/Dataset951_TwoChannelMRI/nnUNetPlans.json"},
-        GoldenRow{"Dataset951_TwoChannelMRI", "nnUNetPlannerResEncL", "nnunet/Dataset951_TwoChannelMRI/nnUNetResEncUNetLPlans.json"}),
+        GoldenRow{"Dataset951_TwoChannelMRI", "nnUNetPlannerResEncL",
+                  "nnunet/Dataset951_TwoChannelMRI/nnUNetResEncUNetLPlans.json"}),
     row_name);

@@ -15,7 +15,8 @@ using medseg::test::uniform_fingerprint;
 
 namespace {
 
-ordered_json plan(const json& fp, const json& ds, const std::string& planner, const std::string& name = "Dataset999_X") {
+ordered_json plan(const json& fp, const json& ds, const std::string& planner,
+                  const std::string& name = "Dataset999_X") {
   PlannerOptions o;
   o.planner = planner;
   o.dataset_name = name;
@@ -69,7 +70,11 @@ TEST(PlanningPlanner, HippocampusResEncPresetsHaveNoDatasetCap) {
 }
 
 TEST(PlanningPlanner, Isotropic400CubePatchesPerPlanner) {
-  struct Case { const char* planner; std::vector<int> patch; int bs; };
+  struct Case {
+    const char* planner;
+    std::vector<int> patch;
+    int bs;
+  };
   const Case cases[] = {{"ExperimentPlanner", {128, 128, 128}, 2},
                         {"nnUNetPlannerResEncM", {128, 128, 128}, 2},
                         {"nnUNetPlannerResEncL", {192, 192, 192}, 2},
@@ -111,7 +116,10 @@ TEST(PlanningPlanner, LargeImagesGetALowresCascade) {
 }
 
 TEST(PlanningPlanner, CtAnisotropicPatchesPerPlanner) {
-  struct Case { const char* planner; std::vector<int> patch; };
+  struct Case {
+    const char* planner;
+    std::vector<int> patch;
+  };
   const Case cases[] = {{"ExperimentPlanner", {64, 192, 160}},
                         {"nnUNetPlannerResEncM", {64, 160, 160}},
                         {"nnUNetPlannerResEncL", {96, 256, 224}},
@@ -177,7 +185,13 @@ TEST(PlanningPlanner, HandDerivedAnisotropicWithTranspose) {
 // Patch sizes nnU-Net v2 itself printed or wrote, posted in MIC-DKFZ/nnUNet issues. Each is
 // reproduced with a fingerprint whose target spacing and median shape are the ones reported.
 TEST(PlanningPlanner, PatchSizesFromPublishedNnunetRuns) {
-  struct Case { const char* source; std::array<double, 3> spacing, shape; std::vector<int> patch; const char* config; int channels; };
+  struct Case {
+    const char* source;
+    std::array<double, 3> spacing, shape;
+    std::vector<int> patch;
+    const char* config;
+    int channels;
+  };
   const Case cases[] = {
       // #1768: "Attempting to find 3d_lowres config" log, four successive lowres steps.
       {"#1768 step 1", {1.545, 0.80669916, 0.80669916}, {139, 497, 497}, {56, 224, 192}, "3d_fullres", 1},
@@ -185,9 +199,19 @@ TEST(PlanningPlanner, PatchSizesFromPublishedNnunetRuns) {
       {"#1768 step 3", {1.6390905, 0.85582714, 0.85582714}, {131, 469, 469}, {56, 224, 192}, "3d_fullres", 1},
       {"#1768 step 4", {1.68826322, 0.88150195, 0.88150195}, {127, 455, 455}, {56, 224, 192}, "3d_fullres", 1},
       // #2764: a 3d_lowres configuration (isotropic spacing, anisotropic median).
-      {"#2764", {5.391651440886649, 5.391651440886649, 5.391651440886649}, {62, 371, 371}, {40, 256, 224}, "3d_fullres", 1},
+      {"#2764",
+       {5.391651440886649, 5.391651440886649, 5.391651440886649},
+       {62, 371, 371},
+       {40, 256, 224},
+       "3d_fullres",
+       1},
       // #2227: a 3d_lowres configuration.
-      {"#2227", {2.3565655060093813, 1.841066801569828, 1.841066801569828}, {177, 217, 217}, {128, 128, 128}, "3d_fullres", 1},
+      {"#2227",
+       {2.3565655060093813, 1.841066801569828, 1.841066801569828},
+       {177, 217, 217},
+       {128, 128, 128},
+       "3d_fullres",
+       1},
       // #1838: a 3d_fullres configuration (vessel CT).
       {"#1838", {1.0, 0.7871090173721313, 0.7871090173721313}, {388, 512, 512}, {112, 160, 128}, "3d_fullres", 1},
       // #2251: a 2D RGB dataset, 2848x4288 images.
@@ -216,9 +240,11 @@ TEST(PlanningPlanner, TargetSpacingOverwriteAndPlansName) {
 TEST(PlanningPlanner, BadOverwriteSpacingIsAnError) {
   PlannerOptions o;
   o.overwrite_target_spacing = {1.0, 0.0, 1.0};
-  EXPECT_THROW(plan_experiment(fingerprint_from_json(kHippoFp, "fp"), dataset_json_from_json(kHippoDs, "ds"), o), Error);
+  EXPECT_THROW(plan_experiment(fingerprint_from_json(kHippoFp, "fp"), dataset_json_from_json(kHippoDs, "ds"), o),
+               Error);
   o.overwrite_target_spacing = {1.0, 1.0};
-  EXPECT_THROW(plan_experiment(fingerprint_from_json(kHippoFp, "fp"), dataset_json_from_json(kHippoDs, "ds"), o), Error);
+  EXPECT_THROW(plan_experiment(fingerprint_from_json(kHippoFp, "fp"), dataset_json_from_json(kHippoDs, "ds"), o),
+               Error);
 }
 
 TEST(PlanningPlanner, TwoDimensionalDatasetHasOnly2d) {
@@ -249,9 +275,7 @@ TEST(PlanningPlanner, UnknownPlannerNamesTheKnownOnes) {
   try {
     plan(kHippoFp, kHippoDs, "nnUNetPlannerResEncXXL");
     FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("nnUNetPlannerResEncXL"), std::string::npos);
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("nnUNetPlannerResEncXL"), std::string::npos); }
 }
 
 TEST(PlanningPlanner, BadFingerprintNamesTheFile) {
@@ -270,7 +294,8 @@ TEST(PlanningPlanner, TheReorientingNiftiReaderIsPlannedForNiftiOnly) {
   const json fp = uniform_fingerprint({1.0, 1.0, 1.0}, {64, 64, 64}, 10, 1.0, 1);
   json ds = dataset_json({"CT"}, 2, 10, ".nii.gz");
   ds["overwrite_image_reader_writer"] = "NibabelIOWithReorient";
-  const auto p = plan_experiment(fingerprint_from_json(fp, "fp"), dataset_json_from_json(ds, "dataset.json"), PlannerOptions{});
+  const auto p =
+      plan_experiment(fingerprint_from_json(fp, "fp"), dataset_json_from_json(ds, "dataset.json"), PlannerOptions{});
   EXPECT_EQ(p["image_reader_writer"], "NibabelIOWithReorient");
   ds["file_ending"] = ".nrrd";
   try {

@@ -125,9 +125,9 @@ namespace {
 
 struct BadPreset {
   std::string name;
-  std::string base;                    // shipped preset the row starts from
-  std::function<void(json&)> edit;     // nullptr: the file holds `text` instead
-  std::string expected;                // in the one error line, after "<file>: "
+  std::string base;                 // shipped preset the row starts from
+  std::function<void(json&)> edit;  // nullptr: the file holds `text` instead
+  std::string expected;             // in the one error line, after "<file>: "
   std::string text = "";
 };
 
@@ -152,7 +152,10 @@ const std::vector<BadPreset> kBadPresets = {
      "key 'blocks_per_stage.encoder' is empty"},
     {"FractionalBlocks", "nnUNetPlannerResEncM", [](json& p) { p["blocks_per_stage"]["encoder"][1] = 2.5; },
      "key 'blocks_per_stage.encoder[1]' must be an integer"},
-    {"DecoderNotOneShorter", "ExperimentPlanner", [](json& p) { p["blocks_per_stage"]["decoder"] = {2, 2, 2}; },
+    {"DecoderNotOneShorter", "ExperimentPlanner",
+     [](json& p) {
+       p["blocks_per_stage"]["decoder"] = {2, 2, 2};
+     },
      "key 'blocks_per_stage.decoder' has 3 entries"},
     {"MaxFeaturesBelowBase", "ExperimentPlanner", [](json& p) { p["features"]["max_3d"] = 16; },
      "key 'features.max_3d' is 16"},

@@ -38,12 +38,12 @@ const std::vector<int> kPlainEnc(14, 2), kPlainDec(13, 2), kResEnc{1, 3, 4, 6, 6
 const auto kPlain = NetworkKind::PlainConvUNet, kRes = NetworkKind::ResidualEncoderUNet;
 
 const std::vector<ShippedPreset> kUNetPresets = {
-    {"ExperimentPlanner", "nnUNetPlans", kPlain, 8, 560e6, 85e6, 8, ShrinkRule::TwoSamplesOfReferenceBatch,
-     kPlainEnc, kPlainDec, 0.05, false},
+    {"ExperimentPlanner", "nnUNetPlans", kPlain, 8, 560e6, 85e6, 8, ShrinkRule::TwoSamplesOfReferenceBatch, kPlainEnc,
+     kPlainDec, 0.05, false},
     {"ResEncUNetPlanner", "nnUNetResEncUNetPlans", kRes, 8, 680e6, 135e6, 8, ShrinkRule::Estimate, kResEnc, kResDec,
      0.05, true},
-    {"nnUNetPlannerResEncM", "nnUNetResEncUNetMPlans", kRes, 8, 680e6, 135e6, 8, ShrinkRule::Estimate, kResEnc,
-     kResDec, 1, true},
+    {"nnUNetPlannerResEncM", "nnUNetResEncUNetMPlans", kRes, 8, 680e6, 135e6, 8, ShrinkRule::Estimate, kResEnc, kResDec,
+     1, true},
     {"nnUNetPlannerResEncL", "nnUNetResEncUNetLPlans", kRes, 24, 2100e6, 380e6, 24, ShrinkRule::Estimate, kResEnc,
      kResDec, 1, true},
     {"nnUNetPlannerResEncXL", "nnUNetResEncUNetXLPlans", kRes, 40, 3600e6, 560e6, 40, ShrinkRule::Estimate, kResEnc,
@@ -112,16 +112,16 @@ TEST(ShippedPresets, PlansFolderHoldsExactlyTheKnownPresets) {
 
 // The optional keys take nnU-Net's values, so a minimal user preset is an nnU-Net planner.
 TEST(ShippedPresets, OmittedOptionalKeysTakeNnunetsDefaults) {
-  const json minimal = {{"format_version", 1},
-                        {"name", "Minimal"},
-                        {"default_plans_name", "MinimalPlans"},
-                        {"network", "PlainConvUNet"},
-                        {"gpu_memory_target_gb", 8},
-                        {"reference",
-                         {{"feature_maps_3d", 560000000}, {"feature_maps_2d", 85000000}, {"gpu_memory_gb", 8}}},
-                        {"shrink_while", "2*estimate/reference_batch > reference"},
-                        {"blocks_per_stage", {{"encoder", kPlainEnc}, {"decoder", kPlainDec}}},
-                        {"batch", {{"max_dataset_covered", 0.05}}}};
+  const json minimal = {
+      {"format_version", 1},
+      {"name", "Minimal"},
+      {"default_plans_name", "MinimalPlans"},
+      {"network", "PlainConvUNet"},
+      {"gpu_memory_target_gb", 8},
+      {"reference", {{"feature_maps_3d", 560000000}, {"feature_maps_2d", 85000000}, {"gpu_memory_gb", 8}}},
+      {"shrink_while", "2*estimate/reference_batch > reference"},
+      {"blocks_per_stage", {{"encoder", kPlainEnc}, {"decoder", kPlainDec}}},
+      {"batch", {{"max_dataset_covered", 0.05}}}};
   const PlannerSpec s = planner_preset_from_json(minimal, "minimal.json");
   EXPECT_EQ(s.experiment_planner_used, "Minimal");
   EXPECT_EQ(s.unet.reference.batch_size_3d, 2);

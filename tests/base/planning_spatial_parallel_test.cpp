@@ -94,7 +94,8 @@ TEST(PlanningSpatialParallel, ThePlannerChoosesALargerPatchForTheSameTarget) {
   EXPECT_EQ(m2["spatial_parallel"]["slab_patch_size"].get<std::vector<int>>(), slab_patch(c2.patch_size, axis, 2));
   // Same per-rank budget: the two-rank patch is larger; each rank's estimate fits the budget.
   const double v1 = static_cast<double>(voxels(c1.patch_size)), v2 = static_cast<double>(voxels(c2.patch_size));
-  std::printf("patch 1 rank %s (%g vox, batch %d), 2 ranks %s (%g vox, batch %d)\n", json(c1.patch_size).dump().c_str(), v1, c1.batch_size, json(c2.patch_size).dump().c_str(), v2, c2.batch_size);
+  std::printf("patch 1 rank %s (%g vox, batch %d), 2 ranks %s (%g vox, batch %d)\n", json(c1.patch_size).dump().c_str(),
+              v1, c1.batch_size, json(c2.patch_size).dump().c_str(), v2, c2.batch_size);
   EXPECT_GT(v2, 1.5 * v1) << "1 rank " << v1 << " voxels, 2 ranks " << v2;
   MemoryOptions two;
   two.spatial_parallel = 2;

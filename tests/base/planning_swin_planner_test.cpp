@@ -26,7 +26,7 @@ ordered_json plan(const json& fp, const json& ds, PlannerOptions o) {
 
 int64_t peak(const ConfigurationPlan& c, int batch, int in_ch, int classes, int ckpt = -1) {
   MemoryOptions m;
-  m.checkpointing = ckpt;
+  if (ckpt >= 0) m.checkpointing = ckpt == 1;
   return estimate_training_memory(c.architecture, c.patch_size, batch, in_ch, classes, m).peak_bytes;
 }
 
@@ -60,7 +60,11 @@ TEST(PlanningBytesModel, PatchAndBatchFitTheBudget) {
     EXPECT_GE(c.batch_size, 2);
     EXPECT_LE(peak(c, c.batch_size, 1, 14), budget) << name;
     // Either the 5% cap stopped the batch or one more sample would not fit.
-    const int64_t cap = static_cast<int64_t>(400.0 * 400 * 400 * 50 * 0.05 / (c.dim() == 3 ? double(c.patch_size[0]) * c.patch_size[1] * c.patch_size[2] : double(c.patch_size[0]) * c.patch_size[1]) + 0.5);
+    const int64_t cap =
+        static_cast<int64_t>(400.0 * 400 * 400 * 50 * 0.05 /
+                                 (c.dim() == 3 ? double(c.patch_size[0]) * c.patch_size[1] * c.patch_size[2]
+                                               : double(c.patch_size[0]) * c.patch_size[1]) +
+                             0.5);
     if (c.batch_size < cap) { EXPECT_GT(peak(c, c.batch_size + 1, 1, 14), budget) << name; }
   }
   // A larger target never gives a smaller 3d patch.
@@ -123,9 +127,7 @@ TEST(PlanningSwin, CheckpointingOnlyWhenItIsWhatFits) {
       ConfigurationPlan planned;
       try {
         planned = config_of(plan(fp, ds, o), "3d_fullres");
-      } catch (const Error& e) {
-        FAIL() << "target " << row.target_gb << " GB: " << e.what();
-      }
+      } catch (const Error& e) { FAIL() << "target " << row.target_gb << " GB: " << e.what(); }
       EXPECT_EQ(planned.patch_size, (std::vector<int>{m, m, m}));
       EXPECT_EQ(planned.architecture.swin->use_checkpoint, row.checkpointing);
       EXPECT_LE(peak(planned, 2, 1, 3), row.target_gb * usable);

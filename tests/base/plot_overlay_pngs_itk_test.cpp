@@ -17,15 +17,17 @@ using namespace medseg;
 namespace {
 
 bool python(const std::string& dir, const std::string& body) {
-  write_file_atomic(dir + "/gen.py", "import sys, os, json, numpy as np, nibabel as nib\nfrom PIL import Image\nd = sys.argv[1]\n" +
-                                         body + "\n");
+  write_file_atomic(
+      dir + "/gen.py",
+      "import sys, os, json, numpy as np, nibabel as nib\nfrom PIL import Image\nd = sys.argv[1]\n" + body + "\n");
   return std::system(("/usr/bin/python3 " + dir + "/gen.py " + dir + " 2>&1").c_str()) == 0;
 }
 
 }  // namespace
 
 TEST(PlotOverlayPngs, RawCaseIsTheSliceAndTintsNnUNetsFormulaGives) {
-  if (std::system("/usr/bin/python3 -c 'import nibabel, PIL' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3-nibabel / python3-pil";
+  if (std::system("/usr/bin/python3 -c 'import nibabel, PIL' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no python3-nibabel / python3-pil";
   test::TempDir d("ovl");
   ASSERT_TRUE(python(d.path(), R"(
 r = d + '/raw/Dataset961_Ovl'
@@ -65,14 +67,16 @@ TEST(PlotOverlayPngs, PreprocessedDataGivesOnePicturePerCase) {
   test::TempDir d("ovlpre");
   const std::string env = "MEDSEG_RAW=" + d / "raw" + " MEDSEG_PREPROCESSED=" + d / "pre";
   fs::create_directories(d / "raw");
-  auto r = test::run_cli("medseg_make_dataset", "-d 962 -n OvlPre --cases 3 --min-shape 10 16 16 --max-shape 12 18 18 --seed 2", env);
+  auto r = test::run_cli("medseg_make_dataset",
+                         "-d 962 -n OvlPre --cases 3 --min-shape 10 16 16 --max-shape 12 18 18 --seed 2", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_cli("medseg_plan_and_preprocess", "-d 962 -c 3d_fullres --np 1 --no_pbar", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_cli("medseg_plot_overlay_pngs", "-d 962 -o " + d / "out" + " -np 2", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json plans = read_json(d / "pre/Dataset962_OvlPre/nnUNetPlans.json");
-  const std::string data = d / ("pre/Dataset962_OvlPre/" + plans["configurations"]["3d_fullres"]["data_identifier"].get<std::string>());
+  const std::string data =
+      d / ("pre/Dataset962_OvlPre/" + plans["configurations"]["3d_fullres"]["data_identifier"].get<std::string>());
   int n = 0;
   for (const auto& e : fs::directory_iterator(data)) {
     const std::string f = e.path().filename().string();

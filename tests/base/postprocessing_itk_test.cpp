@@ -111,7 +111,8 @@ TEST(DeterminePostprocessing, SpuriousComponentIsRemovedAndDiceRises) {
     EXPECT_NEAR(got.geometry().spacing[2], 2.0, 1e-6);
   }
   EXPECT_NEAR(dice(read_json(d / "pred/postprocessed/summary.json"), "fg"), 1.0, 1e-12);
-  EXPECT_EQ(postprocessing_from_json(read_json(d / "pred/postprocessing.json"), "pp").steps[0].values, (std::vector<int>{1, 2}));
+  EXPECT_EQ(postprocessing_from_json(read_json(d / "pred/postprocessing.json"), "pp").steps[0].values,
+            (std::vector<int>{1, 2}));
 }
 
 TEST(DeterminePostprocessing, PerLabelStepWhenTheForegroundStepWouldHurt) {
@@ -158,15 +159,16 @@ TEST(PostprocessingCli, BadInputIsOneLineAndTouchesNothing) {
   fs::create_directories(d / "pred");
   write_dataset_json(d / "pred");
   reference().write(d / "pred/a.nii.gz");
-  write_json(d / "pred/postprocessing.json", {{"postprocessing_fns", {"fill_holes"}},
-                                              {"postprocessing_kwargs", {{{"labels_or_regions", 1}}}}});
+  write_json(d / "pred/postprocessing.json",
+             {{"postprocessing_fns", {"fill_holes"}}, {"postprocessing_kwargs", {{{"labels_or_regions", 1}}}}});
   const auto before = test::folder_snapshot(d.path());
   struct Case {
     std::string app, args, says;
   };
   const std::vector<Case> cases = {
       {"medseg_apply_postprocessing", "-i " + d / "pred" + " -o " + d / "out", "unknown postprocessing step"},
-      {"medseg_apply_postprocessing", "-i " + d / "pred" + " -o " + d / "pred" + " -pp_json " + d / "pred/postprocessing.json",
+      {"medseg_apply_postprocessing",
+       "-i " + d / "pred" + " -o " + d / "pred" + " -pp_json " + d / "pred/postprocessing.json",
        "unknown postprocessing step"},
       {"medseg_determine_postprocessing", "-i " + d / "pred" + " -ref " + d / "nowhere", "reference folder not found"},
       {"medseg_determine_postprocessing", "-m " + d / "pred", "no fold_K/validation folder"},
@@ -208,7 +210,8 @@ TEST(PostprocessingCli, AFolderWhereAJsonFileBelongsIsNamed) {
   fs::create_directories(d / "pred/plans.json");
   write_json(d / "pp.json", {{"postprocessing_fns", json::array()}, {"postprocessing_kwargs", json::array()}});
   const auto before = test::folder_snapshot(d.path());
-  const auto r = test::run_cli("medseg_apply_postprocessing", "-i " + d / "pred" + " -o " + d / "out" + " -pp_json " + d / "pp.json");
+  const auto r = test::run_cli("medseg_apply_postprocessing",
+                               "-i " + d / "pred" + " -o " + d / "out" + " -pp_json " + d / "pp.json");
   test::expect_refused(r, "medseg_apply_postprocessing", {d / "pred/plans.json: is a folder, not a file"});
   EXPECT_EQ(test::folder_snapshot(d.path()), before);
 }
@@ -219,7 +222,8 @@ TEST(PostprocessingCli, StepsTheDatasetCannotHaveAreRefused) {
       {7, {"step 0 keeps label 7, which dataset.json does not declare (foreground labels: [1,2])"}},
       {json::parse("[1, [2, 9]]"), {"step 0 keeps label 9, which dataset.json does not declare"}},
       {4294967297LL, {"postprocessing_kwargs[0].labels_or_regions is 4294967297 (expected an integer"}},
-      {json::parse("[[[1, 2]]]"), {"postprocessing_kwargs[0].labels_or_regions[0][0] is [1,2]", "a region holds labels, not lists"}},
+      {json::parse("[[[1, 2]]]"),
+       {"postprocessing_kwargs[0].labels_or_regions[0][0] is [1,2]", "a region holds labels, not lists"}},
   };
   for (const auto& [labels, says] : rows) {
     SCOPED_TRACE(labels.dump());
@@ -228,7 +232,8 @@ TEST(PostprocessingCli, StepsTheDatasetCannotHaveAreRefused) {
     write_json(d / "pp.json", {{"postprocessing_fns", {"remove_all_but_largest_component_from_segmentation"}},
                                {"postprocessing_kwargs", {{{"labels_or_regions", labels}}}}});
     const auto before = test::folder_snapshot(d.path());
-    const auto r = test::run_cli("medseg_apply_postprocessing", "-i " + d / "pred" + " -o " + d / "out" + " -pp_json " + d / "pp.json");
+    const auto r = test::run_cli("medseg_apply_postprocessing",
+                                 "-i " + d / "pred" + " -o " + d / "out" + " -pp_json " + d / "pp.json");
     std::vector<std::string> fragments = says;
     fragments.push_back(d / "pp.json");
     test::expect_refused(r, "medseg_apply_postprocessing", fragments);
@@ -256,7 +261,8 @@ TEST(PostprocessingCli, ModelFolderCrossValidationGivesPredictTheFile) {
   EXPECT_NE(r.output.find("gathered 3 validation case(s) of 2 fold(s)"), std::string::npos) << r.output;
   const std::string cv = model + "/crossval_results_folds_0_1";
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(fs::exists(cv + "/case_" + std::to_string(i) + ".nii.gz"));
-  EXPECT_EQ(postprocessing_from_json(read_json(model + "/postprocessing.json"), "pp").steps[0].values, (std::vector<int>{2}));
+  EXPECT_EQ(postprocessing_from_json(read_json(model + "/postprocessing.json"), "pp").steps[0].values,
+            (std::vector<int>{2}));
   EXPECT_TRUE(fs::exists(cv + "/postprocessed/case_2.nii.gz"));
 
   // A case validated by two folds means the folds overlap: refused, naming the file.
@@ -281,7 +287,8 @@ TEST(AccumulateCrossvalCli, GathersTheFoldsAndScoresThem) {
   fs::create_directories(gt);
   write_dataset_json(model);
   const char* fold_of[] = {"0", "1", "0"};
-  for (int i = 0; i < 4; ++i) reference().write(gt + "/case_" + std::to_string(i) + ".nii.gz");  // case_3: fold 2, not trained
+  for (int i = 0; i < 4; ++i)
+    reference().write(gt + "/case_" + std::to_string(i) + ".nii.gz");  // case_3: fold 2, not trained
   for (int i = 0; i < 3; ++i) {
     const std::string val = model + "/fold_" + fold_of[i] + "/validation";
     fs::create_directories(val);

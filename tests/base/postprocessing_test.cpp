@@ -98,7 +98,8 @@ TEST(PostprocessingJson, ReadsNnUNetsFileAndRoundTrips) {
   EXPECT_EQ(postprocessing_from_json(mine, "x").steps[0].values, pp.steps[0].values);
   // A region of a region dataset, [[1, 2], 3] as a list of regions: the mask is their union.
   json regions = nn;
-  regions["postprocessing_kwargs"] = json::parse(R"([{"labels_or_regions": [[1, 2], [3]]}, {"labels_or_regions": [2, 3]}])");
+  regions["postprocessing_kwargs"] =
+      json::parse(R"([{"labels_or_regions": [[1, 2], [3]]}, {"labels_or_regions": [2, 3]}])");
   EXPECT_EQ(postprocessing_from_json(regions, "r").steps[0].values, (std::vector<int>{1, 2, 3}));
 }
 
@@ -132,14 +133,16 @@ TEST(PostprocessingJson, BadFilesAreOneLineNamingTheFile) {
   bad.push_back({"empty", j, "has no labels"});
   j = good;
   j["postprocessing_kwargs"][0]["labels_or_regions"] = 4294967297LL;  // was cast to 32 bits: label 1
-  bad.push_back({"label beyond int", j, "postprocessing_kwargs[0].labels_or_regions is 4294967297 (expected an integer"});
+  bad.push_back(
+      {"label beyond int", j, "postprocessing_kwargs[0].labels_or_regions is 4294967297 (expected an integer"});
   j = good;
   j["postprocessing_kwargs"][0]["labels_or_regions"] = json::parse("[1, [2, 3]]");
   j["postprocessing_kwargs"][0]["labels_or_regions"][1][1] = -4294967295LL;
   bad.push_back({"region value beyond int", j, "postprocessing_kwargs[0].labels_or_regions[1][1] is -4294967295"});
   j = good;
   j["postprocessing_kwargs"][0]["labels_or_regions"] = json::parse("[[[1]], 2]");
-  bad.push_back({"deeper than a list of regions", j, "postprocessing_kwargs[0].labels_or_regions[0][0] is [1]: a region holds labels, not lists"});
+  bad.push_back({"deeper than a list of regions", j,
+                 "postprocessing_kwargs[0].labels_or_regions[0][0] is [1]: a region holds labels, not lists"});
   j = good;
   j["file_ending"] = "/../x.nii.gz";
   bad.push_back({"file_ending with /", j, "file_ending '/../x.nii.gz' is not a valid name"});

@@ -39,8 +39,9 @@ int count_lines(const std::string& s) {
 
 TEST(PreprocessingCli, PlanAndPreprocessTinyDataset) {
   Env e;
-  auto r = test::run_cli("medseg_make_dataset",
-                         "-o " + e.dir / "raw" + " -d 901 --cases 4 --min-shape 16 24 24 --max-shape 16 24 24", e.env());
+  auto r =
+      test::run_cli("medseg_make_dataset",
+                    "-o " + e.dir / "raw" + " -d 901 --cases 4 --min-shape 16 24 24 --max-shape 16 24 24", e.env());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_cli("medseg_plan_and_preprocess", "-d 901 -c 3d_fullres -np 2 --no-progress", e.env());
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -132,8 +133,8 @@ TEST(PreprocessingCli, PlanAndPreprocessTinyDataset) {
 // folder. The same spacing and normalization (the ResEnc presets' case) is allowed.
 TEST(PreprocessingCli, AnotherPlansAtAnotherSpacingDoesNotRewriteSharedData) {
   Env e;
-  auto r = test::run_cli("medseg_make_dataset", "-o " + e.dir / "raw" + " -d 901 --cases 2 --min-shape 8 12 12 --max-shape 8 12 12",
-                         e.env());
+  auto r = test::run_cli("medseg_make_dataset",
+                         "-o " + e.dir / "raw" + " -d 901 --cases 2 --min-shape 8 12 12 --max-shape 8 12 12", e.env());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_cli("medseg_plan_and_preprocess", "-d 901 -c 3d_fullres -np 1 --no-progress", e.env());
   ASSERT_EQ(r.exit_code, 0) << r.output;

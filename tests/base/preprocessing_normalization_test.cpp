@@ -88,9 +88,7 @@ TEST(PreprocessingNormalization, SchemeNamesAndProperties) {
   try {
     intensity_props_from_json(per_channel, 1, "plans.json");
     FAIL();
-  } catch (const FileError& e) {
-    EXPECT_NE(std::string(e.what()).find("plans.json"), std::string::npos);
-  }
+  } catch (const FileError& e) { EXPECT_NE(std::string(e.what()).find("plans.json"), std::string::npos); }
 }
 
 TEST(PreprocessingTranspose, PermutesAxesLikeNumpy) {

@@ -61,7 +61,7 @@ TEST(PreprocessingResample, SeparateZDecision) {
   EXPECT_TRUE(d.enabled);
   EXPECT_EQ(d.axis, 0);
   EXPECT_FALSE(decide_separate_z(std::nullopt, {3, 1, 1}, {1, 1, 1}).enabled);  // ratio 3 is not > 3
-  d = decide_separate_z(std::nullopt, {1, 1, 1}, {1, 4, 1});  // anisotropic only after resampling
+  d = decide_separate_z(std::nullopt, {1, 1, 1}, {1, 4, 1});                    // anisotropic only after resampling
   EXPECT_TRUE(d.enabled);
   EXPECT_EQ(d.axis, 1);
   EXPECT_FALSE(decide_separate_z(std::nullopt, {1, 4, 4}, {1, 1, 1}).enabled);  // two axes tie

@@ -68,9 +68,7 @@ void truncate_file(const std::string& path, std::size_t keep) {
 std::string error_of(const std::string& folder, const std::string& id) {
   try {
     open_preprocessed_case(folder, id);
-  } catch (const FileError& e) {
-    return e.what();
-  }
+  } catch (const FileError& e) { return e.what(); }
   return "";
 }
 
@@ -145,7 +143,8 @@ TEST_P(PreprocessingNpyHugeShape, IsRefusedNamingTheFile) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, PreprocessingNpyHugeShape,
-                         ::testing::Values(HugeShapeRow{"wraps_to_zero", {1, int64_t{1} << 40, int64_t{1} << 40, int64_t{1} << 40}},
+                         ::testing::Values(HugeShapeRow{"wraps_to_zero",
+                                                        {1, int64_t{1} << 40, int64_t{1} << 40, int64_t{1} << 40}},
                                            HugeShapeRow{"wraps_to_small", {3, int64_t{1} << 32, int64_t{1} << 32, 1}},
                                            HugeShapeRow{"just_over_2_56", {(int64_t{1} << 28) + 1, int64_t{1} << 28}}),
                          [](const auto& row) { return std::string(row.param.name); });
@@ -288,17 +287,15 @@ TEST(PreprocessingStore, PropertiesFloatsBeyondIntegerRangeAreRefused) {
     try {
       case_properties_from_json(j, "x.json");
       ADD_FAILURE() << "accepted";
-    } catch (const FileError& e) {
-      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
-    }
+    } catch (const FileError& e) { EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what(); }
   }
 }
 
 TEST(PreprocessingClassLocations, CountsFollowTheMinMaxRule) {
-  EXPECT_EQ(num_class_samples(5), 5);             // all of them
-  EXPECT_EQ(num_class_samples(20000), 10000);     // capped at 10000 (1% = 200)
-  EXPECT_EQ(num_class_samples(1500000), 15000);   // 1% = 15000 beats the cap
-  EXPECT_EQ(num_class_samples(1000001), 10001);   // ceil(10000.01)
+  EXPECT_EQ(num_class_samples(5), 5);            // all of them
+  EXPECT_EQ(num_class_samples(20000), 10000);    // capped at 10000 (1% = 200)
+  EXPECT_EQ(num_class_samples(1500000), 15000);  // 1% = 15000 beats the cap
+  EXPECT_EQ(num_class_samples(1000001), 10001);  // ceil(10000.01)
 
   // 1 x 1000 x 1500: label 2 everywhere but a 7-voxel label-1 row; label 3 absent.
   const Shape3 s{1, 1000, 1500};

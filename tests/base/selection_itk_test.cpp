@@ -61,15 +61,21 @@ void write_prediction(const std::string& folder, const std::string& id, const st
   const std::string base = folder + "/" + id;
   preprocessing::write_npy(base + "_probabilities.npy", "<f4", shape, probs.data(), probs.size() * sizeof(float));
   const Geometry g = geometry();
-  write_json(base + "_probabilities.json", {{"format", "medseg-probabilities"}, {"version", 1},
-                                            {"kind", "softmax over labels"}, {"class_values", {0, 1}},
-                                            {"shape", shape}, {"spacing", g.spacing}, {"origin", g.origin},
+  write_json(base + "_probabilities.json", {{"format", "medseg-probabilities"},
+                                            {"version", 1},
+                                            {"kind", "softmax over labels"},
+                                            {"class_values", {0, 1}},
+                                            {"shape", shape},
+                                            {"spacing", g.spacing},
+                                            {"origin", g.origin},
                                             {"direction", g.direction}});
   io::write_image(base + ".nii.gz", Volume::from_values(PixelType::UInt8, kShape, g, seg));
 }
 
-const json kDataset = {{"labels", {{"background", 0}, {"organ", 1}}}, {"channel_names", {{"0", "MRI"}}},
-                       {"numTraining", 4}, {"file_ending", ".nii.gz"}};
+const json kDataset = {{"labels", {{"background", 0}, {"organ", 1}}},
+                       {"channel_names", {{"0", "MRI"}}},
+                       {"numTraining", 4},
+                       {"file_ending", ".nii.gz"}};
 
 // Model A: one false positive at voxel 2 (p 0.6): Dice 32/33. Model B: false negatives at voxels
 // 0 and 1 (p 0.3) and p 0.2 at voxel 2: Dice 28/30. Averages: voxel 2 0.4, voxels 0-1 0.6: all right.
@@ -90,10 +96,10 @@ TEST(Ensemble, AveragedProbabilitiesGiveTheReference) {
   EXPECT_EQ(geometry_mismatch(seg.geometry(), seg.shape(), geometry(), kShape), "");
   std::vector<int64_t> shape;
   const auto avg = preprocessing::read_npy_float32(d / "out/c0_probabilities.npy", shape);
-  EXPECT_FLOAT_EQ(avg[kN + 2], 0.4f);   // (0.6 + 0.2) / 2
-  EXPECT_FLOAT_EQ(avg[kN + 0], 0.6f);   // (0.9 + 0.3) / 2
-  EXPECT_FLOAT_EQ(avg[kN + 5], 0.8f);   // x = 1, foreground: (0.9 + 0.7) / 2
-  EXPECT_FLOAT_EQ(avg[kN + 6], 0.1f);   // x = 2, background in both
+  EXPECT_FLOAT_EQ(avg[kN + 2], 0.4f);  // (0.6 + 0.2) / 2
+  EXPECT_FLOAT_EQ(avg[kN + 0], 0.6f);  // (0.9 + 0.3) / 2
+  EXPECT_FLOAT_EQ(avg[kN + 5], 0.8f);  // x = 1, foreground: (0.9 + 0.7) / 2
+  EXPECT_FLOAT_EQ(avg[kN + 6], 0.1f);  // x = 2, background in both
   EXPECT_FLOAT_EQ(avg[6], 0.9f);
   EXPECT_TRUE(fs::exists(d / "out/dataset.json"));
 }
@@ -142,7 +148,8 @@ struct TwoModels {
     for (const auto& m : {a, b}) write_json(m + "/dataset.json", kDataset);
     for (int c = 0; c < 4; ++c) {
       const std::string id = "case_" + std::to_string(c);
-      io::write_image(gt + "/" + id + ".nii.gz", Volume::from_values(PixelType::UInt8, kShape, geometry(), reference()));
+      io::write_image(gt + "/" + id + ".nii.gz",
+                      Volume::from_values(PixelType::UInt8, kShape, geometry(), reference()));
       const std::string fold = "fold_" + std::to_string(c / 2) + "/validation";
       write_prediction(a + "/" + fold, id, foreground_probability(0.9f, 0.1f, kWrongA));
       write_prediction(b + "/" + fold, id, foreground_probability(0.7f, 0.1f, kWrongB));
@@ -182,7 +189,8 @@ TEST(FindBestConfiguration, PicksTheEnsembleAndWritesHowToRunIt) {
   EXPECT_EQ(read_json(results + "/inference_information.json")["best_model_or_ensemble"]["name"],
             "nnUNetTrainer__nnUNetPlans__3d_fullres");
   EXPECT_TRUE(fs::exists(a + "/postprocessing.json"));
-  EXPECT_NE(test::read_text(results + "/inference_instructions.txt").find("medseg_predict applies it"), std::string::npos);
+  EXPECT_NE(test::read_text(results + "/inference_instructions.txt").find("medseg_predict applies it"),
+            std::string::npos);
 
   // A configuration that was never trained: one line naming its folder.
   const auto r3 = test::run_cli("medseg_find_best_configuration", "321 -c 3d_fullres 3d_lowres", env);
@@ -212,10 +220,11 @@ TEST(Ensemble, AFileEndingThatLeavesTheOutputFolderIsRefused) {
 
 TEST(Ensemble, ValuesThatAreNoProbabilitiesAreRefusedNamingTheFile) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  const std::vector<std::pair<float, std::string>> rows = {
-      {nan, "holds nan (class 1, voxel 3)"}, {inf, "holds inf (class 1, voxel 3)"},
-      {-inf, "holds -inf (class 1, voxel 3)"}, {-0.25f, "holds -0.250000 (class 1, voxel 3)"},
-      {1.5f, "holds 1.500000 (class 1, voxel 3)"}};
+  const std::vector<std::pair<float, std::string>> rows = {{nan, "holds nan (class 1, voxel 3)"},
+                                                           {inf, "holds inf (class 1, voxel 3)"},
+                                                           {-inf, "holds -inf (class 1, voxel 3)"},
+                                                           {-0.25f, "holds -0.250000 (class 1, voxel 3)"},
+                                                           {1.5f, "holds 1.500000 (class 1, voxel 3)"}};
   for (const auto& [value, says] : rows) {
     SCOPED_TRACE(says);
     test::TempDir d("ensnan");
@@ -299,8 +308,9 @@ TEST(FindBestConfiguration, AFailedRunLeavesNoFolderBehind) {
 TEST(FindBestConfiguration, WithoutDashCTheConfigurationsAreThoseOfThePlans) {
   test::TempDir d("bestdefault");
   const TwoModels m(d);
-  write_json(d / "pre/Dataset321_Organ/nnUNetPlans.json",
-             {{"plans_name", "nnUNetPlans"}, {"configurations", {{"2d", json::object()}, {"3d_fullres", json::object()}}}});
+  write_json(
+      d / "pre/Dataset321_Organ/nnUNetPlans.json",
+      {{"plans_name", "nnUNetPlans"}, {"configurations", {{"2d", json::object()}, {"3d_fullres", json::object()}}}});
   const auto r = test::run_cli("medseg_find_best_configuration", "321 -np 1", m.env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json info = read_json(m.results + "/inference_information.json");

@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool python(const std::string& dir, const std::string& body) {
-  write_file_atomic(dir + "/gen.py", "import sys, json, os, numpy as np, nibabel as nib\nd = sys.argv[1]\n" + body + "\n");
+  write_file_atomic(dir + "/gen.py",
+                    "import sys, json, os, numpy as np, nibabel as nib\nd = sys.argv[1]\n" + body + "\n");
   return std::system(("/usr/bin/python3 " + dir + "/gen.py " + dir + " 2>&1").c_str()) == 0;
 }
 
@@ -54,9 +55,7 @@ np.savez_compressed(d + '/f64.npz', probabilities=np.zeros((2, 2)))
   try {
     preprocessing::read_npz_float32(d / "f64.npz", "probabilities", shape);
     ADD_FAILURE() << "float64 was read as float32";
-  } catch (const FileError& e) {
-    EXPECT_NE(std::string(e.what()).find("<f8"), std::string::npos) << e.what();
-  }
+  } catch (const FileError& e) { EXPECT_NE(std::string(e.what()).find("<f8"), std::string::npos) << e.what(); }
 }
 
 TEST(EnsembleNpz, NnUNetFoldersAloneOrMixedWithMedsegsAverageToNumpysArgmax) {

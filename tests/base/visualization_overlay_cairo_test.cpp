@@ -60,7 +60,8 @@ Volume labels(const Geometry& g, const std::vector<Cube>& cubes) {
   for (const Cube& c : cubes)
     for (int64_t z = c.lo[0]; z <= c.hi[0]; ++z)
       for (int64_t y = c.lo[1]; y <= c.hi[1]; ++y)
-        for (int64_t x = c.lo[2]; x <= c.hi[2]; ++x) p[(z * kShape[1] + y) * kShape[2] + x] = static_cast<uint8_t>(c.value);
+        for (int64_t x = c.lo[2]; x <= c.hi[2]; ++x)
+          p[(z * kShape[1] + y) * kShape[2] + x] = static_cast<uint8_t>(c.value);
   return v;
 }
 
@@ -69,7 +70,8 @@ struct Png {
   int width() const { return cairo_image_surface_get_width(s.get()); }
   int height() const { return cairo_image_surface_get_height(s.get()); }
   std::array<int, 3> rgb(double x, double y) const {
-    const auto* row = cairo_image_surface_get_data(s.get()) + static_cast<int>(y) * cairo_image_surface_get_stride(s.get());
+    const auto* row =
+        cairo_image_surface_get_data(s.get()) + static_cast<int>(y) * cairo_image_surface_get_stride(s.get());
     const uint32_t p = reinterpret_cast<const uint32_t*>(row)[static_cast<int>(x)];
     return {static_cast<int>((p >> 16) & 255), static_cast<int>((p >> 8) & 255), static_cast<int>(p & 255)};
   }
@@ -87,12 +89,15 @@ Png read_png(const std::string& path) {
 // the row index counts upwards (superior on top).
 std::pair<double, double> at(int x0, int y0, int w, int h, int64_t nh, int64_t nv, int64_t col, int64_t row, bool up) {
   const double r = up ? static_cast<double>(nv - 1 - row) : static_cast<double>(row);
-  return {x0 + (static_cast<double>(col) + 0.5) * w / static_cast<double>(nh), y0 + (r + 0.5) * h / static_cast<double>(nv)};
+  return {x0 + (static_cast<double>(col) + 0.5) * w / static_cast<double>(nh),
+          y0 + (r + 0.5) * h / static_cast<double>(nv)};
 }
 std::pair<double, double> axial(int64_t y, int64_t x, int row = 0) {
   return at(kAxialX, kViewsY + row * kRowStep, 256, kAxialH, 60, 40, x, y, false);
 }
-std::pair<double, double> coronal(int64_t z, int64_t x) { return at(kCoronalX, kViewsY, 256, kCoronalH, 60, 10, x, z, true); }
+std::pair<double, double> coronal(int64_t z, int64_t x) {
+  return at(kCoronalX, kViewsY, 256, kCoronalH, 60, 10, x, z, true);
+}
 std::pair<double, double> sagittal(int64_t z, int64_t y) {
   return at(kSagittalX, kViewsY, 256, kSagittalH, 40, 10, y, z, true);
 }
@@ -148,7 +153,14 @@ TEST(Overlay, LayoutOfOtherShapes) {
   // Twenty legend entries need 30 + 18 + 20 * 18 + 8 = 416 px, more than the views.
   const std::vector<Row> rows = {
       {"two_d", {1, 40, 60}, {1, 1, 999}, false, 2, {{256, 171}}, 472, 227},
-      {"thin_x", {20, 100, 50}, {0.5, 1, 2}, false, 2, {{64, 256}, {160, 256}, {256, 102}}, 8 + 64 + 8 + 160 + 8 + 256 + 8 + 200, 312},
+      {"thin_x",
+       {20, 100, 50},
+       {0.5, 1, 2},
+       false,
+       2,
+       {{64, 256}, {160, 256}, {256, 102}},
+       8 + 64 + 8 + 160 + 8 + 256 + 8 + 200,
+       312},
       {"long_legend", {10, 40, 60}, {1, 1, 3}, false, 20, {{256, 171}, {256, 128}, {256, 192}}, 1000, 416},
       {"reference", {10, 40, 60}, {1, 1, 3}, true, 2, {{256, 171}, {256, 128}, {256, 192}}, 1000, 458},
   };
@@ -172,14 +184,18 @@ TEST(Overlay, ViewsCutTheLargestStructureInPatientOrientation) {
   const Geometry g = geometry();
   const Png png = read_png(render(d, image(g), labels(g, {kBig, kSmall})));
   // Axial slice z = 1 (the big cube's first fullest slice): the big cube filled, the small one not cut.
-  EXPECT_TRUE(reddish(png.rgb(axial(10, 14).first, axial(10, 14).second))) << show(png.rgb(axial(10, 14).first, axial(10, 14).second));
-  EXPECT_TRUE(grey(png.rgb(axial(31, 45).first, axial(31, 45).second))) << show(png.rgb(axial(31, 45).first, axial(31, 45).second));
+  EXPECT_TRUE(reddish(png.rgb(axial(10, 14).first, axial(10, 14).second)))
+      << show(png.rgb(axial(10, 14).first, axial(10, 14).second));
+  EXPECT_TRUE(grey(png.rgb(axial(31, 45).first, axial(31, 45).second)))
+      << show(png.rgb(axial(31, 45).first, axial(31, 45).second));
   EXPECT_TRUE(grey(png.rgb(axial(37, 57).first, axial(37, 57).second)));
   // Coronal slice y = 2: superior on top, so z = 2 is near the bottom and z = 8 near the top.
-  EXPECT_TRUE(reddish(png.rgb(coronal(2, 14).first, coronal(2, 14).second))) << show(png.rgb(coronal(2, 14).first, coronal(2, 14).second));
+  EXPECT_TRUE(reddish(png.rgb(coronal(2, 14).first, coronal(2, 14).second)))
+      << show(png.rgb(coronal(2, 14).first, coronal(2, 14).second));
   EXPECT_TRUE(grey(png.rgb(coronal(8, 14).first, coronal(8, 14).second)));
   // Sagittal slice x = 2: y across, z up.
-  EXPECT_TRUE(reddish(png.rgb(sagittal(2, 10).first, sagittal(2, 10).second))) << show(png.rgb(sagittal(2, 10).first, sagittal(2, 10).second));
+  EXPECT_TRUE(reddish(png.rgb(sagittal(2, 10).first, sagittal(2, 10).second)))
+      << show(png.rgb(sagittal(2, 10).first, sagittal(2, 10).second));
   EXPECT_TRUE(grey(png.rgb(sagittal(8, 10).first, sagittal(8, 10).second)));
   // Outside the views: background and title band, grey as well.
   EXPECT_TRUE(grey(png.rgb(4, 4)));
@@ -190,7 +206,8 @@ TEST(Overlay, SecondLabelHasItsOwnColour) {
   const Geometry g = geometry();
   const Png png = read_png(render(d, image(g), labels(g, {kSmall})));
   // Only the small cube: the views cut it (axial z = 5).
-  EXPECT_TRUE(greenish(png.rgb(axial(31, 45).first, axial(31, 45).second))) << show(png.rgb(axial(31, 45).first, axial(31, 45).second));
+  EXPECT_TRUE(greenish(png.rgb(axial(31, 45).first, axial(31, 45).second)))
+      << show(png.rgb(axial(31, 45).first, axial(31, 45).second));
   EXPECT_TRUE(grey(png.rgb(axial(10, 14).first, axial(10, 14).second)));
 }
 
@@ -222,7 +239,8 @@ TEST(Overlay, EmptySegmentationIsStillDrawnAllGrey) {
   ASSERT_EQ(png.width(), 1000);
   ASSERT_EQ(png.height(), 248);
   for (int y = 0; y < png.height(); y += 3)
-    for (int x = 0; x < png.width(); x += 3) ASSERT_TRUE(grey(png.rgb(x, y))) << x << ", " << y << " " << show(png.rgb(x, y));
+    for (int x = 0; x < png.width(); x += 3)
+      ASSERT_TRUE(grey(png.rgb(x, y))) << x << ", " << y << " " << show(png.rgb(x, y));
 }
 
 TEST(Overlay, UnwritablePathIsAFileErrorAndLeavesNothing) {
@@ -257,9 +275,9 @@ TEST(Overlay, ShapeMismatchIsAnError) {
 
 TEST(Overlay, LegendNamesTheDatasetsValues) {
   const ordered_json plain = {{"channel_names", {{"0", "CT"}}},
-                      {"labels", {{"background", 0}, {"liver", 1}, {"tumour", 2}, {"ignore", 3}}},
-                      {"numTraining", 1},
-                      {"file_ending", ".nii.gz"}};
+                              {"labels", {{"background", 0}, {"liver", 1}, {"tumour", 2}, {"ignore", 3}}},
+                              {"numTraining", 1},
+                              {"file_ending", ".nii.gz"}};
   ordered_json regions = plain;
   // nnU-Net's region example (documentation/region_based_training.md): regions pair with
   // regions_class_order in the order dataset.json lists them, which is not by name.
@@ -270,8 +288,9 @@ TEST(Overlay, LegendNamesTheDatasetsValues) {
     ordered_json dataset;
     std::vector<std::pair<int, std::string>> expected;
   };
-  for (const Row& r : std::vector<Row>{{"plain", plain, {{1, "liver"}, {2, "tumour"}}},
-                                       {"regions", regions, {{1, "whole_tumor"}, {2, "tumor_core"}, {3, "enhancing_tumor"}}}}) {
+  for (const Row& r :
+       std::vector<Row>{{"plain", plain, {{1, "liver"}, {2, "tumour"}}},
+                        {"regions", regions, {{1, "whole_tumor"}, {2, "tumor_core"}, {3, "enhancing_tumor"}}}}) {
     SCOPED_TRACE(r.name);
     const auto legend = visualization::legend_from_dataset(io::dataset_info_from_json(r.dataset, "dataset.json"));
     std::vector<std::pair<int, std::string>> got;

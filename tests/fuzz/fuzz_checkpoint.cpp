@@ -16,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data + 1), size - 1);
   if (data[0] & 1) {
     const uint64_t n = bytes.size();
-    const auto crc = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()),
-                                                 static_cast<uInt>(bytes.size())));
+    const auto crc = static_cast<uint32_t>(
+        crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
     char trailer[16];
     std::memcpy(trailer, &n, 8);  // little-endian hosts only, as the format
     std::memcpy(trailer + 8, &crc, 4);

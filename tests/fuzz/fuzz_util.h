@@ -56,7 +56,8 @@ inline std::string write_scratch_nifti(const uint8_t* data, std::size_t size) {
 // exception is tolerated too (it is still one line from the CLI) unless MEDSEG_FUZZ_STRICT=1, which
 // abort()s so that such inputs are collected as crashes: the CLIs' contract is an error that names
 // the file, and only medseg::FileError promises that.
-template <class F> void refuse_or_accept(F&& read) {
+template <class F>
+void refuse_or_accept(F&& read) {
   try {
     read();
   } catch (const medseg::Error&) {

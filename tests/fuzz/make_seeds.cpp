@@ -105,15 +105,18 @@ void image_seeds(const std::string& tmp) {
 
 void json_seeds(const std::string& src) {
   copy_json_seeds("dataset_json", src + "/tests/data", "dataset.json");
-  seed("dataset_json", "regions.json",
-       R"({"channel_names": {"0": "T2"}, "labels": {"background": 0, "whole": [1, 2], "core": 2}, "regions_class_order": [1, 2], "numTraining": 1, "file_ending": ".nii.gz"})");
-  seed("dataset_json", "mapping.json",
-       R"({"channel_names": {"0": "CT"}, "labels": {"background": 0, "a": 1, "ignore": 2}, "numTraining": 1, "file_ending": ".nii.gz", "dataset": {"c1": {"images": ["imagesTr/c1_0000.nii.gz"], "label": "labelsTr/c1.nii.gz"}}})");
+  seed(
+      "dataset_json", "regions.json",
+      R"({"channel_names": {"0": "T2"}, "labels": {"background": 0, "whole": [1, 2], "core": 2}, "regions_class_order": [1, 2], "numTraining": 1, "file_ending": ".nii.gz"})");
+  seed(
+      "dataset_json", "mapping.json",
+      R"({"channel_names": {"0": "CT"}, "labels": {"background": 0, "a": 1, "ignore": 2}, "numTraining": 1, "file_ending": ".nii.gz", "dataset": {"c1": {"images": ["imagesTr/c1_0000.nii.gz"], "label": "labelsTr/c1.nii.gz"}}})");
   copy_json_seeds("plans", src + "/tests/data", "Plans");
   copy_json_seeds("plans", src + "/plans/examples", "Plans");
   copy_json_seeds("fingerprint", src + "/tests/data", "fingerprint");
   copy_json_seeds("trainer_config", src + "/configs", "");
-  training::write_splits(out_root + "/splits/seed.json", training::kfold_splits({"case_000", "case_001", "case_002"}, 3));
+  training::write_splits(out_root + "/splits/seed.json",
+                         training::kfold_splits({"case_000", "case_001", "case_002"}, 3));
 }
 
 // Pickles as torch.save writes them: LibTorch's pickle_save of a checkpoint-like dict (data.pkl of its zip).
@@ -131,7 +134,8 @@ void torch_pickle_seeds(const std::string& tmp) {
   std::ofstream(zip_path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   const ZipReader z(zip_path);
   for (const ZipEntry& e : z.entries())
-    if (e.name.size() > 9 && e.name.substr(e.name.size() - 9) == "/data.pkl") seed("torch_pickle", "pickle_save.pkl", z.read(e, 1u << 20));
+    if (e.name.size() > 9 && e.name.substr(e.name.size() - 9) == "/data.pkl")
+      seed("torch_pickle", "pickle_save.pkl", z.read(e, 1u << 20));
 }
 
 }  // namespace

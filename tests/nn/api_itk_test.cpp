@@ -61,7 +61,8 @@ TEST(Api, SegmenterWritesWhatMedsegPredictWrites) {
   const api::Segmentation s = seg.segment({io::read_image(d / "in/img_0000.nii.gz")}, true);
   ASSERT_EQ(s.labels.shape(), expected.shape());
   ASSERT_EQ(s.labels.pixel_type(), PixelType::UInt8);
-  EXPECT_TRUE(std::equal(s.labels.data<uint8_t>(), s.labels.data<uint8_t>() + s.labels.numel(), expected.data<uint8_t>()));
+  EXPECT_TRUE(
+      std::equal(s.labels.data<uint8_t>(), s.labels.data<uint8_t>() + s.labels.numel(), expected.data<uint8_t>()));
   EXPECT_EQ(s.labels.geometry().spacing, expected.geometry().spacing);
   EXPECT_EQ(s.labels.geometry().origin, expected.geometry().origin);
   EXPECT_EQ(s.probabilities, expected_probs);
@@ -97,9 +98,7 @@ TEST(Api, ProgressRisesToOneAndCancelStopsAndBadImagesAreOneError) {
   try {
     seg.segment({img, img});
     FAIL() << "two channels for a one-channel model";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "the image has 2 channel(s), the model expects 1");
-  }
+  } catch (const Error& e) { EXPECT_STREQ(e.what(), "the image has 2 channel(s), the model expects 1"); }
   api::Segmenter two(tiny_model(d, 2), o);
   Geometry other = img.geometry();
   other.spacing = {2.0, 1.1, 1.3};
@@ -108,7 +107,8 @@ TEST(Api, ProgressRisesToOneAndCancelStopsAndBadImagesAreOneError) {
     two.segment({img, shifted});
     FAIL() << "channels on two grids";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("channel 1 does not share the grid of channel 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("channel 1 does not share the grid of channel 0"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(api::Segmenter(d / "no_such_model"), Error);
 }
@@ -117,7 +117,8 @@ TEST(Api, TrainFoldReportsEveryEpochStopsWhenAskedAndResumes) {
   test::TempDir dir("api_train");
   const std::string d = dir.path();
   const std::string env = "MEDSEG_RAW=" + d + "/raw MEDSEG_PREPROCESSED=" + d + "/pre MEDSEG_RESULTS=" + d + "/results";
-  auto r = test::run_cli("medseg_make_dataset", "-d 961 -n Api --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 --seed 3", env);
+  auto r = test::run_cli("medseg_make_dataset",
+                         "-d 961 -n Api --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 --seed 3", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_cli("medseg_plan_and_preprocess", "-d 961 -c 3d_fullres --np 2 --no_pbar", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;

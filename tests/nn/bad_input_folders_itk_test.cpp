@@ -24,7 +24,8 @@ struct Dataset {
   test::TempDir dir{"badfold"};
   Dataset() {
     fs::create_directories(dir / "raw");
-    auto r = test::run_cli("medseg_make_dataset", "-d 952 -n Tiny --cases 6 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5",
+    auto r = test::run_cli("medseg_make_dataset",
+                           "-d 952 -n Tiny --cases 6 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5",
                            "MEDSEG_RAW=" + (dir / "raw"));
     if (r.exit_code != 0) throw std::runtime_error(r.output);
     r = test::run_cli("medseg_plan_and_preprocess", "-d 952 -c 3d_fullres --np 2 --no_pbar",
@@ -46,8 +47,9 @@ std::string model_dir(const std::string& results) {
   return results + "/Dataset952_Tiny/nnUNetTrainer__nnUNetPlans__3d_fullres";
 }
 
-const char* kTrainFlags = " --iters-per-epoch 2 --val-iters-per-epoch 1 --num-workers 0 --threads 1 --deterministic "
-                          "--checkpoint-every 1 --no_pbar";
+const char* kTrainFlags =
+    " --iters-per-epoch 2 --val-iters-per-epoch 1 --num-workers 0 --threads 1 --deterministic "
+    "--checkpoint-every 1 --no_pbar";
 
 void write_text(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());
@@ -75,11 +77,11 @@ int error_lines(const std::string& out) {
 
 struct InitRow {
   std::string name;
-  std::string folds;       // -f
-  bool overwrite;          // --overwrite
-  bool ok;                 // expected exit code 0
-  std::string message;     // expected in the output when refused
-  std::string absent;      // a folder (relative to the model folder) that must not exist afterwards
+  std::string folds;    // -f
+  bool overwrite;       // --overwrite
+  bool ok;              // expected exit code 0
+  std::string message;  // expected in the output when refused
+  std::string absent;   // a folder (relative to the model folder) that must not exist afterwards
 };
 // gtest prints a row by its name.
 void PrintTo(const InitRow& row, std::ostream* os) { *os << row.name; }
@@ -95,9 +97,10 @@ TEST_P(InitModel, NeverReplacesACheckpointUnasked) {
   const auto before = test::folder_snapshot(model);
   const std::string final0 = test::read_text(model + "/fold_0/checkpoint_final.ckpt");
 
-  r = test::run_cli("medseg_init_model", "-d 952 -c 3d_fullres -f " + row.folds + " --seed 2 -o " + model +
-                                             (row.overwrite ? " --overwrite" : ""),
-                    env(d / "results"));
+  r = test::run_cli(
+      "medseg_init_model",
+      "-d 952 -c 3d_fullres -f " + row.folds + " --seed 2 -o " + model + (row.overwrite ? " --overwrite" : ""),
+      env(d / "results"));
   if (row.ok) {
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(test::read_text(model + "/fold_0/checkpoint_final.ckpt"), final0) << "--overwrite replaces it";
@@ -124,7 +127,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(InitModelFresh, NegativeFoldLeavesNoFolder) {
   test::TempDir d("initm2");
-  const auto r = test::run_cli("medseg_init_model", "-d 952 -c 3d_fullres -f -3 -o " + (d / "model"), env(d / "results"));
+  const auto r =
+      test::run_cli("medseg_init_model", "-d 952 -c 3d_fullres -f -3 -o " + (d / "model"), env(d / "results"));
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_FALSE(fs::exists(d / "model")) << r.output;
 }
@@ -147,10 +151,12 @@ TEST_P(TrainOccupied, FreshRunIsRefusedAndChangesNothing) {
   const auto before = test::folder_snapshot(results);
   const auto r = test::run_cli("medseg_train", std::string("952 3d_fullres 0 --epochs 1") + kTrainFlags, env(results));
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("fold_0: already holds a training run (" + GetParam().files[0]), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fold_0: already holds a training run (" + GetParam().files[0]), std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("use --c to continue it"), std::string::npos) << r.output;
   EXPECT_EQ(error_lines(r.output), 1) << r.output;
-  EXPECT_EQ(test::folder_snapshot(results), before) << "nothing may be written: no plans.json copies, no training_log.txt";
+  EXPECT_EQ(test::folder_snapshot(results), before)
+      << "nothing may be written: no plans.json copies, no training_log.txt";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -183,21 +189,28 @@ TEST_P(TrainValUntrained, LeavesNoFolderBehind) {
   fs::create_directories(results);
   for (const auto& f : row.existing) write_text(model_dir(results) + "/" + f, "kept\n");
   const auto before = test::folder_snapshot(results);
-  const auto r = test::run_cli("medseg_train", "952 3d_fullres " + row.fold + " " + row.flags + kTrainFlags, env(results));
+  const auto r =
+      test::run_cli("medseg_train", "952 3d_fullres " + row.fold + " " + row.flags + kTrainFlags, env(results));
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("fold_" + row.fold + "/" + row.missing + ": checkpoint not found"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fold_" + row.fold + "/" + row.missing + ": checkpoint not found"), std::string::npos)
+      << r.output;
   EXPECT_EQ(error_lines(r.output), 1) << r.output;
   EXPECT_EQ(test::folder_snapshot(results), before) << "a failed --val must leave the results folder as it was";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Rows, TrainValUntrained,
-    ::testing::Values(ValRow{"no_model_folder", "0", "--val", {}, "checkpoint_final.ckpt"},
-                      ValRow{"other_fold_trained", "1", "--val", {"plans.json", "fold_0/checkpoint_final.ckpt"},
-                             "checkpoint_final.ckpt"},
-                      ValRow{"val_best_without_best", "0", "--val --val_best", {"fold_0/checkpoint_final.ckpt"},
-                             "checkpoint_best.ckpt"}),
-    [](const ::testing::TestParamInfo<ValRow>& row) { return row.param.name; });
+INSTANTIATE_TEST_SUITE_P(Rows, TrainValUntrained,
+                         ::testing::Values(ValRow{"no_model_folder", "0", "--val", {}, "checkpoint_final.ckpt"},
+                                           ValRow{"other_fold_trained",
+                                                  "1",
+                                                  "--val",
+                                                  {"plans.json", "fold_0/checkpoint_final.ckpt"},
+                                                  "checkpoint_final.ckpt"},
+                                           ValRow{"val_best_without_best",
+                                                  "0",
+                                                  "--val --val_best",
+                                                  {"fold_0/checkpoint_final.ckpt"},
+                                                  "checkpoint_best.ckpt"}),
+                         [](const ::testing::TestParamInfo<ValRow>& row) { return row.param.name; });
 
 // --- medseg_train --c with corrupt checkpoints --------------------------------------------------
 
@@ -208,7 +221,8 @@ class TrainResumeFallback : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new test::TempDir("resfb");
     const std::string results = *dir_ / "trained";
-    const auto r = test::run_cli("medseg_train", std::string("952 3d_fullres 0 --epochs 2") + kTrainFlags, env(results));
+    const auto r =
+        test::run_cli("medseg_train", std::string("952 3d_fullres 0 --epochs 2") + kTrainFlags, env(results));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   static void TearDownTestSuite() { delete dir_; }
@@ -218,7 +232,8 @@ class TrainResumeFallback : public ::testing::Test {
     fs::copy(*dir_ / "trained", results, fs::copy_options::recursive);
     const std::string fold = model_dir(results) + "/fold_0";
     fs::rename(fold + "/checkpoint_final.ckpt", fold + "/checkpoint_latest.ckpt");
-    fs::copy_file(fold + "/checkpoint_latest.ckpt", fold + "/checkpoint_best.ckpt", fs::copy_options::overwrite_existing);
+    fs::copy_file(fold + "/checkpoint_latest.ckpt", fold + "/checkpoint_best.ckpt",
+                  fs::copy_options::overwrite_existing);
     corrupt(fold + "/checkpoint_best.ckpt");
     return results;
   }
@@ -229,7 +244,8 @@ test::TempDir* TrainResumeFallback::dir_ = nullptr;
 TEST_F(TrainResumeFallback, CorruptBestIsSkippedAndLatestResumes) {
   const std::string results = prepare("one_corrupt"), fold = model_dir(results) + "/fold_0";
   const std::string corrupt_best = test::read_text(fold + "/checkpoint_best.ckpt");
-  const auto r = test::run_cli("medseg_train", std::string("952 3d_fullres 0 --epochs 3 --c") + kTrainFlags, env(results));
+  const auto r =
+      test::run_cli("medseg_train", std::string("952 3d_fullres 0 --epochs 3 --c") + kTrainFlags, env(results));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("skipped checkpoint_best.ckpt"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("checksum mismatch"), std::string::npos) << r.output;
@@ -246,7 +262,8 @@ TEST_F(TrainResumeFallback, AllCorruptIsOneErrorNamingTheFiles) {
   const std::string results = prepare("all_corrupt"), fold = model_dir(results) + "/fold_0";
   corrupt(fold + "/checkpoint_latest.ckpt");
   const auto before = test::folder_snapshot(results);
-  const auto r = test::run_cli("medseg_train", std::string("952 3d_fullres 0 --epochs 3 --c") + kTrainFlags, env(results));
+  const auto r =
+      test::run_cli("medseg_train", std::string("952 3d_fullres 0 --epochs 3 --c") + kTrainFlags, env(results));
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_EQ(error_lines(r.output), 1) << r.output;
   EXPECT_NE(r.output.find("checkpoint_latest.ckpt: checksum mismatch"), std::string::npos) << r.output;
@@ -262,7 +279,8 @@ TEST(TrainResumeWithoutCheckpoint, OldMetricsLinesAreDropped) {
   training::EpochMetrics m;
   m.train_loss = 123.0;
   write_text(fold + "/metrics.jsonl", training::to_json(m).dump() + "\n");
-  const auto r = test::run_cli("medseg_train", std::string("952 3d_fullres 0 --epochs 1 --c") + kTrainFlags, env(results));
+  const auto r =
+      test::run_cli("medseg_train", std::string("952 3d_fullres 0 --epochs 1 --c") + kTrainFlags, env(results));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto log = training::read_metrics(fold + "/metrics.jsonl");
   ASSERT_EQ(log.size(), 1u) << test::read_text(fold + "/metrics.jsonl");

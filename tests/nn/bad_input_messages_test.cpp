@@ -39,8 +39,9 @@ void run_rows(const std::vector<Row>& rows) {
     if (!app_built(row.app)) continue;  // ITK apps in a build without ITK
     test::TempDir dir("badmsg");
     const std::string args = row.prepare(dir);
-    const auto r = test::run_cli(row.app, args, "MEDSEG_RAW=" + (dir / "raw") + " MEDSEG_PREPROCESSED=" + (dir / "pp") +
-                                                    " MEDSEG_NUM_THREADS=1");
+    const auto r =
+        test::run_cli(row.app, args,
+                      "MEDSEG_RAW=" + (dir / "raw") + " MEDSEG_PREPROCESSED=" + (dir / "pp") + " MEDSEG_NUM_THREADS=1");
     test::expect_refused(r, row.app, row.fragments);
     if (row.whole_output_one_line) { EXPECT_EQ(test::lines_of(r.output).size(), 1u) << r.output; }
   }
@@ -64,7 +65,8 @@ std::string plans_with_batch(const test::TempDir& dir, const std::string& spelli
                                     {"labels", {{"background", 0}, {"Anterior", 1}, {"Posterior", 2}}},
                                     {"numTraining", 5},
                                     {"file_ending", ".nii.gz"}});
-  return "--plans " + (dir / "plans.json") + " --dataset-json " + (dir / "dataset.json") + " -c 3d_fullres --no-forward";
+  return "--plans " + (dir / "plans.json") + " --dataset-json " + (dir / "dataset.json") +
+         " -c 3d_fullres --no-forward";
 }
 
 std::string trainer_with_epochs(const test::TempDir& dir, const std::string& spelling) {
@@ -103,8 +105,8 @@ void rewrite_header(const std::string& path, const std::function<void(json&)>& e
   out.resize(align(out.size()), '\0');
   out += data;
   const uint64_t payload = out.size();
-  const auto crc = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(out.data()),
-                                               static_cast<uInt>(out.size())));
+  const auto crc = static_cast<uint32_t>(
+      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size())));
   out.append(reinterpret_cast<const char*>(&payload), 8);
   out.append(reinterpret_cast<const char*>(&crc), 4);
   out += "CKOK";
@@ -126,8 +128,10 @@ std::string nii_dataset(const test::TempDir& dir) {
     std::ofstream(ds + "/imagesTr/" + c + "_0000.nii");
     std::ofstream(ds + "/labelsTr/" + c + ".nii");
   }
-  write_json(ds + "/dataset.json", {{"channel_names", {{"0", "CT"}}}, {"labels", {{"background", 0}, {"a", 1}}},
-                                    {"numTraining", 2}, {"file_ending", ".nii.gz"}});
+  write_json(ds + "/dataset.json", {{"channel_names", {{"0", "CT"}}},
+                                    {"labels", {{"background", 0}, {"a", 1}}},
+                                    {"numTraining", 2},
+                                    {"file_ending", ".nii.gz"}});
   return ds;
 }
 
@@ -138,17 +142,24 @@ const std::vector<std::string> kEndingFragments = {
 
 TEST(BadInputMessages, JsonNumbersNameFileAndKey) {
   run_rows({
-      {"1e400 in plans", "medseg_model_info", [](const test::TempDir& d) { return plans_with_batch(d, "1e400"); },
+      {"1e400 in plans",
+       "medseg_model_info",
+       [](const test::TempDir& d) { return plans_with_batch(d, "1e400"); },
        {"plans.json: invalid JSON (number overflow parsing '1e400')"}},
-      {"99999999999999999999 as batch_size", "medseg_model_info",
+      {"99999999999999999999 as batch_size",
+       "medseg_model_info",
        [](const test::TempDir& d) { return plans_with_batch(d, "99999999999999999999"); },
        {"plans.json: configuration '3d_fullres': key 'batch_size' is 1e+20 (expected an integer"}},
-      {"1e400 in a trainer config", "medseg_train", [](const test::TempDir& d) { return trainer_with_epochs(d, "1e400"); },
+      {"1e400 in a trainer config",
+       "medseg_train",
+       [](const test::TempDir& d) { return trainer_with_epochs(d, "1e400"); },
        {"cfg.json: invalid JSON (number overflow parsing '1e400')"}},
-      {"99999999999999999999 as num_epochs", "medseg_train",
+      {"99999999999999999999 as num_epochs",
+       "medseg_train",
        [](const test::TempDir& d) { return trainer_with_epochs(d, "99999999999999999999"); },
        {"cfg.json: key 'num_epochs' is 1e+20 (must be 1..1000000)"}},
-      {"1e400 in dataset.json", "medseg_verify_dataset",
+      {"1e400 in dataset.json",
+       "medseg_verify_dataset",
        [](const test::TempDir& d) {
          const std::string ds = nii_dataset(d);
          json j = read_json(ds + "/dataset.json");
@@ -163,38 +174,64 @@ TEST(BadInputMessages, JsonNumbersNameFileAndKey) {
 TEST(BadInputMessages, CheckpointHeaderMustMatchItsData) {
   const std::string app = "medseg_checkpoint";
   run_rows({
-      {"dtype float64 over a float32 blob", app,
+      {"dtype float64 over a float32 blob",
+       app,
        [](const test::TempDir& d) { return "info " + tampered(d, [](json& t) { t["dtype"] = "float64"; }); },
-       {"ck.ckpt: tensor 'weights/w': header says dtype float64 but its data blob holds float32"}, true},
-      {"dtype int32 over a float32 blob (same item size)", app,
+       {"ck.ckpt: tensor 'weights/w': header says dtype float64 but its data blob holds float32"},
+       true},
+      {"dtype int32 over a float32 blob (same item size)",
+       app,
        [](const test::TempDir& d) { return "info " + tampered(d, [](json& t) { t["dtype"] = "int32"; }); },
-       {"tensor 'weights/w': header says dtype int32 but its data blob holds float32"}, true},
-      {"unknown dtype", app,
+       {"tensor 'weights/w': header says dtype int32 but its data blob holds float32"},
+       true},
+      {"unknown dtype",
+       app,
        [](const test::TempDir& d) { return "info " + tampered(d, [](json& t) { t["dtype"] = "float33"; }); },
-       {"tensor 'weights/w': unknown dtype 'float33'"}, true},
-      {"shape beyond the blob", app,
-       [](const test::TempDir& d) { return "info " + tampered(d, [](json& t) { t["shape"] = {9, 3}; }); },
-       {"ck.ckpt: tensor 'weights/w': shape [9,3] with strides [3,1] and offset 0 needs more than the 48 bytes"}, true},
-      {"offset beyond the blob", app,
+       {"tensor 'weights/w': unknown dtype 'float33'"},
+       true},
+      {"shape beyond the blob",
+       app,
+       [](const test::TempDir& d) { return "info " + tampered(d, [](json& t) {
+                                             t["shape"] = {9, 3};
+                                           }); },
+       {"ck.ckpt: tensor 'weights/w': shape [9,3] with strides [3,1] and offset 0 needs more than the 48 bytes"},
+       true},
+      {"offset beyond the blob",
+       app,
        [](const test::TempDir& d) { return "info " + tampered(d, [](json& t) { t["storage_offset"] = 1; }); },
-       {"tensor 'weights/w'", "needs more than the 48 bytes"}, true},
-      {"negative stride", app,
-       [](const test::TempDir& d) { return "info " + tampered(d, [](json& t) { t["strides"] = {-3, 1}; }); },
-       {"tensor 'weights/w': negative shape or stride"}, true},
-      {"dtype mismatch read by diff", app,
+       {"tensor 'weights/w'", "needs more than the 48 bytes"},
+       true},
+      {"negative stride",
+       app,
+       [](const test::TempDir& d) { return "info " + tampered(d, [](json& t) {
+                                             t["strides"] = {-3, 1};
+                                           }); },
+       {"tensor 'weights/w': negative shape or stride"},
+       true},
+      {"dtype mismatch read by diff",
+       app,
        [](const test::TempDir& d) {
          const std::string bad = tampered(d, [](json& t) { t["dtype"] = "float64"; });
          return "diff " + bad + " " + bad;
        },
-       {"ck.ckpt: tensor 'weights/w': header says dtype float64"}, true},
+       {"ck.ckpt: tensor 'weights/w': header says dtype float64"},
+       true},
   });
 }
 
 TEST(BadInputMessages, FileEndingMismatchSaysWhatWasExpectedAndFound) {
   run_rows({
-      {"fingerprint", "medseg_extract_fingerprint", [](const test::TempDir& d) { nii_dataset(d); return std::string("-d 901"); },
+      {"fingerprint", "medseg_extract_fingerprint",
+       [](const test::TempDir& d) {
+         nii_dataset(d);
+         return std::string("-d 901");
+       },
        kEndingFragments},
       {"plan and preprocess", "medseg_plan_and_preprocess",
-       [](const test::TempDir& d) { nii_dataset(d); return "-d 901 --no-progress"; }, kEndingFragments},
+       [](const test::TempDir& d) {
+         nii_dataset(d);
+         return "-d 901 --no-progress";
+       },
+       kEndingFragments},
   });
 }

@@ -97,7 +97,8 @@ TEST(BadInputPredictFlags, RefusedOnceNamingTheFlagOrFileAndWritingNothing) {
 TEST(BadInputPredictFlags, TinyStepSizeIsBoundedByTheMemoryCheck) {
   const Workspace ws({false, true});
   // One case larger than the 16^3 patch.
-  const auto made = ws.run("medseg_make_dataset", "-o " + (ws / "big") + " -d 902 --cases 1 --min-shape 40 40 40 --np 1");
+  const auto made =
+      ws.run("medseg_make_dataset", "-o " + (ws / "big") + " -d 902 --cases 1 --min-shape 40 40 40 --np 1");
   ASSERT_EQ(made.exit_code, 0) << made.output;
   const std::string input = ws / "big/Dataset902_Synthetic/imagesTr";
   const auto r = test::run_cli("medseg_predict",

@@ -37,21 +37,47 @@ void qform_only(std::string& b) {
 }
 
 const PredictRow kRows[] = {
-    {"SformNaN", [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowX, nii::kNaN); }, "sform matrix holds NaN"},
-    {"SformInf", [](std::string& b) { sform_only(b); nii::poke(b, nii::kSrowZ + 8, nii::kInf); }, "sform matrix holds Inf"},
+    {"SformNaN",
+     [](std::string& b) {
+       sform_only(b);
+       nii::poke(b, nii::kSrowX, nii::kNaN);
+     },
+     "sform matrix holds NaN"},
+    {"SformInf",
+     [](std::string& b) {
+       sform_only(b);
+       nii::poke(b, nii::kSrowZ + 8, nii::kInf);
+     },
+     "sform matrix holds Inf"},
     {"SformSingular",
      [](std::string& b) {
        sform_only(b);
        for (size_t row : {nii::kSrowX, nii::kSrowY, nii::kSrowZ}) nii::poke(b, row + 4, 0.0f);
      },
      "sform matrix is singular"},
-    {"QformNaNQuaternion", [](std::string& b) { qform_only(b); nii::poke(b, nii::kQuaternB + 4, nii::kNaN); },
+    {"QformNaNQuaternion",
+     [](std::string& b) {
+       qform_only(b);
+       nii::poke(b, nii::kQuaternB + 4, nii::kNaN);
+     },
      "qform quaternion holds NaN"},
-    {"QformOnlyPixdimNaN", [](std::string& b) { qform_only(b); nii::poke(b, nii::kPixdim + 4, nii::kNaN); },
+    {"QformOnlyPixdimNaN",
+     [](std::string& b) {
+       qform_only(b);
+       nii::poke(b, nii::kPixdim + 4, nii::kNaN);
+     },
      "spacing NaN along x"},
-    {"QformOnlyPixdimZero", [](std::string& b) { qform_only(b); nii::poke(b, nii::kPixdim + 12, 0.0f); },
+    {"QformOnlyPixdimZero",
+     [](std::string& b) {
+       qform_only(b);
+       nii::poke(b, nii::kPixdim + 12, 0.0f);
+     },
      "spacing 0 along z"},
-    {"QformOnlyPixdimNegative", [](std::string& b) { qform_only(b); nii::poke(b, nii::kPixdim + 8, -2.0f); },
+    {"QformOnlyPixdimNegative",
+     [](std::string& b) {
+       qform_only(b);
+       nii::poke(b, nii::kPixdim + 8, -2.0f);
+     },
      "spacing -2 along y"},
 };
 

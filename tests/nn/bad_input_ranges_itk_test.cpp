@@ -21,7 +21,12 @@ enum Cli { kPreprocess = 1, kTrain = 2, kPredict = 4, kModelInfo = 8, kAll = 15,
 struct PlansRow {
   // A constructor, not an aggregate: most rows leave the CLI mask and the environment at their defaults.
   PlansRow(std::string n, std::string p, json v, std::vector<std::string> f, int c = kAll, std::string e = "")
-      : name(std::move(n)), pointer(std::move(p)), value(std::move(v)), fragments(std::move(f)), clis(c), env(std::move(e)) {}
+      : name(std::move(n)),
+        pointer(std::move(p)),
+        value(std::move(v)),
+        fragments(std::move(f)),
+        clis(c),
+        env(std::move(e)) {}
   std::string name;
   std::string pointer;  // JSON pointer; relative to configurations/3d_fullres unless it starts with '!'
   json value;
@@ -39,11 +44,16 @@ std::vector<PlansRow> plans_rows() {
       {"batch 2.5", "/batch_size", 2.5, {"key 'batch_size' is 2.5 (expected an integer"}},
       {"patch 0", "/patch_size", {0, 14, 12}, {"key 'patch_size'[0] is 0 (must be 1..16384)"}},
       {"patch negative", "/patch_size", {-14, 14, 12}, {"key 'patch_size'[0] is -14"}},
-      {"patch not divisible by the strides", "/patch_size", {15, 14, 12},
+      {"patch not divisible by the strides",
+       "/patch_size",
+       {15, 14, 12},
        {"key 'patch_size'[0] is 15, not divisible by the network's total stride 2"}},
       {"stride 0", kArch + "/strides", {{1, 1, 1}, {0, 2, 2}}, {"key 'strides'[1][0] is 0 (must be 1..16)"}},
       {"features 0", kArch + "/features_per_stage", {32, 0}, {"key 'features_per_stage'[1] is 0"}},
-      {"features 10^6", kArch + "/features_per_stage", {32, 1000000}, {"key 'features_per_stage'[1] is 1000000 (must be 1..16384)"}},
+      {"features 10^6",
+       kArch + "/features_per_stage",
+       {32, 1000000},
+       {"key 'features_per_stage'[1] is 1000000 (must be 1..16384)"}},
       {"n_stages 0", kArch + "/n_stages", 0, {"key 'n_stages' is 0 (must be 1..32)"}},
       {"n_stages 10^9", kArch + "/n_stages", 1000000000, {"key 'n_stages' is 1000000000"}},
       {"even kernel", kArch + "/kernel_sizes", {{3, 3, 3}, {2, 3, 3}}, {"key 'kernel_sizes'[1][0] is 2 (must be odd)"}},
@@ -52,15 +62,28 @@ std::vector<PlansRow> plans_rows() {
       {"norm eps negative", kArch + "/norm_op_kwargs/eps", -1.0, {"key 'norm_op_kwargs.eps'"}},
       {"spacing 0", "/spacing", {0.0, 1.0, 1.0}, {"key 'spacing'[0] is 0"}, kNoModelInfo},
       {"spacing negative", "/spacing", {1.0, -1.0, 1.0}, {"key 'spacing'[1] is -1"}, kNoModelInfo},
-      {"unknown normalization", "/normalization_schemes", {"FooNormalization"},
-       {"'FooNormalization' is not a normalization scheme"}, kNoModelInfo},
+      {"unknown normalization",
+       "/normalization_schemes",
+       {"FooNormalization"},
+       {"'FooNormalization' is not a normalization scheme"},
+       kNoModelInfo},
       {"resampling order 7", "/resampling_fn_data_kwargs/order", 7, {"key 'order' is 7 (must be 0..5)"}, kNoModelInfo},
-      {"duplicate transpose axes", "!/transpose_forward", {0, 0, 1}, {"key 'transpose_forward' is [0,0,1]"}, kNoModelInfo},
+      {"duplicate transpose axes",
+       "!/transpose_forward",
+       {0, 0, 1},
+       {"key 'transpose_forward' is [0,0,1]"},
+       kNoModelInfo},
       // Well-formed but absurd: the memory check refuses before anything is allocated.
-      {"patch 4096^3", "/patch_size", {4096, 4096, 4096}, {"configuration '3d_fullres'", "GiB, more than the"},
+      {"patch 4096^3",
+       "/patch_size",
+       {4096, 4096, 4096},
+       {"configuration '3d_fullres'", "GiB, more than the"},
        kTrain | kPredict | kModelInfo},
-      {"features 16384 with a 4 GiB limit", kArch + "/features_per_stage", {16384, 16384},
-       {"configuration '3d_fullres'", "more than the 4.0 GiB of MEDSEG_MEMORY_LIMIT_GIB"}, kTrain | kPredict | kModelInfo,
+      {"features 16384 with a 4 GiB limit",
+       kArch + "/features_per_stage",
+       {16384, 16384},
+       {"configuration '3d_fullres'", "more than the 4.0 GiB of MEDSEG_MEMORY_LIMIT_GIB"},
+       kTrain | kPredict | kModelInfo,
        "MEDSEG_MEMORY_LIMIT_GIB=4"},
   };
 }
@@ -71,7 +94,10 @@ void set_value(const std::string& file, const PlansRow& row) {
 }
 
 std::string tiny_trainer(const Workspace& ws, const json& extra = json::object()) {
-  json cfg = {{"name", "Tiny"}, {"num_epochs", 1}, {"iterations_per_epoch", 1}, {"val_iterations_per_epoch", 1},
+  json cfg = {{"name", "Tiny"},
+              {"num_epochs", 1},
+              {"iterations_per_epoch", 1},
+              {"val_iterations_per_epoch", 1},
               {"num_workers", 0}};
   cfg.update(extra);
   const std::string path = ws / "tiny.json";
@@ -100,32 +126,36 @@ void run_plans_rows(Cli cli, const std::string& app, const std::string& plans_fi
 }  // namespace
 
 TEST(BadInputRanges, PlansValuesThroughPreprocess) {
-  run_plans_rows(kPreprocess, "medseg_preprocess", "nnUNetPlans.json", {false, false}, [](const Workspace& ws, const PlansRow& row) {
-    set_value(ws.plans(), row);
-    return std::string("-d 901 -c 3d_fullres --np 1 --no-progress");
-  });
+  run_plans_rows(kPreprocess, "medseg_preprocess", "nnUNetPlans.json", {false, false},
+                 [](const Workspace& ws, const PlansRow& row) {
+                   set_value(ws.plans(), row);
+                   return std::string("-d 901 -c 3d_fullres --np 1 --no-progress");
+                 });
 }
 
 TEST(BadInputRanges, PlansValuesThroughTrain) {
-  run_plans_rows(kTrain, "medseg_train", "nnUNetPlans.json", {true, false}, [](const Workspace& ws, const PlansRow& row) {
-    set_value(ws.plans(), row);
-    return "901 3d_fullres 0 --threads 1 --no_pbar --tr " + tiny_trainer(ws);
-  });
+  run_plans_rows(kTrain, "medseg_train", "nnUNetPlans.json", {true, false},
+                 [](const Workspace& ws, const PlansRow& row) {
+                   set_value(ws.plans(), row);
+                   return "901 3d_fullres 0 --threads 1 --no_pbar --tr " + tiny_trainer(ws);
+                 });
 }
 
 TEST(BadInputRanges, PlansValuesThroughPredict) {
-  run_plans_rows(kPredict, "medseg_predict", "/plans.json", {false, true}, [](const Workspace& ws, const PlansRow& row) {
-    set_value(ws.model() + "/plans.json", row);
-    return "-m " + ws.model() + " -i " + ws.raw() + "/imagesTs -o " + (ws / "out") +
-           " --disable_progress_bar --tile_batch 1 --threads 1";
-  });
+  run_plans_rows(kPredict, "medseg_predict", "/plans.json", {false, true},
+                 [](const Workspace& ws, const PlansRow& row) {
+                   set_value(ws.model() + "/plans.json", row);
+                   return "-m " + ws.model() + " -i " + ws.raw() + "/imagesTs -o " + (ws / "out") +
+                          " --disable_progress_bar --tile_batch 1 --threads 1";
+                 });
 }
 
 TEST(BadInputRanges, PlansValuesThroughModelInfo) {
-  run_plans_rows(kModelInfo, "medseg_model_info", "nnUNetPlans.json", {false, false}, [](const Workspace& ws, const PlansRow& row) {
-    set_value(ws.plans(), row);
-    return "--plans " + ws.plans() + " --dataset-json " + ws.pp() + "/dataset.json -c 3d_fullres";
-  });
+  run_plans_rows(kModelInfo, "medseg_model_info", "nnUNetPlans.json", {false, false},
+                 [](const Workspace& ws, const PlansRow& row) {
+                   set_value(ws.plans(), row);
+                   return "--plans " + ws.plans() + " --dataset-json " + ws.pp() + "/dataset.json -c 3d_fullres";
+                 });
 }
 
 TEST(BadInputRanges, TrainerConfigValues) {
@@ -144,9 +174,12 @@ TEST(BadInputRanges, TrainerConfigValues) {
       {"lr negative", {{"optimizer", {{"lr", -0.01}}}}, "key 'optimizer.lr' is -0.01 (must be > 0 and <= 10)"},
       {"lr 0", {{"optimizer", {{"lr", 0}}}}, "key 'optimizer.lr' is 0"},
       {"lr 10^6", {{"optimizer", {{"lr", 1e6}}}}, "key 'optimizer.lr' is 1000000.0"},
-      {"momentum 1.5", {{"optimizer", {{"momentum", 1.5}}}}, "key 'optimizer.momentum' is 1.5 (must be >= 0 and <= 0.999999)"},
+      {"momentum 1.5",
+       {{"optimizer", {{"momentum", 1.5}}}},
+       "key 'optimizer.momentum' is 1.5 (must be >= 0 and <= 0.999999)"},
       {"weight_decay -1", {{"optimizer", {{"weight_decay", -1}}}}, "key 'optimizer.weight_decay' is -1"},
-      {"nesterov without momentum", {{"optimizer", {{"momentum", 0}, {"nesterov", true}}}},
+      {"nesterov without momentum",
+       {{"optimizer", {{"momentum", 0}, {"nesterov", true}}}},
        "key 'optimizer.nesterov' needs a momentum > 0"},
       {"unknown optimizer key", {{"optimizer", {{"learning_rate", 0.1}}}}, "unknown key 'optimizer.learning_rate'"},
       {"num_epochs 0", {{"num_epochs", 0}}, "key 'num_epochs' is 0 (must be 1..1000000)"},

@@ -74,7 +74,8 @@ TEST(TrainingCheckpointCli, AverageIsAliasAwareAndChecksShapes) {
   const std::string out = dir / "avg.ck";
   auto r = test::run_cli("medseg_checkpoint", "average " + a + " " + b + " " + c + " -o " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const Checkpoint ca = load_checkpoint(a), cb = load_checkpoint(b), cc = load_checkpoint(c), avg = load_checkpoint(out);
+  const Checkpoint ca = load_checkpoint(a), cb = load_checkpoint(b), cc = load_checkpoint(c),
+                   avg = load_checkpoint(out);
   const auto expected = (weight(ca, "enc.weight") + weight(cb, "enc.weight") + weight(cc, "enc.weight")) / 3;
   EXPECT_TRUE(torch::allclose(weight(avg, "enc.weight"), expected, 1e-6, 1e-7));
   EXPECT_EQ(weight(avg, "enc.weight").data_ptr(), weight(avg, "dec_enc.weight").data_ptr());

@@ -62,9 +62,7 @@ TEST(TrainingCheckpointKill, RandomSigkillNeverLeavesAnUnreadableCheckpoint) {
     if (pid == 0) {
       try {
         writer_child(path, last_version + 1);
-      } catch (...) {
-        ::_exit(3);
-      }
+      } catch (...) { ::_exit(3); }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
     ::kill(pid, SIGKILL);
@@ -91,9 +89,7 @@ TEST(TrainingCheckpointKill, RandomSigkillNeverLeavesAnUnreadableCheckpoint) {
     if (pid == 0) {
       try {
         writer_child(path, last_version + 1);
-      } catch (...) {
-        ::_exit(3);
-      }
+      } catch (...) { ::_exit(3); }
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     int seen = last_version;

@@ -127,18 +127,22 @@ TEST(TrainingCheckpointFormat, AFolderIsNamedAsAFolder) {
 
 namespace {
 
-template <class T> void put_le(std::string& out, T v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+template <class T>
+void put_le(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
 
 // A container assembled by hand from the layout in docs/checkpoints.md, with a correct CRC32 and
 // trailer, so that only the numbers inside the header are wrong. The header is padded with spaces
 // so that 32 bytes of zero padding sit between it and the data section.
 std::string hand_container(int64_t blob_offset, int64_t blob_nbytes, const std::string& data) {
-  const json header = {{"format", "medseg-checkpoint"},
-                       {"meta", json::object()},
-                       {"tensors", {{{"name", "w"}, {"blob", 0}, {"dtype", "float32"}, {"shape", {1}},
-                                     {"strides", {1}}, {"storage_offset", 0}}}},
-                       {"blobs", {{{"dtype", "float32"}, {"offset", blob_offset}, {"nbytes", blob_nbytes}}}},
-                       {"data_bytes", static_cast<int64_t>(data.size())}};
+  const json header = {
+      {"format", "medseg-checkpoint"},
+      {"meta", json::object()},
+      {"tensors",
+       {{{"name", "w"}, {"blob", 0}, {"dtype", "float32"}, {"shape", {1}}, {"strides", {1}}, {"storage_offset", 0}}}},
+      {"blobs", {{{"dtype", "float32"}, {"offset", blob_offset}, {"nbytes", blob_nbytes}}}},
+      {"data_bytes", static_cast<int64_t>(data.size())}};
   std::string text = header.dump();
   while ((24 + text.size()) % 64 != 32) text += ' ';
   std::string out("MEDSEGCK", 8);
@@ -148,7 +152,8 @@ std::string hand_container(int64_t blob_offset, int64_t blob_nbytes, const std::
   out += text;
   out.append(32, '\0');
   out += data;
-  const auto crc = static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size())));
+  const auto crc =
+      static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size())));
   put_le<uint64_t>(out, out.size());
   put_le<uint32_t>(out, crc);
   out += "CKOK";
@@ -175,11 +180,11 @@ TEST_P(TrainingCheckpointBadBlob, IsRefusedAsCorruptHeader) {
   EXPECT_NE(expect_file_error(path).find("bad blob offsets"), std::string::npos);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Rows, TrainingCheckpointBadBlob,
-    ::testing::Values(BlobRow{"offset_plus_size_overflows", std::numeric_limits<int64_t>::max() - 63, 64, std::string(64, 'x')},
-                      BlobRow{"negative_offset_into_padding", -32, 32, std::string(32, 'x')}),
-    [](const auto& row) { return std::string(row.param.name); });
+INSTANTIATE_TEST_SUITE_P(Rows, TrainingCheckpointBadBlob,
+                         ::testing::Values(BlobRow{"offset_plus_size_overflows",
+                                                   std::numeric_limits<int64_t>::max() - 63, 64, std::string(64, 'x')},
+                                           BlobRow{"negative_offset_into_padding", -32, 32, std::string(32, 'x')}),
+                         [](const auto& row) { return std::string(row.param.name); });
 
 TEST(TrainingCheckpointFormat, HandMadeContainerIsReadable) {
   // The control for the rows above: the same hand-made file with sane offsets loads.
@@ -226,8 +231,8 @@ TEST(TrainingCheckpointStore, LoadWeightsRestoresSharingIntoUntiedModule) {
   auto x = m->register_module("x", torch::nn::Linear(3, 3));
   auto y = m->register_module("y", torch::nn::Linear(3, 3));
   const auto w = torch::randn({3, 3});
-  NamedTensors weights = {{"x.weight", w}, {"x.bias", torch::zeros({3})},
-                          {"y.weight", w}, {"y.bias", torch::ones({3})}};
+  NamedTensors weights = {
+      {"x.weight", w}, {"x.bias", torch::zeros({3})}, {"y.weight", w}, {"y.bias", torch::ones({3})}};
   load_weights(*m, weights);
   EXPECT_TRUE(torch::equal(x->weight, w));
   EXPECT_EQ(x->weight.data_ptr(), y->weight.data_ptr());
@@ -238,9 +243,9 @@ TEST(TrainingCheckpointStore, LoadWeightsReportsMissingUnexpectedAndShapeErrors)
   auto m = std::make_shared<torch::nn::Module>();
   m->register_module("x", torch::nn::Linear(3, 2));
   EXPECT_THROW(load_weights(*m, {{"x.weight", torch::zeros({2, 3})}}), Error);
-  EXPECT_THROW(load_weights(*m, {{"x.weight", torch::zeros({2, 3})}, {"x.bias", torch::zeros({2})},
-                                 {"z", torch::zeros({1})}}),
-               Error);
+  EXPECT_THROW(
+      load_weights(*m, {{"x.weight", torch::zeros({2, 3})}, {"x.bias", torch::zeros({2})}, {"z", torch::zeros({1})}}),
+      Error);
   EXPECT_THROW(load_weights(*m, {{"x.weight", torch::zeros({3, 3})}, {"x.bias", torch::zeros({2})}}), Error);
   EXPECT_NO_THROW(load_weights(*m, {{"x.weight", torch::zeros({2, 3})}}, /*strict=*/false));
 }

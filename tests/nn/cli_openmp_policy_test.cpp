@@ -14,8 +14,7 @@ namespace {
 std::string last_spin_count(const std::string& out) {
   static const std::regex re("GOMP_SPINCOUNT = '([0-9]+)'");
   std::string last;
-  for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator(); ++it)
-    last = (*it)[1];
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator(); ++it) last = (*it)[1];
   return last;
 }
 

@@ -38,7 +38,8 @@ Mask brute_dilation(const Mask& m, const Shape3& s, double r) {
               if (double(dz * dz + dy * dy + dx * dx) > r * r) continue;
               const int64_t a = z + dz, b = y + dy, c = x + dx;
               if (a < 0 || b < 0 || c < 0 || a >= s[0] || b >= s[1] || c >= s[2]) continue;
-              if (m[static_cast<size_t>((a * s[1] + b) * s[2] + c)]) out[static_cast<size_t>((z * s[1] + y) * s[2] + x)] = 1;
+              if (m[static_cast<size_t>((a * s[1] + b) * s[2] + c)])
+                out[static_cast<size_t>((z * s[1] + y) * s[2] + x)] = 1;
             }
   return out;
 }
@@ -201,9 +202,7 @@ void expect_one_hot_matches_target(const Batch& b, int64_t C, bool all_equal, in
     EXPECT_TRUE(at::logical_or(oh == 0, oh == 1).all().item<bool>()) << "one-hot channels hold only 0 and 1";
     const at::Tensor expect = at::stack({(t[j][0] == 1), (t[j][0] == 2)}).to(at::kFloat);
     const bool same = at::equal(oh, expect);
-    if (all_equal) {
-      EXPECT_TRUE(same) << "sample " << j;
-    }
+    if (all_equal) { EXPECT_TRUE(same) << "sample " << j; }
     (same ? *equal : *differ) += 1;
   }
 }
@@ -253,9 +252,7 @@ TEST(CascadeBatch, DeviceAugmentationIsRefused) {
   try {
     build_batch(*src, cfg, 1, 0, 0);
     FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("previous-stage"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("previous-stage"), std::string::npos) << e.what(); }
 }
 
 TEST(CascadeSource, MissingOrMisshapenFilesAreNamed) {

@@ -82,8 +82,8 @@ std::shared_ptr<InMemoryCaseSource> cases(int64_t channels, const Shape3& lo, co
 }
 
 struct Diff {
-  double image = 0;       // largest |a - b| / max(1, |b|)
-  int64_t labels = 0;     // differing label voxels over all scales
+  double image = 0;    // largest |a - b| / max(1, |b|)
+  int64_t labels = 0;  // differing label voxels over all scales
   int64_t voxels = 0;
 };
 
@@ -182,7 +182,8 @@ void collect(const Batch& b, Stats& s) {
     s.mean.push_back(x.mean().item<double>());
     s.sd.push_back(x.std().item<double>());
     const at::Tensor y = b.target[0][j];
-    for (int l = 0; l < 4; ++l) s.fraction[static_cast<size_t>(l)].push_back(y.eq(l).to(at::kDouble).mean().item<double>());
+    for (int l = 0; l < 4; ++l)
+      s.fraction[static_cast<size_t>(l)].push_back(y.eq(l).to(at::kDouble).mean().item<double>());
   }
 }
 
@@ -216,7 +217,8 @@ TEST(DeviceAugment, RotationAndScalingRatesAndRangesFollowTheConfig) {
   const Moments ma = moments(angles), ms = moments(scales);
   EXPECT_NEAR(ma.mean, 0.0, 4.5 * amax / std::sqrt(3.0) / std::sqrt(static_cast<double>(angles.size())));
   EXPECT_NEAR(ms.mean, 1.05, 4.5 * 0.7 / std::sqrt(12.0) / std::sqrt(static_cast<double>(scales.size())));
-  EXPECT_NEAR(ma.se * std::sqrt(static_cast<double>(angles.size())), amax / std::sqrt(3.0), 0.1 * amax / std::sqrt(3.0));
+  EXPECT_NEAR(ma.se * std::sqrt(static_cast<double>(angles.size())), amax / std::sqrt(3.0),
+              0.1 * amax / std::sqrt(3.0));
 }
 
 // Noise on, nnU-Net's probabilities: the device path (seed 1) and the CPU path (seed 2) are
@@ -232,7 +234,8 @@ TEST(DeviceAugment, IntensityMomentsAndLabelFractionsFollowTheCpuPath) {
   }
   expect_same_mean(dev.mean, cpu.mean, "image mean");
   expect_same_mean(dev.sd, cpu.sd, "image std");
-  for (size_t l = 0; l < 4; ++l) expect_same_mean(dev.fraction[l], cpu.fraction[l], "fraction of label " + std::to_string(l));
+  for (size_t l = 0; l < 4; ++l)
+    expect_same_mean(dev.fraction[l], cpu.fraction[l], "fraction of label " + std::to_string(l));
 }
 
 // A constant image with only noise on: each sample's std is its drawn std (relative standard error

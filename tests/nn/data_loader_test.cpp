@@ -66,7 +66,8 @@ class BrokenSource : public CaseSource {
 // Counts case reads and makes each one last `delay`, so that a test can catch the workers inside one.
 class SlowSource : public CaseSource {
  public:
-  SlowSource(std::shared_ptr<InMemoryCaseSource> s, std::chrono::milliseconds delay) : s_(std::move(s)), delay_(delay) {}
+  SlowSource(std::shared_ptr<InMemoryCaseSource> s, std::chrono::milliseconds delay)
+      : s_(std::move(s)), delay_(delay) {}
   int64_t size() const override { return s_->size(); }
   std::string id(int64_t i) const override { return s_->id(i); }
   int64_t channels() const override { return s_->channels(); }

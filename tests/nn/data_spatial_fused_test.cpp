@@ -28,7 +28,8 @@ constexpr double kPi = 3.14159265358979323846;
 Sample random_patch(int64_t C, const Shape3& s, uint64_t seed, bool noisy) {
   at::manual_seed(static_cast<int64_t>(seed));
   Sample out;
-  out.data = at::randn({C, s[0], s[1], s[2]}) + at::arange(s[0] * s[1] * s[2], at::kFloat).reshape({1, s[0], s[1], s[2]}) * 0.01;
+  out.data = at::randn({C, s[0], s[1], s[2]}) +
+             at::arange(s[0] * s[1] * s[2], at::kFloat).reshape({1, s[0], s[1], s[2]}) * 0.01;
   if (noisy) {
     out.seg = at::randint(-1, 4, {1, s[0], s[1], s[2]}, at::kShort);
     return out;
@@ -90,9 +91,9 @@ TEST(SpatialFused, EqualsGridSampleOnAnisotropicAndOddShapes) {
 }
 
 TEST(SpatialFused, EqualsGridSampleInPlaneForDummy2DAnd2D) {
-  compare_many({5, 40, 36}, {5, 24, 20}, true, 10, false, 5);   // dummy-2D: loader z == patch z
+  compare_many({5, 40, 36}, {5, 24, 20}, true, 10, false, 5);  // dummy-2D: loader z == patch z
   compare_many({5, 40, 36}, {5, 24, 20}, true, 30, true, 6);
-  compare_many({1, 45, 52}, {1, 30, 33}, true, 10, false, 7);   // 2D configuration
+  compare_many({1, 45, 52}, {1, 30, 33}, true, 10, false, 7);  // 2D configuration
 }
 
 TEST(SpatialFused, EqualsGridSampleOnExactRightAnglesAndPureScaling) {
@@ -129,7 +130,8 @@ TEST(SpatialFused, ReadingOnlyThePlannedBoxEqualsCroppingTheLoaderPatch) {
   Rng rng(12);
   for (int t = 0; t < 10; ++t) {
     const Box box{{-3 + t, 2 - t, -5 + 2 * t}, {-3 + t + loader[0], 2 - t + loader[1], -5 + 2 * t + loader[2]}};
-    Sample whole{at::empty({1, loader[0], loader[1], loader[2]}), at::empty({1, loader[0], loader[1], loader[2]}, at::kShort)};
+    Sample whole{at::empty({1, loader[0], loader[1], loader[2]}),
+                 at::empty({1, loader[0], loader[1], loader[2]}, at::kShort)};
     cases.read_data(0, box, whole.data.data_ptr<float>(), 0.f);
     cases.read_seg(0, box, whole.seg.data_ptr<int16_t>(), -1);
     SpatialParams p = t % 3 == 0 ? SpatialParams{} : random_params(rng, false);

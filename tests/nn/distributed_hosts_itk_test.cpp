@@ -26,7 +26,7 @@ using test::TwoHosts;
 
 namespace {
 
-constexpr int kTimeout = 5;    // --dist-timeout of these tests
+constexpr int kTimeout = 5;   // --dist-timeout of these tests
 constexpr double kSlack = 4;  // a rank's start (LibTorch loads) and exit, on a loaded 2-core machine
 
 // Raw dataset 955 -> plans -> preprocessed 3d_fullres, with the plans copies and splits_final.json the
@@ -36,7 +36,8 @@ struct Dataset {
   std::string root;
   Dataset() {
     const fs::path cache = fs::path(test::bin_dir()) / ".." / "test_cache";
-    const auto stamp = fs::last_write_time(fs::path(test::bin_dir()) / "medseg_plan_and_preprocess").time_since_epoch().count();
+    const auto stamp =
+        fs::last_write_time(fs::path(test::bin_dir()) / "medseg_plan_and_preprocess").time_since_epoch().count();
     root = (cache / ("hosts955_" + std::to_string(stamp))).string();
     if (fs::exists(root + "/ready")) return;
     fs::create_directories(cache);
@@ -55,7 +56,8 @@ struct Dataset {
       if (e.is_directory() && e.path().filename().string().rfind("hosts955_", 0) == 0) fs::remove_all(e.path());
     const std::string tmp = root + ".tmp";
     fs::create_directories(tmp + "/raw");
-    auto r = test::run_cli("medseg_make_dataset", "-d 955 -n Hosts --cases 5 --min-shape 12 20 20 --max-shape 13 21 21 --seed 3",
+    auto r = test::run_cli("medseg_make_dataset",
+                           "-d 955 -n Hosts --cases 5 --min-shape 12 20 20 --max-shape 13 21 21 --seed 3",
                            "MEDSEG_RAW=" + tmp + "/raw");
     if (r.exit_code != 0) throw std::runtime_error(r.output);
     r = test::run_cli("medseg_plan_and_preprocess", "-d 955 -c 3d_fullres --np 2 --no_pbar",
@@ -186,7 +188,8 @@ TEST(DistributedJoin, MasterUnreachableEndsWithinTheTimeoutNamingRank0) {
   EXPECT_NE(status, -1) << "still running after 60 s";
   EXPECT_LT(took, kTimeout + kSlack) << log;
   EXPECT_NE(log.find("rank 1 of 2: cannot reach rank 0's rendezvous on 127.0.0.1:" + std::to_string(port)),
-            std::string::npos) << log;
+            std::string::npos)
+      << log;
   std::printf("master unreachable: rank 1 exited %d after %.2f s\n", status, took);
 }
 
@@ -217,7 +220,8 @@ TEST(DistributedJoin, WrongWorldSizeIsNamedAtOnce) {
   EXPECT_NE(s1, 0) << log1;
   EXPECT_LT(took0, kTimeout + kSlack) << log0;
   EXPECT_LT(took0 + took1, kTimeout + kSlack) << log1;
-  EXPECT_NE(log0.find("rank 0 of 2: rank 1 was started with WORLD_SIZE=3, this rank with WORLD_SIZE=2"), std::string::npos)
+  EXPECT_NE(log0.find("rank 0 of 2: rank 1 was started with WORLD_SIZE=3, this rank with WORLD_SIZE=2"),
+            std::string::npos)
       << log0;
   EXPECT_NE(log1.find("rank 1 of 3: "), std::string::npos) << log1;
   std::printf("wrong world size: rank 0 exited %d after %.2f s, rank 1 %d after %.2f s more\n", s0, took0, s1, took1);
@@ -300,10 +304,12 @@ TEST(DistributedRefusal, WorldSizeOtherThanSpatialParallelAtOnce) {
   const int port = distributed::free_loopback_port();
   const std::string args = train_args(dataset().plans(1), "--epochs 1 --iters-per-epoch 1") + " --spatial_parallel 2";
   const auto start = std::chrono::steady_clock::now();
-  const auto r = test::run_cli("medseg_train", args, env(d / "res") + " " + test::torchrun_env(0, 3, "127.0.0.1", port));
+  const auto r =
+      test::run_cli("medseg_train", args, env(d / "res") + " " + test::torchrun_env(0, 3, "127.0.0.1", port));
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("--spatial_parallel 2 needs exactly that many ranks (3 in this run)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--spatial_parallel 2 needs exactly that many ranks (3 in this run)"), std::string::npos)
+      << r.output;
   EXPECT_EQ(lines_of(r.output), 1) << r.output;
   EXPECT_LT(took, kTimeout) << r.output;
 }
@@ -333,9 +339,10 @@ TEST(DistributedData, RankWithZeroedImagesIsRefusedNamingTheCase) {
   test::Processes procs;
   const int port = distributed::free_loopback_port();
   const std::string args = train_args(plans, "--epochs 1 --iters-per-epoch 1");
-  const pid_t r0 = procs.start(train(env(d / "res") + " " + test::torchrun_env(0, 2, "127.0.0.1", port), args), d / "rank0.log");
-  const pid_t r1 = procs.start(train(env(d / "res", d / "pre1") + " " + test::torchrun_env(1, 2, "127.0.0.1", port), args),
-                               d / "rank1.log");
+  const pid_t r0 =
+      procs.start(train(env(d / "res") + " " + test::torchrun_env(0, 2, "127.0.0.1", port), args), d / "rank0.log");
+  const pid_t r1 = procs.start(
+      train(env(d / "res", d / "pre1") + " " + test::torchrun_env(1, 2, "127.0.0.1", port), args), d / "rank1.log");
   const int s0 = test::wait_exit(r0, std::chrono::seconds(90));
   const int s1 = test::wait_exit(r1, std::chrono::seconds(30));
   const std::string log0 = test::read_text(d / "rank0.log"), log1 = test::read_text(d / "rank1.log");
@@ -356,15 +363,15 @@ namespace {
 struct HostRun {
   pid_t rank[2] = {-1, -1};
 };
-HostRun start_on_hosts(const TwoHosts& hosts, test::Processes& procs, const std::string& dir, const std::string& results,
-                       const std::string& args, int port, const std::string& pre1 = dataset().pre(),
-                       const std::string& tag = "") {
+HostRun start_on_hosts(const TwoHosts& hosts, test::Processes& procs, const std::string& dir,
+                       const std::string& results, const std::string& args, int port,
+                       const std::string& pre1 = dataset().pre(), const std::string& tag = "") {
   HostRun run;
   for (int h = 0; h < 2; ++h)
-    run.rank[h] = procs.start(
-        hosts.on(h, env(results, h == 0 ? dataset().pre() : pre1) + " " +
-                        test::torchrun_env(h, 2, TwoHosts::address(0), port) + " " + test::bin_dir() + "/medseg_train " + args),
-        dir + "/rank" + std::to_string(h) + tag + ".log");
+    run.rank[h] = procs.start(hosts.on(h, env(results, h == 0 ? dataset().pre() : pre1) + " " +
+                                              test::torchrun_env(h, 2, TwoHosts::address(0), port) + " " +
+                                              test::bin_dir() + "/medseg_train " + args),
+                              dir + "/rank" + std::to_string(h) + tag + ".log");
   return run;
 }
 
@@ -389,7 +396,8 @@ TEST(DistributedHosts, TwoHostsTrainLikeLoopback) {
   const HostRun run = start_on_hosts(hosts, procs, d.path(), d / "res", train_args(plans, more), 29500);
   expect_both_succeed(run, d.path());
   // Each rank told the other its end of the link, not loopback (nothing set but the five variables).
-  EXPECT_NE(test::read_text(d / "rank0.log").find("Gloo on 10.78.0.1"), std::string::npos) << test::read_text(d / "rank0.log");
+  EXPECT_NE(test::read_text(d / "rank0.log").find("Gloo on 10.78.0.1"), std::string::npos)
+      << test::read_text(d / "rank0.log");
   expect_identical(loop, fold(d / "res", plans) + "/checkpoint_final.ckpt");
 }
 
@@ -434,7 +442,8 @@ TEST(DistributedHosts, LinkCutStopsBothRanksWithinTheTimeoutAndTheRunResumes) {
     EXPECT_NE(log.find("rank " + std::to_string(h) + " of 2: "), std::string::npos) << log;
     EXPECT_NE(log.find(other), std::string::npos) << log;
   }
-  std::printf("link cut: rank 0 exited %d after %.2f s, rank 1 %d after %.2f s\n", status[0], took[0], status[1], took[1]);
+  std::printf("link cut: rank 0 exited %d after %.2f s, rank 1 %d after %.2f s\n", status[0], took[0], status[1],
+              took[1]);
   ASSERT_FALSE(fs::exists(fold(d / "res", plans) + "/checkpoint_final.ckpt"));
   const auto info = test::run_cli("medseg_checkpoint", "info " + latest);
   ASSERT_EQ(info.exit_code, 0) << info.output;

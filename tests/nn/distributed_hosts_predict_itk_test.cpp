@@ -14,13 +14,13 @@
 #include "support/test_support.h"
 
 using namespace medseg;
-using test::wavy_image;
 using test::TwoHosts;
+using test::wavy_image;
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kTimeout = 5;    // --dist-timeout
+constexpr int kTimeout = 5;   // --dist-timeout
 constexpr double kSlack = 4;  // a rank's start and exit on a loaded 2-core machine
 
 // A one-fold tiny model and `cases` input images under `dir`.
@@ -39,8 +39,10 @@ Inputs make_inputs(const std::string& dir, int cases) {
 }
 
 std::string predict_args(const Inputs& in, const std::string& out) {
-  return "-i " + in.in + " -o " + out + " -m " + in.model + " -f 0 --save_probabilities --threads 1 -npp 0 -nps 0 "
-         "--disable_progress_bar --dist-timeout " + std::to_string(kTimeout);
+  return "-i " + in.in + " -o " + out + " -m " + in.model +
+         " -f 0 --save_probabilities --threads 1 -npp 0 -nps 0 "
+         "--disable_progress_bar --dist-timeout " +
+         std::to_string(kTimeout);
 }
 
 // The predictions of `a` and `b`: the same files with the same bytes (probabilities) and voxels.
@@ -48,8 +50,11 @@ void expect_same_outputs(const std::string& a, const std::string& b, int cases) 
   for (int i = 0; i < cases; ++i) {
     const std::string id = "c" + std::to_string(i);
     ASSERT_TRUE(fs::exists(b + "/" + id + ".nii.gz")) << id;
-    EXPECT_EQ(io::read_image(a + "/" + id + ".nii.gz").to_float(), io::read_image(b + "/" + id + ".nii.gz").to_float()) << id;
-    EXPECT_EQ(test::read_text(a + "/" + id + "_probabilities.npy"), test::read_text(b + "/" + id + "_probabilities.npy")) << id;
+    EXPECT_EQ(io::read_image(a + "/" + id + ".nii.gz").to_float(), io::read_image(b + "/" + id + ".nii.gz").to_float())
+        << id;
+    EXPECT_EQ(test::read_text(a + "/" + id + "_probabilities.npy"),
+              test::read_text(b + "/" + id + "_probabilities.npy"))
+        << id;
   }
 }
 
@@ -87,7 +92,8 @@ TEST(DistributedHostsPredict, TwoHostsEachReadingItsOwnCopyPredictLikeLoopback) 
   for (int h = 0; h < 2; ++h)
     EXPECT_EQ(test::wait_exit(run.rank[h], std::chrono::seconds(h == 0 ? 120 : 30)), 0)
         << test::read_text(d / ("rank" + std::to_string(h) + ".log"));
-  EXPECT_NE(test::read_text(d / "rank0.log").find("Gloo on 10.78.0.1"), std::string::npos) << test::read_text(d / "rank0.log");
+  EXPECT_NE(test::read_text(d / "rank0.log").find("Gloo on 10.78.0.1"), std::string::npos)
+      << test::read_text(d / "rank0.log");
   expect_same_outputs(d / "loop", d / "hosts", 2);
 }
 
@@ -115,10 +121,11 @@ TEST(DistributedHostsPredict, LinkCutStopsBothRanksWithinTheTimeoutAndTheRunCont
     EXPECT_NE(status[h], -1) << log;
     EXPECT_LT(took[h], kTimeout + kSlack) << log;
     EXPECT_NE(log.find("rank " + std::to_string(h) + " of 2: "), std::string::npos) << log;
-    EXPECT_NE(log.find("rank " + std::to_string(1 - h) + " exited or did not answer within 5 s"), std::string::npos) << log;
+    EXPECT_NE(log.find("rank " + std::to_string(1 - h) + " exited or did not answer within 5 s"), std::string::npos)
+        << log;
   }
-  std::printf("predict link cut: rank 0 exited %d after %.2f s, rank 1 %d after %.2f s\n", status[0], took[0], status[1],
-              took[1]);
+  std::printf("predict link cut: rank 0 exited %d after %.2f s, rank 1 %d after %.2f s\n", status[0], took[0],
+              status[1], took[1]);
   ASSERT_FALSE(fs::exists(d / ("hosts/c" + std::to_string(cases - 1) + ".nii.gz"))) << "the cut came too late";
   // Link back: --continue_prediction predicts the rest; everything equals the loopback run.
   ASSERT_TRUE(hosts.restore());
@@ -145,8 +152,8 @@ TEST(DistributedHostsPredict, RankReadingOtherImagesIsRefusedNamingTheCase) {
   for (int r = 0; r < 2; ++r) {
     Inputs mine = in;
     if (r == 1) mine.in = d / "in1";
-    rank[r] = procs.start("env " + test::torchrun_env(r, 2, "127.0.0.1", port) + " " + test::bin_dir() + "/medseg_predict " +
-                              predict_args(mine, d / "out"),
+    rank[r] = procs.start("env " + test::torchrun_env(r, 2, "127.0.0.1", port) + " " + test::bin_dir() +
+                              "/medseg_predict " + predict_args(mine, d / "out"),
                           d / ("rank" + std::to_string(r) + ".log"));
   }
   for (int r = 0; r < 2; ++r) {

@@ -94,8 +94,8 @@ class TwoHosts {
     for (int h = 0; h < 2; ++h) ns_[h] = "medseg_h" + std::to_string(h) + "_" + id;
     link_[0] = "mh" + id + "a";
     link_[1] = "mh" + id + "b";
-    std::string cmd = "ip netns add " + ns_[0] + " && ip netns add " + ns_[1] + " && ip link add " + link_[0] + " netns " +
-                      ns_[0] + " type veth peer name " + link_[1] + " netns " + ns_[1];
+    std::string cmd = "ip netns add " + ns_[0] + " && ip netns add " + ns_[1] + " && ip link add " + link_[0] +
+                      " netns " + ns_[0] + " type veth peer name " + link_[1] + " netns " + ns_[1];
     for (int h = 0; h < 2; ++h)
       cmd += " && ip -n " + ns_[h] + " addr add " + address(h) + "/24 dev " + link_[h] + " && ip -n " + ns_[h] +
              " link set " + link_[h] + " up && ip -n " + ns_[h] + " link set lo up";

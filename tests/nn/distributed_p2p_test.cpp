@@ -34,9 +34,9 @@ TEST(DistributedP2P, ReceiveIntoAStridedView) {
 
 TEST(DistributedP2P, APeerThatIsNotAnotherRankIsRefused) {
   EXPECT_THROW(run_ranks(2,
-                                  [](distributed::ProcessGroup& g) {
-                                    at::Tensor t = at::zeros({1});
-                                    g.send(t, g.rank(), 0);
-                                  }),
+                         [](distributed::ProcessGroup& g) {
+                           at::Tensor t = at::zeros({1});
+                           g.send(t, g.rank(), 0);
+                         }),
                std::exception);
 }

@@ -41,7 +41,8 @@ struct Dataset {
   test::TempDir dir{"ddp"};
   Dataset() {
     fs::create_directories(dir / "raw");
-    auto r = test::run_cli("medseg_make_dataset", "-d 953 -n Tiny --cases 6 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5",
+    auto r = test::run_cli("medseg_make_dataset",
+                           "-d 953 -n Tiny --cases 6 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5",
                            "MEDSEG_RAW=" + (dir / "raw"));
     if (r.exit_code != 0) throw std::runtime_error(r.output);
     r = test::run_cli("medseg_plan_and_preprocess", "-d 953 -c 3d_fullres --np 2 --no_pbar",
@@ -81,7 +82,8 @@ std::string fold(const std::string& results, const std::string& plans) {
 
 // `medseg_checkpoint diff A B --rtol 1e-5`: the atol floor covers conv biases that an instance norm
 // follows (their true gradient is 0; what they hold is rounding noise, ~1e-8).
-test::CmdResult same_within(const std::string& a, const std::string& b, const std::string& tol = "--rtol 1e-5 --atol 5e-8") {
+test::CmdResult same_within(const std::string& a, const std::string& b,
+                            const std::string& tol = "--rtol 1e-5 --atol 5e-8") {
   return test::run_cli("medseg_checkpoint", "diff " + a + " " + b + " " + tol);
 }
 
@@ -104,14 +106,16 @@ TEST_P(DataParallelEquivalence, TwoRanksEqualOneProcess) {
   const std::string plans = dataset().plans(row.batch, row.batch_dice);
   test::TempDir d("ddpeq");
   std::string flags = row.flags;
-  if (const auto at = flags.find("{tiny_lr}"); at != std::string::npos) flags.replace(at, 9, dataset().dir / "tiny_lr.json");
+  if (const auto at = flags.find("{tiny_lr}"); at != std::string::npos)
+    flags.replace(at, 9, dataset().dir / "tiny_lr.json");
   const std::string args = "953 3d_fullres 0 -p " + plans + " --epochs 1 " + flags + kFlags;
   auto one = test::run_cli("medseg_train", args, env(d / "one"));
   ASSERT_EQ(one.exit_code, 0) << one.output;
   auto two = test::run_cli("medseg_train", args + " --nproc_per_node 2", env(d / "two"));
   ASSERT_EQ(two.exit_code, 0) << two.output;
   EXPECT_NE(two.output.find("2 ranks joined"), std::string::npos) << two.output;
-  const auto r = same_within(fold(d / "one", plans) + "/checkpoint_final.ckpt", fold(d / "two", plans) + "/checkpoint_final.ckpt");
+  const auto r =
+      same_within(fold(d / "one", plans) + "/checkpoint_final.ckpt", fold(d / "two", plans) + "/checkpoint_final.ckpt");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   // Only rank 0 wrote: one training log, one metrics line, one validation summary over all cases.
   EXPECT_EQ(fs::exists(fold(d / "two", plans) + "/progress.png"), training::progress_plot_available());
@@ -174,9 +178,10 @@ namespace {
 
 // One rank started torchrun style: `sh -c "exec env ... medseg_train ..."`, so the pid is the rank's.
 pid_t spawn_rank(int rank, int port, const std::string& results, const std::string& args, const std::string& log) {
-  const std::string cmd = "exec env " + env(results) + " RANK=" + std::to_string(rank) + " WORLD_SIZE=2 LOCAL_RANK=" +
-                          std::to_string(rank) + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " +
-                          test::bin_dir() + "/medseg_train " + args + " > " + log + " 2>&1";
+  const std::string cmd = "exec env " + env(results) + " RANK=" + std::to_string(rank) +
+                          " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(rank) +
+                          " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + test::bin_dir() +
+                          "/medseg_train " + args + " > " + log + " 2>&1";
   const pid_t pid = fork();
   if (pid == 0) {
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
@@ -241,12 +246,14 @@ bool wait_for_text(const std::string& file, const std::string& text, std::chrono
 TEST(DataParallelFaults, KilledRankEndsTheOtherWithinTheTimeout) {
   const std::string plans = dataset().plans(4, false);
   test::TempDir d("ddpkill");
-  const std::string args = "953 3d_fullres 0 -p " + plans + " --epochs 1 --iters-per-epoch 100000 --val-iters-per-epoch 1 "
+  const std::string args = "953 3d_fullres 0 -p " + plans +
+                           " --epochs 1 --iters-per-epoch 100000 --val-iters-per-epoch 1 "
                            "--num-workers 0 --threads 1 --no_pbar --dist-timeout 20 --verbose";
   const int port = free_port();
   const pid_t r0 = spawn_rank(0, port, d / "res", args, d / "rank0.log");
   const pid_t r1 = spawn_rank(1, port, d / "res", args, d / "rank1.log");
-  ASSERT_TRUE(wait_for_text(d / "rank0.log", "network PlainConvUNet", std::chrono::seconds(60))) << test::read_text(d / "rank0.log");
+  ASSERT_TRUE(wait_for_text(d / "rank0.log", "network PlainConvUNet", std::chrono::seconds(60)))
+      << test::read_text(d / "rank0.log");
   std::this_thread::sleep_for(std::chrono::seconds(2));  // inside the epoch
   kill(r1, SIGKILL);
   const auto t0 = std::chrono::steady_clock::now();
@@ -265,8 +272,10 @@ TEST(DataParallelFaults, LauncherNamesTheDeadRankAndStopsTheOthers) {
   const std::string plans = dataset().plans(4, false);
   test::TempDir d("ddplkill");
   const std::string cmd = "exec env " + env(d / "res") + " " + test::bin_dir() + "/medseg_train 953 3d_fullres 0 -p " +
-                          plans + " --epochs 1 --iters-per-epoch 100000 --num-workers 0 --threads 1 --no_pbar "
-                          "--dist-timeout 20 --nproc_per_node 2 > " + (d / "launcher.log") + " 2>&1";
+                          plans +
+                          " --epochs 1 --iters-per-epoch 100000 --num-workers 0 --threads 1 --no_pbar "
+                          "--dist-timeout 20 --nproc_per_node 2 > " +
+                          (d / "launcher.log") + " 2>&1";
   const pid_t launcher = fork();
   if (launcher == 0) {
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
@@ -276,7 +285,8 @@ TEST(DataParallelFaults, LauncherNamesTheDeadRankAndStopsTheOthers) {
       << test::read_text(d / "launcher.log");
   std::this_thread::sleep_for(std::chrono::seconds(2));
   // The launcher's children, told apart by the RANK in their environment.
-  const std::string children = test::read_text("/proc/" + std::to_string(launcher) + "/task/" + std::to_string(launcher) + "/children");
+  const std::string children =
+      test::read_text("/proc/" + std::to_string(launcher) + "/task/" + std::to_string(launcher) + "/children");
   pid_t rank0 = 0, rank1 = 0;
   std::istringstream ids(children);
   for (pid_t p; ids >> p;) {
@@ -295,13 +305,16 @@ TEST(DataParallelFaults, LauncherNamesTheDeadRankAndStopsTheOthers) {
   EXPECT_NE(kill(rank0, 0), 0) << "rank 0 still exists";
   // The last checkpoint written stays loadable (none was written in epoch 0: the folder has no torn file).
   for (const auto& e : fs::directory_iterator(fold(d / "res", plans)))
-    EXPECT_EQ(e.path().extension() == ".ckpt" ? test::run_cli("medseg_checkpoint", "info " + e.path().string()).exit_code : 0, 0);
+    EXPECT_EQ(
+        e.path().extension() == ".ckpt" ? test::run_cli("medseg_checkpoint", "info " + e.path().string()).exit_code : 0,
+        0);
 }
 
 TEST(DataParallelFaults, CtrlCOnTheLauncherSavesOnceAndResumes) {
   const std::string plans = dataset().plans(4, false);
   test::TempDir d("ddpint");
-  const std::string base = "953 3d_fullres 0 -p " + plans + " --epochs 2 --iters-per-epoch 100000 --num-workers 0 "
+  const std::string base = "953 3d_fullres 0 -p " + plans +
+                           " --epochs 2 --iters-per-epoch 100000 --num-workers 0 "
                            "--threads 1 --no_pbar --dist-timeout 20 --nproc_per_node 2";
   const std::string cmd = "exec env " + env(d / "res") + " " + test::bin_dir() + "/medseg_train " + base + " > " +
                           (d / "launcher.log") + " 2>&1";
@@ -320,7 +333,9 @@ TEST(DataParallelFaults, CtrlCOnTheLauncherSavesOnceAndResumes) {
   ASSERT_TRUE(fs::exists(f + "/checkpoint_latest.ckpt")) << log;
   EXPECT_EQ(test::run_cli("medseg_checkpoint", "info " + f + "/checkpoint_latest.ckpt").exit_code, 0);
   size_t saves = 0;
-  for (auto p = log.find("saving checkpoint_latest"); p != std::string::npos; p = log.find("saving checkpoint_latest", p + 1)) ++saves;
+  for (auto p = log.find("saving checkpoint_latest"); p != std::string::npos;
+       p = log.find("saving checkpoint_latest", p + 1))
+    ++saves;
   EXPECT_EQ(saves, 1u) << log;
 }
 
@@ -350,12 +365,13 @@ TEST_P(DataParallelBadInput, OneLineNothingWritten) {
 
 INSTANTIATE_TEST_SUITE_P(
     Rows, DataParallelBadInput,
-    ::testing::Values(
-        BadRow{"world_size_without_rank", "WORLD_SIZE=2", "", "WORLD_SIZE is set but RANK is not"},
-        BadRow{"rank_outside_world", "RANK=2 WORLD_SIZE=2 MASTER_PORT=29999", "", "RANK='2' must be an integer in [0, 1]"},
-        BadRow{"no_master_port", "RANK=0 WORLD_SIZE=2", "", "MASTER_PORT is not set"},
-        BadRow{"batch_smaller_than_ranks", "", " -p {plans1} --nproc_per_node 2", "smaller than the 2 ranks"},
-        BadRow{"nproc_and_num_gpus_disagree", "", " --nproc_per_node 2 -num_gpus 3", "disagree"}),
+    ::testing::Values(BadRow{"world_size_without_rank", "WORLD_SIZE=2", "", "WORLD_SIZE is set but RANK is not"},
+                      BadRow{"rank_outside_world", "RANK=2 WORLD_SIZE=2 MASTER_PORT=29999", "",
+                             "RANK='2' must be an integer in [0, 1]"},
+                      BadRow{"no_master_port", "RANK=0 WORLD_SIZE=2", "", "MASTER_PORT is not set"},
+                      BadRow{"batch_smaller_than_ranks", "", " -p {plans1} --nproc_per_node 2",
+                             "smaller than the 2 ranks"},
+                      BadRow{"nproc_and_num_gpus_disagree", "", " --nproc_per_node 2 -num_gpus 3", "disagree"}),
     [](const auto& row_info) { return row_info.param.name; });
 
 TEST(DataParallelBadInput, PortInUseAndRanksThatDisagree) {
@@ -372,10 +388,13 @@ TEST(DataParallelBadInput, PortInUseAndRanksThatDisagree) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   const int busy = ntohs(a.sin_port);
   const std::string args = "953 3d_fullres 0 -p " + plans + " --epochs 1 --iters-per-epoch 1" + std::string(kFlags);
-  auto r = test::run_cli("medseg_train", args, env(d / "res") + " RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(busy));
+  auto r =
+      test::run_cli("medseg_train", args,
+                    env(d / "res") + " RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(busy));
   close(fd);
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("cannot serve the rendezvous on 127.0.0.1:" + std::to_string(busy)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cannot serve the rendezvous on 127.0.0.1:" + std::to_string(busy)), std::string::npos)
+      << r.output;
   EXPECT_FALSE(fs::exists(d / "res" + "/Dataset953_Tiny"));
   // Two ranks started with different trainer settings: both refuse before anything is written.
   const int port = free_port();
@@ -383,7 +402,11 @@ TEST(DataParallelBadInput, PortInUseAndRanksThatDisagree) {
   const pid_t r1 = spawn_rank(1, port, d / "res2", args + " --checkpoint-every 3", d / "rank1.log");
   EXPECT_NE(wait_for(r0, std::chrono::seconds(60)), 0);
   EXPECT_NE(wait_for(r1, std::chrono::seconds(60)), 0);
-  EXPECT_NE(test::read_text(d / "rank0.log").find("rank 1 differs from rank 0 in its plans, dataset.json, trainer config"),
-            std::string::npos) << test::read_text(d / "rank0.log") << "\n---\n" << test::read_text(d / "rank1.log");
-  EXPECT_FALSE(fs::exists(d / "res2" + "/Dataset953_Tiny/nnUNetTrainer__" + plans + "__3d_fullres/fold_0/training_log.txt"));
+  EXPECT_NE(
+      test::read_text(d / "rank0.log").find("rank 1 differs from rank 0 in its plans, dataset.json, trainer config"),
+      std::string::npos)
+      << test::read_text(d / "rank0.log") << "\n---\n"
+      << test::read_text(d / "rank1.log");
+  EXPECT_FALSE(
+      fs::exists(d / "res2" + "/Dataset953_Tiny/nnUNetTrainer__" + plans + "__3d_fullres/fold_0/training_log.txt"));
 }

@@ -236,9 +236,7 @@ TEST(CudaGradScaler, Fp16OverflowIsSkippedThenTheScaleRecoversAndGrows) {
     SCOPED_TRACE("iteration " + std::to_string(i));
     cuda.push_back(scaler_iteration(scaler, net.opt, net.loss(), [&] {
       ASSERT_EQ(net.w.grad().scalar_type(), at::kFloat) << "fp32 master gradients";
-      if (i == 0) {
-        EXPECT_FALSE(at::isfinite(net.w.grad()).all().item<bool>()) << "the fp16 backward must overflow";
-      }
+      if (i == 0) { EXPECT_FALSE(at::isfinite(net.w.grad()).all().item<bool>()) << "the fp16 backward must overflow"; }
     }));
     if (cuda.back().finite) {  // unscaled in place: exactly the true gradient
       EXPECT_TRUE(torch::equal(net.w.grad().cpu(), torch::full({3, 1}, true_grad[i], at::kFloat)));
@@ -349,8 +347,8 @@ struct CudaStepMemory {
   planning::MemoryEstimate estimate;
   double ratio() const { return measured_peak > 0 ? double(estimate.peak_bytes) / double(measured_peak) : 0.0; }
   std::string summary() const {
-    return name + ": estimate " + std::to_string(estimate.peak_bytes) + " B (" + estimate.peak_phase +
-           "), measured " + std::to_string(measured_peak) + " B, ratio " + std::to_string(ratio()) + ", static " +
+    return name + ": estimate " + std::to_string(estimate.peak_bytes) + " B (" + estimate.peak_phase + "), measured " +
+           std::to_string(measured_peak) + " B, ratio " + std::to_string(ratio()) + ", static " +
            std::to_string(static_bytes) + " B for " + std::to_string(parameters) + " parameters";
   }
 };
@@ -363,7 +361,8 @@ CudaStepMemory measure_cuda_step(const std::string& planner, bool amp) {
   CudaStepMemory r;
   r.name = planner + (amp ? " 3d fp16" : " 3d fp32");
   // docs/plans.md's second CPU table: median 96x160x160, patch 32x64x64, batch 2.
-  const nlohmann::json arch = training::planned_architecture(planner, "3d_fullres", {96, 160, 160}, kInChannels, kClasses);
+  const nlohmann::json arch =
+      training::planned_architecture(planner, "3d_fullres", {96, 160, 160}, kInChannels, kClasses);
   const std::vector<int> patch = patch_for(arch, {32, 64, 64});
   const int batch = 2;
   const planning::ArchitecturePlan plan = planning::architecture_from_json(arch, "gpu test", r.name);
@@ -371,7 +370,7 @@ CudaStepMemory measure_cuda_step(const std::string& planner, bool amp) {
   mo.amp = amp;
   mo.optimizer = planning::OptimizerKind::SgdMomentum;
   mo.deep_supervision = true;
-  mo.checkpointing = 0;
+  mo.checkpointing = false;
   mo.device = planning::StepDevice::Cuda;
   r.estimate = planning::estimate_training_memory(plan, patch, batch, kInChannels, kClasses, mo);
 
@@ -485,8 +484,8 @@ data::Batch with_own_input(const data::Batch& b) {
 }
 
 struct Agreement {
-  double image = 0;          // largest |a - b| / max(1, |b|)
-  int64_t label_diff = 0;    // differing label voxels over all scales
+  double image = 0;        // largest |a - b| / max(1, |b|)
+  int64_t label_diff = 0;  // differing label voxels over all scales
   int64_t label_voxels = 0;
 };
 

@@ -47,14 +47,14 @@ TEST(InferenceCli, BadCasesAreNamedAndTheOthersStillRun) {
   other.spacing = {2.0, 1.0, 1.0};
   io::write_image(in + "/good_0000.nii.gz", blob(g));
   io::write_image(in + "/good_0001.nii.gz", blob(g, 3.0f));
-  io::write_image(in + "/missing_0000.nii.gz", blob(g));                // no _0001
+  io::write_image(in + "/missing_0000.nii.gz", blob(g));  // no _0001
   write_file_atomic(in + "/broken_0000.nii.gz", "this is not a NIfTI file");
   io::write_image(in + "/broken_0001.nii.gz", blob(g));
   io::write_image(in + "/grid_0000.nii.gz", blob(g));
-  io::write_image(in + "/grid_0001.nii.gz", blob(other));              // other spacing
+  io::write_image(in + "/grid_0001.nii.gz", blob(other));  // other spacing
   io::write_image(in + "/extra_0000.nii.gz", blob(g));
   io::write_image(in + "/extra_0001.nii.gz", blob(g));
-  io::write_image(in + "/extra_0002.nii.gz", blob(g));                 // the model takes 2
+  io::write_image(in + "/extra_0002.nii.gz", blob(g));  // the model takes 2
   const std::string out = d / "out";
   const auto r = test::run_cli("medseg_predict", "-i " + in + " -o " + out + " -m " + model +
                                                      " -npp 1 -nps 1 --disable_tta --disable_progress_bar");
@@ -80,7 +80,8 @@ TEST(InferenceCli, ContinuePredictionSkipsExistingOutputs) {
     io::write_image(in + "/" + id + "_0001.nii.gz", blob(g, 2.0f));
   }
   const std::string env = "MEDSEG_RESULTS=" + (d / "results");
-  const std::string args = "-i " + in + " -o " + out + " -d 999 -c 3d_fullres -f 0 --disable_tta --disable_progress_bar";
+  const std::string args =
+      "-i " + in + " -o " + out + " -d 999 -c 3d_fullres -f 0 --disable_tta --disable_progress_bar";
   auto r = test::run_cli("medseg_predict", args, env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(fs::exists(out + "/a.nii.gz"));

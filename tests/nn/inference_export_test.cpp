@@ -107,8 +107,8 @@ TEST(InferenceExport, LogitsAreResampledLinearlyOnThePixelAreaGrid) {
 TEST(InferenceExport, RegionsPaintInRegionsClassOrder) {
   const CaseProperties p = hand_props();
   auto logits = torch::full({2, 4, 2, 3}, -1.0);
-  logits[0].fill_(1.0);        // region painted 1: on everywhere in the box
-  logits[1][0][0][0] = 1.0;    // region painted 2: one voxel; transposed (1, 1, 1) -> original (1, 1, 1)
+  logits[0].fill_(1.0);      // region painted 1: on everywhere in the box
+  logits[1][0][0][0] = 1.0;  // region painted 2: one voxel; transposed (1, 1, 1) -> original (1, 1, 1)
   const LabelMapping regions{true, {1, 2}, PixelType::UInt8};
   const Volume seg = logits_to_segmentation(logits, p, regions, ExportOptions{});
   EXPECT_EQ(seg.at(1, 1, 1), 2);
@@ -118,22 +118,22 @@ TEST(InferenceExport, RegionsPaintInRegionsClassOrder) {
 }
 
 TEST(InferenceExport, LabelMappingFromDatasetJson) {
-  io::DatasetInfo ds = io::dataset_info_from_json(
-      ordered_json{{"channel_names", {{"0", "CT"}}},
-       {"labels", {{"background", 0}, {"a", 1}, {"b", 2}, {"ignore", 3}}},
-       {"numTraining", 1},
-       {"file_ending", ".nii.gz"}},
-      "dataset.json");
+  io::DatasetInfo ds =
+      io::dataset_info_from_json(ordered_json{{"channel_names", {{"0", "CT"}}},
+                                              {"labels", {{"background", 0}, {"a", 1}, {"b", 2}, {"ignore", 3}}},
+                                              {"numTraining", 1},
+                                              {"file_ending", ".nii.gz"}},
+                                 "dataset.json");
   const LabelMapping m = label_mapping(ds, "dataset.json");
   EXPECT_FALSE(m.regions);
   EXPECT_EQ(m.values, (std::vector<int>{0, 1, 2}));  // "ignore" is not a network output
-  io::DatasetInfo r = io::dataset_info_from_json(
-      ordered_json{{"channel_names", {{"0", "T1"}}},
-       {"labels", {{"background", 0}, {"whole", {1, 2}}, {"core", {2}}}},
-       {"regions_class_order", {1, 2}},
-       {"numTraining", 1},
-       {"file_ending", ".nii.gz"}},
-      "dataset.json");
+  io::DatasetInfo r =
+      io::dataset_info_from_json(ordered_json{{"channel_names", {{"0", "T1"}}},
+                                              {"labels", {{"background", 0}, {"whole", {1, 2}}, {"core", {2}}}},
+                                              {"regions_class_order", {1, 2}},
+                                              {"numTraining", 1},
+                                              {"file_ending", ".nii.gz"}},
+                                 "dataset.json");
   const LabelMapping rm = label_mapping(r, "dataset.json");
   EXPECT_TRUE(rm.regions);
   EXPECT_EQ(rm.values, (std::vector<int>{1, 2}));

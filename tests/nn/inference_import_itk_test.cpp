@@ -25,9 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool python_has_torch() {
-  return std::system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") == 0;
-}
+bool python_has_torch() { return std::system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") == 0; }
 
 int run(const std::string& cmd) { return std::system((cmd + " > /dev/null 2>&1").c_str()); }
 
@@ -52,9 +50,9 @@ TEST(InferenceImport, ImportedNnUNetFolderReproducesTheLogits) {
             0);
 
   const std::string imported = d / "medseg_imported";
-  ASSERT_EQ(run("/usr/bin/python3 " + test::source_path("scripts/import_nnunet_model.py") + " " + nnunet + " " +
-                imported),
-            0);
+  ASSERT_EQ(
+      run("/usr/bin/python3 " + test::source_path("scripts/import_nnunet_model.py") + " " + nnunet + " " + imported),
+      0);
 
   // The aliases are gone, names are medseg's, the source is recorded.
   const checkpoint::Checkpoint ck = checkpoint::load_checkpoint(imported + "/fold_0/checkpoint_final.ckpt");
@@ -89,8 +87,8 @@ TEST(InferenceImport, ImportedNnUNetFolderReproducesTheLogits) {
   fs::create_directories(d / "in");
   fs::copy_file(d / "case_0000.nii.gz", d / "in/case_0000.nii.gz");
   for (const auto& [model, out] : {std::make_pair(original, d / "out_a"), std::make_pair(imported, d / "out_b")}) {
-    const auto r = test::run_cli("medseg_predict", "-i " + (d / "in") + " -o " + out + " -m " + model +
-                                                       " --disable_progress_bar");
+    const auto r =
+        test::run_cli("medseg_predict", "-i " + (d / "in") + " -o " + out + " -m " + model + " --disable_progress_bar");
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   const Volume sa = io::read_image(d / "out_a/case.nii.gz"), sb = io::read_image(d / "out_b/case.nii.gz");

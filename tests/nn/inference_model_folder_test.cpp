@@ -56,9 +56,7 @@ TEST(ModelFolder, ErrorsNameTheMissingPiece) {
   try {
     load_model_folder(folder, {"3"});
     FAIL();
-  } catch (const FileError& e) {
-    EXPECT_NE(std::string(e.what()).find("fold_3"), std::string::npos) << e.what();
-  }
+  } catch (const FileError& e) { EXPECT_NE(std::string(e.what()).find("fold_3"), std::string::npos) << e.what(); }
   try {
     load_model_folder(folder, {"0"}, "checkpoint_best");
     FAIL();

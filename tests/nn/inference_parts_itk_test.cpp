@@ -67,7 +67,8 @@ TEST(InferenceParts, TwoPartsWriteExactlyTheFilesOfOneRun) {
     for (int64_t i = 0; i < v.numel(); ++i) p[i] = static_cast<float>((i * (c + 3)) % 17);
     io::write_image(in + "/case" + std::to_string(c) + "_0000.nii.gz", v);
   }
-  const std::string common = " -m " + model + " --disable_tta --save_probabilities -npp 0 -nps 0 --threads 1 --disable_progress_bar";
+  const std::string common =
+      " -m " + model + " --disable_tta --save_probabilities -npp 0 -nps 0 --threads 1 --disable_progress_bar";
   auto r = test::run_cli("medseg_predict", "-i " + in + " -o " + (d / "all") + common);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_cli("medseg_predict", "-i " + in + " -o " + (d / "p0") + common + " -num_parts 2 -part_id 0");
@@ -108,7 +109,8 @@ TEST(InferenceParts, BadPartsAreOneClearLine) {
                                                " -num_parts 2 -part_id 2");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("-part_id must be in 0..1"), std::string::npos) << r.output;
-  r = test::run_cli("medseg_predict", "-i " + (d / "in") + " -o " + (d / "out") + " -m " + (d / "model") + " -num_parts 0");
+  r = test::run_cli("medseg_predict",
+                    "-i " + (d / "in") + " -o " + (d / "out") + " -m " + (d / "model") + " -num_parts 0");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("-num_parts must be >= 1"), std::string::npos) << r.output;
 }

@@ -87,14 +87,14 @@ RunSummary predict_folder(const std::string& model, const std::string& in, const
 
 TEST(InferencePredict, OutputHasTheInputGeometryAndLabelsTheNonzeroBox) {
   test::TempDir d("pred");
-  const std::vector<std::pair<std::string, std::array<double, 9>>> dirs = {
-      {"lps", {1, 0, 0, 0, 1, 0, 0, 0, 1}},
-      {"ras", {-1, 0, 0, 0, -1, 0, 0, 0, 1}},
-      {"las", {1, 0, 0, 0, -1, 0, 0, 0, 1}},
-      {"obl", oblique()}};
+  const std::vector<std::pair<std::string, std::array<double, 9>>> dirs = {{"lps", {1, 0, 0, 0, 1, 0, 0, 0, 1}},
+                                                                           {"ras", {-1, 0, 0, 0, -1, 0, 0, 0, 1}},
+                                                                           {"las", {1, 0, 0, 0, -1, 0, 0, 0, 1}},
+                                                                           {"obl", oblique()}};
   const std::array<int64_t, 3> shape{18, 21, 23}, lo{2, 3, 4}, hi{15, 19, 20};
   fs::create_directories(d / "in");
-  for (const auto& [name, dir] : dirs) io::write_image(d / ("in/" + name + "_0000.nii.gz"), boxed_image(shape, geometry_with(dir), lo, hi));
+  for (const auto& [name, dir] : dirs)
+    io::write_image(d / ("in/" + name + "_0000.nii.gz"), boxed_image(shape, geometry_with(dir), lo, hi));
 
   // Configuration spacing differs from the images' (z, y, x) = (2, 1.2, 1.5) so the logits are
   // resampled both ways; the transpose puts x first. Constant logits (0, 5): label 1 wherever the
@@ -157,7 +157,8 @@ TEST(InferencePredict, TwoFoldEnsembleAveragesTheFoldsLogits) {
   Predictor p1(load_model_folder(d / "model", {"1"}), po);
   Predictor both(load_model_folder(d / "model", {"0", "1"}), po);
   auto c = p0.preprocess(io::load_case({"a", {d / "in/a_0000.nii.gz"}, ""}));
-  const at::Tensor l0 = p0.predict_logits(c.arrays), l1 = p1.predict_logits(c.arrays), l01 = both.predict_logits(c.arrays);
+  const at::Tensor l0 = p0.predict_logits(c.arrays), l1 = p1.predict_logits(c.arrays),
+                   l01 = both.predict_logits(c.arrays);
   ASSERT_EQ(l01.sizes(), l0.sizes());
   const auto max_abs = [](const at::Tensor& t) { return t.abs().max().item<float>(); };
   // The folds differ (else any of them, or their sum halved, would pass), and neither is the mean.
@@ -176,7 +177,9 @@ TEST(InferencePredict, TwoFoldEnsembleAveragesTheFoldsLogits) {
     EXPECT_EQ(h.descr, "<f4");
     EXPECT_EQ(h.shape, (std::vector<int64_t>{3, shape[0], shape[1], shape[2]}));
     EXPECT_EQ(bytes.size(), h.data_offset + static_cast<std::size_t>(h.numel()) * 4);
-    return at::from_blob(const_cast<char*>(bytes.data() + h.data_offset), {h.numel()}, at::kFloat).clone().view(h.shape);
+    return at::from_blob(const_cast<char*>(bytes.data() + h.data_offset), {h.numel()}, at::kFloat)
+        .clone()
+        .view(h.shape);
   };
   const at::Tensor q0 = probabilities("o0").to(at::kDouble), q1 = probabilities("o1").to(at::kDouble);
   const at::Tensor q01 = probabilities("o01").to(at::kDouble);
@@ -209,9 +212,11 @@ TEST(InferencePredict, PipelinedRunEqualsInlineRun) {
   ASSERT_EQ(predict_folder(d / "model", d / "in", d / "piped", {}, run_options(d / "piped", 2, 2), true).written, 3);
   for (int k = 0; k < 3; ++k) {
     const std::string id = "c" + std::to_string(k);
-    const Volume a = io::read_image(d / ("inline/" + id + ".nii.gz")), b = io::read_image(d / ("piped/" + id + ".nii.gz"));
+    const Volume a = io::read_image(d / ("inline/" + id + ".nii.gz")),
+                 b = io::read_image(d / ("piped/" + id + ".nii.gz"));
     EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << id;
-    EXPECT_EQ(read_file(d / ("inline/" + id + "_probabilities.npy")), read_file(d / ("piped/" + id + "_probabilities.npy")));
+    EXPECT_EQ(read_file(d / ("inline/" + id + "_probabilities.npy")),
+              read_file(d / ("piped/" + id + "_probabilities.npy")));
     EXPECT_TRUE(fs::exists(d / ("piped/" + id + "_probabilities.json")));
   }
 }

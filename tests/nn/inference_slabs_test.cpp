@@ -158,8 +158,7 @@ preprocessing::CaseProperties properties(const Shape3& in, const Shape3& cropped
 // torch's reference on the cropped grid: order 1 everywhere (trilinear), or with separate z
 // along axis 0 bilinear per slice, then nearest-exact along z (skimage's round-half-up).
 at::Tensor torch_resampled(const at::Tensor& logits, const Shape3& out, bool separate_z) {
-  if (!separate_z)
-    return at::upsample_trilinear3d(logits.unsqueeze(0), {out[0], out[1], out[2]}, false).squeeze(0);
+  if (!separate_z) return at::upsample_trilinear3d(logits.unsqueeze(0), {out[0], out[1], out[2]}, false).squeeze(0);
   at::Tensor planes = at::upsample_bilinear2d(logits.permute({1, 0, 2, 3}), {out[1], out[2]}, false);  // (Z, K, y, x)
   planes = planes.permute({1, 0, 2, 3}).unsqueeze(0);
   return at::_upsample_nearest_exact3d(planes, {out[0], out[1], out[2]}).squeeze(0);
@@ -170,7 +169,10 @@ at::Tensor uncropped(const at::Tensor& cropped, const preprocessing::CasePropert
   const auto& s = p.original_shape;
   at::Tensor full = at::full({cropped.size(0), s[0], s[1], s[2]}, fill);
   const auto& lo = p.bbox_used_for_cropping.lo;
-  full.narrow(1, lo[0], cropped.size(1)).narrow(2, lo[1], cropped.size(2)).narrow(3, lo[2], cropped.size(3)).copy_(cropped);
+  full.narrow(1, lo[0], cropped.size(1))
+      .narrow(2, lo[1], cropped.size(2))
+      .narrow(3, lo[2], cropped.size(3))
+      .copy_(cropped);
   return full;
 }
 
@@ -213,9 +215,10 @@ TEST(PredictionSlabs, TheSlabExportMatchesTorchsInterpolationWhateverTheSlabs) {
       std::vector<float> probs;
       const Volume seg = slab_export(logits, p, labels, eo, axis, cuts, &probs);
       ASSERT_EQ(seg.shape(), p.original_shape);
-      const at::Tensor got = torch::from_blob(const_cast<uint8_t*>(seg.data<uint8_t>()),
-                                              {p.original_shape[0], p.original_shape[1], p.original_shape[2]}, at::kByte)
-                                 .to(at::kFloat);
+      const at::Tensor got =
+          torch::from_blob(const_cast<uint8_t*>(seg.data<uint8_t>()),
+                           {p.original_shape[0], p.original_shape[1], p.original_shape[2]}, at::kByte)
+              .to(at::kFloat);
       EXPECT_EQ(((got != ref_seg) & clear).sum().item<int64_t>(), 0) << "axis " << axis;
       const at::Tensor prob = torch::from_blob(probs.data(), ref_prob.sizes(), at::kFloat);
       EXPECT_LT((prob - ref_prob).abs().max().item<float>(), 2e-6f) << "axis " << axis;

@@ -112,7 +112,8 @@ inline models::SegmentationNetwork tiny_network(const TinyModelSpec& s, uint64_t
   torch::manual_seed(seed);
   models::NetworkBuildOptions bo;
   bo.init_weights = false;  // LibTorch's default init is random enough
-  auto net = models::build_network(tiny_architecture(static_cast<int>(s.patch.size())), s.channels, tiny_outputs(s), bo);
+  auto net =
+      models::build_network(tiny_architecture(static_cast<int>(s.patch.size())), s.channels, tiny_outputs(s), bo);
   net->set_deep_supervision(false);
   net->eval();
   return net;

@@ -17,9 +17,7 @@ struct MlpImpl : torch::nn::Module {
     fc1 = register_module("fc1", torch::nn::Linear(16, 32));
     fc2 = register_module("fc2", torch::nn::Linear(32, 8));
   }
-  torch::Tensor forward(const torch::Tensor& x) {
-    return fc2(torch::dropout(torch::gelu(fc1(x)), 0.5, is_training()));
-  }
+  torch::Tensor forward(const torch::Tensor& x) { return fc2(torch::dropout(torch::gelu(fc1(x)), 0.5, is_training())); }
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
 };
 TORCH_MODULE(Mlp);
@@ -87,7 +85,8 @@ TEST(ModelsCheckpoint, ReentersAutocastInBackward) {
 TEST(ModelsCheckpoint, PlainCallWithoutGrad) {
   Mlp m;
   torch::NoGradGuard ng;
-  auto y = models::activation_checkpoint([p = m.ptr()](const torch::Tensor& t) { return p->forward(t); }, torch::randn({2, 16}), *m);
+  auto y = models::activation_checkpoint([p = m.ptr()](const torch::Tensor& t) { return p->forward(t); },
+                                         torch::randn({2, 16}), *m);
   EXPECT_FALSE(y.requires_grad());
 }
 

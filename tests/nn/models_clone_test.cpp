@@ -68,8 +68,10 @@ void fill_distinct(torch::nn::Module& m) {
     offset += 1.0;
   }
   for (auto& t : m.buffers()) {
-    if (t.is_floating_point()) t.copy_(torch::rand_like(t) + offset);
-    else t.fill_(static_cast<int64_t>(offset));
+    if (t.is_floating_point())
+      t.copy_(torch::rand_like(t) + offset);
+    else
+      t.fill_(static_cast<int64_t>(offset));
     offset += 1.0;
   }
 }
@@ -111,9 +113,7 @@ void expect_same_modules(const torch::nn::Module& original, const torch::nn::Mod
     ASSERT_EQ(a[i].key(), b[i].key());
     const torch::nn::Module &x = *a[i].value(), &y = *b[i].value();
     EXPECT_EQ(std::string(typeid(x).name()), typeid(y).name());
-    if (!is_container(x)) {
-      EXPECT_EQ(x.is_training(), y.is_training());
-    }
+    if (!is_container(x)) { EXPECT_EQ(x.is_training(), y.is_training()); }
     EXPECT_NE(&x, &y);
   }
 }

@@ -30,7 +30,8 @@ nlohmann::json small_plans() {
   cfg["architecture"] = test::unet_arch("ResidualEncoderUNet", 3, kF, kK, kS, {1, 2, 2, 2}, {1, 1, 1});
   cfg["batch_size"] = 2;
   plans["plans_name"] = "nnUNetResEncUNetMPlans";
-  plans["configurations"] = {{"3d_fullres", cfg}, {"3d_fullres_bs4", {{"inherits_from", "3d_fullres"}, {"batch_size", 4}}}};
+  plans["configurations"] = {{"3d_fullres", cfg},
+                             {"3d_fullres_bs4", {{"inherits_from", "3d_fullres"}, {"batch_size", 4}}}};
   return plans;
 }
 
@@ -49,19 +50,20 @@ TEST(ModelsInfo, PlansHelpers) {
   EXPECT_EQ(spec.architecture.at("arch_kwargs").at("n_stages"), 4);
   EXPECT_THROW(models::plan_network_spec(small_plans(), "2d"), Error);
   const nlohmann::ordered_json ds = {{"channel_names", {{"0", "T2"}, {"1", "ADC"}}},
-                             {"labels", {{"background", 0}, {"PZ", 1}, {"TZ", 2}}}};
+                                     {"labels", {{"background", 0}, {"PZ", 1}, {"TZ", 2}}}};
   EXPECT_EQ(io::channel_names_from_json(ds, "dataset.json").size(), 2u);
   EXPECT_EQ(io::network_outputs(io::labels_from_json(ds, "dataset.json")), 3);
-  const nlohmann::ordered_json regions = {{"channel_names", {{"0", "FLAIR"}}},
-                                  {"labels", {{"background", 0}, {"whole", {1, 2, 3}}, {"core", {2, 3}}, {"ignore", 4}}}};
+  const nlohmann::ordered_json regions = {
+      {"channel_names", {{"0", "FLAIR"}}},
+      {"labels", {{"background", 0}, {"whole", {1, 2, 3}}, {"core", {2, 3}}, {"ignore", 4}}}};
   EXPECT_EQ(io::network_outputs(io::labels_from_json(regions, "dataset.json")), 2);
 }
 
 TEST(ModelsInfo, CliOnPlans) {
   test::TempDir dir("model_info");
   write_json(dir / "plans.json", small_plans());
-  write_json(dir / "dataset.json", {{"channel_names", {{"0", "T2"}, {"1", "ADC"}}},
-                                    {"labels", {{"background", 0}, {"PZ", 1}, {"TZ", 2}}}});
+  write_json(dir / "dataset.json",
+             {{"channel_names", {{"0", "T2"}, {"1", "ADC"}}}, {"labels", {{"background", 0}, {"PZ", 1}, {"TZ", 2}}}});
   auto j = run_json("--plans " + dir / "plans.json" + " --dataset-json " + dir / "dataset.json" + " -c 3d_fullres_bs4");
   EXPECT_EQ(j.at("class"), "ResidualEncoderUNet");
   EXPECT_EQ(j.at("parameter_count").get<int64_t>(),
@@ -74,12 +76,13 @@ TEST(ModelsInfo, CliOnPlans) {
   EXPECT_EQ(j.at("memory").at("batch_size"), 4);
   EXPECT_EQ(j.at("memory").at("amp"), true);
   EXPECT_EQ(j.at("memory").at("estimated_peak_bytes"), j.at("estimated_peak_bytes"));
-  const std::string base = "--plans " + dir / "plans.json" + " --dataset-json " + dir / "dataset.json" + " -c 3d_fullres --no-forward";
+  const std::string base =
+      "--plans " + dir / "plans.json" + " --dataset-json " + dir / "dataset.json" + " -c 3d_fullres --no-forward";
   const auto b1 = run_json(base + " --batch 1").at("estimated_peak_bytes").get<int64_t>();
   const auto b2 = run_json(base + " --batch 2").at("estimated_peak_bytes").get<int64_t>();
   const auto b2_fp32 = run_json(base + " --batch 2 --amp off").at("estimated_peak_bytes").get<int64_t>();
   EXPECT_GT(b2, b1);
-  EXPECT_GT(b2_fp32, b2);  // fp32 activations take twice the bytes
+  EXPECT_GT(b2_fp32, b2);                                      // fp32 activations take twice the bytes
   EXPECT_EQ(run_json(base).at("memory").at("batch_size"), 2);  // the parent's batch
 }
 

@@ -15,7 +15,8 @@ namespace {
 // Small nets keep this fast: 3 stages, 16^3 patch.
 nlohmann::json small_unet(const std::string& cls) {
   const test::Shapes k(3, {3, 3, 3}), s{{1, 1, 1}, {2, 2, 2}, {1, 2, 2}};
-  const std::vector<int64_t> per = cls == "PlainConvUNet" ? std::vector<int64_t>{2, 2, 2} : std::vector<int64_t>{1, 2, 2};
+  const std::vector<int64_t> per =
+      cls == "PlainConvUNet" ? std::vector<int64_t>{2, 2, 2} : std::vector<int64_t>{1, 2, 2};
   return test::unet_arch(cls, 3, {8, 16, 24}, k, s, per, {1, 1});
 }
 

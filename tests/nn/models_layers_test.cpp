@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "models/layers.h"
+#include "models/unet_blocks.h"
 
 using namespace medseg;
 
@@ -28,9 +29,9 @@ void check_against_torch(std::vector<int64_t> shape, bool affine) {
   // Ours with the in-place activation (the case it exists for), torch's out of place.
   auto h = mine->forward(x);
   auto y = torch::leaky_relu_(h, 0.01);
-  auto y2 = torch::leaky_relu(
-      torch::nn::functional::instance_norm(x2, torch::nn::functional::InstanceNormFuncOptions().weight(w2).bias(b2).eps(1e-5)),
-      0.01);
+  auto y2 = torch::leaky_relu(torch::nn::functional::instance_norm(
+                                  x2, torch::nn::functional::InstanceNormFuncOptions().weight(w2).bias(b2).eps(1e-5)),
+                              0.01);
   EXPECT_TRUE(torch::allclose(y, y2, 1e-6, 1e-6));
   auto g = torch::randn_like(y);
   std::vector<torch::Tensor> in{x}, in2{x2};
@@ -59,4 +60,25 @@ TEST(ModelsLayers, InstanceNormParameterNames) {
   EXPECT_EQ(names, (std::vector<std::string>{"weight", "bias"}));
   EXPECT_TRUE(plain->named_parameters().is_empty());
   EXPECT_TRUE(affine->named_buffers().is_empty());
+}
+
+// The block Options share one base (BlockOptions) whose setters return the derived Options, so a chain may
+// mix the shared and the block's own options in any order.
+TEST(ModelsLayers, BlockOptionsChainInAnyOrder) {
+  using medseg::models::BasicBlockDOptions;
+  using medseg::models::LayerOptions;
+  using medseg::models::StackedConvBlocksOptions;
+  static_assert(std::is_same_v<decltype(BasicBlockDOptions(1, 2, {3}, LayerOptions()).layers(LayerOptions())),
+                               BasicBlockDOptions&>);
+  const auto o =
+      BasicBlockDOptions(1, 2, {3, 3, 3}, LayerOptions()).layers(LayerOptions().dims(2)).stride({2, 2}).in_channels(5);
+  EXPECT_EQ(o.in_channels(), 5);
+  EXPECT_EQ(o.out_channels(), 2);
+  EXPECT_EQ(o.kernel_size(), (std::vector<int64_t>{3, 3, 3}));
+  EXPECT_EQ(o.stride(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(o.layers().dims(), 2);
+  const auto s = StackedConvBlocksOptions(4, 8, {3, 3}, LayerOptions()).num_convs(3).out_channels(16);
+  EXPECT_EQ(s.num_convs(), 3);
+  EXPECT_EQ(s.out_channels(), 16);
+  EXPECT_EQ(s.in_channels(), 4);
 }

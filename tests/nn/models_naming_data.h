@@ -52,8 +52,7 @@ inline const std::vector<std::string>& naming_keys(const std::string& net) {
         "decoder.seg_layers.0.weight [2, 8, 1, 1, 1]",
         "decoder.seg_layers.0.bias [2]",
         "decoder.seg_layers.1.weight [2, 4, 1, 1, 1]",
-        "decoder.seg_layers.1.bias [2]"
-}},
+        "decoder.seg_layers.1.bias [2]"}},
       {"ResidualEncoderUNet",
        {"encoder.stem.convs.0.conv.weight [4, 1, 3, 3, 3]",
         "encoder.stem.convs.0.conv.bias [4]",
@@ -120,8 +119,7 @@ inline const std::vector<std::string>& naming_keys(const std::string& net) {
         "decoder.seg_layers.0.weight [2, 8, 1, 1, 1]",
         "decoder.seg_layers.0.bias [2]",
         "decoder.seg_layers.1.weight [2, 4, 1, 1, 1]",
-        "decoder.seg_layers.1.bias [2]"
-}},
+        "decoder.seg_layers.1.bias [2]"}},
       {"SwinUNETR",
        {"swinViT.patch_embed.proj.weight [12, 1, 2, 2, 2]",
         "swinViT.patch_embed.proj.bias [12]",
@@ -233,8 +231,7 @@ inline const std::vector<std::string>& naming_keys(const std::string& net) {
         "swinViT.layers1.0.blocks.0.attn.relative_position_index [343, 343]",
         "swinViT.layers2.0.blocks.0.attn.relative_position_index [343, 343]",
         "swinViT.layers3.0.blocks.0.attn.relative_position_index [343, 343]",
-        "swinViT.layers4.0.blocks.0.attn.relative_position_index [343, 343]"
-}},
+        "swinViT.layers4.0.blocks.0.attn.relative_position_index [343, 343]"}},
   };
   return keys.at(net);
 }

@@ -31,8 +31,13 @@ void PrintTo(const NetCase& c, std::ostream* os) { *os << c.name; }
 
 nlohmann::json swin_arch() {
   return {{"network_class_name", "medseg.SwinUNETR"},
-          {"arch_kwargs", {{"feature_size", 12}, {"depths", {1, 1, 1, 1}}, {"num_heads", {3, 6, 12, 24}},
-                           {"window_size", 7}, {"use_v2", true}, {"spatial_dims", 3}}}};
+          {"arch_kwargs",
+           {{"feature_size", 12},
+            {"depths", {1, 1, 1, 1}},
+            {"num_heads", {3, 6, 12, 24}},
+            {"window_size", 7},
+            {"use_v2", true},
+            {"spatial_dims", 3}}}};
 }
 
 std::vector<NetCase> net_cases() {
@@ -41,7 +46,8 @@ std::vector<NetCase> net_cases() {
   const Shapes s3{{1, 1, 1}, {2, 2, 2}, {2, 2, 2}};
   return {
       {"PlainConvUNet", test::unet_arch("PlainConvUNet", 3, {4, 8, 16}, k3, s3, {2, 2, 2}, {1, 1}), {1, 1, 16, 16, 16}},
-      {"ResidualEncoderUNet", test::unet_arch("ResidualEncoderUNet", 3, {4, 8, 16}, k3, s3, {1, 2, 2}, {1, 1}),
+      {"ResidualEncoderUNet",
+       test::unet_arch("ResidualEncoderUNet", 3, {4, 8, 16}, k3, s3, {1, 2, 2}, {1, 1}),
        {1, 1, 16, 16, 16}},
       {"SwinUNETR", swin_arch(), {1, 1, 32, 32, 32}},
   };
@@ -139,7 +145,8 @@ std::vector<PrintCase> print_cases() {
       {"ConvDropoutNormReLU",
        [] {
          return models::ConvDropoutNormReLU(
-                    models::ConvDropoutNormReLUOptions(4, 8, {3, 3, 1}, LayerOptions().dropout_p(0.25)).stride({2, 2, 1}))
+                    models::ConvDropoutNormReLUOptions(4, 8, {3, 3, 1}, LayerOptions().dropout_p(0.25))
+                        .stride({2, 2, 1}))
              .ptr();
        },
        {"medseg::models::ConvDropoutNormReLU(4, 8, kernel_size=[3, 3, 1], stride=[2, 2, 1]", "conv_bias=true",
@@ -168,7 +175,8 @@ std::vector<PrintCase> print_cases() {
        {"medseg::models::BasicBlockD(8, 16, kernel_size=[3, 3, 3], stride=[2, 2, 2]", "norm=batch(eps=1e-05"}},
       {"StackedResidualBlocks",
        [] {
-         return models::StackedResidualBlocks(models::StackedResidualBlocksOptions(4, 4, {3}, LayerOptions()).n_blocks(2))
+         return models::StackedResidualBlocks(
+                    models::StackedResidualBlocksOptions(4, 4, {3}, LayerOptions()).n_blocks(2))
              .ptr();
        },
        {"medseg::models::StackedResidualBlocks(4, 4, n_blocks=2, kernel_size=[3], initial_stride=[1]"}},
@@ -183,10 +191,14 @@ std::vector<PrintCase> print_cases() {
        {"medseg::models::SwinTransformerBlock(dim=24, num_heads=3, window_size=[7, 7, 7], shift_size=[3, 3, 3]",
         "mlp_ratio=4", "drop_path=0.125", "use_checkpoint=true"}},
       {"WindowAttention",
-       [] { return models::WindowAttention(models::WindowAttentionOptions(12, 3, {4, 4}).attn_drop(0.5)).ptr(); },
+       [] {
+         return models::WindowAttention(models::WindowAttentionOptions(12, 3, {4, 4}).attn_drop(0.5)).ptr();
+       },
        {"medseg::models::WindowAttention(dim=12, num_heads=3, window_size=[4, 4], qkv_bias=true, attn_drop=0.5"}},
       {"BasicLayer",
-       [] { return models::BasicLayer(models::BasicLayerOptions(12, 2, 3, {7, 7, 7})).ptr(); },
+       [] {
+         return models::BasicLayer(models::BasicLayerOptions(12, 2, 3, {7, 7, 7})).ptr();
+       },
        {"medseg::models::BasicLayer(dim=12, depth=2, num_heads=3, window_size=[7, 7, 7]"}},
       {"PatchMerging",
        [] { return models::PatchMerging(models::PatchMergingOptions(12, 2)).ptr(); },

@@ -45,8 +45,8 @@ TEST(ModelsOneDnnConv, ForwardAndGradientsEqualTorchConv3d) {
     auto run = [&](bool mine) {
       at::Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_();
       at::Tensor b = c.bias ? b0.clone().requires_grad_() : at::Tensor();
-      const at::Tensor y = mine ? onednn_conv3d(x, w, b, c.stride, c.padding)
-                                : at::conv3d(x, w, b, c.stride, c.padding);
+      const at::Tensor y =
+          mine ? onednn_conv3d(x, w, b, c.stride, c.padding) : at::conv3d(x, w, b, c.stride, c.padding);
       torch::manual_seed(11);
       const at::Tensor g = torch::randn(y.sizes());
       y.backward(g);
@@ -64,7 +64,7 @@ TEST(ModelsOneDnnConv, ForwardAndGradientsEqualTorchConv3d) {
 TEST(ModelsOneDnnConv, AppliesWhereTorchWouldUseItsNativePath) {
   if (!at::hasMKLDNN()) GTEST_SKIP() << "LibTorch built without oneDNN";
   const at::Tensor w3 = torch::zeros({48, 48, 3, 3, 3});
-  EXPECT_TRUE(onednn_conv3d_applies(torch::zeros({1, 48, 16, 16, 16}), w3, {1, 1, 1}, {1, 1, 1}));  // 12288
+  EXPECT_TRUE(onednn_conv3d_applies(torch::zeros({1, 48, 16, 16, 16}), w3, {1, 1, 1}, {1, 1, 1}));   // 12288
   EXPECT_FALSE(onednn_conv3d_applies(torch::zeros({2, 48, 16, 16, 16}), w3, {1, 1, 1}, {1, 1, 1}));  // batch 2
   EXPECT_FALSE(onednn_conv3d_applies(torch::zeros({1, 48, 32, 16, 16}), w3, {1, 1, 1}, {1, 1, 1}));  // 24576
   EXPECT_FALSE(onednn_conv3d_applies(torch::zeros({1, 48, 16, 16, 16}, torch::kDouble), w3, {1, 1, 1}, {1, 1, 1}));

@@ -97,8 +97,8 @@ Run sharded_rank(models::SegmentationNetwork net, distributed::ProcessGroup& g, 
   const auto outs = net->forward(slab);
   at::Tensor loss = at::zeros({});
   for (size_t k = 0; k < outs.size(); ++k)
-    loss = loss + distributed::all_reduce_sum_with_grad(
-                      (outs[k] * distributed::spatial_slab(w[k], c.axis, r, n)).sum(), &g);
+    loss = loss +
+           distributed::all_reduce_sum_with_grad((outs[k] * distributed::spatial_slab(w[k], c.axis, r, n)).sum(), &g);
   (loss * scale).backward();
   for (const auto& o : outs) out.outs.push_back(o.detach());
   for (const auto& p : net->parameters()) {
@@ -211,8 +211,7 @@ TEST_F(SpatialShardTest, PlainConvUNet3dShardedAlongTheAnisotropicAxis) {
 TEST_F(SpatialShardTest, PlainConvUNet2dBatchTwoOddExtent) {
   // Batch 2: instance-norm statistics are per (sample, channel) across slabs. x = 17 stays odd.
   Case c;
-  c.arch = test::unet_arch("PlainConvUNet", 2, {4, 8, 8}, same(3, {3, 3}), {{1, 1}, {2, 1}, {2, 1}}, {2, 2, 2},
-                           {1, 1});
+  c.arch = test::unet_arch("PlainConvUNet", 2, {4, 8, 8}, same(3, {3, 3}), {{1, 1}, {2, 1}, {2, 1}}, {2, 2, 2}, {1, 1});
   c.input = {2, 1, 24, 17};
   c.axis = 0;
   check_against_single_process(c);
@@ -254,9 +253,7 @@ TEST_F(SpatialShardTest, SwinUNETRRefusesAShard) {
   try {
     net->set_spatial_shard(s);
     FAIL() << "SwinUNETR accepted a shard";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("shifted"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("shifted"), std::string::npos) << e.what(); }
   EXPECT_NO_THROW(net->set_spatial_shard(std::nullopt));
 }
 

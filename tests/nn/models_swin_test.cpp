@@ -26,8 +26,8 @@ int64_t swin_params(int64_t F, int64_t in, int64_t out, int dims, bool v2) {
   int64_t n = in * F * m + F;  // patch embedding conv (kernel 2, bias)
   for (int i = 0; i < 4; ++i) {
     const int64_t d = F << i;
-    const int64_t block = 2 * d + table * heads[i] + (3 * d * d + 3 * d) + (d * d + d) + 2 * d +
-                          (4 * d * d + 4 * d) + (4 * d * d + d);
+    const int64_t block =
+        2 * d + table * heads[i] + (3 * d * d + 3 * d) + (d * d + d) + 2 * d + (4 * d * d + 4 * d) + (4 * d * d + d);
     n += 2 * block + 2 * m * d + m * d * 2 * d;  // two blocks + patch merging (norm + reduction)
     if (v2) n += res(d, d);
   }
@@ -110,13 +110,13 @@ TEST(ModelsSwin, StateDictNames) {
   auto net = swin(24, 1, 2, true);
   std::set<std::string> keys;
   for (const auto& kv : net->named_parameters()) keys.insert(kv.key());
-  for (const char* k : {"swinViT.patch_embed.proj.weight", "swinViT.patch_embed.proj.bias",
-                        "swinViT.layers1.0.blocks.1.attn.relative_position_bias_table",
-                        "swinViT.layers1.0.blocks.0.attn.qkv.bias", "swinViT.layers2.0.blocks.0.mlp.linear1.weight",
-                        "swinViT.layers4.0.downsample.reduction.weight", "swinViT.layers4.0.downsample.norm.bias",
-                        "swinViT.layers3c.0.layer.conv1.conv.weight", "encoder1.layer.conv3.conv.weight",
-                        "encoder10.layer.conv2.conv.weight", "decoder5.transp_conv.conv.weight",
-                        "decoder1.conv_block.conv3.conv.weight", "out.conv.conv.bias"})
+  for (const char* k :
+       {"swinViT.patch_embed.proj.weight", "swinViT.patch_embed.proj.bias",
+        "swinViT.layers1.0.blocks.1.attn.relative_position_bias_table", "swinViT.layers1.0.blocks.0.attn.qkv.bias",
+        "swinViT.layers2.0.blocks.0.mlp.linear1.weight", "swinViT.layers4.0.downsample.reduction.weight",
+        "swinViT.layers4.0.downsample.norm.bias", "swinViT.layers3c.0.layer.conv1.conv.weight",
+        "encoder1.layer.conv3.conv.weight", "encoder10.layer.conv2.conv.weight", "decoder5.transp_conv.conv.weight",
+        "decoder1.conv_block.conv3.conv.weight", "out.conv.conv.bias"})
     EXPECT_TRUE(keys.count(k)) << k;
   EXPECT_FALSE(keys.count("decoder5.transp_conv.conv.bias"));
   auto buffers = net->named_buffers();
@@ -169,9 +169,9 @@ TEST(ModelsSwin, CheckpointCutsActivationMemory) {
   auto step_peak = [](bool ckpt) {
     torch::manual_seed(0);
     models::NetworkBuildOptions o;
-    o.use_checkpoint_override = ckpt ? 1 : 0;
-    auto net = models::build_network({{"network_class_name", "SwinUNETR"}, {"arch_kwargs", {{"feature_size", 24}}}},
-                                     1, 2, o);
+    o.use_checkpoint_override = ckpt;
+    auto net =
+        models::build_network({{"network_class_name", "SwinUNETR"}, {"arch_kwargs", {{"feature_size", 24}}}}, 1, 2, o);
     net->train();
     auto x = torch::randn({1, 1, 64, 64, 64});
     CpuPeakScope scope;  // parameters and input are already live

@@ -62,8 +62,7 @@ inline int64_t decoder_params(const std::vector<int64_t>& f, const Shapes& k, co
 }
 
 inline int64_t plain_unet_params(int64_t in, const std::vector<int64_t>& f, const Shapes& k, const Shapes& s,
-                                 const std::vector<int64_t>& n_conv, const std::vector<int64_t>& dec,
-                                 int64_t classes) {
+                                 const std::vector<int64_t>& n_conv, const std::vector<int64_t>& dec, int64_t classes) {
   int64_t n = 0, prev = in;
   for (size_t i = 0; i < f.size(); ++i) {
     for (int64_t c = 0; c < n_conv[i]; ++c) n += conv_norm(c == 0 ? prev : f[i], f[i], prod(k[i]));

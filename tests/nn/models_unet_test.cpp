@@ -56,9 +56,8 @@ TEST(ModelsUNet, PlainConvCountsMatchFormula) {
     Shapes k, s;
     int64_t in, classes;
   };
-  const std::vector<Case> cases{{3, kFeat3d, kIsoK, kIsoS, 1, 3},
-                                {3, kFeatAniso, kAnisoK, kAnisoS, 2, 4},
-                                {2, kFeat2d, kK2d, kS2d, 3, 2}};
+  const std::vector<Case> cases{
+      {3, kFeat3d, kIsoK, kIsoS, 1, 3}, {3, kFeatAniso, kAnisoK, kAnisoS, 2, 4}, {2, kFeat2d, kK2d, kS2d, 3, 2}};
   for (const auto& c : cases) {
     const size_t n = c.f.size();
     auto arch = test::unet_arch("PlainConvUNet", c.dims, c.f, c.k, c.s, rep(2, n), rep(2, n - 1));
@@ -125,8 +124,7 @@ TEST(ModelsUNet, TwoDShapes) {
   EXPECT_EQ(net->spatial_dims(), 2);
   auto out = net->forward(torch::zeros({2, 3, 128, 64}));
   ASSERT_EQ(out.size(), 6u);
-  for (size_t i = 0; i < 6; ++i)
-    EXPECT_EQ(out[i].sizes().vec(), (std::vector<int64_t>{2, 2, 128 >> i, 64 >> i}));
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(out[i].sizes().vec(), (std::vector<int64_t>{2, 2, 128 >> i, 64 >> i}));
 }
 
 TEST(ModelsUNet, StateDictNamesAndNoAliases) {

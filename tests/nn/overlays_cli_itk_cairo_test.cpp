@@ -90,6 +90,6 @@ TEST(OverlaysCli, FileInTheWayIsOneLineAndNothingIsPredicted) {
   const std::string line = "medseg_predict: error: " + out + "/overlays: cannot create the overlays folder";
   EXPECT_NE(r.output.find(line), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("error", r.output.find(line) + line.size()), std::string::npos) << "one error line\n"
-                                                                                           << r.output;
+                                                                                          << r.output;
   EXPECT_EQ(test::folder_snapshot(out), before);
 }

@@ -79,26 +79,27 @@ class PredictOverwrite : public ::testing::TestWithParam<Row> {
 TEST_P(PredictOverwrite, IsRefusedBeforeAnythingIsWritten) {
   const Row& row = GetParam();
   const auto before = inputs();
-  const auto r = test::run_cli("medseg_predict", "-i " + (dir_ / row.inputs) + " -o " + (dir_ / row.output) + " -m " +
-                                                     (dir_ / "model") + " -npp 0 -nps 0 --disable_tta --disable_progress_bar " +
-                                                     row.extra);
+  const auto r = test::run_cli("medseg_predict",
+                               "-i " + (dir_ / row.inputs) + " -o " + (dir_ / row.output) + " -m " + (dir_ / "model") +
+                                   " -npp 0 -nps 0 --disable_tta --disable_progress_bar " + row.extra);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("would be overwritten"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("error:"), r.output.rfind("error:")) << "one error line\n" << r.output;
   EXPECT_EQ(inputs(), before) << "the input folder changed (images overwritten or files added)";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Collisions, PredictOverwrite,
-    ::testing::Values(Row{"same_folder", "in", "in", ""}, Row{"trailing_slash", "in/", "in/", ""},
-                      Row{"dot", "in", "in/.", ""}, Row{"dot_slash", "in", "in/./", ""},
-                      Row{"dotdot", "in", "in/../in", ""}, Row{"symlinked_output", "in", "link", ""},
-                      Row{"symlinked_input", "link", "in", ""}, Row{"explicit_file", "in/a.nii.gz", "in", ""},
-                      Row{"with_probabilities", "in", "in", "--save_probabilities"},
-                      Row{"continue_prediction", "in", "in", "--continue_prediction"},
-                      Row{"other_part", "in", "in", "--num_parts 2 --part_id 1"},
-                      Row{"input_of_another_case", "in2", "in2", ""}),
-    [](const ::testing::TestParamInfo<Row>& row) { return row.param.name; });
+INSTANTIATE_TEST_SUITE_P(Collisions, PredictOverwrite,
+                         ::testing::Values(Row{"same_folder", "in", "in", ""}, Row{"trailing_slash", "in/", "in/", ""},
+                                           Row{"dot", "in", "in/.", ""}, Row{"dot_slash", "in", "in/./", ""},
+                                           Row{"dotdot", "in", "in/../in", ""},
+                                           Row{"symlinked_output", "in", "link", ""},
+                                           Row{"symlinked_input", "link", "in", ""},
+                                           Row{"explicit_file", "in/a.nii.gz", "in", ""},
+                                           Row{"with_probabilities", "in", "in", "--save_probabilities"},
+                                           Row{"continue_prediction", "in", "in", "--continue_prediction"},
+                                           Row{"other_part", "in", "in", "--num_parts 2 --part_id 1"},
+                                           Row{"input_of_another_case", "in2", "in2", ""}),
+                         [](const ::testing::TestParamInfo<Row>& row) { return row.param.name; });
 
 TEST(PredictOverwrite, OutputIntoTheInputFolderWithoutCollisionStillWorks) {
   test::TempDir d("povw2");

@@ -54,7 +54,8 @@ TEST(PredictSlabs, SlabsWriteTheWholePredictionsBytesAndSayWhy) {
   Volume image = test::wavy_image({120, 30, 26}, 3);  // long along z: 15 tile positions
   Geometry g;
   g.spacing = {0.9, 1.1, 1.2};  // resampled to the plans' 1 mm and back
-  image = Volume::from_float(image.shape(), g, std::vector<float>(image.data<float>(), image.data<float>() + image.numel()));
+  image = Volume::from_float(image.shape(), g,
+                             std::vector<float>(image.data<float>(), image.data<float>() + image.numel()));
   io::write_image(in + "/long_0000.nii.gz", image);
 
   const Outputs whole = predict(model, in, d / "whole", "--slabs never");
@@ -73,7 +74,8 @@ TEST(PredictSlabs, SlabsWriteTheWholePredictionsBytesAndSayWhy) {
   EXPECT_NE(chosen.log.find("in slabs in host memory"), std::string::npos) << chosen.log;
   EXPECT_EQ(chosen.seg, whole.seg);
 
-  const auto bad = test::run_cli("medseg_predict", "-i " + in + " -o " + (d / "bad") + " -m " + model + " --slabs sometimes");
+  const auto bad =
+      test::run_cli("medseg_predict", "-i " + in + " -o " + (d / "bad") + " -m " + model + " --slabs sometimes");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.output.find("--slabs: 'sometimes' is not auto, always or never"), std::string::npos) << bad.output;
   EXPECT_FALSE(fs::exists(d / "bad/long.nii.gz"));

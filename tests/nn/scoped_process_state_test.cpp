@@ -75,10 +75,12 @@ TEST(ScopedTorchSettings, ZeroThreadsAndNoSeedLeaveThemAlone) {
 }
 
 TEST(ScopedInterruptHandler, RestoresTheHandlerItReplaced) {
-  struct sigaction mine {}, seen {};
+  struct sigaction mine {
+  }, seen{};
   mine.sa_handler = test_handler;
   sigemptyset(&mine.sa_mask);
-  struct sigaction before_int {}, before_term {};
+  struct sigaction before_int {
+  }, before_term{};
   sigaction(SIGINT, &mine, &before_int);
   sigaction(SIGTERM, &mine, &before_term);
   {

@@ -48,7 +48,8 @@ std::string make_model(const std::string& results) {
   test::write_model_folder(m, s, net, {"0", "1"});
   fs::copy_file(m + "/fold_0/checkpoint_final.ckpt", m + "/fold_0/checkpoint_best.ckpt");
   write_bytes(m + "/dataset_fingerprint.json", "{\"spacings\": []}\n");
-  write_bytes(m + "/postprocessing.json", "{\"keep_largest_component\": [], \"keep_largest_component_per_class\": []}\n");
+  write_bytes(m + "/postprocessing.json",
+              "{\"keep_largest_component\": [], \"keep_largest_component_per_class\": []}\n");
   write_bytes(m + "/crossval_results_folds_0_1/summary.json", "{\"mean\": {}}\n");
   write_bytes(m + "/crossval_results_folds_0/summary.json", "{\"other folds\": 1}\n");  // not the exported folds
   write_bytes(m + "/fold_0/progress.png", std::string("\x89PNG\r\n\x1a\n fake", 14));
@@ -60,10 +61,15 @@ std::string make_model(const std::string& results) {
 }
 
 // What a default export holds (relative to the model folder), written out by hand.
-const std::set<std::string> kDefaultFiles = {
-    "plans.json",          "dataset.json",          "dataset_fingerprint.json",   "postprocessing.json",
-    "crossval_results_folds_0_1/summary.json",       "fold_0/checkpoint_final.ckpt", "fold_0/progress.png",
-    "fold_0/validation/summary.json",                "fold_1/checkpoint_final.ckpt"};
+const std::set<std::string> kDefaultFiles = {"plans.json",
+                                             "dataset.json",
+                                             "dataset_fingerprint.json",
+                                             "postprocessing.json",
+                                             "crossval_results_folds_0_1/summary.json",
+                                             "fold_0/checkpoint_final.ckpt",
+                                             "fold_0/progress.png",
+                                             "fold_0/validation/summary.json",
+                                             "fold_1/checkpoint_final.ckpt"};
 
 Entries read_zip(const std::string& path) {
   int err = 0;
@@ -134,7 +140,8 @@ void add_listed(Entries& e, const std::string& name, const std::string& bytes) {
 // write a zip that holds a name twice, so the bytes are patched.
 void rename_in_bytes(const std::string& zip_path, const std::string& from, const std::string& to) {
   std::string bytes = test::read_text(zip_path);
-  for (auto at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at + 1)) bytes.replace(at, to.size(), to);
+  for (auto at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at + 1))
+    bytes.replace(at, to.size(), to);
   write_bytes(zip_path, bytes);
 }
 
@@ -223,7 +230,8 @@ TEST_F(ModelZip, InstallGivesTheSameFilesByteForByte) {
 
 TEST_F(ModelZip, ExportByDatasetFoldAndCheckpointNames) {
   const std::string out = d / "f1.zip";
-  const auto r = test::run_cli("medseg_export_model_zip", "-d 999 -c 3d_fullres -f 0 -chk checkpoint_best checkpoint_final -o " + out,
+  const auto r = test::run_cli("medseg_export_model_zip",
+                               "-d 999 -c 3d_fullres -f 0 -chk checkpoint_best checkpoint_final -o " + out,
                                "MEDSEG_RESULTS=" + d / "results");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::set<std::string> names;
@@ -262,7 +270,8 @@ TEST_F(ModelZip, ExistingModelFolderIsKeptWithoutOverwrite) {
   const auto o = test::run_cli("medseg_install_model_zip", zip + " -o " + root + " --overwrite");
   ASSERT_EQ(o.exit_code, 0) << o.output;
   EXPECT_FALSE(fs::exists(dest + "/notes.txt"));
-  EXPECT_TRUE(test::read_text(dest + "/fold_0/checkpoint_final.ckpt") == test::read_text(model + "/fold_0/checkpoint_final.ckpt"));
+  EXPECT_TRUE(test::read_text(dest + "/fold_0/checkpoint_final.ckpt") ==
+              test::read_text(model + "/fold_0/checkpoint_final.ckpt"));
   EXPECT_EQ(test::folder_snapshot(root).size(), test::folder_snapshot(dest).size() + 2);  // no old copy left aside
 }
 
@@ -286,8 +295,7 @@ const std::string kCk = kModel + "/fold_0/checkpoint_final.ckpt";
 
 std::vector<BadZip> bad_zips() {
   return {
-      {"DotDotEntry",
-       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back("../evil", "x"); }); },
+      {"DotDotEntry", [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back("../evil", "x"); }); },
        "entry '../evil' climbs out of the destination"},
       {"NestedDotDotEntry",
        [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back(kModel + "/../../../evil", "x"); }); },
@@ -305,14 +313,15 @@ std::vector<BadZip> bad_zips() {
          });
        },
        "entry '" + kModel + "/dataset.json' is listed in the manifest but missing"},
-      {"MissingManifest",
-       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.pop_back(); }); },
+      {"MissingManifest", [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.pop_back(); }); },
        "no medseg_model_zip.json manifest"},
       {"ManifestNotJson",
        [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { entry(e, kManifest) = "{not json"; }); },
        "(medseg_model_zip.json): not valid JSON"},
       {"ManifestNewerVersion",
-       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { edit_manifest(e, [](json& m) { m["format_version"] = 2; }); }); },
+       [](auto& g, auto& b) {
+         rewrite(g, b, [](Entries& e) { edit_manifest(e, [](json& m) { m["format_version"] = 2; }); });
+       },
        "(medseg_model_zip.json): format version 2 is not one this medseg reads"},
       {"ManifestModelFolderEscapes",
        [](auto& g, auto& b) {
@@ -449,7 +458,8 @@ TEST_F(ModelZip, InstallEndedBySigtermLeavesTheResultsRootAsItWas) {
 TEST_F(ModelZip, ExportEndedBySigintLeavesNoZipAndNoTemporaryFile) {
   const std::string out = d / "out/again.zip";
   const auto before = test::folder_snapshot(d.path());
-  test::PausedCli cli = test::start_paused_cli("medseg_export_model_zip", {"-m", model, "-o", out}, "export_zip_written");
+  test::PausedCli cli =
+      test::start_paused_cli("medseg_export_model_zip", {"-m", model, "-o", out}, "export_zip_written");
   ASSERT_TRUE(cli.paused) << cli.output;
   EXPECT_EQ(test::signal_and_wait(cli, SIGINT), 128 + SIGINT) << cli.output;
   EXPECT_EQ(test::folder_snapshot(d.path()), before);  // no out/, no again.zip.XXXXXX
@@ -461,7 +471,8 @@ TEST_F(ModelZip, StagingLeftByAKilledInstallIsRemovedByTheNextOne) {
   const auto r0 = test::run_cli("medseg_install_model_zip", zip + " -o " + root);
   ASSERT_EQ(r0.exit_code, 0) << r0.output;
   const auto clean = test::folder_snapshot(root);
-  test::PausedCli cli = test::start_paused_cli("medseg_install_model_zip", {zip, "-o", root, "--overwrite"}, "install_staged");
+  test::PausedCli cli =
+      test::start_paused_cli("medseg_install_model_zip", {zip, "-o", root, "--overwrite"}, "install_staged");
   ASSERT_TRUE(cli.paused) << cli.output;
   EXPECT_EQ(test::signal_and_wait(cli, SIGKILL), 128 + SIGKILL) << cli.output;
   ASSERT_NE(test::folder_snapshot(root), clean);  // the killed install's staging folder
@@ -510,19 +521,19 @@ INSTANTIATE_TEST_SUITE_P(
                     write_bytes(m + "/fold_1/checkpoint_final.ckpt", b);
                   },
                   "", "MODEL/fold_1/checkpoint_final.ckpt: checksum mismatch"},
-        BadExport{"MissingPlans", [](auto& m) { fs::remove(m + "/plans.json"); }, "",
-                  "MODEL/plans.json: not found"},
+        BadExport{"MissingPlans", [](auto& m) { fs::remove(m + "/plans.json"); }, "", "MODEL/plans.json: not found"},
         BadExport{"PlansNotJson", [](auto& m) { write_bytes(m + "/plans.json", "{\"configurations\": "); }, "",
                   "MODEL/plans.json: invalid JSON"},
         BadExport{"DatasetJsonNotJson", [](auto& m) { write_bytes(m + "/dataset.json", "labels: 0, 1\n"); }, "",
                   "MODEL/dataset.json: invalid JSON"},
         BadExport{"FoldSummaryNotJson", [](auto& m) { write_bytes(m + "/fold_0/validation/summary.json", ""); }, "",
                   "MODEL/fold_0/validation/summary.json: empty JSON file"},
-        BadExport{"NoFolds", [](auto& m) {
+        BadExport{"NoFolds",
+                  [](auto& m) {
                     fs::remove_all(m + "/fold_0");
                     fs::remove_all(m + "/fold_1");
-                  }, "",
-                  "MODEL: no fold_K folders"}),
+                  },
+                  "", "MODEL: no fold_K folders"}),
     [](const auto& row_info) { return row_info.param.name; });
 
 // Issue 26: a link among the model's files would ship its target, from outside the model folder; a

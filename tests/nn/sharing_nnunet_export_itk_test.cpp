@@ -64,7 +64,9 @@ void expect_nnunet_names(const std::string& cls, const std::vector<int64_t>& per
 
 }  // namespace
 
-TEST(NnunetExport, NamesAreThoseOfNnUNetsPlainConvUNet) { expect_nnunet_names("PlainConvUNet", {2, 2, 2}, "plainconvunet"); }
+TEST(NnunetExport, NamesAreThoseOfNnUNetsPlainConvUNet) {
+  expect_nnunet_names("PlainConvUNet", {2, 2, 2}, "plainconvunet");
+}
 
 TEST(NnunetExport, NamesAreThoseOfNnUNetsResidualEncoderUNet) {
   expect_nnunet_names("ResidualEncoderUNet", {1, 2, 2}, "resencunet");
@@ -73,7 +75,8 @@ TEST(NnunetExport, NamesAreThoseOfNnUNetsResidualEncoderUNet) {
 TEST(NnunetExport, DropoutMovesTheNormOneSlotUp) {
   // ConvDropoutNormReLU.all_modules is (conv, dropout, norm, nonlin) with dropout, (conv, norm, nonlin) without.
   EXPECT_EQ(sharing::nnunet_state_dict_names("encoder.stages.1.0.convs.0.norm.weight", true),
-            (std::vector<std::string>{"encoder.stages.1.0.convs.0.norm.weight", "decoder.encoder.stages.1.0.convs.0.norm.weight",
+            (std::vector<std::string>{"encoder.stages.1.0.convs.0.norm.weight",
+                                      "decoder.encoder.stages.1.0.convs.0.norm.weight",
                                       "encoder.stages.1.0.convs.0.all_modules.2.weight",
                                       "decoder.encoder.stages.1.0.convs.0.all_modules.2.weight"}));
   EXPECT_EQ(sharing::nnunet_state_dict_names("decoder.seg_layers.0.weight", true),
@@ -85,9 +88,12 @@ TEST(NnunetExport, DropoutMovesTheNormOneSlotUp) {
 TEST(NnunetExport, ExportedImportedAndInstalledModelsPredictTheSame) {
   if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3-torch";
   test::TempDir d("nnexp");
-  const std::string env = "MEDSEG_RAW=" + d / "raw" + " MEDSEG_PREPROCESSED=" + d / "pre" + " MEDSEG_RESULTS=" + d / "res";
+  const std::string env =
+      "MEDSEG_RAW=" + d / "raw" + " MEDSEG_PREPROCESSED=" + d / "pre" + " MEDSEG_RESULTS=" + d / "res";
   fs::create_directories(d / "raw");
-  auto r = test::run_cli("medseg_make_dataset", "-d 953 -n Exp --cases 4 --test-cases 1 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5", env);
+  auto r =
+      test::run_cli("medseg_make_dataset",
+                    "-d 953 -n Exp --cases 4 --test-cases 1 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_cli("medseg_plan_and_preprocess", "-d 953 -c 3d_fullres --np 2 --no_pbar", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -114,7 +120,9 @@ print('ok', len(w))
 )");
   ASSERT_EQ(std::system(("/usr/bin/python3 " + py + " " + d.path() + " 2>&1").c_str()), 0);
   const std::string import = std::string(MEDSEG_TEST_SOURCE_DIR) + "/scripts/import_nnunet_model.py";
-  ASSERT_EQ(std::system(("/usr/bin/python3 " + import + " " + d / "nnunet" + " " + d / "back" + " >/dev/null 2>&1").c_str()), 0);
+  ASSERT_EQ(
+      std::system(("/usr/bin/python3 " + import + " " + d / "nnunet" + " " + d / "back" + " >/dev/null 2>&1").c_str()),
+      0);
 
   // The same model as Python's torch.save writes an nnU-Net checkpoint (numpy logs, torch.device, the optimizer
   // state), brought back by medseg_import_nnunet without Python.
@@ -163,16 +171,17 @@ with zipfile.ZipFile(d + '/evil.zip', 'w') as z:
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("'posix.system'"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(d / "pwned"));
-  EXPECT_TRUE(!fs::exists(d / "evil_results") || fs::is_empty(d / "evil_results")) << "an install that failed left files";
+  EXPECT_TRUE(!fs::exists(d / "evil_results") || fs::is_empty(d / "evil_results"))
+      << "an install that failed left files";
   fs::create_directories(d / "installed_model");
   fs::rename(installed, d / "installed_model/m");
 
   for (const char* m : {"model", "back", "native", "installed_model/m"}) {
     // The original model also writes nnU-Net's .npz (--probabilities_format both): the same array.
     const std::string format = std::string(m) == "model" ? " --probabilities_format both" : "";
-    r = test::run_cli("medseg_predict", "-i " + d / "raw/Dataset953_Exp/imagesTs -o " + d / (std::string("pred_") + m) +
-                                            " -m " + d / m + " -f 0 --threads 2 -npp 0 -nps 0 --disable_progress_bar --save_probabilities" +
-                                            format,
+    r = test::run_cli("medseg_predict",
+                      "-i " + d / "raw/Dataset953_Exp/imagesTs -o " + d / (std::string("pred_") + m) + " -m " + d / m +
+                          " -f 0 --threads 2 -npp 0 -nps 0 --disable_progress_bar --save_probabilities" + format,
                       env);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }

@@ -35,8 +35,9 @@ TEST(ModelZipPredict, InstalledModelPredictsLikeTheOriginal) {
   const std::string flags = " -npp 0 -nps 0 --disable_tta --disable_progress_bar --threads 1";
   const auto a = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out_a" + " -m " + model + flags);
   ASSERT_EQ(a.exit_code, 0) << a.output;
-  const auto b = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out_b" + " -d 999 -c 3d_fullres" + flags,
-                               "MEDSEG_RESULTS=" + d / "root2");
+  const auto b =
+      test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out_b" + " -d 999 -c 3d_fullres" + flags,
+                    "MEDSEG_RESULTS=" + d / "root2");
   ASSERT_EQ(b.exit_code, 0) << b.output;
   const Volume va = io::read_image(d / "out_a/case.nii.gz");
   const Volume vb = io::read_image(d / "out_b/case.nii.gz");

@@ -20,16 +20,15 @@ namespace {
 bool have_torch() { return std::system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") == 0; }
 
 bool python(const std::string& dir, const std::string& body) {
-  write_file_atomic(dir + "/gen.py", "import sys, os, collections, numpy as np, torch\nd = sys.argv[1]\n" + body + "\n");
+  write_file_atomic(dir + "/gen.py",
+                    "import sys, os, collections, numpy as np, torch\nd = sys.argv[1]\n" + body + "\n");
   return std::system(("cd " + dir + " && /usr/bin/python3 gen.py " + dir + " 2>&1").c_str()) == 0;
 }
 
 std::string refusal(const std::string& path) {
   try {
     sharing::read_torch_file(path);
-  } catch (const FileError& e) {
-    return e.what();
-  }
+  } catch (const FileError& e) { return e.what(); }
   return "";
 }
 
@@ -123,8 +122,8 @@ std::string uni(const std::string& s) {
 // {'t': a float tensor of `size` elements, stride 1, at `offset` of a 4-element storage}, as torch.save pickles it.
 std::string tensor_pickle(int size, int offset) {
   return std::string("\x80\x02}(") + uni("t") + "ctorch._utils\n_rebuild_tensor_v2\n((" + uni("storage") +
-         "ctorch\nFloatStorage\n" + uni("0") + uni("cpu") + "K\x04tQK" + std::string(1, static_cast<char>(offset)) + "K" +
-         std::string(1, static_cast<char>(size)) + "\x85K\x01\x85\x89" + "ccollections\nOrderedDict\n)RtRu.";
+         "ctorch\nFloatStorage\n" + uni("0") + uni("cpu") + "K\x04tQK" + std::string(1, static_cast<char>(offset)) +
+         "K" + std::string(1, static_cast<char>(size)) + "\x85K\x01\x85\x89" + "ccollections\nOrderedDict\n)RtRu.";
 }
 
 }  // namespace
@@ -148,7 +147,5 @@ TEST(TorchPickle, AViewBeyondItsStorageIsRefused) {
   try {
     sharing::decode_pickle(tensor_pickle(3, 1).substr(0, 40), "cut.pkl", four_floats);
     ADD_FAILURE() << "a truncated pickle was read";
-  } catch (const FileError& e) {
-    EXPECT_NE(std::string(e.what()).find("cut.pkl"), std::string::npos) << e.what();
-  }
+  } catch (const FileError& e) { EXPECT_NE(std::string(e.what()).find("cut.pkl"), std::string::npos) << e.what(); }
 }

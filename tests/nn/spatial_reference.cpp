@@ -25,8 +25,7 @@ struct Mapping {
 
 // The input voxels any output sample touches: per axis [lo, hi] (inclusive), the corners' extremes
 // (the map is linear) plus one voxel for interpolation, clipped to the input.
-std::array<std::array<int64_t, 2>, 3> touched_box(const Shape3& in_shape, const Shape3& patch,
-                                                  const Mapping& mp) {
+std::array<std::array<int64_t, 2>, 3> touched_box(const Shape3& in_shape, const Shape3& patch, const Mapping& mp) {
   std::array<std::array<int64_t, 2>, 3> box{};
   for (int d = 0; d < 3; ++d) box[d] = {0, in_shape[d] - 1};
   for (int r = 0; r < mp.ndim; ++r) {
@@ -43,8 +42,8 @@ std::array<std::array<int64_t, 2>, 3> touched_box(const Shape3& in_shape, const 
 // Sampling grid (1, P..., ndim) in grid_sample's normalised (x, y[, z]) order over an input crop
 // starting at `lo` with size `crop`, and the mask of output voxels whose sample position lies beyond
 // the full input's outer voxel centres.
-void make_grid(const Shape3& in_shape, const Shape3& lo, const Shape3& crop, const Shape3& patch,
-               const Mapping& mp, at::Tensor& grid, at::Tensor& outside) {
+void make_grid(const Shape3& in_shape, const Shape3& lo, const Shape3& crop, const Shape3& patch, const Mapping& mp,
+               at::Tensor& grid, at::Tensor& outside) {
   const int ndim = mp.ndim, first = mp.first();
   std::vector<int64_t> gshape{1};
   for (int d = first; d < 3; ++d) gshape.push_back(patch[d]);
@@ -132,8 +131,7 @@ Sample reference_spatial(const Sample& in, const Shape3& patch, const SpatialPar
   const int64_t C = in.data.size(0);
   // 2D: channels and z-slices together form the batch of planes.
   auto as_input = [&](const at::Tensor& t, int64_t ch) {
-    return in_plane ? t.reshape({1, ch * crop[0], crop[1], crop[2]})
-                    : t.reshape({1, ch, crop[0], crop[1], crop[2]});
+    return in_plane ? t.reshape({1, ch * crop[0], crop[1], crop[2]}) : t.reshape({1, ch, crop[0], crop[1], crop[2]});
   };
   auto sample = [&](const at::Tensor& t) { return at::grid_sampler(t, grid, 0, 0, false)[0]; };
   Sample out;

@@ -24,7 +24,8 @@ struct Dataset {
   test::TempDir dir{"sptrain"};
   Dataset() {
     fs::create_directories(dir / "raw");
-    auto r = test::run_cli("medseg_make_dataset", "-d 954 -n Slabs --cases 6 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5",
+    auto r = test::run_cli("medseg_make_dataset",
+                           "-d 954 -n Slabs --cases 6 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5",
                            "MEDSEG_RAW=" + (dir / "raw"));
     if (r.exit_code != 0) throw std::runtime_error(r.output);
     r = test::run_cli("medseg_plan_and_preprocess", "-d 954 -c 3d_fullres --np 2 --no_pbar",
@@ -55,7 +56,8 @@ const Dataset& dataset() {
   return d;
 }
 
-const char* kFlags = " --epochs 1 --val-iters-per-epoch 1 --num-workers 0 --threads 1 --deterministic --no_pbar --dist-timeout 30";
+const char* kFlags =
+    " --epochs 1 --val-iters-per-epoch 1 --num-workers 0 --threads 1 --deterministic --no_pbar --dist-timeout 30";
 
 std::string checkpoint(const std::string& results, const std::string& plans) {
   return results + "/Dataset954_Slabs/nnUNetTrainer__" + plans + "__3d_fullres/fold_0/checkpoint_final.ckpt";
@@ -93,8 +95,9 @@ TEST(SpatialParallelTrain, OneRealStepAtBatchTwo) {
 TEST(SpatialParallelTrain, BadCombinationsAreOneLine) {
   test::TempDir d("spbad");
   const std::string base = "954 3d_fullres 0 --iters-per-epoch 1" + std::string(kFlags);
-  auto r = test::run_cli("medseg_train", base + " -p " + dataset().plans(1) + " --spatial_parallel 2 --nproc_per_node 3",
-                         dataset().env(d / "r"));
+  auto r =
+      test::run_cli("medseg_train", base + " -p " + dataset().plans(1) + " --spatial_parallel 2 --nproc_per_node 3",
+                    dataset().env(d / "r"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--spatial_parallel 2 needs 2 ranks, not 3"), std::string::npos) << r.output;
   // 14x20x20: no axis splits into two slabs aligned with the strides (7/2, 10/4, 10/4).
@@ -102,5 +105,6 @@ TEST(SpatialParallelTrain, BadCombinationsAreOneLine) {
                     dataset().env(d / "r"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("no axis of the patch 14x20x20 splits into that many slabs"), std::string::npos) << r.output;
-  EXPECT_FALSE(fs::exists(d / "r/Dataset954_Slabs/nnUNetTrainer__B1Plans_14_20_20__3d_fullres/fold_0/checkpoint_final.ckpt"));
+  EXPECT_FALSE(
+      fs::exists(d / "r/Dataset954_Slabs/nnUNetTrainer__B1Plans_14_20_20__3d_fullres/fold_0/checkpoint_final.ckpt"));
 }

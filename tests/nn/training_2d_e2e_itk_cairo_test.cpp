@@ -73,9 +73,10 @@ void check_prediction(const Roots& r) {
   ASSERT_EQ(file.substr(file.size() - 12), "_0000.nii.gz");
   const std::string id = file.substr(0, file.size() - 12);
   const std::string out = r.dir.path() + "/pred";
-  const auto res = test::run_cli("medseg_predict", "-i " + r.raw() + "/imagesTs -o " + out +
-                                                       " -d 951 -c 2d -f 0 --threads 2 -npp 0 -nps 0 --disable_progress_bar",
-                                 r.env());
+  const auto res = test::run_cli(
+      "medseg_predict",
+      "-i " + r.raw() + "/imagesTs -o " + out + " -d 951 -c 2d -f 0 --threads 2 -npp 0 -nps 0 --disable_progress_bar",
+      r.env());
   ASSERT_EQ(res.exit_code, 0) << res.output;
   const Volume image = io::read_image(r.raw() + "/imagesTs/" + file);
   const Volume seg = io::read_image(out + "/" + id + ".nii.gz");
@@ -139,9 +140,7 @@ void check_probabilities(const Roots& r, const std::vector<std::string>& val, co
       const int64_t k_seg = it - labels.begin();
       // The segmentation is the argmax of the logits; softmax keeps the order, but two logits a few
       // ulp apart can round to one probability: then both must be that maximum.
-      if (k_seg != best) {
-        ASSERT_EQ(p[k_seg * n + v], p[best * n + v]) << "voxel " << v;
-      }
+      if (k_seg != best) { ASSERT_EQ(p[k_seg * n + v], p[best * n + v]) << "voxel " << v; }
     }
     const json meta = read_json(base + "_probabilities.json");
     EXPECT_EQ(meta.at("shape"), json(h.shape));
@@ -155,9 +154,10 @@ void check_probabilities(const Roots& r, const std::vector<std::string>& val, co
 void make_plan_train(const Roots& r, const std::string& geometry, const json& transpose_forward,
                      std::vector<std::string>* val, json* plans_out) {
   fs::create_directories(r.dir.path() + "/raw");
-  auto res = test::run_cli("medseg_make_dataset", "-d 951 -n Tiny2d --cases 6 --test-cases 1 " + geometry +
-                                                      " --spacing-jitter 0.05 --random-direction --seed 5",
-                           r.env());
+  auto res = test::run_cli(
+      "medseg_make_dataset",
+      "-d 951 -n Tiny2d --cases 6 --test-cases 1 " + geometry + " --spacing-jitter 0.05 --random-direction --seed 5",
+      r.env());
   ASSERT_EQ(res.exit_code, 0) << res.output;
   res = test::run_cli("medseg_plan_and_preprocess", "-d 951 -c 2d --np 2 --no_pbar", r.env());
   ASSERT_EQ(res.exit_code, 0) << res.output;
@@ -168,8 +168,9 @@ void make_plan_train(const Roots& r, const std::string& geometry, const json& tr
   EXPECT_EQ(plans.at("transpose_forward"), transpose_forward);
   *plans_out = plans;
 
-  res = test::run_cli("medseg_train", "951 2d 0 --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 1 "
-                                      "--num-workers 1 --threads 2 --npz --no_pbar",
+  res = test::run_cli("medseg_train",
+                      "951 2d 0 --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 1 "
+                      "--num-workers 1 --threads 2 --npz --no_pbar",
                       r.env());
   ASSERT_EQ(res.exit_code, 0) << res.output;
   ASSERT_TRUE(fs::exists(r.model() + "/fold_0/checkpoint_final.ckpt")) << res.output;

@@ -32,8 +32,8 @@ struct Tiny {
 TEST(TrainDeviceAugment, TrainsWithTheBatchedPathOnCpuTensors) {
   Tiny t;
   fs::create_directories(t.dir.path() + "/raw");
-  auto r = test::run_cli("medseg_make_dataset", "-d 950 -n Tiny --cases 6 --min-shape 12 20 20 --max-shape 14 22 22 --seed 3",
-                         t.env());
+  auto r = test::run_cli("medseg_make_dataset",
+                         "-d 950 -n Tiny --cases 6 --min-shape 12 20 20 --max-shape 14 22 22 --seed 3", t.env());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_cli("medseg_plan_and_preprocess", "-d 950 -c 3d_fullres --np 2 --no_pbar", t.env());
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -48,8 +48,9 @@ TEST(TrainDeviceAugment, TrainsWithTheBatchedPathOnCpuTensors) {
     EXPECT_FALSE(fs::exists(t.fold())) << "a refused run leaves no fold folder";
   }
 
-  r = test::run_cli("medseg_train", "950 3d_fullres 0 --augment_device cpu_batched --epochs 2 --iters-per-epoch 2 "
-                                    "--val-iters-per-epoch 1 --num-workers 1 --threads 2 --no_pbar",
+  r = test::run_cli("medseg_train",
+                    "950 3d_fullres 0 --augment_device cpu_batched --epochs 2 --iters-per-epoch 2 "
+                    "--val-iters-per-epoch 1 --num-workers 1 --threads 2 --no_pbar",
                     t.env());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(t.fold() + "/checkpoint_final.ckpt")) << r.output;

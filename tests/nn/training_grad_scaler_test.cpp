@@ -97,7 +97,7 @@ TEST(TrainingGradScaler, UnscaledGradientsEqualTrueGradients) {
   EXPECT_TRUE(s.unscale(t.opt));
   EXPECT_TRUE(torch::equal(t.w.grad(), ref.w.grad()));
   EXPECT_THROW(s.unscale(t.opt), medseg::Error);  // twice before update()
-  EXPECT_TRUE(s.step(t.opt));                    // uses the recorded result, no second unscale
+  EXPECT_TRUE(s.step(t.opt));                     // uses the recorded result, no second unscale
   s.update();
   EXPECT_TRUE(torch::allclose(t.w.detach(), torch::tensor({1.0f - 0.05f, -2.0f + 0.025f, 3.0f - 0.6f})));
 }

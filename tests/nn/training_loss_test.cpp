@@ -80,7 +80,8 @@ TEST(TrainingLoss, DatasetIgnoreLabelIsMaskedLikePadding) {
 // Two samples: the one above and p_fg = 0.5 everywhere with an all-background target
 // (I = 0, sum_pred = 2, sum_gt = 0).
 TEST(TrainingLoss, BatchDicePoolsOverTheBatch) {
-  const auto logits = torch::cat({two_class_logits({0.75f, 0.25f, 0.5f, 0.8f}), two_class_logits({.5f, .5f, .5f, .5f})});
+  const auto logits =
+      torch::cat({two_class_logits({0.75f, 0.25f, 0.5f, 0.8f}), two_class_logits({.5f, .5f, .5f, .5f})});
   const auto target = torch::cat({torch::tensor({1, 0, 1, 0}).reshape({1, 1, 2, 2}), torch::zeros({1, 1, 2, 2})});
   const double d0 = (2.5 + kSmooth) / (4.3 + kSmooth), d1 = kSmooth / (2 + kSmooth);
   DiceCeOptions per_sample;
@@ -95,10 +96,10 @@ TEST(TrainingLoss, BatchDicePoolsOverTheBatch) {
 TEST(TrainingLoss, BackgroundIsExcludedAndForegroundClassesAveraged) {
   // probabilities per pixel (bg, c1, c2): p0 = (1,0,0) target 0; p1 = (0,1,0) target 1;
   // p2 = (0,.5,.5) target 2; p3 = (0,0,1) target 2
-  const double big = 40;  // softmax of (big, 0, 0) is 1 up to 1e-17
-  const auto logits = torch::tensor({big, 0., -big, 0.,          // bg channel
-                                     0., big, 1., 0.,            // class 1
-                                     0., 0., 1., big},           // class 2
+  const double big = 40;                                 // softmax of (big, 0, 0) is 1 up to 1e-17
+  const auto logits = torch::tensor({big, 0., -big, 0.,  // bg channel
+                                     0., big, 1., 0.,    // class 1
+                                     0., 0., 1., big},   // class 2
                                     torch::kDouble)
                           .reshape({1, 3, 2, 2});
   const auto target = torch::tensor({0, 1, 2, 2}).reshape({1, 1, 2, 2});

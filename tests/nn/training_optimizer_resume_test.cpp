@@ -56,8 +56,9 @@ void check_resume_is_bit_identical(const OptimizerConfig& cfg) {
 
   torch::manual_seed(777);  // different initialisation: everything must come from the file
   auto resumed = std::make_shared<Net>();
-  auto opt_r = make_optimizer(*resumed, OptimizerConfig{cfg.type == OptimizerType::SGD ? OptimizerConfig::nnunet_sgd()
-                                                                             : OptimizerConfig::adamw(0.5, 0.5)});
+  auto opt_r =
+      make_optimizer(*resumed, OptimizerConfig{cfg.type == OptimizerType::SGD ? OptimizerConfig::nnunet_sgd()
+                                                                              : OptimizerConfig::adamw(0.5, 0.5)});
   const Checkpoint back = load_checkpoint(dir / "mid.ck");
   load_weights(*resumed, back.weights);
   restore_optimizer_state(*opt_r, *resumed, back.optimizer);
@@ -75,9 +76,13 @@ void check_resume_is_bit_identical(const OptimizerConfig& cfg) {
 
 }  // namespace
 
-TEST(TrainingOptimizerResume, SgdNesterovIsBitIdentical) { check_resume_is_bit_identical(OptimizerConfig::nnunet_sgd()); }
+TEST(TrainingOptimizerResume, SgdNesterovIsBitIdentical) {
+  check_resume_is_bit_identical(OptimizerConfig::nnunet_sgd());
+}
 
-TEST(TrainingOptimizerResume, AdamWIsBitIdentical) { check_resume_is_bit_identical(OptimizerConfig::adamw(1e-2, 1e-2)); }
+TEST(TrainingOptimizerResume, AdamWIsBitIdentical) {
+  check_resume_is_bit_identical(OptimizerConfig::adamw(1e-2, 1e-2));
+}
 
 TEST(TrainingOptimizerResume, OptimizerTypeMismatchIsAnError) {
   auto net = std::make_shared<Net>();

@@ -62,8 +62,9 @@ TEST(EndToEndPng, RgbPngCasesPlanTrainAndPredictAsPng) {
   EXPECT_EQ(plans["configurations"]["2d"].at("spacing"), json({1.0, 1.0}));
   EXPECT_EQ(plans.at("original_median_spacing_after_transp"), json({999.0, 1.0, 1.0}));
 
-  res = test::run_cli("medseg_train", "952 2d 0 --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 1 "
-                                      "--num-workers 1 --threads 2 --no_pbar",
+  res = test::run_cli("medseg_train",
+                      "952 2d 0 --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 1 "
+                      "--num-workers 1 --threads 2 --no_pbar",
                       env);
   ASSERT_EQ(res.exit_code, 0) << res.output;
   const std::string model = d + "/results/Dataset952_Roads/nnUNetTrainer__nnUNetPlans__2d";
@@ -72,8 +73,9 @@ TEST(EndToEndPng, RgbPngCasesPlanTrainAndPredictAsPng) {
     EXPECT_TRUE(fs::exists(model + "/fold_0/validation/" + id.get<std::string>() + ".png")) << id;
   EXPECT_TRUE(fs::exists(model + "/fold_0/validation/summary.json"));
 
-  res = test::run_cli("medseg_predict", "-i " + d + "/raw/Dataset952_Roads/imagesTs -o " + d +
-                                            "/pred -d 952 -c 2d -f 0 --threads 2 -npp 0 -nps 0 --disable_progress_bar",
+  res = test::run_cli("medseg_predict",
+                      "-i " + d + "/raw/Dataset952_Roads/imagesTs -o " + d +
+                          "/pred -d 952 -c 2d -f 0 --threads 2 -npp 0 -nps 0 --disable_progress_bar",
                       env);
   ASSERT_EQ(res.exit_code, 0) << res.output;
   EXPECT_TRUE(python(d, R"(
@@ -92,13 +94,17 @@ Image.fromarray(np.zeros((24, 28), np.uint8)).save(d + '/bad/gray_0000.png')
 Image.fromarray(np.zeros((24, 28, 3), np.uint8)).save(d + '/bad/extra_0000.png')
 Image.fromarray(np.zeros((24, 28), np.uint8)).save(d + '/bad/extra_0001.png')
 )"));
-  res = test::run_cli("medseg_predict", "-i " + d + "/bad -o " + d + "/pred_bad -d 952 -c 2d -f 0 --threads 2 -npp 0 -nps 0 "
-                                        "--disable_progress_bar",
+  res = test::run_cli("medseg_predict",
+                      "-i " + d + "/bad -o " + d +
+                          "/pred_bad -d 952 -c 2d -f 0 --threads 2 -npp 0 -nps 0 "
+                          "--disable_progress_bar",
                       env);
   EXPECT_NE(res.exit_code, 0);
-  EXPECT_NE(res.output.find("gray_0001.png: missing: case 'gray' has 1 of the 3 channels the model takes"), std::string::npos)
-      << res.output;
-  EXPECT_NE(res.output.find("extra_0001.png: case 'extra' has 2 files; its first 1 hold the 3 channel(s) the model takes"),
+  EXPECT_NE(res.output.find("gray_0001.png: missing: case 'gray' has 1 of the 3 channels the model takes"),
             std::string::npos)
+      << res.output;
+  EXPECT_NE(
+      res.output.find("extra_0001.png: case 'extra' has 2 files; its first 1 hold the 3 channel(s) the model takes"),
+      std::string::npos)
       << res.output;
 }

@@ -51,7 +51,8 @@ TEST(RegionLoss, BinaryCrossEntropyMatchesTorchAndNnUNetsMask) {
   EXPECT_NEAR(ours, torch_mean, 1e-6);
 
   const at::Tensor zeros = at::zeros({1, 2, 1, 2, 3});
-  EXPECT_NEAR(region_bce_loss(zeros, volume({{1, 1, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}}), o).item<double>(), std::log(2.0), 1e-6);
+  EXPECT_NEAR(region_bce_loss(zeros, volume({{1, 1, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}}), o).item<double>(), std::log(2.0),
+              1e-6);
   o.ignore_channel = true;
   const at::Tensor with_ignore = volume({{1, 1, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 1, 1}});
   EXPECT_NEAR(region_bce_loss(zeros, with_ignore, o).item<double>(), 2 * std::log(2.0), 1e-6);

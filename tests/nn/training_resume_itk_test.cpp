@@ -31,7 +31,8 @@ class TinyDataset : public ::testing::Test {
     dir_ = new test::TempDir("train");
     const std::string env = "MEDSEG_RAW=" + dir_->path() + "/raw MEDSEG_PREPROCESSED=" + dir_->path() + "/pre";
     fs::create_directories(dir_->path() + "/raw");
-    auto r = test::run_cli("medseg_make_dataset", "-d 950 -n Tiny --cases 6 --min-shape 12 20 20 --max-shape 14 22 22 --seed 3", env);
+    auto r = test::run_cli("medseg_make_dataset",
+                           "-d 950 -n Tiny --cases 6 --min-shape 12 20 20 --max-shape 14 22 22 --seed 3", env);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     r = test::run_cli("medseg_plan_and_preprocess", "-d 950 -c 3d_fullres --np 2 --no_pbar", env);
     ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -54,8 +54,8 @@ TEST(TrainingSplits, KFoldMatchesNnUNetFolds) {
   EXPECT_EQ(splits[2].val, (std::vector<std::string>{"case_06", "case_09"}));
   EXPECT_EQ(splits[3].val, (std::vector<std::string>{"case_01", "case_04"}));
   EXPECT_EQ(splits[4].val, (std::vector<std::string>{"case_02", "case_05"}));
-  EXPECT_EQ(splits[0].train, (std::vector<std::string>{"case_01", "case_02", "case_04", "case_05", "case_06",
-                                                        "case_07", "case_09", "case_10", "case_11"}));
+  EXPECT_EQ(splits[0].train, (std::vector<std::string>{"case_01", "case_02", "case_04", "case_05", "case_06", "case_07",
+                                                       "case_09", "case_10", "case_11"}));
   EXPECT_THROW(kfold_splits(case_ids(4)), Error);
 }
 
@@ -63,7 +63,7 @@ TEST(TrainingSplits, FoldBeyondTheFileIsNnUNetsRandom8020Split) {
   // keys = sorted ids; RandomState(12345 + 5).choice(12, 9, replace=False) = [4,7,0,10,5,9,8,3,11]
   const auto s = select_fold(kfold_splits(case_ids(12)), case_ids(12), "5");
   EXPECT_EQ(s.train, (std::vector<std::string>{"case_04", "case_07", "case_00", "case_10", "case_05", "case_09",
-                                                "case_08", "case_03", "case_11"}));
+                                               "case_08", "case_03", "case_11"}));
   EXPECT_EQ(s.val, (std::vector<std::string>{"case_01", "case_02", "case_06"}));
 }
 

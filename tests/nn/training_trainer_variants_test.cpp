@@ -24,9 +24,7 @@ namespace {
 std::string error_of(const std::string& name) {
   try {
     find_trainer_config(name);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+  } catch (const std::exception& e) { return e.what(); }
   return "";
 }
 

@@ -26,7 +26,8 @@ class TwoTrainers : public ::testing::Test {
   void SetUp() override {
     const std::string env = "MEDSEG_RAW=" + dir.path() + "/raw MEDSEG_PREPROCESSED=" + dir.path() + "/pre";
     fs::create_directories(dir.path() + "/raw");
-    auto r = test::run_cli("medseg_make_dataset", "-d 953 -n Two --cases 5 --min-shape 8 12 12 --max-shape 8 12 12 --seed 1", env);
+    auto r = test::run_cli("medseg_make_dataset",
+                           "-d 953 -n Two --cases 5 --min-shape 8 12 12 --max-shape 8 12 12 --seed 1", env);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     r = test::run_cli("medseg_plan_and_preprocess", "-d 953 -c 3d_fullres --np 1 --no_pbar", env);
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -44,7 +45,9 @@ class TwoTrainers : public ::testing::Test {
                                     dir.path() + "/results");
     return std::make_unique<training::Trainer>(std::move(in), cfg, opt);
   }
-  std::string log_of(const training::Trainer& t) const { return test::read_text(t.fold_folder() + "/training_log.txt"); }
+  std::string log_of(const training::Trainer& t) const {
+    return test::read_text(t.fold_folder() + "/training_log.txt");
+  }
   test::TempDir dir{"two_trainers"};
 };
 

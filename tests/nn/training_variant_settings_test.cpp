@@ -90,7 +90,8 @@ TEST(LossVariants, SingleTermsAndUnsmoothedDice) {
   no_smooth.weight_ce = 0;
   EXPECT_NEAR(dice_ce_loss(logits, labels, ce_only).item<double>(),
               at::cross_entropy_loss(logits, labels.squeeze(1)).item<double>(), 1e-12);
-  EXPECT_NEAR(dice_ce_loss(logits, labels, dice_only).item<double>(), soft_dice_loss(logits, labels).item<double>(), 1e-12);
+  EXPECT_NEAR(dice_ce_loss(logits, labels, dice_only).item<double>(), soft_dice_loss(logits, labels).item<double>(),
+              1e-12);
   // Hand form per (sample, foreground class), softmax probabilities as the soft prediction.
   const at::Tensor p = at::softmax(logits, 1);
   double sum = 0;
@@ -222,9 +223,7 @@ TEST(TrainerVariantSettings, BadLossAndScheduleSettingsAreNamed) {
   const auto error_of = [](const json& j) {
     try {
       trainer_config_from_json(j, "cfg.json");
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
+    } catch (const std::exception& e) { return std::string(e.what()); }
     return std::string();
   };
   EXPECT_NE(error_of({{"loss", {{"weight_ce", 0}, {"weight_dice", 0}}}}).find("weight_ce"), std::string::npos);

@@ -21,9 +21,9 @@ namespace {
 
 // The tiny synthetic dataset DatasetID_NAME (5 cases), planned and preprocessed for 3d_fullres.
 void make_planned_dataset(const std::string& id, const std::string& name, int seed, const std::string& env) {
-  auto r = test::run_cli("medseg_make_dataset", "-d " + id + " -n " + name +
-                                                    " --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 --seed " +
-                                                    std::to_string(seed),
+  auto r = test::run_cli("medseg_make_dataset",
+                         "-d " + id + " -n " + name + " --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 --seed " +
+                             std::to_string(seed),
                          env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_cli("medseg_plan_and_preprocess", "-d " + id + " -c 3d_fullres --np 2 --no_pbar", env);
@@ -76,8 +76,11 @@ TEST(TrainerVariantsE2E, BatchNormTopKWarmupAmsgradTrainAndPredict) {
     fs::copy_file(e.path(), d + "/in/" + e.path().filename().string());
     break;
   }
-  r = test::run_cli("medseg_predict", "-i " + d + "/in -o " + d + "/out -d 951 -c 3d_fullres -f 0 --tr MixedVariants "
-                    "--threads 2 --disable_progress_bar", env);
+  r = test::run_cli("medseg_predict",
+                    "-i " + d + "/in -o " + d +
+                        "/out -d 951 -c 3d_fullres -f 0 --tr MixedVariants "
+                        "--threads 2 --disable_progress_bar",
+                    env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   int written = 0;
   for (const auto& e : fs::directory_iterator(d + "/out")) written += e.path().extension() == ".gz" ? 1 : 0;
@@ -91,7 +94,8 @@ TEST(TrainerVariantsE2E, BatchNormOnSeveralRanksIsRefused) {
   fs::create_directories(d + "/raw");
   const std::string env = "MEDSEG_RAW=" + d + "/raw MEDSEG_PREPROCESSED=" + d + "/pre MEDSEG_RESULTS=" + d + "/results";
   ASSERT_NO_FATAL_FAILURE(make_planned_dataset("952", "BnRanks", 5, env));
-  auto r = test::run_cli("medseg_train", "952 3d_fullres 0 --tr nnUNetTrainerBN --nproc_per_node 2 --epochs 1 --no_pbar", env);
+  auto r = test::run_cli("medseg_train",
+                         "952 3d_fullres 0 --tr nnUNetTrainerBN --nproc_per_node 2 --epochs 1 --no_pbar", env);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("SyncBatchNorm"), std::string::npos) << r.output;
 }

@@ -38,14 +38,19 @@ class Workflow {
   void add_dataset(int id, const std::string& make_args) const {
     fs::create_directories(dir_ / "raw");
     const std::string d = std::to_string(id);
-    auto r = test::run_cli("medseg_make_dataset", "-d " + d + " -n Flow --cases 5 --min-shape 12 20 20 "
-                                                  "--max-shape 14 22 22 --seed 5 " + make_args, env());
+    auto r = test::run_cli("medseg_make_dataset",
+                           "-d " + d +
+                               " -n Flow --cases 5 --min-shape 12 20 20 "
+                               "--max-shape 14 22 22 --seed 5 " +
+                               make_args,
+                           env());
     EXPECT_EQ(r.exit_code, 0) << r.output;
     r = test::run_cli("medseg_plan_and_preprocess", "-d " + d + " -c 3d_fullres --np 2 --no_pbar", env());
     EXPECT_EQ(r.exit_code, 0) << r.output;
   }
   std::string env() const {
-    return "MEDSEG_RAW=" + dir_ / "raw" + " MEDSEG_PREPROCESSED=" + dir_ / "pre" + " MEDSEG_RESULTS=" + dir_ / "results";
+    return "MEDSEG_RAW=" + dir_ / "raw" + " MEDSEG_PREPROCESSED=" + dir_ / "pre" +
+           " MEDSEG_RESULTS=" + dir_ / "results";
   }
   std::string raw() const { return dir_ / "raw/Dataset951_Flow"; }
   std::string pre() const { return dir_ / "pre/Dataset951_Flow"; }
@@ -55,8 +60,10 @@ class Workflow {
   }
   test::CmdResult train(const std::string& extra = "", const std::string& config = "3d_fullres", int epochs = 1,
                         int id = 951) const {
-    return test::run_cli("medseg_train", std::to_string(id) + " " + config + " 0 --epochs " + std::to_string(epochs) +
-                                         " --iters-per-epoch 2 --num-workers 1 --threads 1 --no_pbar " + extra, env());
+    return test::run_cli("medseg_train",
+                         std::to_string(id) + " " + config + " 0 --epochs " + std::to_string(epochs) +
+                             " --iters-per-epoch 2 --num-workers 1 --threads 1 --no_pbar " + extra,
+                         env());
   }
   const test::TempDir& dir() const { return dir_; }
 
@@ -89,9 +96,11 @@ TEST(WorkflowDefects, IgnoreLabelDatasetTrainsThreeOutputsAndPredicts) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].at("pseudo_dice").size(), 2u) << lines[0].dump();  // class1, class2
 
-  r = test::run_cli("medseg_predict", "-i " + w.raw() + "/imagesTr -o " + w.dir() / "pred" +
-                                          " -d 951 -c 3d_fullres -f 0 --disable_tta --npp 0 --nps 0 --threads 1 "
-                                          "--disable_progress_bar", w.env());
+  r = test::run_cli("medseg_predict",
+                    "-i " + w.raw() + "/imagesTr -o " + w.dir() / "pred" +
+                        " -d 951 -c 3d_fullres -f 0 --disable_tta --npp 0 --nps 0 --threads 1 "
+                        "--disable_progress_bar",
+                    w.env());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Volume seg = io::read_label(w.dir() / "pred/case_000.nii.gz");
   std::set<int> values;
@@ -135,13 +144,16 @@ TEST(WorkflowRegions, RegionDatasetTrainsPredictsAndEvaluatesPerRegion) {
   EXPECT_TRUE(summary.at("mean").contains("(1, 2)")) << summary.at("mean").dump();
   EXPECT_TRUE(summary.at("mean").contains("2")) << summary.at("mean").dump();
 
-  r = test::run_cli("medseg_predict", "-i " + w.raw() + "/imagesTr -o " + w.dir() / "pred" +
-                                          " -d 951 -c 3d_fullres -f 0 --disable_tta --npp 0 --nps 0 --threads 1 "
-                                          "--disable_progress_bar", w.env());
+  r = test::run_cli("medseg_predict",
+                    "-i " + w.raw() + "/imagesTr -o " + w.dir() / "pred" +
+                        " -d 951 -c 3d_fullres -f 0 --disable_tta --npp 0 --nps 0 --threads 1 "
+                        "--disable_progress_bar",
+                    w.env());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (int v : values_of(w.dir() / "pred/case_000.nii.gz")) EXPECT_TRUE(v >= 0 && v <= 2) << v;
-  r = test::run_cli("medseg_evaluate", w.raw() + "/labelsTr " + w.dir() / "pred" + " --djfile " + w.raw() +
-                                           "/dataset.json --chill", w.env());
+  r = test::run_cli("medseg_evaluate",
+                    w.raw() + "/labelsTr " + w.dir() / "pred" + " --djfile " + w.raw() + "/dataset.json --chill",
+                    w.env());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json eval = read_json(w.dir() / "pred/summary.json");
   EXPECT_TRUE(eval.at("mean").contains("(1, 2)")) << eval.at("mean").dump();
@@ -207,8 +219,8 @@ TEST(WorkflowDefects, AveragedCheckpointIsWeightsOnlyAndContinueRefusesIt) {
   const std::string fold = w.fold(), avg = w.dir() / "avg.ckpt";
   const auto final_ck = checkpoint::load_checkpoint(fold + "/checkpoint_final.ckpt");
   ASSERT_FALSE(final_ck.optimizer.buffers.empty()) << "a training checkpoint holds momentum buffers";
-  r = test::run_cli("medseg_checkpoint", "average " + fold + "/checkpoint_final.ckpt " + fold +
-                                             "/checkpoint_best.ckpt -o " + avg);
+  r = test::run_cli("medseg_checkpoint",
+                    "average " + fold + "/checkpoint_final.ckpt " + fold + "/checkpoint_best.ckpt -o " + avg);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto a = checkpoint::load_checkpoint(avg);
   EXPECT_TRUE(a.weights_only);
@@ -297,10 +309,12 @@ TEST(WorkflowPretrained, OtherLabelsSkipTheSegmentationHeads) {
   w.add_dataset(952, "--labels 2");
   std::string source;
   ASSERT_NO_FATAL_FAILURE(train_pretrained_source(w, source));
-  auto r = w.train("--val-iters-per-epoch 1 --tr " + frozen_config(w) + " -pretrained_weights " + source, "3d_fullres", 1, 952);
+  auto r = w.train("--val-iters-per-epoch 1 --tr " + frozen_config(w) + " -pretrained_weights " + source, "3d_fullres",
+                   1, 952);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("segmentation heads left as initialised (the labels differ): decoder.seg_layers."),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   const auto a = weights_of(source), b = weights_of(w.fold("FineTune", 952) + "/checkpoint_final.ckpt");
   int heads = 0;
   for (const auto& [name, t] : b) {
@@ -348,18 +362,22 @@ TEST(WorkflowPretrained, OtherArchitectureAndContinueAreRefused) {
 // folds' own summary.json files), and the pick is the best of the three.
 TEST(WorkflowSelection, FindBestOverTrained2dAnd3dFullresWithTwoFolds) {
   test::TempDir dir("wf_find_best");
-  const std::string env = "MEDSEG_RAW=" + dir / "raw" + " MEDSEG_PREPROCESSED=" + dir / "pre" + " MEDSEG_RESULTS=" +
-                          dir / "results";
-  auto r = test::run_cli("medseg_make_dataset", "-d 953 -n Pick --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 "
-                                                "--seed 8 --labels 1", env);
+  const std::string env =
+      "MEDSEG_RAW=" + dir / "raw" + " MEDSEG_PREPROCESSED=" + dir / "pre" + " MEDSEG_RESULTS=" + dir / "results";
+  auto r = test::run_cli("medseg_make_dataset",
+                         "-d 953 -n Pick --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 "
+                         "--seed 8 --labels 1",
+                         env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_cli("medseg_plan_and_preprocess", "-d 953 -c 2d 3d_fullres --np 2 --no_pbar", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* config : {"2d", "3d_fullres"})
     for (int fold : {0, 1}) {
-      r = test::run_cli("medseg_train", std::string("953 ") + config + " " + std::to_string(fold) +
-                                            " --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 0 --num-workers 1 "
-                                            "--threads 1 --no_pbar --npz", env);
+      r = test::run_cli("medseg_train",
+                        std::string("953 ") + config + " " + std::to_string(fold) +
+                            " --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 0 --num-workers 1 "
+                            "--threads 1 --no_pbar --npz",
+                        env);
       ASSERT_EQ(r.exit_code, 0) << config << " fold " << fold << ": " << r.output;
     }
   r = test::run_cli("medseg_find_best_configuration", "953 -c 2d 3d_fullres -f 0 1 --np 1", env);
@@ -376,15 +394,16 @@ TEST(WorkflowSelection, FindBestOverTrained2dAnd3dFullresWithTwoFolds) {
     double folds = 0;
     for (int fold : {0, 1})
       folds += read_json((results / ("nnUNetTrainer__nnUNetPlans__" + config) / ("fold_" + std::to_string(fold)) /
-                          "validation/summary.json").string())
-                   .at("foreground_mean").at("Dice").get<double>();
+                          "validation/summary.json")
+                             .string())
+                   .at("foreground_mean")
+                   .at("Dice")
+                   .get<double>();
     EXPECT_NEAR(d, folds / 2, 1e-9) << config;
   }
   const std::string best_name = info.at("best_model_or_ensemble").at("name");
   for (const auto& m : info.at("considered_models")) {
-    if (m.at("name") == best_name) {
-      EXPECT_EQ(m.at("foreground_mean_dice").get<double>(), best);
-    }
+    if (m.at("name") == best_name) { EXPECT_EQ(m.at("foreground_mean_dice").get<double>(), best); }
   }
   std::ifstream instructions(results / "inference_instructions.txt");
   std::stringstream text;

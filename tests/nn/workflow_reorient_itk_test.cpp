@@ -94,14 +94,17 @@ TEST(WorkflowReorient, TrainsOnNibabelsArraysAndPredictsInTheInputsOrientation) 
   EXPECT_NEAR(p.original_spacing[1], 1.5, 1e-5);
   EXPECT_NEAR(p.original_spacing[2], 1.2, 1e-5);
 
-  r = test::run_cli("medseg_train", "953 3d_fullres 0 --epochs 2 --iters-per-epoch 3 --val-iters-per-epoch 1 "
-                                    "--num-workers 1 --threads 2 --no_pbar",
+  r = test::run_cli("medseg_train",
+                    "953 3d_fullres 0 --epochs 2 --iters-per-epoch 3 --val-iters-per-epoch 1 "
+                    "--num-workers 1 --threads 2 --no_pbar",
                     env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* which : {"in", "ras"}) {
-    r = test::run_cli("medseg_predict", "-i " + d + "/" + which + " -o " + d + "/out_" + which +
-                                            " -d 953 -c 3d_fullres -f 0 --threads 2 --disable_tta --save_probabilities --disable_progress_bar",
-                      env);
+    r = test::run_cli(
+        "medseg_predict",
+        "-i " + d + "/" + which + " -o " + d + "/out_" + which +
+            " -d 953 -c 3d_fullres -f 0 --threads 2 --disable_tta --save_probabilities --disable_progress_bar",
+        env);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   EXPECT_EQ(compare_with_nibabel(d), 0);

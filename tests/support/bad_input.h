@@ -28,12 +28,15 @@ inline std::map<std::string, std::pair<uintmax_t, std::filesystem::file_time_typ
 }
 
 // What appeared, vanished or changed between two snapshots, for failure messages ("" = nothing).
-template <class Snap> std::string snapshot_diff(const Snap& before, const Snap& after) {
+template <class Snap>
+std::string snapshot_diff(const Snap& before, const Snap& after) {
   std::string d;
   for (const auto& [p, v] : after) {
     auto it = before.find(p);
-    if (it == before.end()) d += "  created " + p + "\n";
-    else if (it->second != v) d += "  changed " + p + "\n";
+    if (it == before.end())
+      d += "  created " + p + "\n";
+    else if (it->second != v)
+      d += "  changed " + p + "\n";
   }
   for (const auto& [p, v] : before)
     if (!after.count(p)) d += "  removed " + p + "\n";
@@ -58,7 +61,8 @@ inline void expect_refused(const CmdResult& r, const std::string& app, const std
     EXPECT_EQ(l.find("frame #"), std::string::npos) << r.output;
   }
   ASSERT_EQ(errors.size(), 1u) << r.output;
-  for (const auto& f : fragments) EXPECT_NE(errors[0].find(f), std::string::npos) << "missing '" << f << "' in: " << errors[0];
+  for (const auto& f : fragments)
+    EXPECT_NE(errors[0].find(f), std::string::npos) << "missing '" << f << "' in: " << errors[0];
 }
 
 inline void edit_json(const std::string& path, const std::function<void(json&)>& edit) {
@@ -91,8 +95,8 @@ class Workspace {
   std::string plans() const { return pp() + "/nnUNetPlans.json"; }
   std::string model() const { return dir_ / "res/Dataset901_Synthetic/nnUNetTrainer__nnUNetPlans__3d_fullres"; }
   std::string env() const {
-    return "MEDSEG_RAW=" + (dir_ / "raw") + " MEDSEG_PREPROCESSED=" + (dir_ / "pp") + " MEDSEG_RESULTS=" +
-           (dir_ / "res") + " MEDSEG_NUM_THREADS=1";
+    return "MEDSEG_RAW=" + (dir_ / "raw") + " MEDSEG_PREPROCESSED=" + (dir_ / "pp") +
+           " MEDSEG_RESULTS=" + (dir_ / "res") + " MEDSEG_NUM_THREADS=1";
   }
   CmdResult run(const std::string& app, const std::string& args) const { return run_cli(app, args, env()); }
 
@@ -105,8 +109,9 @@ class Workspace {
     }
     fs::create_directories(dir_ / "outside");
     std::ofstream(dir_ / "outside/sentinel.txt") << "must stay alone\n";
-    must(run("medseg_make_dataset", "-o " + (dir_ / "raw") +
-                                        " -d 901 --cases 5 --test-cases 1 --min-shape 16 16 16 --max-shape 16 16 16 --np 1"));
+    must(run(
+        "medseg_make_dataset",
+        "-o " + (dir_ / "raw") + " -d 901 --cases 5 --test-cases 1 --min-shape 16 16 16 --max-shape 16 16 16 --np 1"));
     must(run("medseg_plan_and_preprocess",
              std::string("-d 901 -c 3d_fullres -np 1 --npfp 1 --no-progress") + (parts.preprocess ? "" : " --no_pp")));
     if (parts.preprocess) {  // the splits a first training run writes, so that a refused run has none to write

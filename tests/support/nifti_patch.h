@@ -18,9 +18,7 @@ namespace medseg::test::nifti {
 constexpr size_t kDim = 40, kPixdim = 76, kQformCode = 252, kSformCode = 254, kQuaternB = 256, kQoffsetX = 268,
                  kSrowX = 280, kSrowY = 296, kSrowZ = 312;
 
-inline bool is_gz(const std::string& path) {
-  return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-}
+inline bool is_gz(const std::string& path) { return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0; }
 
 // The file's bytes, decompressed when it is gzip (zlib reads plain files as they are).
 inline std::string read_bytes(const std::string& path) {
@@ -74,7 +72,8 @@ T peek(const std::string& bytes, size_t offset) {
 template <class F>
 void patch_file(const std::string& path, F&& patch) {
   std::string b = read_bytes(path);
-  if (b.size() < 352 || peek<int32_t>(b, 0) != 348) throw std::runtime_error(path + " is not a little-endian NIfTI-1 file");
+  if (b.size() < 352 || peek<int32_t>(b, 0) != 348)
+    throw std::runtime_error(path + " is not a little-endian NIfTI-1 file");
   patch(b);
   write_bytes(path, b);
 }
@@ -87,17 +86,17 @@ inline constexpr float kInf = std::numeric_limits<float>::infinity();
 inline std::string byte_swapped(const std::string& b) {
   std::string s = b;
   auto swap_at = [&](size_t at, size_t width) { std::reverse(s.begin() + at, s.begin() + at + width); };
-  swap_at(0, 4);    // sizeof_hdr
-  swap_at(32, 4);   // extents
-  swap_at(36, 2);   // session_error
-  for (size_t at = 40; at < 56; at += 2) swap_at(at, 2);     // dim[8]
-  for (size_t at = 56; at < 68; at += 4) swap_at(at, 4);     // intent_p1..3
-  for (size_t at = 68; at < 76; at += 2) swap_at(at, 2);     // intent_code, datatype, bitpix, slice_start
-  for (size_t at = 76; at < 120; at += 4) swap_at(at, 4);    // pixdim[8], vox_offset, scl_slope, scl_inter
-  swap_at(120, 2);                                           // slice_end
-  for (size_t at = 124; at < 148; at += 4) swap_at(at, 4);   // cal_max .. glmin
-  for (size_t at = 252; at < 256; at += 2) swap_at(at, 2);   // qform_code, sform_code
-  for (size_t at = 256; at < 328; at += 4) swap_at(at, 4);   // quatern, qoffset, srow
+  swap_at(0, 4);                                            // sizeof_hdr
+  swap_at(32, 4);                                           // extents
+  swap_at(36, 2);                                           // session_error
+  for (size_t at = 40; at < 56; at += 2) swap_at(at, 2);    // dim[8]
+  for (size_t at = 56; at < 68; at += 4) swap_at(at, 4);    // intent_p1..3
+  for (size_t at = 68; at < 76; at += 2) swap_at(at, 2);    // intent_code, datatype, bitpix, slice_start
+  for (size_t at = 76; at < 120; at += 4) swap_at(at, 4);   // pixdim[8], vox_offset, scl_slope, scl_inter
+  swap_at(120, 2);                                          // slice_end
+  for (size_t at = 124; at < 148; at += 4) swap_at(at, 4);  // cal_max .. glmin
+  for (size_t at = 252; at < 256; at += 2) swap_at(at, 2);  // qform_code, sform_code
+  for (size_t at = 256; at < 328; at += 4) swap_at(at, 4);  // quatern, qoffset, srow
   const size_t offset = static_cast<size_t>(peek<float>(b, 108));
   const size_t width = static_cast<size_t>(peek<int16_t>(b, 72) / 8);
   for (size_t at = offset; width > 1 && at + width <= s.size(); at += width) swap_at(at, width);

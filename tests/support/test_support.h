@@ -32,7 +32,7 @@ CmdResult run_cli(const std::string& app, const std::string& args, const std::st
 
 // A CLI started with MEDSEG_TEST_PAUSE_AT=<point> (core/test_pause.h), stopped at that point.
 struct PausedCli {
-  int pid = -1;        // -1: it could not be started
+  int pid = -1;         // -1: it could not be started
   bool paused = false;  // false: it ended (or printed nothing for a minute) before the point
   std::string output;   // stdout and stderr so far
 };

@@ -16,7 +16,8 @@ namespace {
 std::vector<int> shuffled(int n, Rng& rng) {
   std::vector<int> order(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-  for (int i = n - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(rng.randint(0, i))]);
+  for (int i = n - 1; i > 0; --i)
+    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(rng.randint(0, i))]);
   return order;
 }
 

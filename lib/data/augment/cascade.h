@@ -31,8 +31,8 @@ struct CascadeParams {
     int channel = 0;
     double pick = 0.0;  // U[0, 1): which of the eligible components (by raster order of the first voxel)
   };
-  std::vector<Morph> morph;        // in application order; empty when the transform was not drawn
-  std::vector<Removal> removal;    // likewise
+  std::vector<Morph> morph;      // in application order; empty when the transform was not drawn
+  std::vector<Removal> removal;  // likewise
 };
 
 // nnU-Net's cascade constants (the probabilities are AugmentConfig's p_cascade_morph / _removal).

@@ -1,12 +1,22 @@
 #pragma once
 // Probabilities and ranges of nnU-Net's training augmentation (nnUNetTrainer.get_training_transforms
 // with batchgeneratorsv2). Defaults are nnU-Net's; `disabled()` switches every random transform off.
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "data/case_source.h"
 
 namespace medseg::data::augment {
+
+// The intensity transforms of nnU-Net's pipeline (after the spatial transform, before mirroring), in its
+// order. This list is the one place the order is written: the draws (draw.cpp), the CPU path (pipeline.cpp)
+// and the batched device path (device_intensity.cpp) each walk it; their probabilities and ranges are
+// AugmentConfig's.
+enum class IntensityStep { Noise, Blur, Brightness, Contrast, LowResolution, GammaInverted, Gamma };
+inline constexpr std::array<IntensityStep, 7> kIntensityOrder = {
+    IntensityStep::Noise,         IntensityStep::Blur,          IntensityStep::Brightness, IntensityStep::Contrast,
+    IntensityStep::LowResolution, IntensityStep::GammaInverted, IntensityStep::Gamma};
 
 struct AugmentConfig {
   Shape3 patch{0, 0, 0};  // final patch (z == 1 for 2D configurations)
@@ -28,6 +38,20 @@ struct AugmentConfig {
   // Cascade stages only (cascade.h): ApplyRandomBinaryOperatorTransform and
   // RemoveRandomConnectedComponentFromOneHotEncodingTransform on the previous stage's channels.
   double p_cascade_morph = 0.4, p_cascade_removal = 0.2;
+
+  // The probability that `step` fires for a sample.
+  double probability(IntensityStep step) const {
+    switch (step) {
+      case IntensityStep::Noise: return p_noise;
+      case IntensityStep::Blur: return p_blur;
+      case IntensityStep::Brightness: return p_brightness;
+      case IntensityStep::Contrast: return p_contrast;
+      case IntensityStep::LowResolution: return p_lowres;
+      case IntensityStep::GammaInverted: return p_gamma_inverted;
+      case IntensityStep::Gamma: return p_gamma;
+    }
+    return 0;
+  }
 
   // Axes the low-resolution simulation leaves alone: z for dummy-2D and 2D.
   bool lowres_ignores_z() const { return dummy_2d || is_2d; }

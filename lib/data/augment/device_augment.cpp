@@ -73,8 +73,7 @@ Batch augment_batch_on_device(Batch batch, const PipelineConfig& cfg, const at::
 std::optional<at::Device> resolve_augment_device(const std::string& setting, const at::Device& training) {
   if (setting == "cpu") return std::nullopt;
   if (setting == "cpu_batched") return at::Device(at::kCPU);
-  if (setting != "cuda")
-    throw Error("augment_device must be cpu, cpu_batched or cuda, got '" + setting + "'");
+  if (setting != "cuda") throw Error("augment_device must be cpu, cpu_batched or cuda, got '" + setting + "'");
   if (!torch::cuda::is_available())
     throw Error("augment_device cuda: CUDA is not available in this build/machine (use augment_device cpu)");
   if (!training.is_cuda())

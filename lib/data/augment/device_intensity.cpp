@@ -41,9 +41,7 @@ Rows rows_with(const std::vector<SampleDraw>& draws, int64_t C, std::vector<doub
   return r;
 }
 
-at::Tensor host_longs(const std::vector<int64_t>& v, const at::Device& dev) {
-  return at::tensor(v, at::kLong).to(dev);
-}
+at::Tensor host_longs(const std::vector<int64_t>& v, const at::Device& dev) { return at::tensor(v, at::kLong).to(dev); }
 // (R, 1) float column of per-row values.
 at::Tensor column(const std::vector<float>& v, const at::Device& dev) {
   return at::tensor(v, at::kFloat).view({-1, 1}).to(dev);
@@ -85,7 +83,8 @@ at::Tensor blur_axis(const at::Tensor& rows, int axis, const std::vector<double>
   }
   const int64_t R = rows.size(0), half = static_cast<int64_t>(K / 2), n = rows.size(1 + axis);
   std::vector<float> w(static_cast<size_t>(R) * K, 0.f);
-  for (size_t r = 0; r < k.size(); ++r) std::copy(k[r].begin(), k[r].end(), w.begin() + static_cast<int64_t>(r * K + (K - k[r].size()) / 2));
+  for (size_t r = 0; r < k.size(); ++r)
+    std::copy(k[r].begin(), k[r].end(), w.begin() + static_cast<int64_t>(r * K + (K - k[r].size()) / 2));
   const at::Tensor padded = rows.index_select(1 + axis, host_longs(reflected_indices(n, half), rows.device()));
   std::vector<int64_t> wshape{R, 1, 1, 1, 1};
   wshape[static_cast<size_t>(2 + axis)] = static_cast<int64_t>(K);
@@ -175,10 +174,12 @@ void low_resolution(at::Tensor& x, const std::vector<SampleDraw>& draws) {
     for (size_t i = 0; i < p.channels.size(); ++i) {
       std::vector<int64_t> small;
       for (int d = 0; d < 3; ++d)
-        small.push_back(round_half_even_int(static_cast<double>(orig[static_cast<size_t>(d)]) * p.zooms[i][static_cast<size_t>(d)]));
+        small.push_back(round_half_even_int(static_cast<double>(orig[static_cast<size_t>(d)]) *
+                                            p.zooms[i][static_cast<size_t>(d)]));
       at::Tensor ch = x[static_cast<int64_t>(b)][p.channels[i]];
       const at::Tensor down = resize_nearest_exact(ch.unsqueeze(0).unsqueeze(0), small);
-      ch.copy_(F::interpolate(down, F::InterpolateFuncOptions().size(orig).mode(torch::kTrilinear).align_corners(false))[0][0]);
+      ch.copy_(F::interpolate(
+          down, F::InterpolateFuncOptions().size(orig).mode(torch::kTrilinear).align_corners(false))[0][0]);
     }
   }
 }
@@ -186,13 +187,17 @@ void low_resolution(at::Tensor& x, const std::vector<SampleDraw>& draws) {
 }  // namespace
 
 void intensities(at::Tensor& x, const std::vector<SampleDraw>& draws) {
-  noise(x, draws);
-  blur(x, draws);
-  brightness(x, draws);
-  contrast(x, draws);
-  low_resolution(x, draws);
-  gamma(x, draws, /*invert=*/true);
-  gamma(x, draws, /*invert=*/false);
+  for (const IntensityStep step : kIntensityOrder) {
+    switch (step) {
+      case IntensityStep::Noise: noise(x, draws); break;
+      case IntensityStep::Blur: blur(x, draws); break;
+      case IntensityStep::Brightness: brightness(x, draws); break;
+      case IntensityStep::Contrast: contrast(x, draws); break;
+      case IntensityStep::LowResolution: low_resolution(x, draws); break;
+      case IntensityStep::GammaInverted: gamma(x, draws, /*invert=*/true); break;
+      case IntensityStep::Gamma: gamma(x, draws, /*invert=*/false); break;
+    }
+  }
 }
 
 }  // namespace medseg::data::augment::device

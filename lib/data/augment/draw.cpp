@@ -6,18 +6,30 @@
 
 namespace medseg::data::augment {
 
-// The order of the draws is the order of the transforms (augment_intensities used to draw while
-// applying; the Rng sequence is unchanged).
+// One draw per step of kIntensityOrder (whether it fires, then its parameters), then the mirror axes.
 IntensityParams draw_intensities(const AugmentConfig& cfg, int64_t C, Rng& rng) {
   IntensityParams p;
-  p.noise = rng.bernoulli(cfg.p_noise);
-  if (p.noise) p.noise_std = sample_noise_std(cfg, rng);
-  if (rng.bernoulli(cfg.p_blur)) p.blur = sample_blur(cfg, C, rng);
-  if (rng.bernoulli(cfg.p_brightness)) p.brightness = sample_channel_factors(C, cfg.brightness_lo, cfg.brightness_hi, rng);
-  if (rng.bernoulli(cfg.p_contrast)) p.contrast = sample_channel_factors(C, cfg.contrast_lo, cfg.contrast_hi, rng);
-  if (rng.bernoulli(cfg.p_lowres)) p.lowres = sample_low_resolution(cfg, C, rng);
-  if (rng.bernoulli(cfg.p_gamma_inverted)) p.gamma_inverted = sample_channel_factors(C, cfg.gamma_lo, cfg.gamma_hi, rng);
-  if (rng.bernoulli(cfg.p_gamma)) p.gamma = sample_channel_factors(C, cfg.gamma_lo, cfg.gamma_hi, rng);
+  for (const IntensityStep step : kIntensityOrder) {
+    if (!rng.bernoulli(cfg.probability(step))) continue;
+    switch (step) {
+      case IntensityStep::Noise:
+        p.noise = true;
+        p.noise_std = sample_noise_std(cfg, rng);
+        break;
+      case IntensityStep::Blur: p.blur = sample_blur(cfg, C, rng); break;
+      case IntensityStep::Brightness:
+        p.brightness = sample_channel_factors(C, cfg.brightness_lo, cfg.brightness_hi, rng);
+        break;
+      case IntensityStep::Contrast:
+        p.contrast = sample_channel_factors(C, cfg.contrast_lo, cfg.contrast_hi, rng);
+        break;
+      case IntensityStep::LowResolution: p.lowres = sample_low_resolution(cfg, C, rng); break;
+      case IntensityStep::GammaInverted:
+        p.gamma_inverted = sample_channel_factors(C, cfg.gamma_lo, cfg.gamma_hi, rng);
+        break;
+      case IntensityStep::Gamma: p.gamma = sample_channel_factors(C, cfg.gamma_lo, cfg.gamma_hi, rng); break;
+    }
+  }
   p.mirror_axes = sample_mirror_axes(cfg, rng);
   return p;
 }

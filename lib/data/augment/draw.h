@@ -1,9 +1,9 @@
 #pragma once
 // Every random decision of one training sample's augmentation, drawn up front in the pipeline's
-// order (spatial; noise, blur, brightness, contrast, low resolution, inverted gamma, gamma; mirror
-// axes) from the sample's Rng. The CPU path (pipeline.h) applies the record as it goes; the batched
-// device path (device_augment.h) gets the record from the loader workers and applies it on the
-// collated batch. Both draw through these functions, so the two paths consume the Rng identically.
+// order (spatial; the intensity transforms in kIntensityOrder, config.h; mirror axes) from the sample's Rng. The CPU
+// path (pipeline.h) applies the record as it goes; the batched device path (device_augment.h) gets the record from the
+// loader workers and applies it on the collated batch. Both draw through these functions, so the two paths consume the
+// Rng identically.
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -21,9 +21,9 @@ namespace medseg::data::augment {
 struct IntensityParams {
   bool noise = false;
   double noise_std = 0;
-  BlurParams blur;          // no channels: no blur
-  std::vector<double> brightness, contrast;  // per channel
-  LowResParams lowres;      // no channels: nothing simulated
+  BlurParams blur;                            // no channels: no blur
+  std::vector<double> brightness, contrast;   // per channel
+  LowResParams lowres;                        // no channels: nothing simulated
   std::vector<double> gamma_inverted, gamma;  // per channel
   std::vector<int64_t> mirror_axes;           // spatial axes 0..2
 };

@@ -23,6 +23,7 @@ enum class BinaryOp { Dilation, Erosion, Closing, Opening };
 std::vector<double> squared_distance_to(const std::vector<uint8_t>& mask, const Shape3& shape);
 
 // `mask` (0/1, z, y, x) with `op` applied, ball radius `radius` (> 0).
-std::vector<uint8_t> binary_operation(const std::vector<uint8_t>& mask, const Shape3& shape, BinaryOp op, double radius);
+std::vector<uint8_t> binary_operation(const std::vector<uint8_t>& mask, const Shape3& shape, BinaryOp op,
+                                      double radius);
 
 }  // namespace medseg::data::augment

@@ -30,13 +30,27 @@ std::vector<int64_t> augment_intensities(Sample& s, const AugmentConfig& cfg, Rn
 
 void apply_intensities(Sample& s, const IntensityParams& p, at::Generator& gen) {
   if (!s.data.is_contiguous()) s.data = s.data.contiguous();
-  if (p.noise) add_gaussian_noise(s.data, p.noise_std, gen);
-  apply_blur(s.data, p.blur);
-  if (!p.brightness.empty()) apply_brightness(s.data, p.brightness);
-  if (!p.contrast.empty()) apply_contrast(s.data, p.contrast);
-  apply_low_resolution(s.data, p.lowres);
-  if (!p.gamma_inverted.empty()) apply_gamma(s.data, p.gamma_inverted, true);
-  if (!p.gamma.empty()) apply_gamma(s.data, p.gamma, false);
+  for (const IntensityStep step : kIntensityOrder) {
+    switch (step) {
+      case IntensityStep::Noise:
+        if (p.noise) add_gaussian_noise(s.data, p.noise_std, gen);
+        break;
+      case IntensityStep::Blur: apply_blur(s.data, p.blur); break;
+      case IntensityStep::Brightness:
+        if (!p.brightness.empty()) apply_brightness(s.data, p.brightness);
+        break;
+      case IntensityStep::Contrast:
+        if (!p.contrast.empty()) apply_contrast(s.data, p.contrast);
+        break;
+      case IntensityStep::LowResolution: apply_low_resolution(s.data, p.lowres); break;
+      case IntensityStep::GammaInverted:
+        if (!p.gamma_inverted.empty()) apply_gamma(s.data, p.gamma_inverted, true);
+        break;
+      case IntensityStep::Gamma:
+        if (!p.gamma.empty()) apply_gamma(s.data, p.gamma, false);
+        break;
+    }
+  }
 }
 
 }  // namespace medseg::data::augment

@@ -1,9 +1,8 @@
 #pragma once
-// nnU-Net's per-sample training augmentation, in its order: spatial (to the final patch), Gaussian
-// noise, Gaussian blur, brightness, contrast, low resolution, inverted gamma, gamma, mirroring,
-// image masking (use_mask_for_norm channels), and -1 -> 0 in the segmentation (the last three in
-// one pass, finish.h). Deep-supervision targets are made per batch (deep_supervision.h).
-// Validation runs finish_sample alone, with no axes and no masked channels (nnU-Net's validation
+// nnU-Net's per-sample training augmentation, in its order: spatial (to the final patch), the intensity
+// transforms of kIntensityOrder (config.h: noise ... gamma), mirroring, image masking (use_mask_for_norm channels), and
+// -1 -> 0 in the segmentation (the last three in one pass, finish.h). Deep-supervision targets are made per batch
+// (deep_supervision.h). Validation runs finish_sample alone, with no axes and no masked channels (nnU-Net's validation
 // transforms are RemoveLabel only).
 // Every random draw comes from `rng` (decisions, parameters) and `gen` (noise voxels), so the
 // result depends on the seeds alone.

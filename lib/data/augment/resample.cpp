@@ -43,9 +43,7 @@ inline float normalised(double pos, int64_t crop) {
 }
 // ATen's un-normalisation: the scalar 3D kernel, and the vectorised 2D kernel (fused).
 inline float unnormalise_3d(float g, int64_t size) { return ((g + 1.f) * static_cast<float>(size) - 1.f) / 2.f; }
-inline float unnormalise_2d(float g, int64_t size) {
-  return std::fma(g + 1.f, static_cast<float>(size) / 2, -0.5f);
-}
+inline float unnormalise_2d(float g, int64_t size) { return std::fma(g + 1.f, static_cast<float>(size) / 2, -0.5f); }
 
 // Per-label sums of the one-hot channels at one output voxel, in neighbour order.
 template <bool kFused>
@@ -96,12 +94,10 @@ Geometry geometry(const SpatialMap& mp) {
   return g;
 }
 
-int16_t lowest_label(const int16_t* seg, int64_t n) {
-  return n == 0 ? int16_t{0} : *std::min_element(seg, seg + n);
-}
+int16_t lowest_label(const int16_t* seg, int64_t n) { return n == 0 ? int16_t{0} : *std::min_element(seg, seg + n); }
 
-MEDSEG_WIDE_CLONES void resample_3d(const SpatialMap& mp, const float* image, int64_t C, const int16_t* seg, float* out_image,
-                 int16_t* out_seg) {
+MEDSEG_WIDE_CLONES void resample_3d(const SpatialMap& mp, const float* image, int64_t C, const int16_t* seg,
+                                    float* out_image, int16_t* out_seg) {
   const Geometry geo = geometry(mp);
   const int64_t D = mp.crop[0], H = mp.crop[1], W = mp.crop[2];
   const int64_t HW = H * W, in_vol = D * HW;
@@ -189,15 +185,15 @@ MEDSEG_WIDE_CLONES void resample_3d(const SpatialMap& mp, const float* image, in
 }
 
 // 2D and dummy-2D: one (y, x) map for every z-slice and channel.
-MEDSEG_WIDE_CLONES void resample_in_plane(const SpatialMap& mp, const float* image, int64_t C, const int16_t* seg, float* out_image,
-                       int16_t* out_seg) {
+MEDSEG_WIDE_CLONES void resample_in_plane(const SpatialMap& mp, const float* image, int64_t C, const int16_t* seg,
+                                          float* out_image, int16_t* out_seg) {
   const Geometry geo = geometry(mp);
   const int64_t Z = mp.crop[0], H = mp.crop[1], W = mp.crop[2], HW = H * W;
   const int64_t P1 = mp.patch[1], P2 = mp.patch[2], plane = P1 * P2;
   if (mp.patch[0] != Z) throw Error("spatial transform: in-plane resampling needs patch z == crop z");
   struct Point {
     int64_t base;
-    float w[4];   // nw, ne, sw, se
+    float w[4];  // nw, ne, sw, se
     bool in[4];
     bool outside;
   };

@@ -11,7 +11,8 @@ std::vector<int64_t> nearest_exact_indices(int64_t in, int64_t n) {
   const float scale = static_cast<float>(in) / static_cast<float>(n);  // torch computes it in float
   std::vector<int64_t> idx(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    idx[static_cast<size_t>(i)] = std::min(static_cast<int64_t>(std::floor((static_cast<float>(i) + 0.5f) * scale)), in - 1);
+    idx[static_cast<size_t>(i)] =
+        std::min(static_cast<int64_t>(std::floor((static_cast<float>(i) + 0.5f) * scale)), in - 1);
   return idx;
 }
 

@@ -38,9 +38,7 @@ SpatialParams sample_spatial(const AugmentConfig& cfg, Rng& rng);
 struct SpatialPlan {
   bool active = false;  // rotation or scaling; otherwise a centred crop
   SpatialMap map;       // map.lo / map.crop: the box of the loader patch that is read
-  Box read_box() const {
-    return {map.lo, {map.lo[0] + map.crop[0], map.lo[1] + map.crop[1], map.lo[2] + map.crop[2]}};
-  }
+  Box read_box() const { return {map.lo, {map.lo[0] + map.crop[0], map.lo[1] + map.crop[1], map.lo[2] + map.crop[2]}}; }
 };
 
 // `in_plane`: 2D / dummy-2D (loader z must equal patch z).

@@ -1,0 +1,98 @@
+# One library target per stage of lib/ (docs/architecture.md), declared in lib/<stage>/stage.cmake the way
+# ITK's modules declare theirs in itk-module.cmake:
+#
+#   medseg_stage(<name> [TORCH] [FOLDER <folder>] [SOURCES_MATCHING <regex>] [SOURCES_NOT_MATCHING <regex>]
+#                [DEPENDS <stage>...] [PRIVATE_DEPENDS <stage>...] [LIBS <target>...] [PRIVATE_LIBS <target>...])
+#
+# makes the static library medseg_stage_<name> (alias medseg::<name>, file libmedseg_<name>.a) from lib/<folder>/**.cpp (folder: the name).
+# DEPENDS are the stages its headers include (public), PRIVATE_DEPENDS those only its .cpp files include;
+# TORCH links LibTorch (through core_torch, the torch half of lib/core). LIBS/PRIVATE_LIBS are third-party
+# targets; the word ITK stands for ${ITK_LIBRARIES} and drops out when MEDSEG_WITH_ITK=OFF.
+#
+# Why an undeclared include fails the build: a stage's sources do not see lib/. They see one folder per
+# stage, stage_include/<stage>/, holding a link named <stage> to lib/<stage> and nothing else, added to the
+# include path of the stage and (as a usage requirement) of every stage that depends on it. An include of a
+# stage outside the declared dependencies (direct or through public ones) finds no such folder.
+# tests/base/layering_test.cpp reads these declarations and checks that every include is a direct edge.
+set(MEDSEG_STAGE_INCLUDE_ROOT "${CMAKE_BINARY_DIR}/stage_include")
+
+function(medseg_stage_include_dir folder out)
+  set(dir "${MEDSEG_STAGE_INCLUDE_ROOT}/${folder}")
+  if(NOT EXISTS "${dir}/${folder}")
+    file(MAKE_DIRECTORY "${dir}")
+    file(CREATE_LINK "${MEDSEG_LIB_DIR}/${folder}" "${dir}/${folder}" SYMBOLIC)
+  endif()
+  set(${out} "${dir}" PARENT_SCOPE)
+endfunction()
+
+# The .cpp files of lib/<folder>, less the ITK and cairo files this build leaves out (lib/CMakeLists.txt).
+function(medseg_stage_sources folder out)
+  file(GLOB_RECURSE files CONFIGURE_DEPENDS "${MEDSEG_LIB_DIR}/${folder}/*.cpp")
+  if(NOT MEDSEG_WITH_ITK)
+    list(FILTER files EXCLUDE REGEX "_itk\\.cpp$")
+  endif()
+  if(MEDSEG_WITH_CAIRO)
+    list(FILTER files EXCLUDE REGEX "_cairo_off\\.cpp$")
+  else()
+    list(FILTER files EXCLUDE REGEX "_cairo\\.cpp$")
+  endif()
+  set(${out} ${files} PARENT_SCOPE)
+endfunction()
+
+function(medseg_stage_libs out)
+  set(libs)
+  foreach(lib ${ARGN})
+    if(lib STREQUAL "ITK")
+      if(MEDSEG_WITH_ITK)
+        list(APPEND libs ${ITK_LIBRARIES})
+      endif()
+    else()
+      list(APPEND libs ${lib})
+    endif()
+  endforeach()
+  set(${out} ${libs} PARENT_SCOPE)
+endfunction()
+
+function(medseg_stage name)
+  cmake_parse_arguments(S "TORCH" "FOLDER;SOURCES_MATCHING;SOURCES_NOT_MATCHING"
+                        "DEPENDS;PRIVATE_DEPENDS;LIBS;PRIVATE_LIBS" ${ARGN})
+  if(NOT S_FOLDER)
+    set(S_FOLDER ${name})
+  endif()
+  medseg_stage_sources(${S_FOLDER} sources)
+  if(S_SOURCES_MATCHING)
+    list(FILTER sources INCLUDE REGEX "${S_SOURCES_MATCHING}")
+  endif()
+  if(S_SOURCES_NOT_MATCHING)
+    list(FILTER sources EXCLUDE REGEX "${S_SOURCES_NOT_MATCHING}")
+  endif()
+  set(target medseg_stage_${name})
+  add_library(${target} STATIC ${sources})
+  add_library(medseg::${name} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES CXX_STANDARD 17 POSITION_INDEPENDENT_CODE ON EXPORT_NAME ${name}
+                                             OUTPUT_NAME medseg_${name})
+  medseg_stage_include_dir(${S_FOLDER} include_dir)
+  target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${include_dir}>
+                                              $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/medseg>)
+  target_compile_definitions(${target} PUBLIC ${MEDSEG_COMMON_DEFS})
+  foreach(dep ${S_DEPENDS})
+    target_link_libraries(${target} PUBLIC medseg_stage_${dep})
+  endforeach()
+  foreach(dep ${S_PRIVATE_DEPENDS})
+    target_link_libraries(${target} PRIVATE medseg_stage_${dep})
+  endforeach()
+  medseg_stage_libs(public_libs ${S_LIBS})
+  medseg_stage_libs(private_libs ${S_PRIVATE_LIBS})
+  target_link_libraries(${target} PUBLIC ${public_libs} PRIVATE ${private_libs})
+  if(S_TORCH)
+    target_link_libraries(${target} PUBLIC medseg_stage_core_torch)
+    if(MEDSEG_USE_PCH)
+      # One precompiled torch header for every torch stage: same flags (static, PIC, -O3) as core_torch's.
+      target_precompile_headers(${target} REUSE_FROM medseg_stage_core_torch)
+    endif()
+  endif()
+  set_property(GLOBAL APPEND PROPERTY MEDSEG_STAGES ${name})
+  if(NOT S_TORCH AND NOT name STREQUAL "core_torch")
+    set_property(GLOBAL APPEND PROPERTY MEDSEG_TORCH_FREE_STAGES ${name})
+  endif()
+endfunction()

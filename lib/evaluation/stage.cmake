@@ -1,0 +1,5 @@
+# lib/evaluation: Dice/IoU/HD95, summary.json.
+# Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
+medseg_stage(evaluation
+  DEPENDS core
+  PRIVATE_DEPENDS io)

@@ -1,0 +1,4 @@
+# lib/fingerprint: cropping, intensity statistics, dataset_fingerprint.json.
+# Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
+medseg_stage(fingerprint
+  DEPENDS core io)

@@ -1,0 +1,6 @@
+# lib/inference: model folders, sliding window, prediction, export.
+# Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
+medseg_stage(inference
+  TORCH
+  DEPENDS core io planning preprocessing postprocessing checkpoint distributed
+  PRIVATE_DEPENDS fingerprint models visualization)

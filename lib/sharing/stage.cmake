@@ -1,0 +1,7 @@
+# lib/sharing: model zips and nnU-Net model folders.
+# Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
+medseg_stage(sharing
+  TORCH
+  DEPENDS core
+  PRIVATE_DEPENDS checkpoint inference
+  PRIVATE_LIBS PkgConfig::LIBZIP)

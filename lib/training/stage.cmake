@@ -1,0 +1,7 @@
+# lib/training: the trainer and its parts.
+# Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
+medseg_stage(training
+  TORCH
+  DEPENDS core planning data models
+  PRIVATE_DEPENDS io preprocessing evaluation checkpoint inference distributed
+  PRIVATE_LIBS medseg_cairo)
