@@ -7,7 +7,7 @@
 # makes the static library medseg_stage_<name> (alias medseg::<name>, file libmedseg_<name>.a) from lib/<folder>/**.cpp (folder: the name).
 # DEPENDS are the stages its headers include (public), PRIVATE_DEPENDS those only its .cpp files include;
 # TORCH links LibTorch (through core_torch, the torch half of lib/core). LIBS/PRIVATE_LIBS are third-party
-# targets; the word ITK stands for ${ITK_LIBRARIES} and drops out when MEDSEG_WITH_ITK=OFF.
+# targets; the word ITK stands for ${ITK_LIBRARIES} and libtiff, and drops out when MEDSEG_WITH_ITK=OFF.
 #
 # Why an undeclared include fails the build: a stage's sources do not see lib/. They see one folder per
 # stage, stage_include/<stage>/, holding a link named <stage> to lib/<stage> and nothing else, added to the
@@ -43,8 +43,8 @@ function(medseg_stage_libs out)
   set(libs)
   foreach(lib ${ARGN})
     if(lib STREQUAL "ITK")
-      if(MEDSEG_WITH_ITK)
-        list(APPEND libs ${ITK_LIBRARIES})
+      if(MEDSEG_WITH_ITK)  # with libtiff, for the TIFF stacks ITK cannot read (io/tiff_planes_itk.cpp)
+        list(APPEND libs ${ITK_LIBRARIES} TIFF::TIFF)
       endif()
     else()
       list(APPEND libs ${lib})
