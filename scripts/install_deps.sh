@@ -15,7 +15,7 @@ PACKAGES=(
   libcairo2-dev fonts-dejavu-core
   python3 python3-torch python3-pip unzip   # pip fetches the torch wheel (scripts/install_libtorch.sh)
   clang libclang-rt-14-dev   # sanitizer builds and libFuzzer targets (docs/hardening.md)
-  clang-format   # the code style, checked by scripts/test.sh (.clang-format)
+  clang-format clang-tidy   # the code style and static checks of scripts/test.sh (.clang-format, .clang-tidy)
   debootstrap python3-venv   # the GPU bundle's clean-root check (scripts/gpu/check_clean_root.sh)
   python3-nibabel   # an independent NIfTI writer for tests (tests/base/convert_msd_itk_test.cpp)
   python3-pil python3-tifffile   # independent PNG/BMP/TIFF writers for tests (tests/base/io_natural_formats_itk_test.cpp)
