@@ -114,9 +114,9 @@ int main(int argc, char** argv) {
     inference::parse_probabilities_format(probabilities_format, &ro.probabilities_npy, &ro.probabilities_npz);
     inference::check_step_size(po.step_size, "-step_size");  // once, not once per case
     inference::check_part(num_parts, part_id);
-    if (const auto rc = distributed::launch_if_launcher(nproc, std::vector<std::string>(argv, argv + argc),
-                                                        "medseg_predict", dist_timeout))
-      return *rc;
+    if (distributed::is_launcher(nproc))
+      return distributed::launch_ranks(nproc, std::vector<std::string>(argv, argv + argc), "medseg_predict",
+                                       dist_timeout);
     const distributed::World world = distributed::world_from_environment();
     if (world.distributed()) {  // every case's tiles shared between the ranks; rank 0 writes
       distributed::RankSettings rs;

@@ -125,10 +125,11 @@ int main(int argc, char** argv) {
                                         ranks, opt.spatial_parallel);
     };
     // The launcher: checked its flags above, now starts the ranks (which find RANK set and train).
-    if (local_ranks > 1 && std::getenv("RANK") == nullptr) refuse_unfit(local_ranks);
-    if (const auto rc = medseg::distributed::launch_if_launcher(
-            local_ranks, std::vector<std::string>(argv, argv + argc), "medseg_train", dist_timeout))
-      return *rc;
+    if (medseg::distributed::is_launcher(local_ranks)) {
+      refuse_unfit(local_ranks);
+      return medseg::distributed::launch_ranks(local_ranks, std::vector<std::string>(argv, argv + argc), "medseg_train",
+                                               dist_timeout);
+    }
     const auto world = medseg::distributed::world_from_environment();
     if (world.distributed()) {
       refuse_unfit(world.world_size);

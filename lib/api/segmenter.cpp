@@ -21,7 +21,8 @@ Segmenter::Segmenter(const std::string& model_folder, const SegmenterOptions& o)
     throw Error(model_folder + " holds configuration '" + model.configuration +
                 "', a cascade stage: it needs the previous stage's segmentation, which Segmenter does not take "
                 "(use medseg_predict)");
-  if (o.postprocessing) impl_->postprocessing = inference::folder_postprocessing(model_folder, model);
+  if (auto steps = o.postprocessing ? inference::folder_postprocessing(model_folder, model) : std::nullopt)
+    impl_->postprocessing = std::move(*steps);
   impl_->configuration = model.configuration;
   inference::PredictorOptions po;
   po.step_size = o.step_size;

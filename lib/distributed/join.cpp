@@ -10,9 +10,9 @@
 
 namespace medseg::distributed {
 
-std::optional<int> launch_if_launcher(int ranks, const std::vector<std::string>& args, const std::string& program,
-                                      int timeout_s) {
-  if (ranks <= 1 || std::getenv("RANK") != nullptr) return std::nullopt;
+bool is_launcher(int ranks) { return ranks > 1 && std::getenv("RANK") == nullptr; }
+
+int launch_ranks(int ranks, const std::vector<std::string>& args, const std::string& program, int timeout_s) {
   LaunchOptions lo;
   lo.nproc = ranks;
   lo.grace = std::chrono::seconds(timeout_s);

@@ -3,7 +3,6 @@
 // the launcher part (--nproc_per_node N re-executes the program as N ranks and watches them) and the rank
 // part (this process joins the others, with its GPU, its share of the host's cores and its log).
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,11 +11,13 @@
 
 namespace medseg::distributed {
 
-// With `ranks` > 1 and no RANK in the environment this process is the launcher: it starts the ranks
-// (re-executing `args`, argv[0] first) and returns the exit status of the run (launch.h). Otherwise nullopt:
-// go on, as a rank or alone.
-std::optional<int> launch_if_launcher(int ranks, const std::vector<std::string>& args, const std::string& program,
-                                      int timeout_s);
+// Whether this process is the launcher of a run of `ranks` local ranks: more than one, and no RANK in the
+// environment (a started rank has one). Otherwise it goes on, as a rank or alone.
+bool is_launcher(int ranks);
+
+// The launcher's work: starts the ranks (re-executing `args`, argv[0] first) and returns the exit status of the
+// run (launch.h).
+int launch_ranks(int ranks, const std::vector<std::string>& args, const std::string& program, int timeout_s);
 
 struct RankSettings {
   std::string device;  // "cuda" becomes "cuda:<LOCAL_RANK>": one GPU per local rank

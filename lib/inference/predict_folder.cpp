@@ -17,10 +17,10 @@ namespace fs = std::filesystem;
 
 namespace medseg::inference {
 
-std::vector<postprocessing::KeepLargestComponent> folder_postprocessing(const std::string& model_folder,
-                                                                        const ModelFolder& model) {
+std::optional<std::vector<postprocessing::KeepLargestComponent>> folder_postprocessing(const std::string& model_folder,
+                                                                                       const ModelFolder& model) {
   const std::string file = (fs::path(model_folder) / "postprocessing.json").string();
-  if (!fs::exists(file)) return {};
+  if (!fs::exists(file)) return std::nullopt;
   return postprocessing::read_postprocessing(file, model.dataset.labels).steps;
 }
 
@@ -36,11 +36,10 @@ std::string sibling_model_folder(const std::string& folder, const std::string& c
 std::optional<RunSummary> predict_folder(ModelFolder model, const std::string& model_folder, const FolderRun& run,
                                          const distributed::World& world, const PredictorOptions& po, RunOptions ro) {
   const std::string ending = model.dataset.file_ending;
-  const std::string pp_file = (fs::path(model_folder) / "postprocessing.json").string();
-  if (run.postprocessing && fs::exists(pp_file)) {
-    ro.postprocessing = folder_postprocessing(model_folder, model);
-    spdlog::info("postprocessing from {}: {} step(s) (--disable_postprocessing skips it)", pp_file,
-                 ro.postprocessing.size());
+  if (auto steps = run.postprocessing ? folder_postprocessing(model_folder, model) : std::nullopt) {
+    ro.postprocessing = std::move(*steps);
+    spdlog::info("postprocessing from {}: {} step(s) (--disable_postprocessing skips it)",
+                 (fs::path(model_folder) / "postprocessing.json").string(), ro.postprocessing.size());
   }
   const json plans_json = model.plans_json;
   const ordered_json dataset_json = model.dataset_json;  // the file's order: region outputs follow it

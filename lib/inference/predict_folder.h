@@ -16,10 +16,10 @@
 
 namespace medseg::inference {
 
-// The model folder's postprocessing.json (medseg_determine_postprocessing -m), read against its dataset.json's
-// labels; no steps when the folder has none.
-std::vector<postprocessing::KeepLargestComponent> folder_postprocessing(const std::string& model_folder,
-                                                                        const ModelFolder& model);
+// The steps of the model folder's postprocessing.json (medseg_determine_postprocessing -m), read against its
+// dataset.json's labels; nullopt when the folder has no such file.
+std::optional<std::vector<postprocessing::KeepLargestComponent>> folder_postprocessing(const std::string& model_folder,
+                                                                                       const ModelFolder& model);
 
 // The model folder of `configuration` beside `folder` (<Trainer>__<Plans>__<Configuration>): same trainer and
 // plans. "" when the folder is not named that way.
