@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed batches first")->capture_default_str();
   app.add_option("--seed", seed, "loader seed")->capture_default_str();
   app.add_flag("--no-augment", no_augment, "validation pipeline (crop only)");
+  bool da5 = false;
+  app.add_flag("--da5", da5, "nnUNetTrainerDA5's stronger augmentation instead of nnU-Net's default");
   app.add_option("--augment-device", augment_device,
                  "cpu (per sample in the workers), cpu_batched or cuda (the batched torch path on the consumer "
                  "thread, timed with it; docs/gpu_augmentation.md)")
@@ -91,7 +93,9 @@ int main(int argc, char** argv) {
       src = make_synthetic_source(cases, {min_shape[0], min_shape[1], min_shape[2]},
                                   {max_shape[0], max_shape[1], max_shape[2]}, channels, labels, seed);
     }
-    PipelineConfig cfg = no_augment ? validation_pipeline(plan) : training_pipeline(plan);
+    AugmentChoice choice;
+    choice.da5 = da5;
+    PipelineConfig cfg = no_augment ? validation_pipeline(plan) : training_pipeline(plan, true, 0.33, choice);
     const auto device = augment::resolve_augment_device(
         augment_device, augment_device == "cuda" ? at::Device(at::kCUDA) : at::Device(at::kCPU));
     cfg.device_augment = device.has_value() && !no_augment;
@@ -101,9 +105,10 @@ int main(int argc, char** argv) {
       const Batch out = augment::augment_batch_on_device(std::move(b), cfg, *device);
       (void)out.data.view(-1)[0].item<float>();
     };
+    const std::string full = da5 ? "DA5 augmentation" : "full augmentation";
     const std::string mode = no_augment           ? "no augmentation"
-                             : cfg.device_augment ? "full augmentation, batched on " + device->str()
-                                                  : "full augmentation";
+                             : cfg.device_augment ? full + ", batched on " + device->str()
+                                                  : full;
     std::printf("cases %lld (channels %lld), final patch %s, loader patch %s, batch %lld, %s%s\n",
                 static_cast<long long>(src->size()), static_cast<long long>(src->channels()),
                 shape_str(cfg.final_patch).c_str(), shape_str(cfg.loader_patch).c_str(),

@@ -55,6 +55,7 @@ have_lib() { ldconfig -p 2>/dev/null | grep -q " $1 " || [ -e "/usr/local/cuda/l
 
 # Unpack into a staging folder beside the destination, renamed into place when complete, so an
 # interrupted run leaves nothing that looks usable.
+mkdir -p "$cache"  # a new machine has no cache yet
 tmp=$(mktemp -d "$cache/.libtorch-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fetch "$TORCH_WHEEL" "torch==$TORCH_VERSION" "$TORCH_SHA256"

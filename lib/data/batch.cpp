@@ -75,7 +75,8 @@ const int16_t* read_previous_stage(const CaseSource& cases, int64_t ci, const Bo
 
 }  // namespace
 
-PipelineConfig training_pipeline(const planning::ConfigurationPlan& plan, bool deep_supervision, double oversample) {
+PipelineConfig training_pipeline(const planning::ConfigurationPlan& plan, bool deep_supervision, double oversample,
+                                 const AugmentChoice& choice) {
   PipelineConfig cfg = base_pipeline(plan, deep_supervision, oversample);
   auto& a = cfg.aug;
   const auto& p = cfg.final_patch;
@@ -84,11 +85,16 @@ PipelineConfig training_pipeline(const planning::ConfigurationPlan& plan, bool d
     a.rotation_max = (aspect > 1.5 ? 15.0 : 180.0) * kDeg;
     a.mirror_axes = {1, 2};
   } else {
-    a.dummy_2d = static_cast<double>(*std::max_element(p.begin(), p.end())) / static_cast<double>(p[0]) > 3.0;
+    a.dummy_2d =
+        choice.dummy_2d && static_cast<double>(*std::max_element(p.begin(), p.end())) / static_cast<double>(p[0]) > 3.0;
     a.rotation_max = (a.dummy_2d ? 180.0 : 30.0) * kDeg;
     a.mirror_axes = {0, 1, 2};
   }
-  cfg.loader_patch = initial_patch_size(p, a.rotation_max, a.dummy_2d, cfg.is_2d);
+  if (choice.da5) a.da5();
+  a.nearest_image = choice.nearest_image;
+  a.nearest_seg = choice.nearest_seg;
+  // get_patch_size's scale range: (0.85, 1.25) in nnU-Net's trainer, (0.7, 1.43) in DA5's.
+  cfg.loader_patch = initial_patch_size(p, a.rotation_max, a.dummy_2d, cfg.is_2d, choice.da5 ? 0.7 : 0.85);
   return cfg;
 }
 
@@ -166,9 +172,11 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
       at::Generator gen = at::detail::createCPUGenerator(noise_seed);
       // Plan the spatial transform first and read only the part of the loader patch it touches.
       augment::SpatialPlan plan;
+      augment::AxisOps axis_ops;
       Box read = choice.box;
       if (cfg.augment) {
         plan = augment::plan_spatial(L, P, augment::sample_spatial(cfg.aug, rng), cfg.aug.in_plane());
+        axis_ops = augment::sample_axis_ops(cfg.aug, rng);
         const Box part = plan.read_box();
         for (int d = 0; d < 3; ++d) {
           read.lo[d] = choice.box.lo[d] + part.lo[d];
@@ -190,6 +198,7 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
                                view_of(scratch.out_seg, {1, P[0], P[1], P[2]}, at::kShort)};
           s = augment::apply_spatial(s, plan, &into);
         }
+        s = {augment::apply_axis_ops(s.data, axis_ops), augment::apply_axis_ops(s.seg, axis_ops)};
         mirror_axes = augment::augment_intensities(s, cfg.aug, rng, gen);
         mask_channels = cfg.aug.mask_channels;
       }
@@ -197,6 +206,12 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
                              seg[j - first].data_ptr<int16_t>());
       if (K > 0) {  // the previous stage's segmentation takes the reference segmentation's path
         const int16_t* prev = read_previous_stage(cases, ci, read, cfg.augment ? &plan : nullptr, scratch);
+        at::Tensor turned;  // Rot90 / Transpose, as the reference segmentation
+        if (axis_ops.active()) {
+          turned = augment::apply_axis_ops(at::from_blob(const_cast<int16_t*>(prev), {1, P[0], P[1], P[2]}, at::kShort),
+                                           axis_ops);
+          prev = turned.data_ptr<int16_t>();
+        }
         float* onehot = data[j - first].data_ptr<float>() + C * P[0] * P[1] * P[2];
         augment::previous_stage_one_hot(prev, P, prev_labels, mirror_axes, onehot);
         if (cfg.augment)

@@ -54,11 +54,19 @@ BatchShare batch_share(int64_t batch, int rank, int ranks);
 // final patch size (no enlarged loader patch, no augmentation), the sampling rule of `p` kept.
 PipelineConfig without_augmentation(PipelineConfig p);
 
+// Which of nnU-Net's training augmentations (its trainer variants' names in brackets).
+struct AugmentChoice {
+  bool da5 = false;                                 // nnUNetTrainerDA5's pipeline (AugmentConfig::da5)
+  bool nearest_image = false, nearest_seg = false;  // spatial transform order 0 (*DAOrd0, *DASegOrd0, DA5*ord0)
+  bool dummy_2d = true;                             // false: nnUNetTrainer_noDummy2DDA
+};
+
 // nnU-Net's training pipeline for a plan configuration: rotation +-30 deg in 3D, +-180 deg for
 // dummy-2D (max(patch) / patch[0] > 3) and 2D, +-15 deg for 2D patches with aspect > 1.5; loader
-// patch from initial_patch_size; mirroring on all spatial axes; deep supervision from the strides.
+// patch from initial_patch_size (DA5: with its smallest scale, 0.7); mirroring on all spatial axes;
+// deep supervision from the strides.
 PipelineConfig training_pipeline(const planning::ConfigurationPlan& plan, bool deep_supervision = true,
-                                 double oversample = 0.33);
+                                 double oversample = 0.33, const AugmentChoice& choice = {});
 // The validation pipeline: loader patch = final patch, no augmentation.
 PipelineConfig validation_pipeline(const planning::ConfigurationPlan& plan, bool deep_supervision = true,
                                    double oversample = 0.33);

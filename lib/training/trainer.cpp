@@ -234,7 +234,12 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.loss_opts.regions = !s.in.regions.empty();
   s.loss_opts.ignore_channel = s.loss_opts.regions && s.in.ignore_label.has_value();
   apply_loss_config(s.cfg.loss, s.loss_opts);
-  s.train_pipe = data::training_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground);
+  data::AugmentChoice aug;
+  aug.da5 = s.cfg.augmentation == "da5";
+  aug.nearest_image = s.cfg.augment_image_interpolation == "nearest";
+  aug.nearest_seg = s.cfg.augment_seg_interpolation == "nearest";
+  aug.dummy_2d = s.cfg.dummy_2d_augmentation;
+  s.train_pipe = data::training_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground, aug);
   s.val_pipe = data::validation_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground);
   for (auto* p : {&s.train_pipe, &s.val_pipe}) {
     p->share_begin = s.dp->share().begin;
@@ -300,6 +305,13 @@ void Trainer::State::open_run_folder() {
   spdlog::info("network {}: {} parameters; patch {}x{}x{}, batch {}; device {}, AMP {}", net->class_name(),
                net->parameter_count(), train_pipe.final_patch[0], train_pipe.final_patch[1], train_pipe.final_patch[2],
                train_pipe.batch_size, device.str(), amp_on ? (amp_dtype == at::kHalf ? "fp16" : "bf16") : "off");
+  const data::augment::AugmentConfig& a = train_pipe.aug;
+  const Shape3& L = train_pipe.loader_patch;
+  spdlog::info("augmentation {}{}: loader patch {}x{}x{}, dummy 2D {}, spatial interpolation image {} / labels {}",
+               !train_pipe.augment ? "off" : (cfg.augmentation == "da5" ? "DA5" : "nnU-Net"),
+               train_pipe.device_augment ? " (batched on " + augment_device->str() + ")" : std::string(), L[0], L[1],
+               L[2], a.dummy_2d ? "on" : "off", a.nearest_image ? "nearest" : "linear",
+               a.nearest_seg ? "nearest" : "linear");
   if (!in.previous_stage_folder.empty())
     spdlog::info("cascade stage: {} previous-stage channel(s) (labels {}) from {}", in.previous_stage_labels.size(),
                  json(in.previous_stage_labels).dump(), in.previous_stage_folder);

@@ -52,6 +52,10 @@ json TrainerConfig::to_json() const {
             {"oversample_foreground", oversample_foreground},
             {"deep_supervision", deep_supervision},
             {"augment", augment},
+            {"augmentation", augmentation},
+            {"augment_image_interpolation", augment_image_interpolation},
+            {"augment_seg_interpolation", augment_seg_interpolation},
+            {"dummy_2d_augmentation", dummy_2d_augmentation},
             {"checkpoint_every", checkpoint_every},
             {"ema_momentum", ema_momentum},
             {"seed", seed},
@@ -240,6 +244,10 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
                 "oversample_foreground",
                 "deep_supervision",
                 "augment",
+                "augmentation",
+                "augment_image_interpolation",
+                "augment_seg_interpolation",
+                "dummy_2d_augmentation",
                 "checkpoint_every",
                 "ema_momentum",
                 "seed",
@@ -279,6 +287,12 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
   c.ema_momentum = number_in_range(r, "", "ema_momentum", c.ema_momentum);
   c.deep_supervision = r.boolean("deep_supervision", c.deep_supervision);
   c.augment = r.boolean("augment", c.augment);
+  if (r.has("augmentation"))
+    c.augmentation = r.choice<std::string>("augmentation", {{"nnunet", "nnunet"}, {"da5", "da5"}});
+  for (auto [key, value] : {std::pair{"augment_image_interpolation", &c.augment_image_interpolation},
+                            std::pair{"augment_seg_interpolation", &c.augment_seg_interpolation}})
+    if (r.has(key)) *value = r.choice<std::string>(key, {{"linear", "linear"}, {"nearest", "nearest"}});
+  c.dummy_2d_augmentation = r.boolean("dummy_2d_augmentation", c.dummy_2d_augmentation);
   if (r.has("augment_device"))
     c.augment_device =
         r.choice<std::string>("augment_device", {{"cpu", "cpu"}, {"cuda", "cuda"}, {"cpu_batched", "cpu_batched"}});

@@ -63,6 +63,13 @@ struct TrainerConfig {
   double oversample_foreground = 0.33;
   bool deep_supervision = true;
   bool augment = true;
+  // Which training augmentation: "nnunet" (nnUNetTrainer's) or "da5" (nnUNetTrainerDA5's stronger one).
+  std::string augmentation = "nnunet";
+  // The spatial transform's interpolation of the image and of the labels: "linear" (nnU-Net's; BG2's
+  // one-hot vote for labels) or "nearest" (order 0: the *DASegOrd0 and DA5*ord0 trainers).
+  std::string augment_image_interpolation = "linear", augment_seg_interpolation = "linear";
+  // Dummy-2D augmentation of anisotropic 3D patches (false: nnUNetTrainer_noDummy2DDA).
+  bool dummy_2d_augmentation = true;
   int64_t checkpoint_every = 5;  // epochs between checkpoint_latest writes
   double ema_momentum = 0.9;
   uint64_t seed = 12345;        // data pipeline + weight init

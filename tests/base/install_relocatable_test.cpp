@@ -13,10 +13,10 @@ using namespace medseg;
 
 namespace {
 
-// Replaces the refusal reason of nnUNetTrainerDA5 in a trainer variant table with `reason`.
+// Replaces the refusal reason of nnUNetTrainerAdan in a trainer variant table with `reason`.
 void mark_table(const fs::path& table, const std::string& reason) {
   std::string text = test::read_text(table.string());
-  const std::string key = "\"nnUNetTrainerDA5\": \"";
+  const std::string key = "\"nnUNetTrainerAdan\": \"";
   const auto at = text.find(key);
   ASSERT_NE(at, std::string::npos);
   const auto end = text.find('"', at + key.size());
@@ -45,25 +45,25 @@ TEST(Install, AMovedTreeRunsAndReadsItsOwnDataFiles) {
   // Only the moved tree's table says this: the installed program must have read it.
   mark_table(moved / "share/medseg/configs/trainer_variants.json", "refused by the moved tree");
   const std::string train = (moved / "bin/medseg_train").string();
-  auto r = test::run_cli(train, "1 3d_fullres 0 --tr nnUNetTrainerDA5");
+  auto r = test::run_cli(train, "1 3d_fullres 0 --tr nnUNetTrainerAdan");
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("nnUNetTrainerDA5: refused by the moved tree"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("nnUNetTrainerAdan: refused by the moved tree"), std::string::npos) << r.output;
 
   // $MEDSEG_SHARE_DIR wins over the folder beside the program.
   fs::create_directories(dir / "share/configs");
   fs::copy_file(moved / "share/medseg/configs/trainer_variants.json", dir / "share/configs/trainer_variants.json");
   mark_table(dir / "share/configs/trainer_variants.json", "refused by MEDSEG_SHARE_DIR");
-  r = test::run_cli(train, "1 3d_fullres 0 --tr nnUNetTrainerDA5", "MEDSEG_SHARE_DIR=" + dir / "share");
-  EXPECT_NE(r.output.find("nnUNetTrainerDA5: refused by MEDSEG_SHARE_DIR"), std::string::npos) << r.output;
+  r = test::run_cli(train, "1 3d_fullres 0 --tr nnUNetTrainerAdan", "MEDSEG_SHARE_DIR=" + dir / "share");
+  EXPECT_NE(r.output.find("nnUNetTrainerAdan: refused by MEDSEG_SHARE_DIR"), std::string::npos) << r.output;
 
   // The build tree's program still reads the source tree.
-  r = test::run_cli("medseg_train", "1 3d_fullres 0 --tr nnUNetTrainerDA5");
-  EXPECT_NE(r.output.find("stronger augmentation (DA5) is not implemented"), std::string::npos) << r.output;
+  r = test::run_cli("medseg_train", "1 3d_fullres 0 --tr nnUNetTrainerAdan");
+  EXPECT_NE(r.output.find("the Adan optimizer is not implemented"), std::string::npos) << r.output;
 
   // Without its share/medseg, the moved tree's program names the folder it lacks; it never falls back to
-  // the source tree (which would answer "stronger augmentation (DA5) is not implemented").
+  // the source tree (which would answer "the Adan optimizer is not implemented").
   fs::remove_all(moved / "share/medseg/configs");
-  r = test::run_cli(train, "1 3d_fullres 0 --tr nnUNetTrainerDA5");
+  r = test::run_cli(train, "1 3d_fullres 0 --tr nnUNetTrainerAdan");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(r.output.find("is not implemented"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find((moved / "share/medseg/configs").string()), std::string::npos) << r.output;

@@ -65,7 +65,7 @@ TEST(AugmentDistributions, EveryTransformFiresAndDrawsAsDocumented) {
     }
     if (d.spatial.scale) {
       ++scl;
-      scales.push_back(d.spatial.scale_factor);
+      scales.push_back(d.spatial.scales[0]);
     }
     const IntensityParams& p = d.intensity;
     if (p.noise) {

@@ -134,7 +134,7 @@ TEST(DataAugment, OutputDependsOnlyOnTheSampledNeighbourhood) {
   SpatialParams p;
   p.rotate = p.scale = true;
   p.angles = {0.35, -0.2, 0.3};
-  p.scale_factor = 0.8;
+  p.scales.fill(0.8);
   Sample a = apply_spatial(small, {10, 10, 10}, p, false);
   Sample b = apply_spatial(big, {10, 10, 10}, p, false);
   EXPECT_TRUE(a.data.allclose(b.data, 1e-4, 1e-4));
@@ -148,7 +148,7 @@ TEST(DataAugment, ScalingMarksSamplesOutsideTheInputAsMinusOne) {
   Sample in{at::ones({1, 8, 8, 8}, at::kFloat), at::ones({1, 8, 8, 8}, at::kShort)};
   SpatialParams p;
   p.scale = true;
-  p.scale_factor = 2.0;
+  p.scales.fill(2.0);
   Sample out = apply_spatial(in, {8, 8, 8}, p, false);
   at::Tensor expect = at::full({1, 8, 8, 8}, -1, at::kShort);
   expect.slice(1, 2, 6).slice(2, 2, 6).slice(3, 2, 6).fill_(1);
@@ -166,10 +166,10 @@ TEST(DataAugment, BrightnessMultiplies) {
 
 TEST(DataAugment, ContrastAroundMeanPreservesRange) {
   at::Tensor d = at::tensor({0.f, 1.f, 2.f, 5.f}).reshape({1, 1, 1, 4});
-  apply_contrast(d, {2.0});  // mean 2: (x - 2) * 2 + 2 = (-2, 0, 2, 8), clamped to [0, 5]
+  apply_contrast(d, {0}, {2.0});  // mean 2: (x - 2) * 2 + 2 = (-2, 0, 2, 8), clamped to [0, 5]
   EXPECT_TRUE(d.flatten().equal(at::tensor({0.f, 0.f, 2.f, 5.f})));
   at::Tensor e = at::tensor({0.f, 1.f, 2.f, 5.f}).reshape({1, 1, 1, 4});
-  apply_contrast(e, {0.5});  // (-1, -0.5, 0, 1.5) / ... : (1, 1.5, 2, 3.5)
+  apply_contrast(e, {0}, {0.5});  // (-1, -0.5, 0, 1.5) / ... : (1, 1.5, 2, 3.5)
   EXPECT_TRUE(e.flatten().allclose(at::tensor({1.f, 1.5f, 2.f, 3.5f})));
 }
 
@@ -375,6 +375,6 @@ TEST(DataAugment, GammaAndContrastEqualTheTorchFormulation) {
     const double m = v.to(at::kDouble).mean().item<double>();
     expect[c].copy_(((v - m) * (c == 0 ? 1.2 : 0.8) + m).clamp(v.min().item<float>(), v.max().item<float>()));
   }
-  apply_contrast(d, {1.2, 0.8});
+  apply_contrast(d, {0, 1}, {1.2, 0.8});
   EXPECT_TRUE(d.allclose(expect, 1e-5, 1e-5));
 }

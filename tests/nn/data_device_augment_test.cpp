@@ -139,6 +139,32 @@ TEST(DeviceAugment, EqualsTheCpuPathWithoutNoiseDummy2DAnd2D) {
   EXPECT_EQ(b.data.dim(), 4) << "2D batches drop z";
 }
 
+// DA5 (every one of its steps on every sample) and the order-0 spatial transform: the batched path runs
+// the CPU path's functions per sample for DA5's own steps, so the two agree as above.
+TEST(DeviceAugment, EqualsTheCpuPathWithoutNoiseDA5AndNearest) {
+  const auto src = cases(2, {20, 24, 24}, {24, 28, 30});
+  auto da5 = [](PipelineConfig cfg) {
+    AugmentConfig& a = cfg.aug;
+    a.da5();
+    a.p_noise = 0;
+    a.p_rotation = a.p_scaling = a.p_rot90 = a.p_transpose = a.p_smoothing = a.p_additive_brightness = 1;
+    a.p_contrast = a.p_lowres = a.p_gamma_inverted = a.p_gamma = a.p_blank = a.p_gradient = a.p_sharpen = 1;
+    a.mask_channels = {0};
+    cfg.loader_patch = initial_patch_size(cfg.final_patch, a.rotation_max, a.dummy_2d, cfg.is_2d, 0.7);
+    return cfg;
+  };
+  expect_paths_agree(*src, da5(pipeline({12, 14, 14}, false, 4)), 6, "DA5 3D");
+  PipelineConfig nearest = da5(pipeline({12, 14, 14}, false, 4));
+  nearest.aug.nearest_image = nearest.aug.nearest_seg = true;
+  expect_paths_agree(*src, nearest, 4, "DA5 order 0");
+  const auto flat = cases(2, {10, 30, 32}, {12, 34, 36});
+  expect_paths_agree(*flat, da5(pipeline({3, 18, 18}, false, 3)), 4, "DA5 dummy-2D");
+  expect_paths_agree(*flat, da5(pipeline({1, 18, 18}, true, 3)), 4, "DA5 2D");
+  PipelineConfig gamma = da5(pipeline({12, 14, 14}, false, 2));
+  gamma.aug.p_local_gamma = 1;  // alone after the rest: n^gamma magnifies rounding near a channel's minimum
+  expect_paths_agree(*src, gamma, 2, "DA5 with local gamma");
+}
+
 // On CPU tensors the noise generator is the CPU path's (same seed, same shape): even the noise
 // matches, which makes the device path's batches reproducible run to run.
 TEST(DeviceAugment, WithNoiseOnCpuTensorsTheBatchesAreTheCpuPaths) {
@@ -203,7 +229,7 @@ TEST(DeviceAugment, RotationAndScalingRatesAndRangesFollowTheConfig) {
       rotated += d.spatial.rotate;
       scaled += d.spatial.scale;
       if (d.spatial.rotate) angles.insert(angles.end(), d.spatial.angles.begin(), d.spatial.angles.end());
-      if (d.spatial.scale) scales.push_back(d.spatial.scale_factor);
+      if (d.spatial.scale) scales.push_back(d.spatial.scales[0]);
     }
   }
   // Binomial(1200, 0.2): mean 240, sd 13.9; 4.5 sd.

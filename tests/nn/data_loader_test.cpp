@@ -123,6 +123,22 @@ TEST(DataLoader, PipelineFollowsThePlan) {
   EXPECT_EQ(two.aug.mirror_axes, (std::vector<int>{1, 2}));
   p2.patch_size = {64, 40};  // aspect 1.6: +-15 deg
   EXPECT_NEAR(training_pipeline(p2).aug.rotation_max, M_PI / 12, 1e-12);
+  // nnUNetTrainerDA5: get_patch_size with its scale range (0.7, 1.43). The rotated extents of (32, 48, 48)
+  // by 30 degrees are (32 c + 48 s, 48 c + 48 s, 32 s + 48 c) = (51.71, 65.57, 57.57); / 0.7, floored.
+  AugmentChoice da5;
+  da5.da5 = true;
+  const auto strong = training_pipeline(plan_3d({32, 48, 48}, 2), true, 0.33, da5);
+  EXPECT_EQ(strong.loader_patch, (Shape3{73, 93, 82}));
+  EXPECT_DOUBLE_EQ(strong.aug.p_rotation, 0.4);
+  EXPECT_EQ(strong.aug.order.size(), augment::kDA5Order.size());
+  EXPECT_NEAR(strong.aug.rotation_max, M_PI / 6, 1e-12) << "DA5 keeps nnU-Net's rotation ranges";
+  // nnUNetTrainer_noDummy2DDA: the anisotropic patch gets the 3D rotation and a 3D loader patch.
+  AugmentChoice no_dummy;
+  no_dummy.dummy_2d = false;
+  const auto flat = training_pipeline(plan_3d({16, 64, 64}, 2), true, 0.33, no_dummy);
+  EXPECT_FALSE(flat.aug.dummy_2d);
+  EXPECT_NEAR(flat.aug.rotation_max, M_PI / 6, 1e-12);
+  EXPECT_GT(flat.loader_patch[0], 16);
   const auto val = validation_pipeline(plan_3d({32, 48, 48}, 2));
   EXPECT_EQ(val.loader_patch, val.final_patch);
   EXPECT_FALSE(val.augment);

@@ -53,7 +53,7 @@ SpatialParams random_params(Rng& rng, bool in_plane) {
   const double amax = in_plane ? kPi : kPi / 6;
   if (p.rotate)
     for (int d = 0; d < (in_plane ? 1 : 3); ++d) p.angles[d] = rng.uniform(-amax, amax);
-  if (p.scale) p.scale_factor = rng.uniform(0.7, 1.4);
+  if (p.scale) p.scales.fill(rng.uniform(0.7, 1.4));
   return p;
 }
 
@@ -73,7 +73,7 @@ void compare_many(const Shape3& loader, const Shape3& patch, bool in_plane, int 
     const SpatialParams p = random_params(rng, in_plane);
     const std::string what = "trial " + std::to_string(t) + " angles " + std::to_string(p.angles[0]) + "," +
                              std::to_string(p.angles[1]) + "," + std::to_string(p.angles[2]) + " scale " +
-                             std::to_string(p.scale_factor);
+                             std::to_string(p.scales[0]);
     expect_same(apply_spatial(in, patch, p, in_plane), reference_spatial(in, patch, p, in_plane), what);
   }
 }
@@ -109,7 +109,7 @@ TEST(SpatialFused, EqualsGridSampleOnExactRightAnglesAndPureScaling) {
   for (double f : {0.7, 1.0, 1.25, 1.4, 2.0}) {
     SpatialParams p;
     p.scale = true;
-    p.scale_factor = f;
+    p.scales.fill(f);
     expect_same(apply_spatial(in, {12, 12, 12}, p, false), reference_spatial(in, {12, 12, 12}, p, false),
                 "scale " + std::to_string(f));
   }

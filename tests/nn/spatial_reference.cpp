@@ -104,8 +104,9 @@ Sample reference_spatial(const Sample& in, const Shape3& patch, const SpatialPar
   Mapping mp;
   mp.ndim = ndim;
   if (in_plane) {
-    const double c = std::cos(p.angles[0]), sn = std::sin(p.angles[0]), f = p.scale_factor;
-    mp.m = Mat3{{{c * f, -sn * f, 0}, {sn * f, c * f, 0}, {0, 0, 1}}};
+    // BG2's create_affine_matrix_2d: R(a) @ diag(s_y, s_x).
+    const double c = std::cos(p.angles[0]), sn = std::sin(p.angles[0]), fy = p.scales[1], fx = p.scales[2];
+    mp.m = Mat3{{{c * fy, -sn * fx, 0}, {sn * fy, c * fx, 0}, {0, 0, 1}}};
   } else {
     // The matrix is the library's (its axes and signs are pinned by the right-angle tests in
     // data_augment_test.cpp); the resampling below is what this file is the oracle for.

@@ -79,8 +79,26 @@ TEST(TrainerVariants, NoDeepSupervision) {
   EXPECT_FALSE(find_trainer_config("nnUNetTrainerNoDeepSupervision").deep_supervision);
 }
 
+TEST(TrainerVariants, AugmentationVariantsSelectTheirPipelines) {
+  const TrainerConfig da5 = find_trainer_config("nnUNetTrainerDA5");
+  EXPECT_EQ(da5.augmentation, "da5");
+  EXPECT_EQ(da5.augment_seg_interpolation, "linear");
+  EXPECT_EQ(find_trainer_config("nnUNetTrainerDA5_10epochs").num_epochs, 10);
+  const TrainerConfig ord0 = find_trainer_config("nnUNetTrainerDA5ord0");
+  EXPECT_EQ(ord0.augment_image_interpolation, "nearest");
+  EXPECT_EQ(ord0.augment_seg_interpolation, "nearest");
+  const TrainerConfig seg0 = find_trainer_config("nnUNetTrainer_DASegOrd0");
+  EXPECT_EQ(seg0.augmentation, "nnunet");
+  EXPECT_EQ(seg0.augment_image_interpolation, "linear");
+  EXPECT_EQ(seg0.augment_seg_interpolation, "nearest");
+  EXPECT_EQ(find_trainer_config("nnUNetTrainer_onlyMirror01_DA5").mirror_axes(3), (std::vector<int>{0, 1}));
+  EXPECT_FALSE(find_trainer_config("nnUNetTrainer_noDummy2DDA").dummy_2d_augmentation);
+  EXPECT_TRUE(find_trainer_config("nnUNetTrainer").dummy_2d_augmentation);
+}
+
 TEST(TrainerVariants, RefusedNamesSayWhy) {
-  EXPECT_EQ(error_of("nnUNetTrainerDA5"), "nnUNetTrainerDA5: stronger augmentation (DA5) is not implemented in medseg");
+  EXPECT_EQ(error_of("nnUNetTrainer_HRNet"),
+            "nnUNetTrainer_HRNet: the HRNet architecture is not implemented in medseg");
   EXPECT_EQ(error_of("nnUNetTrainerAdan"), "nnUNetTrainerAdan: the Adan optimizer is not implemented in medseg");
   const std::string unknown = error_of("nnUNetTrainer_NoSuchVariant");
   EXPECT_NE(unknown.find("trainer config 'nnUNetTrainer_NoSuchVariant' not found"), std::string::npos) << unknown;
@@ -89,7 +107,7 @@ TEST(TrainerVariants, RefusedNamesSayWhy) {
 // Every name of the table loads or is refused with its reason: no typo in the table trains a default.
 TEST(TrainerVariants, EveryNameOfTheTableResolves) {
   const json table = read_json(std::string(MEDSEG_TEST_SOURCE_DIR) + "/configs/trainer_variants.json");
-  ASSERT_GE(table.at("variants").size(), 51u);
+  ASSERT_GE(table.at("variants").size(), 61u);
   for (const auto& [name, v] : table.at("variants").items()) EXPECT_EQ(find_trainer_config(name).name, name);
   for (const auto& [name, why] : table.at("refused").items())
     EXPECT_EQ(error_of(name), name + ": " + why.get<std::string>());

@@ -99,3 +99,27 @@ TEST(TrainerVariantsE2E, BatchNormOnSeveralRanksIsRefused) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("SyncBatchNorm"), std::string::npos) << r.output;
 }
+
+// nnU-Net's DA5 trainers by name train end to end, on either augmentation path: the order-0 label
+// variant with the per-sample loader path, DA5 itself with the batched path on CPU tensors. The run
+// folder carries nnU-Net's trainer name and the resolved settings; the log says which augmentation ran.
+TEST(TrainerVariantsE2E, DA5TrainersTrainByTheirNames) {
+  test::TempDir dir("variants_da5");
+  const std::string d = dir.path();
+  fs::create_directories(d + "/raw");
+  const std::string env = "MEDSEG_RAW=" + d + "/raw MEDSEG_PREPROCESSED=" + d + "/pre MEDSEG_RESULTS=" + d + "/results";
+  ASSERT_NO_FATAL_FAILURE(make_planned_dataset("953", "Strong", 6, env));
+  const std::string short_run = " --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 1 --num-workers 1 --threads 2 --no_pbar";
+  for (const std::string tr : {"nnUNetTrainerDA5Segord0", "nnUNetTrainerDA5"}) {
+    const std::string path = tr == "nnUNetTrainerDA5" ? " --augment_device cpu_batched" : "";
+    const auto r = test::run_cli("medseg_train", "953 3d_fullres 0 --tr " + tr + short_run + path, env);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string model = d + "/results/Dataset953_Strong/" + tr + "__nnUNetPlans__3d_fullres";
+    EXPECT_TRUE(fs::exists(model + "/fold_0/checkpoint_final.ckpt")) << tr;
+    const json cfg = read_json(model + "/trainer_config.json");
+    EXPECT_EQ(cfg.at("augmentation"), "da5") << tr;
+    EXPECT_EQ(cfg.at("augment_seg_interpolation"), tr == "nnUNetTrainerDA5" ? "linear" : "nearest") << tr;
+    const std::string log = test::read_text(model + "/fold_0/training_log.txt");
+    EXPECT_NE(log.find("augmentation DA5"), std::string::npos) << log;
+  }
+}

@@ -44,9 +44,10 @@ DeviceAugmented augment_on_device(const DeviceBatchInput& in, const AugmentConfi
   const at::Tensor data = in.data.to(device, /*non_blocking=*/true), seg = in.seg.to(device, true);
   std::vector<at::Tensor> images, labels;
   for (int64_t b = 0; b < n; ++b) {
-    Sample s = device::spatial(data[b], seg[b], in.draws[static_cast<size_t>(b)].spatial, cfg);
-    images.push_back(s.data);
-    labels.push_back(s.seg);
+    const SampleDraw& d = in.draws[static_cast<size_t>(b)];
+    Sample s = device::spatial(data[b], seg[b], d.spatial, cfg);
+    images.push_back(apply_axis_ops(s.data, d.axes));
+    labels.push_back(apply_axis_ops(s.seg, d.axes));
   }
   DeviceAugmented out;
   out.data = at::stack(images);  // contiguous, the batch's own memory

@@ -13,8 +13,13 @@
 
 #include "core/numeric.h"
 #include "data/augment/device_ops.h"
+#include "data/augment/blank_rectangle.h"
+#include "data/augment/brightness.h"
 #include "data/augment/gaussian_blur.h"
+#include "data/augment/local_gaussian.h"
+#include "data/augment/median_filter.h"
 #include "data/augment/resize.h"
+#include "data/augment/sharpen.h"
 
 namespace medseg::data::augment::device {
 
@@ -29,12 +34,15 @@ struct Rows {
   bool empty() const { return rows.empty(); }
 };
 
-Rows rows_with(const std::vector<SampleDraw>& draws, int64_t C, std::vector<double> IntensityParams::*factors) {
+// `channels`: the channel of each factor (contrast); null: factor c is channel c.
+Rows rows_with(const std::vector<SampleDraw>& draws, int64_t C, std::vector<double> IntensityParams::*factors,
+               std::vector<int64_t> IntensityParams::*channels = nullptr) {
   Rows r;
   for (size_t b = 0; b < draws.size(); ++b) {
     const std::vector<double>& f = draws[b].intensity.*factors;
     for (size_t c = 0; c < f.size(); ++c) {
-      r.rows.push_back(static_cast<int64_t>(b) * C + static_cast<int64_t>(c));
+      const int64_t ch = channels ? (draws[b].intensity.*channels)[c] : static_cast<int64_t>(c);
+      r.rows.push_back(static_cast<int64_t>(b) * C + ch);
       r.factors.push_back(static_cast<float>(f[c]));  // the CPU path's ops take the double as float
     }
   }
@@ -133,8 +141,12 @@ RowStats row_stats(const at::Tensor& rows) {
   return {rows.to(at::kDouble).mean(1, true), std::get<0>(rows.min(1, true)), std::get<0>(rows.max(1, true))};
 }
 
-void contrast(at::Tensor& x, const std::vector<SampleDraw>& draws) {
-  const Rows r = rows_with(draws, x.size(1), &IntensityParams::contrast);
+// One preserve_range setting per call: DA5 draws it per sample, so the rows are split by it.
+void contrast(at::Tensor& x, const std::vector<SampleDraw>& draws, bool preserve_range) {
+  std::vector<SampleDraw> part = draws;
+  for (SampleDraw& d : part)
+    if (d.intensity.contrast_preserve_range != preserve_range) d.intensity.contrast.clear();
+  const Rows r = rows_with(part, x.size(1), &IntensityParams::contrast, &IntensityParams::contrast_channels);
   if (r.empty()) return;
   at::Tensor flat = x.view({x.size(0) * x.size(1), -1});
   const at::Tensor index = host_longs(r.rows, x.device());
@@ -142,12 +154,15 @@ void contrast(at::Tensor& x, const std::vector<SampleDraw>& draws) {
   const RowStats st = row_stats(v);
   const at::Tensor mean = st.mean64.to(at::kFloat);
   v = (v - mean) * column(r.factors, x.device()) + mean;
-  flat.index_copy_(0, index, at::minimum(at::maximum(v, st.min), st.max));
+  flat.index_copy_(0, index, preserve_range ? at::minimum(at::maximum(v, st.min), st.max) : v);
 }
 
 // gamma.h: [x = -x]; x = ((x - lo) / max(r, eps))^g * r + lo; mean and unbiased std restored; [x = -x].
-void gamma(at::Tensor& x, const std::vector<SampleDraw>& draws, bool invert) {
-  const Rows r = rows_with(draws, x.size(1), invert ? &IntensityParams::gamma_inverted : &IntensityParams::gamma);
+// `inverted_step`: the GammaInverted step; otherwise the Gamma step, which inverts as its record says.
+void gamma(at::Tensor& x, const std::vector<SampleDraw>& draws, bool inverted_step) {
+  const bool invert = inverted_step || (!draws.empty() && draws.front().intensity.gamma_invert);
+  const Rows r =
+      rows_with(draws, x.size(1), inverted_step ? &IntensityParams::gamma_inverted : &IntensityParams::gamma);
   if (r.empty()) return;
   at::Tensor flat = x.view({x.size(0) * x.size(1), -1});
   const at::Tensor index = host_longs(r.rows, x.device());
@@ -184,18 +199,45 @@ void low_resolution(at::Tensor& x, const std::vector<SampleDraw>& draws) {
   }
 }
 
+// DA5's steps, per sample with the CPU path's functions (torch ops, so on the batch's device).
+void per_sample(at::Tensor& x, const std::vector<SampleDraw>& draws, IntensityStep step) {
+  for (size_t b = 0; b < draws.size(); ++b) {
+    const IntensityParams& p = draws[b].intensity;
+    at::Tensor xb = x[static_cast<int64_t>(b)];
+    switch (step) {
+      case IntensityStep::AdditiveBrightness: apply_additive_brightness(xb, p.additive_brightness); break;
+      case IntensityStep::Smoothing: apply_median(xb, p.median); break;  // its blur is batched (blur())
+      case IntensityStep::BlankRectangles: apply_blank_rectangles(xb, p.blank_rectangles); break;
+      case IntensityStep::BrightnessGradient: apply_brightness_gradient(xb, p.brightness_gradient); break;
+      case IntensityStep::LocalGamma: apply_local_gamma(xb, p.local_gamma); break;
+      case IntensityStep::Sharpening: apply_sharpening(xb, p.sharpening); break;
+      default: break;
+    }
+  }
+}
+
 }  // namespace
 
 void intensities(at::Tensor& x, const std::vector<SampleDraw>& draws) {
-  for (const IntensityStep step : kIntensityOrder) {
+  if (draws.empty()) return;
+  for (const IntensityStep step : draws.front().intensity.order) {  // one config per batch: one order
     switch (step) {
       case IntensityStep::Noise: noise(x, draws); break;
       case IntensityStep::Blur: blur(x, draws); break;
+      case IntensityStep::Smoothing:
+        per_sample(x, draws, step);
+        blur(x, draws);
+        break;
       case IntensityStep::Brightness: brightness(x, draws); break;
-      case IntensityStep::Contrast: contrast(x, draws); break;
+      case IntensityStep::Contrast:
+        contrast(x, draws, true);
+        contrast(x, draws, false);
+        break;
       case IntensityStep::LowResolution: low_resolution(x, draws); break;
       case IntensityStep::GammaInverted: gamma(x, draws, /*invert=*/true); break;
       case IntensityStep::Gamma: gamma(x, draws, /*invert=*/false); break;
+      case IntensityStep::Mirror: break;  // finish() flips
+      default: per_sample(x, draws, step); break;
     }
   }
 }

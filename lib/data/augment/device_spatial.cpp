@@ -51,20 +51,25 @@ Grid sampling_grid(const SpatialMap& mp, const at::Device& dev) {
   return {at::stack(g, -1).to(at::kFloat).unsqueeze(0), outside.expand(size)};
 }
 
-// Bilinear / trilinear, zeros outside, align_corners=False. In-plane: channels and z-slices form
-// the planes, as BG2's Convert3DTo2D does.
-at::Tensor sample(const at::Tensor& region, const at::Tensor& grid, bool in_plane) {
-  const int64_t C = region.size(0), Z = region.size(1);
-  if (!in_plane) return at::grid_sampler(region.unsqueeze(0), grid, 0, 0, false)[0];
+// Bilinear / trilinear (or nearest), zeros outside, align_corners=False. In-plane: channels and
+// z-slices form the planes, as BG2's Convert3DTo2D does.
+at::Tensor sample(const at::Tensor& region, const at::Tensor& grid, bool in_plane, bool nearest = false) {
+  const int64_t C = region.size(0), Z = region.size(1), mode = nearest ? 1 : 0;
+  if (!in_plane) return at::grid_sampler(region.unsqueeze(0), grid, mode, 0, false)[0];
   at::Tensor planes = region.reshape({1, C * Z, region.size(2), region.size(3)});
-  at::Tensor out = at::grid_sampler(planes, grid, 0, 0, false)[0];
+  at::Tensor out = at::grid_sampler(planes, grid, mode, 0, false)[0];
   return out.view({C, Z, out.size(1), out.size(2)});
 }
 
 // BG2's segmentation resampling: one one-hot channel (x1000) per label present in the read box
 // (-1 included), float16 rounding, the largest wins; argmax takes the first maximum, and the labels
 // are sorted, so the lowest label keeps ties.
-at::Tensor resample_labels(const at::Tensor& region, const Grid& g, bool in_plane) {
+at::Tensor resample_labels(const at::Tensor& region, const Grid& g, bool in_plane, bool nearest) {
+  if (nearest) {  // the *Ord0 trainers: the labels as they are, then -1 outside
+    at::Tensor seg = sample(region.unsqueeze(0).to(at::kFloat), g.grid, in_plane, true)[0].to(at::kShort);
+    seg.masked_fill_(in_plane ? g.outside.unsqueeze(0) : g.outside, -1);
+    return seg.unsqueeze(0);
+  }
   const at::Tensor labels = std::get<0>(at::_unique(region, /*sorted=*/true));
   const at::Tensor onehot = region.eq(labels.view({-1, 1, 1, 1})).to(at::kFloat).mul_(kOneHot);
   const at::Tensor scores = sample(onehot, g.grid, in_plane).to(at::kHalf).to(at::kFloat);
@@ -85,7 +90,8 @@ Sample spatial(const at::Tensor& data, const at::Tensor& seg, const SpatialParam
   };
   if (!plan.active) return {cut(data), cut(seg)};  // the centred final patch
   const Grid g = sampling_grid(plan.map, data.device());
-  return {sample(cut(data), g.grid, cfg.in_plane()), resample_labels(cut(seg)[0], g, cfg.in_plane())};
+  return {sample(cut(data), g.grid, cfg.in_plane(), p.nearest_image),
+          resample_labels(cut(seg)[0], g, cfg.in_plane(), p.nearest_seg)};
 }
 
 }  // namespace medseg::data::augment::device

@@ -1,6 +1,6 @@
 #pragma once
 // Every random decision of one training sample's augmentation, drawn up front in the pipeline's
-// order (spatial; the intensity transforms in kIntensityOrder, config.h; mirror axes) from the sample's Rng. The CPU
+// order (spatial; Rot90 / Transpose; the steps of AugmentConfig::order, config.h) from the sample's Rng. The CPU
 // path (pipeline.h) applies the record as it goes; the batched device path (device_augment.h) gets the record from the
 // loader workers and applies it on the collated batch. Both draw through these functions, so the two paths consume the
 // Rng identically.
@@ -9,23 +9,39 @@
 #include <cstdint>
 #include <vector>
 
+#include "data/augment/axis_ops.h"
+#include "data/augment/blank_rectangle.h"
 #include "data/augment/config.h"
 #include "data/augment/gaussian_blur.h"
+#include "data/augment/intensity.h"
+#include "data/augment/local_gaussian.h"
 #include "data/augment/low_resolution.h"
+#include "data/augment/median_filter.h"
 #include "data/augment/spatial.h"
 #include "data/rng.h"
 
 namespace medseg::data::augment {
 
-// Noise ... mirror: an empty factor list means the transform did not fire.
+// The steps of `order`: an empty list means the transform did not fire. Positions of the steps after
+// Mirror are already reflected along mirror_axes (config.h).
 struct IntensityParams {
+  std::vector<IntensityStep> order;  // the config's, so a record applies without it
   bool noise = false;
   double noise_std = 0;
-  BlurParams blur;                            // no channels: no blur
-  std::vector<double> brightness, contrast;   // per channel
+  MedianParams median;                     // Smoothing's median (no channels: none)
+  BlurParams blur;                         // Blur, or Smoothing's blur (no channels: no blur)
+  std::vector<double> brightness;          // per channel
+  ChannelValues additive_brightness;       // shift per chosen channel
+  std::vector<int64_t> contrast_channels;  // with contrast[i] for each
+  std::vector<double> contrast;
+  bool contrast_preserve_range = true;
   LowResParams lowres;                        // no channels: nothing simulated
   std::vector<double> gamma_inverted, gamma;  // per channel
+  bool gamma_invert = false;                  // the Gamma step inverts (DA5)
   std::vector<int64_t> mirror_axes;           // spatial axes 0..2
+  std::vector<BlankRect> blank_rectangles;
+  std::vector<LocalKernel> brightness_gradient, local_gamma;
+  ChannelValues sharpening;  // strength per chosen channel
 };
 
 IntensityParams draw_intensities(const AugmentConfig& cfg, int64_t channels, Rng& rng);
@@ -34,6 +50,7 @@ IntensityParams draw_intensities(const AugmentConfig& cfg, int64_t channels, Rng
 // per-sample generator uses the same seed).
 struct SampleDraw {
   SpatialParams spatial;
+  AxisOps axes;
   IntensityParams intensity;
   uint64_t noise_seed = 0;
 };

@@ -78,7 +78,10 @@ BlurParams sample_blur(const AugmentConfig& cfg, int64_t channels, Rng& rng) {
     if (rng.bernoulli(cfg.blur_p_channel)) p.channels.push_back(c);
   for (size_t i = 0; i < p.channels.size(); ++i) {
     std::array<double, 3> s{};
-    for (auto& v : s) v = rng.uniform(cfg.blur_lo, cfg.blur_hi);
+    if (cfg.blur_sync_axes)
+      s.fill(rng.uniform(cfg.blur_lo, cfg.blur_hi));
+    else
+      for (auto& v : s) v = rng.uniform(cfg.blur_lo, cfg.blur_hi);
     p.sigmas.push_back(s);
   }
   return p;

@@ -1,7 +1,7 @@
 #pragma once
 // BG2 GaussianBlurTransform as nnU-Net uses it (p 0.2): each channel with probability 0.5, one sigma
-// U(0.5, 1) per axis, separable Gaussian with BG2's kernel (size = nearest odd of 6 sigma + 0.5,
-// taps exp(-x^2 / 2 sigma^2) normalised) and reflect padding. Axes of length 1 (2D) are skipped.
+// U(0.5, 1) per axis (DA5: U(0.3, 1.5), one for all axes), separable Gaussian with BG2's kernel (size = nearest odd of
+// 6 sigma + 0.5, taps exp(-x^2 / 2 sigma^2) normalised) and reflect padding. Axes of length 1 (2D) are skipped.
 #include <ATen/core/Tensor.h>
 
 #include <array>

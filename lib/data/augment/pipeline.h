@@ -1,6 +1,7 @@
 #pragma once
-// nnU-Net's per-sample training augmentation, in its order: spatial (to the final patch), the intensity
-// transforms of kIntensityOrder (config.h: noise ... gamma), mirroring, image masking (use_mask_for_norm channels), and
+// nnU-Net's per-sample training augmentation, in its order: spatial (to the final patch), Rot90 / Transpose
+// (DA5; axis_ops.h), the steps of AugmentConfig::order (config.h: noise ... gamma, mirror axes, DA5's local
+// transforms), mirroring, image masking (use_mask_for_norm channels), and
 // -1 -> 0 in the segmentation (the last three in one pass, finish.h). Deep-supervision targets are made per batch
 // (deep_supervision.h). Validation runs finish_sample alone, with no axes and no masked channels (nnU-Net's validation
 // transforms are RemoveLabel only).
@@ -26,6 +27,7 @@ Sample augment_training_sample(const Sample& loader_patch, const AugmentConfig& 
 //   plan = plan_spatial(loader_shape, cfg.patch, sample_spatial(cfg, rng), cfg.in_plane());
 //   read plan.read_box() of the loader patch into `region`;
 //   Sample s = apply_spatial(region, plan);
+//   ops = sample_axis_ops(cfg, rng); s = apply_axis_ops of s.data and s.seg;  // axis_ops.h
 //   axes = augment_intensities(s, cfg, rng, gen);        // noise ... gamma, in place
 //   finish_sample(s, axes, cfg.mask_channels, data_slot, seg_slot);  // finish.h
 // augment_intensities modifies `s.data` in place and returns the drawn mirror axes.

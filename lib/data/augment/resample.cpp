@@ -102,7 +102,7 @@ MEDSEG_WIDE_CLONES void resample_3d(const SpatialMap& mp, const float* image, in
   const int64_t D = mp.crop[0], H = mp.crop[1], W = mp.crop[2];
   const int64_t HW = H * W, in_vol = D * HW;
   const int64_t P1 = mp.patch[1], P2 = mp.patch[2], out_vol = mp.patch[0] * P1 * P2;
-  const int16_t lowest = lowest_label(seg, in_vol);
+  const int16_t lowest = seg ? lowest_label(seg, in_vol) : int16_t{0};
   std::vector<float> cz(static_cast<size_t>(P2)), cy(cz.size()), cx(cz.size());
   std::vector<char> outside(cz.size());
   int64_t o = 0;
@@ -143,6 +143,7 @@ MEDSEG_WIDE_CLONES void resample_3d(const SpatialMap& mp, const float* image, in
             for (int t = 0; t < 8; ++t) acc += src[off[t]] * w[t];
             out_image[c * out_vol + o] = acc;
           }
+          if (!seg) continue;
           if (outside[k]) {
             out_seg[o] = -1;
             continue;
@@ -172,6 +173,7 @@ MEDSEG_WIDE_CLONES void resample_3d(const SpatialMap& mp, const float* image, in
             if (in[t]) acc += src[base + off[t]] * w[t];
           out_image[c * out_vol + o] = acc;
         }
+        if (!seg) continue;
         if (outside[k]) {
           out_seg[o] = -1;
           continue;
@@ -231,6 +233,7 @@ MEDSEG_WIDE_CLONES void resample_in_plane(const SpatialMap& mp, const float* ima
       dst[o] = std::fma(v[3], p.w[3], std::fma(v[2], p.w[2], std::fma(v[1], p.w[1], v[0] * p.w[0])));
     }
   }
+  if (!seg) return;
   const int16_t lowest = lowest_label(seg, Z * HW);
   for (int64_t z = 0; z < Z; ++z) {
     const int16_t* src = seg + z * HW;
@@ -249,14 +252,58 @@ MEDSEG_WIDE_CLONES void resample_in_plane(const SpatialMap& mp, const float* ima
   }
 }
 
-}  // namespace
+// grid_sample's nearest (the *Ord0 trainers): the positions of the linear paths, rounded half to even as
+// ATen's nearest kernels round; a rounded position outside the crop reads 0 (zeros padding). Labels are
+// sampled as they are, then -1 beyond the outer voxel centres (BG2's constant-padding fix-up).
+void resample_nearest(const SpatialMap& mp, const float* image, int64_t C, const int16_t* seg, float* out_image,
+                      int16_t* out_seg) {
+  const Geometry geo = geometry(mp);
+  const int first = 3 - mp.ndim;
+  const int64_t D = mp.crop[0], H = mp.crop[1], W = mp.crop[2], HW = H * W, in_vol = D * HW;
+  const int64_t P0 = mp.patch[0], P1 = mp.patch[1], P2 = mp.patch[2], out_vol = P0 * P1 * P2;
+  for (int64_t i = 0, o = 0; i < P0; ++i)
+    for (int64_t j = 0; j < P1; ++j)
+      for (int64_t k = 0; k < P2; ++k, ++o) {
+        const double p[3] = {static_cast<double>(i) - geo.half[0], static_cast<double>(j) - geo.half[1],
+                             static_cast<double>(k) - geo.half[2]};
+        int64_t idx[3] = {i, 0, 0};  // in-plane: z passes through
+        bool in = true, outside = false;
+        for (int r = 0; r < mp.ndim; ++r) {
+          double q = 0.0;
+          for (int c = 0; c < mp.ndim; ++c) q += mp.m[r][c] * p[first + c];
+          const int ax = first + r;
+          outside = outside || std::abs(q) > geo.limit[r];
+          const float g = normalised(q + geo.centre[r], mp.crop[ax]);
+          const float u = mp.ndim == 3 ? unnormalise_3d(g, mp.crop[ax]) : unnormalise_2d(g, mp.crop[ax]);
+          idx[ax] = static_cast<int64_t>(std::nearbyint(u));
+          in = in && idx[ax] >= 0 && idx[ax] < mp.crop[ax];
+        }
+        const int64_t at = (idx[0] * H + idx[1]) * W + idx[2];
+        for (int64_t c = 0; c < C; ++c) out_image[c * out_vol + o] = in ? image[c * in_vol + at] : 0.f;
+        if (seg) out_seg[o] = outside ? int16_t{-1} : (in ? seg[at] : int16_t{0});
+      }
+}
 
-void resample(const SpatialMap& map, const float* image, int64_t channels, const int16_t* seg, float* out_image,
-              int16_t* out_seg) {
+void resample_linear(const SpatialMap& map, const float* image, int64_t channels, const int16_t* seg, float* out_image,
+                     int16_t* out_seg) {
   if (map.ndim == 3)
     resample_3d(map, image, channels, seg, out_image, out_seg);
   else
     resample_in_plane(map, image, channels, seg, out_image, out_seg);
+}
+
+}  // namespace
+
+void resample(const SpatialMap& map, const float* image, int64_t channels, const int16_t* seg, float* out_image,
+              int16_t* out_seg) {
+  // Each part (image, labels) goes to its mode's pass; nnU-Net's default runs one fused linear pass.
+  const bool linear_image = channels > 0 && !map.nearest_image, linear_seg = seg && !map.nearest_seg;
+  if (linear_image || linear_seg)
+    resample_linear(map, linear_image ? image : nullptr, linear_image ? channels : 0, linear_seg ? seg : nullptr,
+                    out_image, out_seg);
+  if ((channels > 0 && map.nearest_image) || (seg && map.nearest_seg))
+    resample_nearest(map, linear_image ? nullptr : image, linear_image ? 0 : channels, linear_seg ? nullptr : seg,
+                     out_image, out_seg);
 }
 
 }  // namespace medseg::data::augment

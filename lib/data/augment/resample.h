@@ -29,11 +29,13 @@ struct SpatialMap {
   Shape3 patch{0, 0, 0};
   Shape3 lo{0, 0, 0};
   Shape3 crop{0, 0, 0};
+  // grid_sample's nearest instead of (tri/bi)linear: the image, the labels (as they are, no vote).
+  bool nearest_image = false, nearest_seg = false;
 };
 
 // `image`: (channels, crop) float32, contiguous; `out_image`: (channels, patch).
 // `seg`: (crop) int16; `out_seg`: (patch); -1 where the sample lies beyond the loader patch's outer
-// voxel centres (with 1e-3 voxel of tolerance).
+// voxel centres (with 1e-3 voxel of tolerance). `channels` 0: labels only; `seg` null: image only.
 void resample(const SpatialMap& map, const float* image, int64_t channels, const int16_t* seg, float* out_image,
               int16_t* out_seg);
 

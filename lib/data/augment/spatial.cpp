@@ -22,13 +22,13 @@ Mat3 mul(const Mat3& a, const Mat3& b) {
   return r;
 }
 
-Mat3 affine_3d(const std::array<double, 3>& a, double s) {
+Mat3 affine_3d(const std::array<double, 3>& a, const std::array<double, 3>& s) {
   const double c0 = std::cos(a[0]), s0 = std::sin(a[0]), c1 = std::cos(a[1]), s1 = std::sin(a[1]);
   const double c2 = std::cos(a[2]), s2 = std::sin(a[2]);
   const Mat3 rx{{{1, 0, 0}, {0, c0, -s0}, {0, s0, c0}}};
   const Mat3 ry{{{c1, 0, s1}, {0, 1, 0}, {-s1, 0, c1}}};
   const Mat3 rz{{{c2, -s2, 0}, {s2, c2, 0}, {0, 0, 1}}};
-  const Mat3 sc{{{s, 0, 0}, {0, s, 0}, {0, 0, s}}};
+  const Mat3 sc{{{s[0], 0, 0}, {0, s[1], 0}, {0, 0, s[2]}}};
   return mul(mul(mul(rz, ry), rx), sc);
 }
 
@@ -59,11 +59,24 @@ SpatialParams sample_spatial(const AugmentConfig& cfg, Rng& rng) {
   SpatialParams p;
   p.rotate = rng.bernoulli(cfg.p_rotation);
   p.scale = rng.bernoulli(cfg.p_scaling);
+  p.nearest_image = cfg.nearest_image;
+  p.nearest_seg = cfg.nearest_seg;
+  const int n = cfg.in_plane() ? 1 : 3;
   if (p.rotate) {
-    const int n = cfg.in_plane() ? 1 : 3;
     for (int d = 0; d < n; ++d) p.angles[d] = rng.uniform(-cfg.rotation_max, cfg.rotation_max);
+    if (cfg.p_rot_per_axis < 1)
+      for (int d = 0; d < n; ++d)
+        if (!rng.bernoulli(cfg.p_rot_per_axis)) p.angles[d] = 0;
   }
-  if (p.scale) p.scale_factor = rng.uniform(cfg.scale_lo, cfg.scale_hi);
+  if (p.scale) {
+    // No draw when the outcome is certain: nnU-Net's default keeps its draw sequence.
+    const bool sync = cfg.p_sync_scaling >= 1 || (cfg.p_sync_scaling > 0 && rng.bernoulli(cfg.p_sync_scaling));
+    if (sync) {
+      p.scales.fill(rng.uniform(cfg.scale_lo, cfg.scale_hi));
+    } else {  // in-plane: y and x
+      for (int d = cfg.in_plane() ? 1 : 0; d < 3; ++d) p.scales[d] = rng.uniform(cfg.scale_lo, cfg.scale_hi);
+    }
+  }
   return p;
 }
 
@@ -105,11 +118,13 @@ SpatialPlan plan_spatial(const Shape3& loader, const Shape3& patch, const Spatia
                 ") to equal the final patch z (" + std::to_string(patch[0]) + ")");
   mp.ndim = in_plane ? 2 : 3;
   if (in_plane) {
-    const double c = std::cos(p.angles[0]), sn = std::sin(p.angles[0]), f = p.scale_factor;
-    mp.m = Mat3{{{c * f, -sn * f, 0}, {sn * f, c * f, 0}, {0, 0, 1}}};
+    const double c = std::cos(p.angles[0]), sn = std::sin(p.angles[0]), fy = p.scales[1], fx = p.scales[2];
+    mp.m = Mat3{{{c * fy, -sn * fx, 0}, {sn * fy, c * fx, 0}, {0, 0, 1}}};
   } else {
-    mp.m = affine_3d(p.angles, p.scale_factor);
+    mp.m = affine_3d(p.angles, p.scales);
   }
+  mp.nearest_image = p.nearest_image;
+  mp.nearest_seg = p.nearest_seg;
   touched_box(mp);
   return plan;
 }

@@ -1,11 +1,14 @@
 #pragma once
 // batchgeneratorsv2 SpatialTransform as nnU-Net configures it (no elastic deformation, no random
-// crop): with probability p_rotation rotate about every axis by U(-max, max), with probability
-// p_scaling scale all axes by one factor U(0.7, 1.4) (> 1 shows a larger region: smaller objects);
-// then take the centred final patch of the loader patch.
+// crop): with probability p_rotation rotate about every axis by U(-max, max) (each axis kept with
+// p_rot_per_axis), with probability p_scaling scale all axes by one factor U(0.7, 1.4) (> 1 shows a
+// larger region: smaller objects; DA5: U(0.7, 1.43) per axis); then take the centred final patch of
+// the loader patch.
 //  * Output voxel offset p from the patch centre samples the input at A p from the input centre,
 //    A = Rz(a2) Ry(a1) Rx(a0) diag(s) with Rx rotating the (y, x) array axes etc. (BG2's
-//    create_affine_matrix_3d); 2D / dummy-2D use A = R(a) diag(s) in the (y, x) plane per z-slice.
+//    create_affine_matrix_3d); 2D / dummy-2D use A = R(a) diag(s_y, s_x) in the (y, x) plane per z-slice.
+//  * Nearest (the *Ord0 trainers: mode_image / mode_seg 'nearest'): grid_sample's nearest sample
+//    instead, labels as they are; outside the loader patch 0 / -1 as above.
 //  * Image: trilinear (bilinear in-plane) grid_sample, zeros outside, align_corners=False.
 //  * Segmentation: every present label (-1 included) is resampled as a one-hot channel scaled by
 //    1000, rounded to float16, and the largest wins (lowest label on ties); samples beyond the outer
@@ -28,7 +31,8 @@ namespace medseg::data::augment {
 struct SpatialParams {
   bool rotate = false, scale = false;
   std::array<double, 3> angles{0, 0, 0};  // radians about array axes 0, 1, 2; in-plane uses angles[0]
-  double scale_factor = 1.0;
+  std::array<double, 3> scales{1, 1, 1};  // per array axis (z, y, x); in-plane uses y and x
+  bool nearest_image = false, nearest_seg = false;
   bool active() const { return rotate || scale; }
 };
 
