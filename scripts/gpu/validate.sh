@@ -16,7 +16,7 @@
 #   --skip-build   use the build folder as it is (no configure, no build)
 #   --only REGEX   run only the rows whose id matches (the others are not reported)
 #   --targets LIST build only these CMake targets (space-separated; default: all). With --only, name the
-#                  programs its rows run, e.g. "medseg_tests_nn medseg_bench_models medseg_train"
+#                  programs its rows run, e.g. "medseg_tests_nn medseg_bench_models medseg_train" (medseg_tests_nn: every torch test executable)
 #
 # Every row is bounded by `timeout`; its status is ok, "failed: ..." or "skipped: ..."; without a CUDA
 # device (torch.cuda.is_available() is False) the GPU rows say "skipped: no CUDA device" and the CPU rows
