@@ -244,9 +244,7 @@ TEST(DA5AxisOps, RotationsAndTransposesAreTorchsAndKeepImageAndLabelsAligned) {
   for (int i = 0; i < n; ++i) {
     const AxisOps ops = sample_axis_ops(cfg, rng);
     ks.insert(ops.rot_k);
-    if (ops.rot_k != 0) {
-      EXPECT_EQ(ops.rot_axes, (std::array<int64_t, 2>{1, 2}));
-    }
+    if (ops.rot_k != 0) { EXPECT_EQ(ops.rot_axes, (std::array<int64_t, 2>{1, 2})); }
     at::Tensor expect = v;
     if (ops.rot_k != 0) expect = at::rot90(expect, ops.rot_k, {2, 3});
     if (!ops.order.empty()) {

@@ -109,7 +109,8 @@ TEST(TrainerVariantsE2E, DA5TrainersTrainByTheirNames) {
   fs::create_directories(d + "/raw");
   const std::string env = "MEDSEG_RAW=" + d + "/raw MEDSEG_PREPROCESSED=" + d + "/pre MEDSEG_RESULTS=" + d + "/results";
   ASSERT_NO_FATAL_FAILURE(make_planned_dataset("953", "Strong", 6, env));
-  const std::string short_run = " --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 1 --num-workers 1 --threads 2 --no_pbar";
+  const std::string short_run =
+      " --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 1 --num-workers 1 --threads 2 --no_pbar";
   for (const std::string tr : {"nnUNetTrainerDA5Segord0", "nnUNetTrainerDA5"}) {
     const std::string path = tr == "nnUNetTrainerDA5" ? " --augment_device cpu_batched" : "";
     const auto r = test::run_cli("medseg_train", "953 3d_fullres 0 --tr " + tr + short_run + path, env);
