@@ -183,6 +183,13 @@ inline void set_cuda_rng_states(const std::vector<at::Tensor>& states) {
   }
 }
 
+// --- grid_sample ----------------------------------------------------------------------------------
+// grid_sample's nearest mode puts a position exactly between two voxels on the even one in 2.11 (as
+// std::nearbyint; BG2's order-0 augmentation on torch 2.x does so); LibTorch 1.13's 3D CPU kernel put
+// it on the one away from zero. medseg's own resampler (data/augment/resample.cpp) rounds as 2.x does
+// on either version; the batched augmentation path, which calls grid_sample, differs there on 1.13.
+inline constexpr bool kGridSampleNearestHalfToEven = MEDSEG_TORCH_AT_LEAST(2, 0);
+
 }  // namespace medseg::compat
 
 // --- LibTorch warnings ----------------------------------------------------------------------------
