@@ -139,7 +139,8 @@ TEST(DeviceAugment, EqualsTheCpuPathWithoutNoiseDummy2DAnd2D) {
   EXPECT_EQ(b.data.dim(), 4) << "2D batches drop z";
 }
 
-// DA5 (every one of its steps on every sample) and the order-0 spatial transform: the batched path runs
+// DA5 (every step but local gamma on every sample; local gamma at its own rate, then on every sample) and the
+// order-0 spatial transform: the batched path runs
 // the CPU path's functions per sample for DA5's own steps, so the two agree as above.
 TEST(DeviceAugment, EqualsTheCpuPathWithoutNoiseDA5AndNearest) {
   const auto src = cases(2, {20, 24, 24}, {24, 28, 30});
@@ -161,7 +162,9 @@ TEST(DeviceAugment, EqualsTheCpuPathWithoutNoiseDA5AndNearest) {
   expect_paths_agree(*flat, da5(pipeline({3, 18, 18}, false, 3)), 4, "DA5 dummy-2D");
   expect_paths_agree(*flat, da5(pipeline({1, 18, 18}, true, 3)), 4, "DA5 2D");
   PipelineConfig gamma = da5(pipeline({12, 14, 14}, false, 2));
-  gamma.aug.p_local_gamma = 1;  // alone after the rest: n^gamma magnifies rounding near a channel's minimum
+  // Local gamma on every sample too (above it fires at DA5's 0.3): n^gamma magnifies rounding near a channel's
+  // minimum, so it gets a run of its own.
+  gamma.aug.p_local_gamma = 1;
   expect_paths_agree(*src, gamma, 2, "DA5 with local gamma");
 }
 
