@@ -458,7 +458,9 @@ constexpr double kPi = 3.14159265358979323846;
 // dummy-2D, loader patch, two deep-supervision scales), with every transform firing on every sample
 // (mirroring half the time) and channel 0 masked. Noise off: on CUDA its stream is Philox, not the
 // CPU generator (docs/gpu_augmentation.md), so only its distribution could be compared.
-data::PipelineConfig every_transform(const Shape3& patch, int64_t batch) {
+// `da5`: nnUNetTrainerDA5's pipeline, every step on every sample but local gamma (its n^gamma magnifies
+// rounding near a channel's minimum beyond the 1e-4 below).
+data::PipelineConfig every_transform(const Shape3& patch, int64_t batch, bool da5 = false) {
   data::PipelineConfig cfg;
   cfg.final_patch = patch;
   cfg.batch_size = batch;
@@ -467,7 +469,12 @@ data::PipelineConfig every_transform(const Shape3& patch, int64_t batch) {
   a.dummy_2d = static_cast<double>(std::max({patch[0], patch[1], patch[2]})) / static_cast<double>(patch[0]) > 3;
   a.rotation_max = a.dummy_2d ? kPi : kPi / 6;
   cfg.ds_scales = {{1, 1, 1}, {a.dummy_2d ? 1 : 0.5, 0.5, 0.5}, {a.dummy_2d ? 1 : 0.25, 0.25, 0.25}};
-  cfg.loader_patch = data::initial_patch_size(patch, a.rotation_max, a.dummy_2d, /*is_2d=*/false);
+  cfg.loader_patch = data::initial_patch_size(patch, a.rotation_max, a.dummy_2d, /*is_2d=*/false, da5 ? 0.7 : 0.85);
+  if (da5) {
+    a.da5();
+    a.p_rot90 = a.p_transpose = a.p_smoothing = a.p_additive_brightness = a.p_blank = a.p_gradient = a.p_sharpen = 1;
+    a.p_local_gamma = 0;
+  }
   a.p_rotation = a.p_scaling = a.p_blur = a.p_brightness = a.p_contrast = a.p_lowres = 1;
   a.p_gamma_inverted = a.p_gamma = 1;
   a.p_noise = 0;
@@ -522,13 +529,16 @@ TEST(CudaDeviceAugment, EqualsTheCpuBatchedAndPerSamplePaths) {
   struct Row {
     const char* name;
     Shape3 lo, hi, patch;
+    bool da5;
   };
-  const std::vector<Row> rows = {{"3D", {20, 24, 24}, {24, 28, 30}, {12, 16, 14}},
-                                 {"dummy-2D", {10, 30, 32}, {12, 34, 36}, {3, 18, 20}}};
+  const std::vector<Row> rows = {{"3D", {20, 24, 24}, {24, 28, 30}, {12, 16, 14}, false},
+                                 {"dummy-2D", {10, 30, 32}, {12, 34, 36}, {3, 18, 20}, false},
+                                 {"3D DA5", {20, 24, 24}, {24, 28, 30}, {12, 14, 14}, true},
+                                 {"dummy-2D DA5", {10, 30, 32}, {12, 34, 36}, {3, 18, 18}, true}};
   for (const Row& row : rows) {
     const auto src = data::make_synthetic_source(5, row.lo, row.hi, /*channels=*/2, /*labels=*/3, /*seed=*/17);
-    data::PipelineConfig cfg = every_transform(row.patch, 4);
-    ASSERT_EQ(cfg.aug.dummy_2d, std::string(row.name) == "dummy-2D");
+    data::PipelineConfig cfg = every_transform(row.patch, 4, row.da5);
+    ASSERT_EQ(cfg.aug.dummy_2d, std::string(row.name).rfind("dummy-2D", 0) == 0);
     Agreement vs_batched, vs_per_sample;
     for (int i = 0; i < 6; ++i) {
       cfg.device_augment = true;
