@@ -30,15 +30,18 @@ void make_planned_dataset(const std::string& id, const std::string& name, int se
   ASSERT_EQ(r.exit_code, 0) << r.output;
 }
 
+// The environment of a run whose raw, preprocessed and results folders live under `d` (raw made here).
+std::string dataset_env(const std::string& d) {
+  fs::create_directories(d + "/raw");
+  return "MEDSEG_RAW=" + d + "/raw MEDSEG_PREPROCESSED=" + d + "/pre MEDSEG_RESULTS=" + d + "/results";
+}
+
 }  // namespace
 
 TEST(TrainerVariantsE2E, BatchNormTopKWarmupAmsgradTrainAndPredict) {
   test::TempDir dir("variants_e2e");
-  const std::string d = dir.path();
-  fs::create_directories(d + "/raw");
+  const std::string d = dir.path(), env = dataset_env(d) + " MEDSEG_CONFIG_DIR=" + d + "/configs";
   fs::create_directories(d + "/configs");
-  const std::string env = "MEDSEG_RAW=" + d + "/raw MEDSEG_PREPROCESSED=" + d + "/pre MEDSEG_RESULTS=" + d +
-                          "/results MEDSEG_CONFIG_DIR=" + d + "/configs";
   std::ofstream(d + "/configs/MixedVariants.json") << R"({
     "name": "MixedVariants", "num_epochs": 3, "iterations_per_epoch": 2, "val_iterations_per_epoch": 1,
     "norm": "batch", "loss": {"topk_percent": 10, "label_smoothing": 0.1}, "warmup_epochs": 2,
@@ -90,9 +93,7 @@ TEST(TrainerVariantsE2E, BatchNormTopKWarmupAmsgradTrainAndPredict) {
 // Batch norm across ranks needs synchronised statistics: refused before anything is written, naming it.
 TEST(TrainerVariantsE2E, BatchNormOnSeveralRanksIsRefused) {
   test::TempDir dir("variants_bn_ranks");
-  const std::string d = dir.path();
-  fs::create_directories(d + "/raw");
-  const std::string env = "MEDSEG_RAW=" + d + "/raw MEDSEG_PREPROCESSED=" + d + "/pre MEDSEG_RESULTS=" + d + "/results";
+  const std::string d = dir.path(), env = dataset_env(d);
   ASSERT_NO_FATAL_FAILURE(make_planned_dataset("952", "BnRanks", 5, env));
   auto r = test::run_cli("medseg_train",
                          "952 3d_fullres 0 --tr nnUNetTrainerBN --nproc_per_node 2 --epochs 1 --no_pbar", env);
@@ -105,9 +106,7 @@ TEST(TrainerVariantsE2E, BatchNormOnSeveralRanksIsRefused) {
 // folder carries nnU-Net's trainer name and the resolved settings; the log says which augmentation ran.
 TEST(TrainerVariantsE2E, DA5TrainersTrainByTheirNames) {
   test::TempDir dir("variants_da5");
-  const std::string d = dir.path();
-  fs::create_directories(d + "/raw");
-  const std::string env = "MEDSEG_RAW=" + d + "/raw MEDSEG_PREPROCESSED=" + d + "/pre MEDSEG_RESULTS=" + d + "/results";
+  const std::string d = dir.path(), env = dataset_env(d);
   ASSERT_NO_FATAL_FAILURE(make_planned_dataset("953", "Strong", 6, env));
   const std::string short_run =
       " --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 1 --num-workers 1 --threads 2 --no_pbar";

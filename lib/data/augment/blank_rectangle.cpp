@@ -18,7 +18,7 @@ std::vector<BlankRect> sample_blank_rectangles(const AugmentConfig& cfg, int64_t
       rect.channel = c;
       for (int d = 0; d < 3; ++d) {
         const int64_t P = cfg.patch[d], lo = std::max<int64_t>(1, P / 10), hi = std::max(lo, P / 3 - 1);
-        const int64_t size = std::min(P, rng.randint(lo, hi));
+        const int64_t size = rng.randint(lo, hi);  // lo <= hi <= P
         rect.box.lo[d] = rng.randint(0, P - size);
         rect.box.hi[d] = rect.box.lo[d] + size;
       }

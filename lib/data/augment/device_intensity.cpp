@@ -8,6 +8,7 @@
 #include <torch/nn/functional/upsampling.h>
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -34,11 +35,14 @@ struct Rows {
   bool empty() const { return rows.empty(); }
 };
 
-// `channels`: the channel of each factor (contrast); null: factor c is channel c.
+// `channels`: the channel of each factor (contrast); null: factor c is channel c. `keep`: the samples taken
+// (null: all).
 Rows rows_with(const std::vector<SampleDraw>& draws, int64_t C, std::vector<double> IntensityParams::*factors,
-               std::vector<int64_t> IntensityParams::*channels = nullptr) {
+               std::vector<int64_t> IntensityParams::*channels = nullptr,
+               const std::function<bool(const IntensityParams&)>& keep = nullptr) {
   Rows r;
   for (size_t b = 0; b < draws.size(); ++b) {
+    if (keep && !keep(draws[b].intensity)) continue;
     const std::vector<double>& f = draws[b].intensity.*factors;
     for (size_t c = 0; c < f.size(); ++c) {
       const int64_t ch = channels ? (draws[b].intensity.*channels)[c] : static_cast<int64_t>(c);
@@ -143,10 +147,8 @@ RowStats row_stats(const at::Tensor& rows) {
 
 // One preserve_range setting per call: DA5 draws it per sample, so the rows are split by it.
 void contrast(at::Tensor& x, const std::vector<SampleDraw>& draws, bool preserve_range) {
-  std::vector<SampleDraw> part = draws;
-  for (SampleDraw& d : part)
-    if (d.intensity.contrast_preserve_range != preserve_range) d.intensity.contrast.clear();
-  const Rows r = rows_with(part, x.size(1), &IntensityParams::contrast, &IntensityParams::contrast_channels);
+  const Rows r = rows_with(draws, x.size(1), &IntensityParams::contrast, &IntensityParams::contrast_channels,
+                           [&](const IntensityParams& p) { return p.contrast_preserve_range == preserve_range; });
   if (r.empty()) return;
   at::Tensor flat = x.view({x.size(0) * x.size(1), -1});
   const at::Tensor index = host_longs(r.rows, x.device());

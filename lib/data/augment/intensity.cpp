@@ -17,6 +17,15 @@ std::vector<int64_t> chosen_channels(int64_t channels, double p, Rng& rng) {
   return out;
 }
 
+ChannelValues chosen_channel_values(const std::vector<double>& per_channel, double p, Rng& rng) {
+  ChannelValues v;
+  for (int64_t c : chosen_channels(static_cast<int64_t>(per_channel.size()), p, rng)) {
+    v.channels.push_back(c);
+    v.values.push_back(per_channel[static_cast<size_t>(c)]);
+  }
+  return v;
+}
+
 double sample_normal(Rng& rng, double mu, double sigma) {
   const double u1 = 1.0 - rng.uniform();  // (0, 1]: log stays finite
   const double u2 = rng.uniform();

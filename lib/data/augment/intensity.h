@@ -21,6 +21,10 @@ struct ChannelValues {
   bool empty() const { return channels.empty(); }
 };
 
+// BG2's draw order for a per-channel parameter (median size, sharpening strength): `per_channel` holds a
+// value for every channel, drawn first; then each channel is chosen with p and keeps its value.
+ChannelValues chosen_channel_values(const std::vector<double>& per_channel, double p, Rng& rng);
+
 // N(mu, sigma) from two uniforms (Box-Muller), so draws stay bit-exact across standard libraries.
 double sample_normal(Rng& rng, double mu, double sigma);
 

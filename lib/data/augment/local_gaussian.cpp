@@ -59,15 +59,15 @@ at::Tensor local_kernel(const LocalKernel& k, const Shape3& shape, const at::Dev
   at::Tensor kernel = (z * y * x).to(device);
   kernel.sub_(kernel.min());
   const at::Tensor mx = kernel.max();
-  return mx.item<float>() > 0 ? kernel.div_(mx) : kernel;
+  return at::where(mx > 0, kernel / mx, kernel);  // no host round trip: the kernel may live on a GPU
 }
 
 void apply_brightness_gradient(at::Tensor& data, const std::vector<LocalKernel>& kernels) {
   const Shape3 shape{data.size(1), data.size(2), data.size(3)};
   for (const LocalKernel& k : kernels) {
+    // An all-zero kernel (BG2 skips it) adds zeros.
     const at::Tensor kernel = local_kernel(k, shape, data.device());
-    if (kernel.max().item<float>() <= 0) continue;  // nothing to add (BG2 skips it)
-    data[k.channel].add_(kernel.mul_(static_cast<double>(static_cast<float>(k.value))));
+    data[k.channel].add_(kernel * static_cast<double>(static_cast<float>(k.value)));
   }
 }
 

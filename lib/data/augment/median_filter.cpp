@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include "data/augment/intensity.h"
-
 namespace medseg::data::augment {
 
 namespace {
@@ -32,14 +30,10 @@ constexpr int64_t kSlabElements = int64_t{1} << 23;  // window elements gathered
 }  // namespace
 
 MedianParams sample_median(const AugmentConfig& cfg, int64_t channels, Rng& rng) {
-  std::vector<int64_t> sizes;
-  for (int64_t c = 0; c < channels; ++c) sizes.push_back(rng.randint(cfg.median_lo, cfg.median_hi));
-  MedianParams p;
-  for (int64_t c : chosen_channels(channels, cfg.median_p_channel, rng)) {
-    p.channels.push_back(c);
-    p.sizes.push_back(sizes[static_cast<size_t>(c)]);
-  }
-  return p;
+  std::vector<double> sizes;
+  for (int64_t c = 0; c < channels; ++c)
+    sizes.push_back(static_cast<double>(rng.randint(cfg.median_lo, cfg.median_hi)));
+  return chosen_channel_values(sizes, cfg.median_p_channel, rng);
 }
 
 at::Tensor median_filter(const at::Tensor& volume, int64_t size) {
@@ -65,7 +59,7 @@ at::Tensor median_filter(const at::Tensor& volume, int64_t size) {
 void apply_median(at::Tensor& data, const MedianParams& p) {
   for (size_t i = 0; i < p.channels.size(); ++i) {
     at::Tensor ch = data[p.channels[i]];
-    ch.copy_(median_filter(ch, p.sizes[i]));
+    ch.copy_(median_filter(ch, static_cast<int64_t>(p.values[i])));
   }
 }
 

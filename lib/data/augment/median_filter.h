@@ -11,14 +11,12 @@
 #include <vector>
 
 #include "data/augment/config.h"
+#include "data/augment/intensity.h"
 #include "data/rng.h"
 
 namespace medseg::data::augment {
 
-struct MedianParams {
-  std::vector<int64_t> channels, sizes;  // per chosen channel
-  bool empty() const { return channels.empty(); }
-};
+using MedianParams = ChannelValues;  // values: the window size of each chosen channel
 
 MedianParams sample_median(const AugmentConfig& cfg, int64_t channels, Rng& rng);
 

@@ -7,14 +7,9 @@
 namespace medseg::data::augment {
 
 ChannelValues sample_sharpening(const AugmentConfig& cfg, int64_t channels, Rng& rng) {
-  std::vector<double> strengths;  // BG2 draws a strength for every channel, then which apply
+  std::vector<double> strengths;
   for (int64_t c = 0; c < channels; ++c) strengths.push_back(rng.uniform(cfg.sharpen_lo, cfg.sharpen_hi));
-  ChannelValues v;
-  for (int64_t c : chosen_channels(channels, cfg.sharpen_p_channel, rng)) {
-    v.channels.push_back(c);
-    v.values.push_back(strengths[static_cast<size_t>(c)]);
-  }
-  return v;
+  return chosen_channel_values(strengths, cfg.sharpen_p_channel, rng);
 }
 
 void apply_sharpening(at::Tensor& data, const ChannelValues& strengths) {
