@@ -11,17 +11,14 @@
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/json_object_reader.h"
+#include "core/strings.h"
 
 using namespace medseg;
 using namespace medseg::checkpoint;
 
 namespace {
 
-std::string shape_str(const at::Tensor& t) {
-  std::string s = "[";
-  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
-  return s + "]";
-}
+std::string shape_str(const at::Tensor& t) { return "[" + join(t.sizes(), ", ") + "]"; }
 
 int info(const std::string& path) {
   const ArchiveHeader h = read_archive_header(path);

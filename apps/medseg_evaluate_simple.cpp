@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   app.add_flag("--chill", o.chill, "Do not fail when references have no prediction");
   return medseg::cli::run(argc, argv, app, [&] {
     for (int l : labels) {
-      if (l <= 0) throw medseg::Error("-l: label " + std::to_string(l) + " is not a foreground label (1 or more)");
+      MEDSEG_CHECK(l > 0, "-l: label ", l, " is not a foreground label (1 or more)");
       o.labels.push_back({l});
       o.label_keys.push_back(std::to_string(l));
     }

@@ -20,9 +20,8 @@ void verify_or_throw(const io::DatasetInfo& info, int threads) {
   const auto problems = io::verify_dataset(info, threads);
   if (problems.size() == 1) throw Error("dataset integrity check: " + problems.front());
   for (const auto& p : problems) spdlog::error("{}", p);
-  if (!problems.empty())
-    throw Error(info.folder + ": dataset integrity check found " + std::to_string(problems.size()) +
-                " problems (listed above)");
+  MEDSEG_CHECK(problems.empty(), info.folder, ": dataset integrity check found ", problems.size(),
+               " problems (listed above)");
   spdlog::info("dataset integrity check passed");
 }
 

@@ -99,9 +99,8 @@ int main(int argc, char** argv) {
     }
     const std::string source = swinunetr ? "--swinunetr" : plans_path;
     for (int64_t p : patch)
-      if (p < 1 || p > planning::PlanLimits::max_patch_edge)
-        throw Error("--patch " + std::to_string(p) + " is out of range (1.." +
-                    std::to_string(planning::PlanLimits::max_patch_edge) + ")");
+      MEDSEG_CHECK(p >= 1 && p <= planning::PlanLimits::max_patch_edge, "--patch ", p, " is out of range (1..",
+                   planning::PlanLimits::max_patch_edge, ")");
     // Refuse sizes that cannot fit before anything is allocated (planning/memory_check.h).
     planning::check_forward_fits(planning::architecture_from_json(arch, source),
                                  no_forward ? std::vector<int>{} : std::vector<int>(patch.begin(), patch.end()), 1,
@@ -127,9 +126,8 @@ int main(int argc, char** argv) {
       if (!out["memory"].is_null()) out["estimated_peak_bytes"] = out["memory"]["estimated_peak_bytes"];
     }
     if (!no_forward) {
-      if (static_cast<int>(patch.size()) != net->spatial_dims())
-        throw Error("patch has " + std::to_string(patch.size()) + " axes, the network is " +
-                    std::to_string(net->spatial_dims()) + "D");
+      MEDSEG_CHECK(static_cast<int>(patch.size()) == net->spatial_dims(), "patch has ", patch.size(),
+                   " axes, the network is ", net->spatial_dims(), "D");
       torch::NoGradGuard no_grad;
       net->eval();
       std::vector<int64_t> shape{1, in};

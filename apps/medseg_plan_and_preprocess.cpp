@@ -36,9 +36,8 @@ void fingerprint_step(const io::DatasetInfo& info, const std::string& path, cons
   if (a.verify) {
     const auto problems = io::verify_dataset(info, a.fingerprint_threads);
     for (const auto& p : problems) spdlog::error("{}", p);
-    if (!problems.empty())
-      throw Error(info.folder + ": dataset integrity check found " + std::to_string(problems.size()) +
-                  " problem(s), first: " + problems.front());
+    MEDSEG_CHECK(problems.empty(), info.folder, ": dataset integrity check found ", problems.size(),
+                 " problem(s), first: ", problems.front());
     spdlog::info("dataset integrity check passed");
   }
   if (fs::exists(path) && !a.clean) {

@@ -12,6 +12,7 @@
 #include "core/json_io.h"
 #include "core/log.h"
 #include "core/paths.h"
+#include "core/strings.h"
 #include "planning/planner.h"
 #include "planning/planner_specs.h"
 #include "planning/plans_file.h"
@@ -23,9 +24,7 @@ using namespace medseg::planning;
 namespace {
 
 std::string join_ints(const ordered_json& a, const char* sep = "x") {
-  std::string s;
-  for (const auto& v : a) s += (s.empty() ? "" : sep) + std::to_string(v.get<long long>());
-  return s;
+  return join(a.get<std::vector<long long>>(), sep);
 }
 
 std::string join_doubles(const ordered_json& a) {
@@ -54,10 +53,10 @@ void print_summary(const ordered_json& plans, const std::string& path) {
       gb = buf;
     }
     const auto& k = c["architecture"]["arch_kwargs"];
-    std::string stages = k.contains("n_stages") ? std::to_string(k["n_stages"].get<int>()) + " stages" : "";
+    std::string stages = k.contains("n_stages") ? concat(k["n_stages"].get<int>(), " stages") : "";
     if (k.contains("feature_size"))
-      stages = "SwinUNETR F=" + std::to_string(k["feature_size"].get<int>()) +
-               (k.value("use_checkpoint", false) ? " checkpointed" : "");
+      stages =
+          concat("SwinUNETR F=", k["feature_size"].get<int>(), k.value("use_checkpoint", false) ? " checkpointed" : "");
     std::printf("  %-20s patch %s, batch %d, spacing %s, %s%s\n", name.c_str(), join_ints(c["patch_size"]).c_str(),
                 c["batch_size"].get<int>(), join_doubles(c["spacing"]).c_str(), stages.c_str(), gb.c_str());
   }

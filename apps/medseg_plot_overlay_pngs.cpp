@@ -51,9 +51,8 @@ int64_t from_preprocessed(const Options& o, const std::string& name) {
   ProgressBar bar("overlays", static_cast<int64_t>(ids.size()));
   parallel_for(static_cast<int64_t>(ids.size()), o.threads, [&](int64_t i) {
     const auto c = preprocessing::open_preprocessed_case(data.string(), ids[static_cast<size_t>(i)]);
-    if (o.channel >= c.num_channels())
-      throw Error("-channel_idx " + std::to_string(o.channel) + ": this dataset has channels 0.." +
-                  std::to_string(c.num_channels() - 1));
+    MEDSEG_CHECK(o.channel < c.num_channels(), "-channel_idx ", o.channel, ": this dataset has channels 0..",
+                 c.num_channels() - 1);
     const auto& s = c.shape();
     std::vector<int16_t> stored(static_cast<size_t>(c.voxels()));
     preprocessing::read_seg_patch(c, Box{{0, 0, 0}, s}, stored.data());  // the whole case, int8 or int16 as stored
@@ -67,9 +66,8 @@ int64_t from_preprocessed(const Options& o, const std::string& name) {
 
 int64_t from_raw(const Options& o, const std::string& name) {
   const io::DatasetInfo ds = io::load_dataset_info((fs::path(root_folder(Root::Raw)) / name).string());
-  if (o.channel >= ds.num_channels())
-    throw Error("-channel_idx " + std::to_string(o.channel) + ": " + name + " has channels 0.." +
-                std::to_string(ds.num_channels() - 1));
+  MEDSEG_CHECK(o.channel < ds.num_channels(), "-channel_idx ", o.channel, ": ", name, " has channels 0..",
+               ds.num_channels() - 1);
   const std::vector<io::CaseFiles> cases = io::list_training_cases(ds);
   ProgressBar bar("overlays", static_cast<int64_t>(cases.size()));
   parallel_for(static_cast<int64_t>(cases.size()), o.threads, [&](int64_t i) {

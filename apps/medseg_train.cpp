@@ -101,15 +101,13 @@ int local_ranks(const TrainArgs& a) {
   if (!a.opt.pretrained_weights.empty() && (a.resume || a.val))
     throw medseg::Error(std::string("-pretrained_weights starts a new run: it cannot be combined with ") +
                         (a.resume ? "--c" : "--val"));
-  if (a.nproc > 0 && a.num_gpus > 0 && a.nproc != a.num_gpus)
-    throw medseg::Error("--nproc_per_node " + std::to_string(a.nproc) + " and -num_gpus " + std::to_string(a.num_gpus) +
-                        " disagree");
+  MEDSEG_CHECK(a.nproc <= 0 || a.num_gpus <= 0 || a.nproc == a.num_gpus, "--nproc_per_node ", a.nproc,
+               " and -num_gpus ", a.num_gpus, " disagree");
   int ranks = std::max(a.nproc, a.num_gpus);
   if (a.opt.spatial_parallel > 1) {
-    if (ranks > 0 && ranks != a.opt.spatial_parallel)
-      throw medseg::Error("--spatial_parallel " + std::to_string(a.opt.spatial_parallel) + " needs " +
-                          std::to_string(a.opt.spatial_parallel) + " ranks, not " + std::to_string(ranks) +
-                          " (data x space grids are not supported yet)");
+    MEDSEG_CHECK(ranks <= 0 || ranks == a.opt.spatial_parallel, "--spatial_parallel ", a.opt.spatial_parallel,
+                 " needs ", a.opt.spatial_parallel, " ranks, not ", ranks,
+                 " (data x space grids are not supported yet)");
     ranks = a.opt.spatial_parallel;
   }
   return ranks;

@@ -11,6 +11,7 @@
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/strings.h"
 #include "training/memory_probe.h"
 
 using namespace medseg;
@@ -27,12 +28,6 @@ struct Row {
 std::string mib(int64_t b) {
   char s[32];
   std::snprintf(s, sizeof s, "%.1f", static_cast<double>(b) / (1 << 20));
-  return s;
-}
-
-std::string join(const std::vector<int>& v, const char* sep) {
-  std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + std::to_string(v[i]);
   return s;
 }
 

@@ -144,7 +144,7 @@ std::vector<RankResult> run_ranks(const Settings& s, int ranks) {
     waitpid(pids[r], &status, 0);
     ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
-  if (!ok) throw Error("medseg_bench_spatial: a rank of the " + std::to_string(ranks) + "-rank run failed");
+  MEDSEG_CHECK(ok, "medseg_bench_spatial: a rank of the ", ranks, "-rank run failed");
   return out;
 }
 

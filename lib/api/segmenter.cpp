@@ -1,5 +1,6 @@
 #include "api/segmenter.h"
 
+#include "core/error.h"
 #include "inference/model_folder.h"
 #include "inference/predict_folder.h"
 #include "inference/predictor.h"
@@ -40,9 +41,8 @@ const std::string& Segmenter::configuration() const { return impl_->configuratio
 
 Segmentation Segmenter::segment(const std::vector<Volume>& image, bool probabilities, const Progress& progress) {
   inference::Predictor& p = *impl_->predictor;
-  if (static_cast<int64_t>(image.size()) != channels())
-    throw Error("the image has " + std::to_string(image.size()) + " channel(s), the model expects " +
-                std::to_string(channels()));
+  MEDSEG_CHECK(static_cast<int64_t>(image.size()) == channels(), "the image has ", image.size(),
+               " channel(s), the model expects ", channels());
   preprocessing::PreprocessedCaseData data = p.preprocess(io::case_from_volumes("image", image, p.reorients_to_ras()));
   inference::ExportOptions eo = p.export_defaults();
   eo.save_probabilities = probabilities;

@@ -131,7 +131,7 @@ Checkpoint from_archive(const std::string& path, const TensorArchive& a) {
 std::string list_some(const std::vector<std::string>& v) {
   std::string s;
   for (std::size_t i = 0; i < v.size() && i < 5; ++i) s += (i ? ", " : "") + v[i];
-  if (v.size() > 5) s += ", ... (" + std::to_string(v.size()) + " in all)";
+  if (v.size() > 5) s += concat(", ... (", v.size(), " in all)");
   return s;
 }
 

@@ -242,16 +242,15 @@ struct Preamble {
 
 Preamble read_preamble(const std::string& path, CrcSource& src) {
   if (src.size() < kPreambleBytes + kTrailerBytes)
-    throw FileError(path, "not a medseg checkpoint (file too small: " + std::to_string(src.size()) + " bytes)");
+    throw FileError(path, concat("not a medseg checkpoint (file too small: ", src.size(), " bytes)"));
   char pre[kPreambleBytes];
   src.read(pre, kPreambleBytes, "the preamble");
   if (std::memcmp(pre, kCheckpointMagic, 8) != 0)
     throw FileError(path, "not a medseg checkpoint (magic 'MEDSEGCK' missing)");
   Preamble p{get_le<uint32_t>(pre + 8), get_le<uint64_t>(pre + 16)};
   if (p.version == 0 || p.version > kCheckpointFormatVersion)
-    throw FileError(path, "checkpoint format version " + std::to_string(p.version) +
-                              " is not supported (this build reads version " +
-                              std::to_string(kCheckpointFormatVersion) + ")");
+    throw FileError(path, concat("checkpoint format version ", p.version,
+                                 " is not supported (this build reads version ", kCheckpointFormatVersion, ")"));
   if (static_cast<int64_t>(p.header_size) > src.size() - kPreambleBytes - kTrailerBytes)
     throw FileError(path, "truncated or corrupt checkpoint (header size exceeds the file)");
   return p;
@@ -276,7 +275,7 @@ std::pair<std::string, at::Tensor> tensor_view(const json& e, const std::vector<
   const auto fail = [&](const std::string& problem) { throw FileError(path, "tensor '" + name + "': " + problem); };
   const auto blob = e.at("blob").get<int64_t>();
   if (blob < 0 || blob >= static_cast<int64_t>(flats.size()))
-    fail("blob index " + std::to_string(blob) + " out of range (" + std::to_string(flats.size()) + " blobs)");
+    fail(concat("blob index ", blob, " out of range (", flats.size(), " blobs)"));
   const at::Tensor& flat = flats[static_cast<std::size_t>(blob)];
   if (!e.contains("dtype") || !e.at("dtype").is_string()) fail("header entry has no dtype");
   const std::string dt = e.at("dtype").get<std::string>();
@@ -303,9 +302,9 @@ std::pair<std::string, at::Tensor> tensor_view(const json& e, const std::vector<
       last += (shape[i] - 1) * strides[i];
   }
   if (off < 0 || (!empty && last >= flat.numel()))
-    fail("shape " + json(shape).dump() + " with strides " + json(strides).dump() + " and offset " +
-         std::to_string(off) + " needs more than the " +
-         std::to_string(flat.numel() * static_cast<int64_t>(flat.element_size())) + " bytes of its data blob");
+    fail(concat("shape ", json(shape).dump(), " with strides ", json(strides).dump(), " and offset ", off,
+                " needs more than the ", flat.numel() * static_cast<int64_t>(flat.element_size()),
+                " bytes of its data blob"));
   return {name, flat.as_strided(shape, strides, off)};
 }
 
@@ -332,8 +331,8 @@ TensorArchive read_archive(const std::string& path) {
     const int64_t data_bytes = header.at("data_bytes").get<int64_t>();
     // Compared without adding to data_bytes first: a value near 2^63 would overflow.
     if (data_bytes < 0 || data_bytes != src.size() - kTrailerBytes - data_start)
-      throw FileError(path, "truncated or corrupt checkpoint (size " + std::to_string(src.size()) +
-                                " bytes, header declares " + std::to_string(data_bytes) + " bytes of tensor data)");
+      throw FileError(path, concat("truncated or corrupt checkpoint (size ", src.size(), " bytes, header declares ",
+                                   data_bytes, " bytes of tensor data)"));
     for (const auto& b : header.at("blobs")) {
       const auto dt = dtype_from_name(b.at("dtype").get<std::string>());
       const int64_t off = b.at("offset").get<int64_t>(), nbytes = b.at("nbytes").get<int64_t>();

@@ -124,9 +124,8 @@ void restore_optimizer_state(torch::optim::Optimizer& opt, const torch::nn::Modu
     throw Error("checkpoint: optimizer state is for " + (st.type.empty() ? std::string("no optimizer") : st.type) +
                 ", but the trainer uses " + type);
   auto& groups = opt.param_groups();
-  if (st.groups.size() != groups.size())
-    throw Error("checkpoint: optimizer has " + std::to_string(groups.size()) + " parameter groups, checkpoint has " +
-                std::to_string(st.groups.size()));
+  MEDSEG_CHECK(st.groups.size() == groups.size(), "checkpoint: optimizer has ", groups.size(),
+               " parameter groups, checkpoint has ", st.groups.size());
   const auto names = parameter_names(model);
   auto& state = opt.state();
   state.clear();

@@ -32,7 +32,7 @@ void check_free_space(const std::string& path, uint64_t needed, const std::strin
 
 std::string byte_size_text(uint64_t bytes) {
   const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (bytes < 1024) return std::to_string(bytes) + " bytes";
+  if (bytes < 1024) return concat(bytes, " bytes");
   double v = static_cast<double>(bytes) / 1024;
   int u = 0;
   while (v >= 1024 && u < 5) {

@@ -96,11 +96,9 @@ std::vector<int> JsonObjectReader::integers(const std::string& key, int lo, int 
   const json* v = find(key, true);
   if (!v->is_array()) throw wrong_type(key, "an array of integers", *v);
   if (v->empty()) throw error(key, "is empty");
-  if (v->size() > max_len)
-    throw error(key, "has " + std::to_string(v->size()) + " entries (at most " + std::to_string(max_len) + ")");
+  if (v->size() > max_len) throw error(key, concat("has ", v->size(), " entries (at most ", max_len, ")"));
   std::vector<int> out;
-  for (std::size_t i = 0; i < v->size(); ++i)
-    out.push_back(integer_value((*v)[i], key + "[" + std::to_string(i) + "]", lo, hi));
+  for (std::size_t i = 0; i < v->size(); ++i) out.push_back(integer_value((*v)[i], concat(key, "[", i, "]"), lo, hi));
   return out;
 }
 
@@ -109,12 +107,12 @@ std::vector<double> JsonObjectReader::numbers(const std::string& key, double lo,
   const json* v = find(key, true);
   if (!v->is_array()) throw wrong_type(key, "an array of numbers", *v);
   if (v->size() < min_len || v->size() > max_len)
-    throw error(key, "has " + std::to_string(v->size()) + " entries (must have " + std::to_string(min_len) +
-                         (min_len == max_len ? "" : ".." + std::to_string(max_len)) + ")");
+    throw error(key, concat("has ", v->size(), " entries (must have ", min_len,
+                            min_len == max_len ? "" : concat("..", max_len), ")"));
   std::vector<double> out;
   for (std::size_t i = 0; i < v->size(); ++i) {
     const json& x = (*v)[i];
-    const std::string at = key + "[" + std::to_string(i) + "]";
+    const std::string at = concat(key, "[", i, "]");
     if (!x.is_number()) throw wrong_type(at, "a number", x);
     const double d = x.get<double>();
     if (!std::isfinite(d) || d < lo || d > hi)
@@ -150,8 +148,7 @@ int JsonObjectReader::integer_value(const json& v, const std::string& key, int l
   if (!v.is_number() || (v.is_number_float() && v.get<double>() != std::floor(v.get<double>())))
     throw wrong_type(key, "an integer", v);
   const double d = v.get<double>();
-  if (!(d >= lo && d <= hi))
-    throw error(key, "is " + v.dump() + " (must be " + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  if (!(d >= lo && d <= hi)) throw error(key, concat("is ", v.dump(), " (must be ", lo, "..", hi, ")"));
   return static_cast<int>(d);
 }
 

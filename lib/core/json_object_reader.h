@@ -36,7 +36,7 @@ T json_as(const json& v, const std::string& what, const std::string& file) {
   } else if constexpr (std::is_integral_v<T>) {
     constexpr auto lo = std::numeric_limits<T>::min();
     constexpr auto hi = std::numeric_limits<T>::max();
-    const std::string range = "an integer in " + std::to_string(lo) + ".." + std::to_string(hi);
+    const std::string range = concat("an integer in ", +lo, "..", +hi);  // + prints int8_t/uint8_t as numbers
     if (v.is_number_unsigned()) {
       const auto u = v.get<uint64_t>();
       if (u > static_cast<uint64_t>(hi)) detail::json_value_error(v, what, file, range);
@@ -65,7 +65,7 @@ T json_as(const json& v, const std::string& what, const std::string& file) {
     if (!v.is_array()) detail::json_value_error(v, what, file, "a list");
     T out;
     for (std::size_t i = 0; i < v.size(); ++i)
-      out.push_back(json_as<typename T::value_type>(v[i], what + "[" + std::to_string(i) + "]", file));
+      out.push_back(json_as<typename T::value_type>(v[i], concat(what, "[", i, "]"), file));
     return out;
   } else {
     try {

@@ -49,10 +49,9 @@ void refuse_taken_dataset_id(const std::string& root, const std::string& folder_
   if (id < 0) return;
   for (const std::string& other : list_datasets(root))
     if (dataset_id_of(other) == id && other != folder_name) {
-      const std::string d = std::to_string(id);
-      throw FileError((fs::path(root) / other).string(), "dataset id " + d + " is taken by this folder; " +
-                                                             folder_name + " beside it would make -d " + d +
-                                                             " ambiguous (" + hint + ")");
+      throw FileError((fs::path(root) / other).string(),
+                      concat("dataset id ", id, " is taken by this folder; ", folder_name, " beside it would make -d ",
+                             id, " ambiguous (", hint, ")"));
     }
 }
 

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdio>
 
+#include "core/error.h"
+
 namespace medseg {
 
 namespace {
@@ -66,7 +68,7 @@ void ProgressBar::draw(bool final_line) {
   const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0.0;
   std::fprintf(stderr, "%s%s [%s] %lld/%lld %.1fs%s%s%s", tty_ ? "\r" : "", label_.c_str(), bar.c_str(),
                static_cast<long long>(done_), static_cast<long long>(total_), secs,
-               final_line ? "" : (" eta " + std::to_string(static_cast<int>(eta)) + "s").c_str(),
+               final_line ? "" : concat(" eta ", static_cast<int>(eta), "s").c_str(),
                postfix_.empty() ? "" : (" " + postfix_).c_str(), (final_line || !tty_) ? "\n" : "");
   std::fflush(stderr);
 }

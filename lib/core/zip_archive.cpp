@@ -119,7 +119,7 @@ ZipReader::ZipReader(std::string path) : path_(std::move(path)) {
         !(st.valid & ZIP_STAT_SIZE)) {
       const std::string why = zip_strerror(z_);
       zip_discard(z_);
-      throw FileError(path_, "entry " + std::to_string(i) + ": unreadable directory record (" + why + ")");
+      throw FileError(path_, concat("entry ", i, ": unreadable directory record (", why, ")"));
     }
     ZipEntry e;
     e.index = static_cast<uint64_t>(i);
@@ -137,8 +137,7 @@ ZipReader::~ZipReader() {
 
 std::string ZipReader::read(const ZipEntry& e, uint64_t max_bytes) const {
   if (e.size > max_bytes)
-    throw FileError(path_, entry_label(e.name) + ": " + std::to_string(e.size) + " bytes, more than the " +
-                               std::to_string(max_bytes) + " expected");
+    throw FileError(path_, concat(entry_label(e.name), ": ", e.size, " bytes, more than the ", max_bytes, " expected"));
   EntryStream s(z_, e, path_);
   std::string out;
   std::string buf(kChunk, '\0');
@@ -161,8 +160,8 @@ Crc32Digest ZipReader::extract(const ZipEntry& e, const std::string& target) con
     std::size_t n = 0;
     while ((n = s.read(buf.data(), buf.size(), e, path_)) > 0) {
       if (d.size + n > e.size)
-        throw FileError(path_, entry_label(e.name) + ": holds more bytes than its record says (" +
-                                   std::to_string(e.size) + "): the zip is damaged or forged");
+        throw FileError(path_, concat(entry_label(e.name), ": holds more bytes than its record says (", e.size,
+                                      "): the zip is damaged or forged"));
       if (std::fwrite(buf.data(), 1, n, out) != n)
         throw FileError(target, std::string("write failed: ") + std::strerror(errno));
       d.crc32 = crc_update(d.crc32, buf.data(), n);

@@ -113,8 +113,7 @@ PipelineConfig without_augmentation(PipelineConfig p) {
 }
 
 BatchShare batch_share(int64_t batch, int rank, int ranks) {
-  if (ranks < 1 || rank < 0 || rank >= ranks)
-    throw Error("batch_share: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
+  MEDSEG_CHECK(ranks >= 1 && rank >= 0 && rank < ranks, "batch_share: rank ", rank, " of ", ranks);
   return {batch * rank / ranks, batch * (rank + 1) / ranks};
 }
 

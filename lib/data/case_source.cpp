@@ -20,20 +20,17 @@ void CaseSource::read_previous_stage(int64_t i, const Box&, int16_t*, int16_t) c
 
 void InMemoryCaseSource::add(InMemoryCase c) {
   const int64_t n = c.shape[0] * c.shape[1] * c.shape[2];
-  if (c.channels < 1 || static_cast<int64_t>(c.data.size()) != n * c.channels)
-    throw Error("case '" + c.id + "': data holds " + std::to_string(c.data.size()) + " values, expected " +
-                std::to_string(n * c.channels));
-  if (static_cast<int64_t>(c.seg.size()) != n)
-    throw Error("case '" + c.id + "': segmentation holds " + std::to_string(c.seg.size()) + " voxels, expected " +
-                std::to_string(n));
-  if (!cases_.empty() && c.channels != cases_[0].channels)
-    throw Error("case '" + c.id + "' has " + std::to_string(c.channels) + " channels, earlier cases have " +
-                std::to_string(cases_[0].channels));
+  MEDSEG_CHECK(c.channels >= 1 && static_cast<int64_t>(c.data.size()) == n * c.channels, "case '", c.id,
+               "': data holds ", c.data.size(), " values, expected ", n * c.channels);
+  MEDSEG_CHECK(static_cast<int64_t>(c.seg.size()) == n, "case '", c.id, "': segmentation holds ", c.seg.size(),
+               " voxels, expected ", n);
+  MEDSEG_CHECK(cases_.empty() || c.channels == cases_[0].channels, "case '", c.id, "' has ", c.channels,
+               " channels, earlier cases have ", cases_[0].channels);
   cases_.push_back(std::move(c));
 }
 
 const InMemoryCase& InMemoryCaseSource::at(int64_t i) const {
-  if (i < 0 || i >= size()) throw Error("case index " + std::to_string(i) + " out of range");
+  MEDSEG_CHECK(i >= 0 && i < size(), "case index ", i, " out of range");
   return cases_[static_cast<size_t>(i)];
 }
 

@@ -23,9 +23,8 @@ PreprocessedCaseSource::PreprocessedCaseSource(const std::string& folder, const 
   for (const auto& id : which) {
     cases_.push_back(preprocessing::open_preprocessed_case(folder, id));
     const auto& c = cases_.back();
-    if (c.num_channels() != cases_[0].num_channels())
-      throw Error(folder + ": case '" + id + "' has " + std::to_string(c.num_channels()) + " channels, case '" +
-                  cases_[0].id() + "' has " + std::to_string(cases_[0].num_channels()));
+    MEDSEG_CHECK(c.num_channels() == cases_[0].num_channels(), folder, ": case '", id, "' has ", c.num_channels(),
+                 " channels, case '", cases_[0].id(), "' has ", cases_[0].num_channels());
     ClassLocations locs;
     const auto& stored = c.properties().class_locations;
     for (size_t k = 0; k < stored.size(); ++k) {

@@ -124,9 +124,8 @@ std::vector<std::string> rank_environment(int rank, int nproc, int port, const s
 }
 
 std::string describe(int status) {
-  if (status > 128)
-    return std::string("was killed by signal ") + std::to_string(status - 128) + " (" + strsignal(status - 128) + ")";
-  return "exited with status " + std::to_string(status);
+  if (status > 128) return concat("was killed by signal ", status - 128, " (", strsignal(status - 128), ")");
+  return concat("exited with status ", status);
 }
 
 // Reaps finished ranks; returns the index of one that failed, or -1.

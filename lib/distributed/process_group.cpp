@@ -82,8 +82,8 @@ void ProcessGroup::Backend::fail(const std::string& op, const std::exception& e)
   const std::string why = one_line(e.what());
   const auto blamed = blamed_ranks(why, addresses, world.rank);
   const std::string who = blamed.empty() ? "another rank" : rank_list(blamed);
-  throw PeerError(world.label() + ": " + op + " failed: " + who + " exited or did not answer within " +
-                  std::to_string(timeout.count()) + " s (" + why + ")");
+  throw PeerError(concat(world.label(), ": ", op, " failed: ", who, " exited or did not answer within ",
+                         timeout.count(), " s (", why, ")"));
 }
 
 ProcessGroup::ProcessGroup(std::unique_ptr<Backend> b) : b_(std::move(b)) {}
@@ -97,7 +97,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const World& world, const Pr
   b->world = world;
   b->timeout = options.timeout;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout);
-  const std::string where = world.master_addr + ":" + std::to_string(world.master_port);
+  const std::string where = concat(world.master_addr, ":", world.master_port);
   if (world.rank != 0) await_master(world, deadline, options.timeout);
   try {
     c10d::TCPStoreOptions so;
@@ -116,8 +116,8 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const World& world, const Pr
     const std::string why = one_line(e.what());
     if (world.rank == 0)
       throw Error(world.label() + ": cannot serve the rendezvous on " + where + " (port in use? " + why + ")");
-    throw Error(world.label() + ": cannot reach rank 0's rendezvous on " + where + " within " +
-                std::to_string(options.timeout.count()) + " s (" + why + ")");
+    throw Error(concat(world.label(), ": cannot reach rank 0's rendezvous on ", where, " within ",
+                       options.timeout.count(), " s (", why, ")"));
   }
   const AdvertisedAddress address = advertised_address(world.master_addr, world.master_port);
   b->addresses = await_ranks(*b->store, world, address.address, deadline, options.timeout);
@@ -184,8 +184,8 @@ void ProcessGroup::exchange(std::vector<Transfer>& transfers, int tag) {
   try {
     for (size_t i = 0; i < transfers.size(); ++i) {
       const Transfer& t = transfers[i];
-      if (t.peer < 0 || t.peer >= size() || t.peer == rank())
-        throw Error("peer rank " + std::to_string(t.peer) + " is not another rank of " + std::to_string(size()));
+      MEDSEG_CHECK(t.peer >= 0 && t.peer < size() && t.peer != rank(), "peer rank ", t.peer, " is not another rank of ",
+                   size());
       bufs[i].push_back(t.tensor.is_contiguous() ? t.tensor : t.tensor.contiguous());
       auto& g = b_->group_for(bufs[i][0]);
       works.push_back(t.send ? g.send(bufs[i], t.peer, tag) : g.recv(bufs[i], t.peer, tag));
@@ -297,9 +297,7 @@ void agree(ProcessGroup* group, const std::string& what, const std::function<voi
   const auto all = group->all_gather(mine);
   if (!mine.empty()) throw Error(mine);
   for (size_t r = 0; r < all.size(); ++r)
-    if (!all[r].empty())
-      throw Error(group->backend().world.label() + ": " + what + " failed on rank " + std::to_string(r) + ": " +
-                  all[r]);
+    MEDSEG_CHECK(all[r].empty(), group->backend().world.label(), ": ", what, " failed on rank ", r, ": ", all[r]);
 }
 
 }  // namespace medseg::distributed

@@ -75,29 +75,27 @@ void await_master(const World& w, Deadline deadline, std::chrono::seconds timeou
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     const std::string why = try_connect(w.master_addr, w.master_port, std::min(left, std::chrono::milliseconds(1000)));
     if (why.empty()) return;
-    if (std::chrono::steady_clock::now() + std::chrono::milliseconds(200) >= deadline)
-      throw Error(w.label() + ": cannot reach rank 0's rendezvous on " + w.master_addr + ":" +
-                  std::to_string(w.master_port) + " within " + std::to_string(timeout.count()) + " s (" + why + ")");
+    MEDSEG_CHECK(std::chrono::steady_clock::now() + std::chrono::milliseconds(200) < deadline, w.label(),
+                 ": cannot reach rank 0's rendezvous on ", w.master_addr, ":", w.master_port, " within ",
+                 timeout.count(), " s (", why, ")");
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
 
 std::string rank_list(const std::vector<int>& ranks) {
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
-  return out;
+  return (ranks.size() == 1 ? "rank " : "ranks ") + join(ranks, ", ");
 }
 
 std::vector<std::string> await_ranks(c10d::Store& store, const World& w, const std::string& my_address,
                                      Deadline deadline, std::chrono::seconds timeout) {
-  const std::string where = w.master_addr + ":" + std::to_string(w.master_port);
+  const std::string where = concat(w.master_addr, ":", w.master_port);
   std::vector<std::string> addresses(static_cast<size_t>(w.world_size));
   std::vector<bool> seen(static_cast<size_t>(w.world_size), false);
   try {
     // A second process with this RANK would overwrite our entry; the counter tells.
     if (store.add(kPrefix + "count/" + std::to_string(w.rank), 1) > 1)
-      throw Error(w.label() + ": another process already joined as RANK=" + std::to_string(w.rank) + " on " + where +
-                  ": every rank needs its own RANK");
+      throw Error(concat(w.label(), ": another process already joined as RANK=", w.rank, " on ", where,
+                         ": every rank needs its own RANK"));
     const std::string mine = std::to_string(w.world_size) + " " + my_address;
     store.set(kPrefix + std::to_string(w.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
     seen[static_cast<size_t>(w.rank)] = true;
@@ -112,18 +110,16 @@ std::vector<std::string> await_ranks(c10d::Store& store, const World& w, const s
           continue;
         }
         const Arrival a = parse(as_string(store.get(key)));
-        if (a.world_size != w.world_size)
-          throw Error(w.label() + ": rank " + std::to_string(r) + " was started with WORLD_SIZE=" +
-                      std::to_string(a.world_size) + ", this rank with WORLD_SIZE=" + std::to_string(w.world_size) +
-                      ": every rank of a run needs the same WORLD_SIZE");
+        MEDSEG_CHECK(a.world_size == w.world_size, w.label(), ": rank ", r,
+                     " was started with WORLD_SIZE=", a.world_size, ", this rank with WORLD_SIZE=", w.world_size,
+                     ": every rank of a run needs the same WORLD_SIZE");
         seen[static_cast<size_t>(r)] = true;
         addresses[static_cast<size_t>(r)] = a.address;
       }
       if (missing.empty()) return addresses;
-      if (std::chrono::steady_clock::now() >= deadline)
-        throw Error(w.label() + ": " + rank_list(missing) + " of " + std::to_string(w.world_size) +
-                    " did not join within " + std::to_string(timeout.count()) + " s (rendezvous on " + where +
-                    "; is every rank started, with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE?)");
+      MEDSEG_CHECK(std::chrono::steady_clock::now() < deadline, w.label(), ": ", rank_list(missing), " of ",
+                   w.world_size, " did not join within ", timeout.count(), " s (rendezvous on ", where,
+                   "; is every rank started, with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE?)");
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   } catch (const Error&) { throw; } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 #include "distributed/same_everywhere.h"
 
 #include "core/digest.h"
+#include "core/error.h"
 
 namespace medseg::distributed {
 namespace {
@@ -30,10 +31,10 @@ void check_same_lines(ProcessGroup& group, const std::vector<std::string>& lines
     size_t i = 0;
     while (i < first.size() && i < theirs.size() && first[i] == theirs[i]) ++i;
     const std::string& line = i < first.size() ? first[i] : theirs[i];
-    const std::string rank = "rank " + std::to_string(r);
-    throw Error(rank + " " + differs + " rank 0: " + item + " '" + line.substr(0, line.find(' ')) +
-                "' differs (rank 0: " + (i < first.size() ? first[i] : "none") + "; " + rank + ": " +
-                (i < theirs.size() ? theirs[i] : "none") + "): " + hint);
+    const std::string rank = concat("rank ", r);
+    throw Error(concat(rank, " ", differs, " rank 0: ", item, " '", line.substr(0, line.find(' ')),
+                       "' differs (rank 0: ", i < first.size() ? first[i] : "none", "; ", rank, ": ",
+                       i < theirs.size() ? theirs[i] : "none", "): ", hint));
   }
 }
 

@@ -19,17 +19,14 @@ int env_int(const char* name, const std::string& value, long lo, long hi) {
   char* end = nullptr;
   errno = 0;
   const long v = std::strtol(value.c_str(), &end, 10);
-  if (errno != 0 || end == value.c_str() || *end != '\0' || v < lo || v > hi)
-    throw Error(std::string("environment variable ") + name + "='" + value + "' must be an integer in [" +
-                std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  MEDSEG_CHECK(errno == 0 && end != value.c_str() && *end == '\0' && v >= lo && v <= hi, "environment variable ", name,
+               "='", value, "' must be an integer in [", lo, ", ", hi, "]");
   return static_cast<int>(v);
 }
 
 }  // namespace
 
-std::string World::label() const {
-  return distributed() ? "rank " + std::to_string(rank) + " of " + std::to_string(world_size) : "";
-}
+std::string World::label() const { return distributed() ? concat("rank ", rank, " of ", world_size) : ""; }
 
 World world_from_environment() {
   const auto rank = env("RANK"), size = env("WORLD_SIZE");

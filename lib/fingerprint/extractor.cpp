@@ -106,10 +106,9 @@ DatasetFingerprint extract_fingerprint(const std::vector<io::CaseFiles>& cases, 
       const io::CaseFiles& files = cases[i];
       const io::LoadedCase loaded = io::load_case(files, o.reorient_to_ras);
       // Counted after reading: one RGB .png holds three channels (io/image_formats.h).
-      if (static_cast<int>(loaded.channels.size()) != num_channels)
-        throw Error("case '" + files.id + "' has " + std::to_string(loaded.channels.size()) + " channel(s) in " +
-                    std::to_string(files.images.size()) + " image file(s) but the dataset declares " +
-                    std::to_string(num_channels) + " channel(s)");
+      MEDSEG_CHECK(static_cast<int>(loaded.channels.size()) == num_channels, "case '", files.id, "' has ",
+                   loaded.channels.size(), " channel(s) in ", files.images.size(),
+                   " image file(s) but the dataset declares ", num_channels, " channel(s)");
       if (loaded.label.numel() > 0 && !o.label_values.empty())
         io::check_label_values(loaded.label, o.label_values, files.label, files.id);
       CaseAnalysis a = analyze_case(loaded, per_case, o.exact_stats, o.seed);

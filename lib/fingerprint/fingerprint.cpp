@@ -94,7 +94,7 @@ std::vector<std::array<T, 3>> triples(const json& j, const std::string& key, con
   const json& v = need(j, key, src, "");
   if (!v.is_array()) throw FileError(src, "key '" + key + "' must be a list");
   std::vector<std::array<T, 3>> out;
-  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(triple<T>(v[i], src, key + "[" + std::to_string(i) + "]"));
+  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(triple<T>(v[i], src, concat(key, "[", i, "]")));
   return out;
 }
 
@@ -103,8 +103,8 @@ void medseg_from_json(const json& m, const std::string& src, DatasetFingerprint&
   fp.has_medseg = true;
   fp.version = json_as<int>(need(m, "version", src, w), "key 'medseg.version'", src);
   if (fp.version > kFingerprintVersion)
-    throw FileError(src, "fingerprint version " + std::to_string(fp.version) + " is newer than this medseg (" +
-                             std::to_string(kFingerprintVersion) + ")");
+    throw FileError(
+        src, concat("fingerprint version ", fp.version, " is newer than this medseg (", kFingerprintVersion, ")"));
   fp.exact_stats = m.value("exact_stats", false);
   fp.samples_per_case = m.value("samples_per_case", int64_t{0});
   fp.max_samples_total = m.value("max_samples_total", int64_t{0});

@@ -62,9 +62,8 @@ std::string multi_channel_images(const std::string& id, const Scanned& s, const 
     images = io::files_holding_channels(id, first, folder, ending, n, "the model takes");
   } catch (const FileError& e) { return e.what(); }
   if (images.size() != s.channels.size())
-    return first.rbegin()->second + ": case '" + id + "' has " + std::to_string(s.channels.size()) +
-           " files; its first " + std::to_string(images.size()) + " hold the " + std::to_string(n) +
-           " channel(s) the model takes";
+    return concat(first.rbegin()->second, ": case '", id, "' has ", s.channels.size(), " files; its first ",
+                  images.size(), " hold the ", n, " channel(s) the model takes");
   return "";
 }
 
@@ -78,8 +77,8 @@ CaseInput make_case(const std::string& id, const Scanned& s, const std::string& 
   }
   if (!s.plain.empty()) {
     if (n != 1) {
-      c.error = s.plain[0] + ": a file without the _XXXX channel suffix, but the model takes " + std::to_string(n) +
-                " channels (name them " + channel_name(id, 0, ending) + ", ...)";
+      c.error = concat(s.plain[0], ": a file without the _XXXX channel suffix, but the model takes ", n,
+                       " channels (name them ", channel_name(id, 0, ending), ", ...)");
       return c;
     }
     if (s.plain.size() > 1 || !s.channels.empty()) {
@@ -92,13 +91,11 @@ CaseInput make_case(const std::string& id, const Scanned& s, const std::string& 
   }
   for (const auto& [k, files] : s.channels) {
     if (files.size() > 1) {
-      c.error =
-          files[1] + ": channel " + std::to_string(k) + " of case '" + id + "' is given twice (also " + files[0] + ")";
+      c.error = concat(files[1], ": channel ", k, " of case '", id, "' is given twice (also ", files[0], ")");
       return c;
     }
     if (k >= n) {
-      c.error = files[0] + ": case '" + id + "' has channel " + std::to_string(k) + " but the model takes " +
-                std::to_string(n) + " channel(s)";
+      c.error = concat(files[0], ": case '", id, "' has channel ", k, " but the model takes ", n, " channel(s)");
       return c;
     }
   }
@@ -112,8 +109,8 @@ CaseInput make_case(const std::string& id, const Scanned& s, const std::string& 
     if (it == s.channels.end()) {
       const std::string& some = s.channels.begin()->second[0];
       const fs::path expected = fs::path(some).parent_path() / channel_name(id, k, ending);
-      c.error = expected.string() + ": missing channel " + std::to_string(k) + " of case '" + id +
-                "' (the model takes " + std::to_string(n) + " channel(s))";
+      c.error = concat(expected.string(), ": missing channel ", k, " of case '", id, "' (the model takes ", n,
+                       " channel(s))");
       c.images.clear();
       return c;
     }

@@ -74,9 +74,8 @@ std::vector<uint16_t> segment_resampled(const at::Tensor& logits_in, const Shape
                                         const ExportOptions& opts, std::vector<float>* resampled) {
   const at::Tensor logits = logits_in.contiguous();
   const int64_t K = logits.size(0);
-  if (K != static_cast<int64_t>(labels.values.size()))
-    throw Error("export: " + std::to_string(K) + " logit channels for " + std::to_string(labels.values.size()) +
-                " classes");
+  MEDSEG_CHECK(K == static_cast<int64_t>(labels.values.size()), "export: ", K, " logit channels for ",
+               labels.values.size(), " classes");
   if (logits.dim() != 4 || logits.size(1) != in[0] || logits.size(2) != in[1] || logits.size(3) != in[2])
     throw Error("export: logits do not have the preprocessed shape " + shape_str(in));
   const int64_t n = numel(out), n_in = numel(in);

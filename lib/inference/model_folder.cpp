@@ -118,15 +118,15 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
   m.in_channels = first_extra.value("in_channels", expected_in);
   m.num_classes = first_extra.value("num_classes", io::network_outputs(m.dataset));
   if (m.in_channels != expected_in)
-    throw FileError(src, "was trained with " + std::to_string(m.in_channels) +
-                             " input channel(s) but dataset.json names " + std::to_string(m.dataset.num_channels()) +
-                             (cfg.previous_stage.empty()
-                                  ? std::string()
-                                  : " and the cascade adds " + std::to_string(expected_in - m.dataset.num_channels()) +
-                                        " (one per foreground label)"));
+    throw FileError(src, concat("was trained with ", m.in_channels, " input channel(s) but dataset.json names ",
+                                m.dataset.num_channels(),
+                                cfg.previous_stage.empty()
+                                    ? std::string()
+                                    : concat(" and the cascade adds ", expected_in - m.dataset.num_channels(),
+                                             " (one per foreground label)")));
   if (m.num_classes != io::network_outputs(m.dataset))
-    throw FileError(src, "has " + std::to_string(m.num_classes) + " outputs but dataset.json's labels need " +
-                             std::to_string(io::network_outputs(m.dataset)));
+    throw FileError(
+        src, concat("has ", m.num_classes, " outputs but dataset.json's labels need ", io::network_outputs(m.dataset)));
   // null is nnU-Net's None (nnUNetTrainerNoMirroring & co.): no mirroring at test time. Absent (a
   // checkpoint that does not say): every axis, nnU-Net's default.
   if (first_extra.contains("inference_allowed_mirroring_axes")) {
@@ -136,7 +136,7 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
     for (int64_t a = 0; a < cfg.dim(); ++a) m.mirror_axes.push_back(a);
   }
   for (int64_t a : m.mirror_axes)
-    if (a < 0 || a >= cfg.dim()) throw FileError(src, "mirroring axis " + std::to_string(a) + " out of range");
+    if (a < 0 || a >= cfg.dim()) throw FileError(src, concat("mirroring axis ", a, " out of range"));
   spdlog::info("model {}: configuration {}, fold(s) {}, {} -> {} channels, mirroring {}", folder, m.configuration,
                nlohmann::json(folds).dump(), m.in_channels, m.num_classes, nlohmann::json(m.mirror_axes).dump());
   return m;

@@ -116,7 +116,7 @@ std::string agreed_error(distributed::ProcessGroup* group, const std::string& mi
   const auto all = group->all_gather(mine);
   if (!mine.empty()) return mine;
   for (std::size_t r = 0; r < all.size(); ++r)
-    if (!all[r].empty()) return "rank " + std::to_string(r) + ": " + all[r];
+    if (!all[r].empty()) return concat("rank ", r, ": ", all[r]);
   return "";
 }
 

@@ -87,9 +87,8 @@ int64_t Predictor::image_channels() const {
 }
 
 preprocessing::PreprocessedCaseData Predictor::preprocess(io::LoadedCase c, const std::string& previous_stage) const {
-  if (static_cast<int64_t>(c.channels.size()) != image_channels())
-    throw Error("case '" + c.id + "' has " + std::to_string(c.channels.size()) + " channel(s), the model expects " +
-                std::to_string(image_channels()));
+  MEDSEG_CHECK(static_cast<int64_t>(c.channels.size()) == image_channels(), "case '", c.id, "' has ", c.channels.size(),
+               " channel(s), the model expects ", image_channels());
   if (!is_cascade()) {
     c.label = Volume();  // a plain model takes no segmentation
     return preprocessing::preprocess_case(std::move(c), plan_);

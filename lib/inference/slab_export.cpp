@@ -204,16 +204,15 @@ void SlabExport::Impl::produce(int64_t o) {
 
 void SlabExport::add(int64_t begin, const at::Tensor& logits) {
   Impl& m = *impl_;
-  if (begin != m.next_in)
-    throw Error("export: slab at " + std::to_string(begin) + ", expected " + std::to_string(m.next_in));
-  if (logits.dim() != 4 || logits.size(0) != m.K || !logits.is_contiguous() || logits.scalar_type() != at::kFloat ||
-      !logits.device().is_cpu())
-    throw Error("export: a slab must be (K, z, y, x) contiguous float32 on the CPU with K = " + std::to_string(m.K));
+  MEDSEG_CHECK(begin == m.next_in, "export: slab at ", begin, ", expected ", m.next_in);
+  MEDSEG_CHECK(logits.dim() == 4 && logits.size(0) == m.K && logits.is_contiguous() &&
+                   logits.scalar_type() == at::kFloat && logits.device().is_cpu(),
+               "export: a slab must be (K, z, y, x) contiguous float32 on the CPU with K = ", m.K);
   const int64_t len = logits.size(m.a + 1);
   for (int64_t d = 0; d < 3; ++d)
-    if (d != m.a ? logits.size(d + 1) != m.in[d] : len < 1 || begin + len > m.in[d])
-      throw Error("export: slab of shape " + shape_str({logits.size(1), logits.size(2), logits.size(3)}) + " at " +
-                  std::to_string(begin) + " does not fit the preprocessed shape " + shape_str(m.in));
+    MEDSEG_CHECK(d != m.a ? logits.size(d + 1) == m.in[d] : len >= 1 && begin + len <= m.in[d],
+                 "export: slab of shape ", shape_str({logits.size(1), logits.size(2), logits.size(3)}), " at ", begin,
+                 " does not fit the preprocessed shape ", shape_str(m.in));
   // Slice by slice: each output as soon as its input slices are there, and input slices no later
   // output reads dropped at once, so that only about two are kept.
   for (int64_t j = 0; j < len; ++j) {
@@ -227,8 +226,8 @@ void SlabExport::add(int64_t begin, const at::Tensor& logits) {
 
 Volume SlabExport::finish(std::vector<float>* probabilities) {
   Impl& m = *impl_;
-  if (m.next_in != m.in[m.a] || m.next_out != m.out[m.a])
-    throw Error("export: slabs end at " + std::to_string(m.next_in) + " of " + std::to_string(m.in[m.a]));
+  MEDSEG_CHECK(m.next_in == m.in[m.a] && m.next_out == m.out[m.a], "export: slabs end at ", m.next_in, " of ",
+               m.in[m.a]);
   if (probabilities && !m.keep) throw Error("export: probabilities were not kept");
   return segmentation_to_original(m.seg, probabilities ? &m.all : nullptr, m.props, m.labels, probabilities);
 }

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/strings.h"
 #include "core/torch_memory.h"
 #include "planning/memory_check.h"
 
@@ -113,12 +114,10 @@ void check_tiles_fit(const std::vector<int64_t>& size, const std::vector<int64_t
   check_step_size(step_size, "sliding window: step_size");
   const double tiles = tile_count(size, patch, step_size);
   const double per_tile = static_cast<double>(sizeof(Tile) + 2 * patch.size() * sizeof(int64_t));
-  std::string shape;
-  for (size_t d = 0; d < size.size(); ++d) shape += (d ? ", " : "") + std::to_string(size[d]);
-  planning::check_bytes_fit(
-      tiles * per_tile,
-      "the list of " + number(tiles) + " tiles (step_size " + number(step_size) + " over an image of [" + shape + "])",
-      device_memory_limit("cpu"), "", "sliding window", "a larger -step_size makes fewer tiles");
+  planning::check_bytes_fit(tiles * per_tile,
+                            "the list of " + number(tiles) + " tiles (step_size " + number(step_size) +
+                                " over an image of [" + join(size, ", ") + "])",
+                            device_memory_limit("cpu"), "", "sliding window", "a larger -step_size makes fewer tiles");
 }
 
 }  // namespace

@@ -58,13 +58,11 @@ LoadedCase case_from_volumes(const std::string& id, std::vector<Volume> channels
   c.id = id;
   for (std::size_t k = 0; k < channels.size(); ++k) {
     Volume& v = channels[k];
-    if (v.numel() == 0) throw Error("case '" + id + "': channel " + std::to_string(k) + " is empty");
+    MEDSEG_CHECK(v.numel() != 0, "case '", id, "': channel ", k, " is empty");
     if (v.pixel_type() != PixelType::Float32) v = Volume::from_float(v.shape(), v.geometry(), v.to_float());
     if (k > 0) {
       const std::string why = grid_mismatch(c.channels[0], v);
-      if (!why.empty())
-        throw Error("case '" + id + "': channel " + std::to_string(k) +
-                    " does not share the grid of channel 0: " + why);
+      MEDSEG_CHECK(why.empty(), "case '", id, "': channel ", k, " does not share the grid of channel 0: ", why);
     }
     c.channels.push_back(std::move(v));
   }

@@ -64,10 +64,10 @@ std::vector<std::string> channel_names_from_json(const ordered_json& j, const st
 // A label value of dataset.json: 0, 1, 2, ... (-1 is preprocessing's "outside the image").
 static int label_value(const ordered_json& x, const std::string& name, const std::string& file) {
   if (!x.is_number_unsigned() && x.get<int64_t>() < 0)
-    throw FileError(file, "label '" + name + "' has the negative value " + std::to_string(x.get<int64_t>()) +
-                              "; label values are 0, 1, 2, ...");
+    throw FileError(file, concat("label '", name, "' has the negative value ", x.get<int64_t>(),
+                                 "; label values are 0, 1, 2, ..."));
   const uint64_t v = x.get<uint64_t>();
-  if (v > 32767) throw FileError(file, "label '" + name + "' has the value " + std::to_string(v) + "; at most 32767");
+  if (v > 32767) throw FileError(file, concat("label '", name, "' has the value ", v, "; at most 32767"));
   return static_cast<int>(v);
 }
 
@@ -83,8 +83,8 @@ static void check_ignore_label(const ordered_json& labels, const std::vector<Lab
       for (int v : d.values) highest = std::max(highest, v);
   const int ignore = labels.at("ignore").get<int>();
   if (ignore != highest + 1)
-    throw FileError(file, "the ignore label is " + std::to_string(ignore) + " but must be the highest label value, " +
-                              std::to_string(highest + 1) + " (one above every other label, as nnU-Net requires)");
+    throw FileError(file, concat("the ignore label is ", ignore, " but must be the highest label value, ", highest + 1,
+                                 " (one above every other label, as nnU-Net requires)"));
 }
 
 std::vector<LabelDef> labels_from_json(const ordered_json& j, const std::string& file) {
@@ -104,7 +104,7 @@ std::vector<LabelDef> labels_from_json(const ordered_json& j, const std::string&
       throw FileError(file, "label '" + it.key() + "' must be an integer or a list of integers");
     }
     if (d.values.size() == 1 && !seen.insert(d.values[0]).second)
-      throw FileError(file, "label value " + std::to_string(d.values[0]) + " is used twice");
+      throw FileError(file, concat("label value ", d.values[0], " is used twice"));
     out.push_back(d);
   }
   if (!seen.count(0)) throw FileError(file, "labels must include background = 0");
@@ -114,8 +114,7 @@ std::vector<LabelDef> labels_from_json(const ordered_json& j, const std::string&
   int expect = 0;
   for (int v : seen) {
     if (v != expect)
-      throw FileError(
-          file, "label values must be consecutive integers starting at 0 (missing " + std::to_string(expect) + ")");
+      throw FileError(file, concat("label values must be consecutive integers starting at 0 (missing ", expect, ")"));
     ++expect;
   }
   return out;
@@ -208,8 +207,7 @@ std::vector<CaseFiles> collect(const std::map<std::string, std::map<int, std::st
     for (int k = 0; k < n; ++k) {
       auto it = chans.find(k);
       if (it == chans.end())
-        throw FileError(channel_file(folder, id, k, ending),
-                        "missing channel " + std::to_string(k) + " of case '" + id + "'");
+        throw FileError(channel_file(folder, id, k, ending), concat("missing channel ", k, " of case '", id, "'"));
       c.images.push_back(it->second);
     }
     out.push_back(std::move(c));
@@ -228,7 +226,7 @@ std::vector<CaseFiles> list_image_cases(const std::string& folder, const std::st
     std::string found;
     for (std::size_t i = 0; i < scan.stray.size() && i < 3; ++i)
       found += (i ? ", " : "") + fs::path(scan.stray[i]).filename().string();
-    if (scan.stray.size() > 3) found += ", ... (" + std::to_string(scan.stray.size()) + " entries)";
+    if (scan.stray.size() > 3) found += concat(", ... (", scan.stray.size(), " entries)");
     throw FileError(folder, "no CASE_XXXX" + ending + " images (file_ending is '" + ending + "'), found: " + found);
   }
   return collect(scan.cases, folder, ending, n);
@@ -249,8 +247,8 @@ std::vector<CaseFiles> list_training_cases(const DatasetInfo& info) {
       for (const auto& p : e.at("images")) c.images.push_back(resolve(p.get<std::string>()));
       c.label = resolve(e.at("label").get<std::string>());
       if (static_cast<int>(c.images.size()) != info.num_channels())
-        throw FileError(file, "case '" + c.id + "' lists " + std::to_string(c.images.size()) +
-                                  " images but there are " + std::to_string(info.num_channels()) + " channels");
+        throw FileError(file, concat("case '", c.id, "' lists ", c.images.size(), " images but there are ",
+                                     info.num_channels(), " channels"));
       out.push_back(std::move(c));
     }
     std::sort(out.begin(), out.end(), [](const CaseFiles& a, const CaseFiles& b) { return a.id < b.id; });

@@ -40,8 +40,8 @@ void split_channels(const fs::path& file, const fs::path& to, std::size_t channe
   const std::string stem = file.filename().string().substr(0, file.filename().string().size() - 7);
   const std::vector<Volume> volumes = read_image_volumes(file.string());
   if (volumes.size() != channels)
-    throw FileError(file.string(), "holds " + std::to_string(volumes.size()) + " volume(s) but dataset.json names " +
-                                       std::to_string(channels) + " modalit" + (channels == 1 ? "y" : "ies"));
+    throw FileError(file.string(), concat("holds ", volumes.size(), " volume(s) but dataset.json names ", channels,
+                                          " modalit", channels == 1 ? "y" : "ies"));
   if (volumes.size() == 1) {  // nnU-Net copies a 3D file as it is
     fs::copy_file(file, to / (stem + "_0000.nii.gz"));
     return;
@@ -135,7 +135,7 @@ std::string convert_msd_dataset(const MsdConversion& c) {
   }
   if (task_id < 0) throw FileError(source.string(), "not an MSD task folder (its name must be TaskXX_Name)");
   const int id = c.target_id.value_or(task_id);
-  if (id < 0 || id > 999) throw Error("--overwrite_id: " + std::to_string(id) + " is not a dataset id (0 to 999)");
+  MEDSEG_CHECK(id >= 0 && id <= 999, "--overwrite_id: ", id, " is not a dataset id (0 to 999)");
   for (const char* sub : {"imagesTr", "labelsTr", "imagesTs"})
     if (!fs::is_directory(source / sub)) throw FileError((source / sub).string(), "folder missing from the MSD task");
   const fs::path msd_json = source / "dataset.json";

@@ -68,14 +68,14 @@ std::vector<std::string> files_holding_channels(const std::string& id, const std
     auto it = files.find(k);
     if (it == files.end())
       throw FileError(channel_file(folder, id, k, ending),
-                      "missing: case '" + id + "' has " + std::to_string(held) + " of the " + std::to_string(n) +
-                          " channels " + expected_by + " in its first " + std::to_string(k) + " file(s)");
+                      concat("missing: case '", id, "' has ", held, " of the ", n, " channels ", expected_by,
+                             " in its first ", k, " file(s)"));
     held += image_file_channels(it->second);
     out.push_back(it->second);
   }
   if (held != n)
-    throw FileError(out.back(), "case '" + id + "' holds " + std::to_string(held) + " channels in " +
-                                    std::to_string(out.size()) + " file(s); " + expected_by + " " + std::to_string(n));
+    throw FileError(out.back(), concat("case '", id, "' holds ", held, " channels in ", out.size(), " file(s); ",
+                                       expected_by, " ", n));
   return out;
 }
 

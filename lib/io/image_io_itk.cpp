@@ -167,8 +167,8 @@ std::vector<Volume> apply_palette(const std::string& path, const Volume& idx,
     for (size_t i = 0; i < index.size(); ++i) {
       const double k = index[i];
       if (k < 0 || k >= static_cast<double>(pal.size()))
-        throw FileError(path, "palette index " + std::to_string(static_cast<int64_t>(k)) +
-                                  " is outside the palette of " + std::to_string(pal.size()) + " colors");
+        throw FileError(path, concat("palette index ", static_cast<int64_t>(k), " is outside the palette of ",
+                                     pal.size(), " colors"));
       values[i] = pal[static_cast<size_t>(k)][static_cast<size_t>(c)];
     }
     out.push_back(
@@ -315,7 +315,7 @@ itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
   if (fs::is_directory(path, ec)) throw FileError(path, "is a folder, not an image file");
   if (fs::file_size(path, ec) == 0) throw FileError(path, "empty file (0 bytes)");
   const int64_t nifti_nonfinite = check_nifti_complete(path);
-  if (nifti_nonfinite > 0) throw FileError(path, std::to_string(nifti_nonfinite) + " voxel(s) are NaN or Inf");
+  if (nifti_nonfinite > 0) throw FileError(path, concat(nifti_nonfinite, " voxel(s) are NaN or Inf"));
   itk::ImageIOBase::Pointer io =
       itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::ImageIOFactory::IOFileModeEnum::ReadMode);
   if (!io) throw FileError(path, "not a readable image (unknown format or corrupt header)");
@@ -332,12 +332,12 @@ itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
   // nnU-Net's NaturalImage2DIO: a 2D RGB or RGBA file is 3 or 4 channels; nothing else holds several.
   const bool color = natural && nd == 2 && (comps == 3 || comps == 4);
   if (comps != 1 && !(color && (volumes || tiff_planar_separate(path))))
-    throw FileError(path, "has " + std::to_string(comps) + " components per voxel; " +
-                              (color                ? "a color image is image channels, not a label or a single channel"
-                               : natural && nd == 2 ? "2D images must be grayscale, RGB or RGBA"
-                                                    : "medseg expects one channel per file (_0000, _0001, ...)"));
+    throw FileError(path, concat("has ", comps, " components per voxel; ",
+                                 color ? "a color image is image channels, not a label or a single channel"
+                                 : natural && nd == 2 ? "2D images must be grayscale, RGB or RGBA"
+                                                      : "medseg expects one channel per file (_0000, _0001, ...)"));
   if (nd < 2 || nd > 4 || (nd == 4 && io->GetDimensions(3) != 1 && !volumes))
-    throw FileError(path, "has " + std::to_string(nd) + " dimensions; expected a 2D or 3D image");
+    throw FileError(path, concat("has ", nd, " dimensions; expected a 2D or 3D image"));
   const std::string geometry = header_geometry_problem(*io, nd);
   if (!geometry.empty()) throw FileError(path, "bad geometry in the header: " + geometry);
   return io;
@@ -345,7 +345,7 @@ itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
 
 void check_finite(const std::string& path, const Volume& v) {
   const int64_t bad = count_non_finite(v);
-  if (bad > 0) throw FileError(path, std::to_string(bad) + " voxel(s) are NaN or Inf");
+  if (bad > 0) throw FileError(path, concat(bad, " voxel(s) are NaN or Inf"));
 }
 
 }  // namespace

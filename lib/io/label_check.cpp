@@ -4,14 +4,15 @@
 #include <cstdint>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace medseg::io {
 namespace {
 
-std::string join(const std::vector<int>& v, size_t max_listed) {
-  std::string s;
-  for (size_t i = 0; i < v.size() && i < max_listed; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  if (v.size() > max_listed) s += ", ... (" + std::to_string(v.size()) + " in all)";
+// The first `max_listed` values of `v` as "1, 2, 3", then how many there are when some were left out.
+std::string listed(const std::vector<int>& v, size_t max_listed) {
+  std::string s = join(std::vector<int>(v.begin(), v.begin() + std::min(v.size(), max_listed)), ", ");
+  if (v.size() > max_listed) s += concat(", ... (", v.size(), " in all)");
   return s;
 }
 
@@ -39,7 +40,7 @@ std::string undeclared_labels_problem(const Volume& label, const std::vector<int
   for (int v : distinct_label_values(label))
     if (std::find(declared.begin(), declared.end(), v) == declared.end()) bad.push_back(v);
   if (bad.empty()) return "";
-  return "label value(s) " + join(bad, 10) + " not declared in dataset.json (declared: " + join(declared, 20) + ")";
+  return "label value(s) " + listed(bad, 10) + " not declared in dataset.json (declared: " + listed(declared, 20) + ")";
 }
 
 void check_label_values(const Volume& label, const std::vector<int>& declared, const std::string& file,

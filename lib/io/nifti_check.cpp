@@ -74,10 +74,8 @@ class NonFiniteCounter {
 Layout layout_of(const std::string& path, const unsigned char* bytes, size_t n) {
   const NiftiHeader h = parse_nifti_header(path, bytes, n);
   if (h.ndim < 1 || h.ndim > 7)
-    throw FileError(path, "corrupt NIfTI" + std::string(h.version == 2 ? "-2" : "") +
-                              " header (dim[0]=" + std::to_string(h.ndim) + ")");
-  if (h.bitpix <= 0 || h.bitpix % 8)
-    throw FileError(path, "corrupt NIfTI header (bitpix=" + std::to_string(h.bitpix) + ")");
+    throw FileError(path, concat("corrupt NIfTI", h.version == 2 ? "-2" : "", " header (dim[0]=", h.ndim, ")"));
+  if (h.bitpix <= 0 || h.bitpix % 8) throw FileError(path, concat("corrupt NIfTI header (bitpix=", h.bitpix, ")"));
   const std::string geometry = nifti_geometry_problem(h);
   if (!geometry.empty()) throw FileError(path, "bad geometry in the NIfTI header: " + geometry);
   // The byte count must not wrap around: NIfTI-2 dims (2^32, 2^32) would come out as 0 voxels,
@@ -99,7 +97,7 @@ Layout layout_of(const std::string& path, const unsigned char* bytes, size_t n) 
 }
 
 std::string truncated(uint64_t have, uint64_t want) {
-  return "truncated: holds " + std::to_string(have) + " of the " + std::to_string(want) + " bytes its header describes";
+  return concat("truncated: holds ", have, " of the ", want, " bytes its header describes");
 }
 
 }  // namespace
@@ -140,8 +138,8 @@ int64_t check_nifti_complete(const std::string& path) {
   if (total < layout.total)
     throw FileError(path, truncated(total, layout.total) + (gz ? " (after decompression)" : ""));
   if (code == Z_BUF_ERROR)
-    throw FileError(path, "truncated gzip stream: the " + std::to_string(total) +
-                              " bytes of image data are all there but the gzip end (checksum) is missing");
+    throw FileError(path, concat("truncated gzip stream: the ", total,
+                                 " bytes of image data are all there but the gzip end (checksum) is missing"));
   return nonfinite ? nonfinite->count() : 0;
 }
 

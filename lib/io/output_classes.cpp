@@ -14,8 +14,8 @@ OutputClasses output_classes(const DatasetInfo& dataset, const std::string& sour
     if (!order.is_array()) throw FileError(source, "dataset has regions but no 'regions_class_order'");
     for (const auto& v : order) m.values.push_back(v.get<int>());
     if (static_cast<int64_t>(m.values.size()) != network_outputs(dataset))
-      throw FileError(source, "'regions_class_order' has " + std::to_string(m.values.size()) + " entries for " +
-                                  std::to_string(network_outputs(dataset)) + " regions");
+      throw FileError(source, concat("'regions_class_order' has ", m.values.size(), " entries for ",
+                                     network_outputs(dataset), " regions"));
   } else {
     for (const auto& l : dataset.labels)
       if (l.name != "ignore") m.values.push_back(l.values.at(0));

@@ -29,10 +29,9 @@ constexpr double kNearestTieNudge = 1e-7;
 
 void check_args(const Shape3& in, const Shape3& out, int order) {
   for (int a = 0; a < 3; ++a)
-    if (in[a] < 1 || out[a] < 1)
-      throw Error("resample: empty shape (input " + std::to_string(in[a]) + ", output " + std::to_string(out[a]) +
-                  " along axis " + std::to_string(a) + ")");
-  if (order < 0 || order > 5) throw Error("resample: interpolation order " + std::to_string(order) + " not in 0..5");
+    MEDSEG_CHECK(in[a] >= 1 && out[a] >= 1, "resample: empty shape (input ", in[a], ", output ", out[a], " along axis ",
+                 a, ")");
+  MEDSEG_CHECK(order >= 0 && order <= 5, "resample: interpolation order ", order, " not in 0..5");
 }
 
 // Copies `src` (shape `in`) into a buffer padded by `pad[a]` replicated border voxels per side.
@@ -140,9 +139,8 @@ void resize_3d(const float* src, const Shape3& in, float* dst, const Shape3& out
 void resize_slices(const float* src, const Shape3& in, int axis, float* dst, const Shape3& out, int order, bool clip) {
   check_args(in, out, order);
   if (axis < 0 || axis > 2) throw Error("resize_slices: axis must be 0, 1 or 2");
-  if (in[axis] != out[axis])
-    throw Error("resize_slices: the slice axis keeps its length (" + std::to_string(in[axis]) + " -> " +
-                std::to_string(out[axis]) + ")");
+  MEDSEG_CHECK(in[axis] == out[axis], "resize_slices: the slice axis keeps its length (", in[axis], " -> ", out[axis],
+               ")");
   if (in == out) {
     std::copy(src, src + numel(in), dst);
     return;

@@ -21,8 +21,7 @@ PixelType plane_pixel_type(const std::string& path, uint16_t bits, uint16_t form
     if (bits == 16) return sign ? PixelType::Int16 : PixelType::UInt16;
     if (bits == 32) return sign ? PixelType::Int32 : PixelType::UInt32;
   }
-  throw FileError(path, "TIFF samples of " + std::to_string(bits) + " bits in format " + std::to_string(format) +
-                            " are not supported");
+  throw FileError(path, concat("TIFF samples of ", bits, " bits in format ", format, " are not supported"));
 }
 
 }  // namespace
@@ -50,8 +49,7 @@ Volume read_tiff_planes(const std::string& path, const Geometry& g) {
   for (uint16_t s = 0; s < spp; ++s)
     for (uint32_t y = 0; y < h; ++y, dst += row_bytes)
       if (TIFFReadScanline(tif.get(), dst, y, s) < 0)
-        throw FileError(path, "cannot read plane " + std::to_string(s) + " row " + std::to_string(y) +
-                                  " (truncated or corrupt file?)");
+        throw FileError(path, concat("cannot read plane ", s, " row ", y, " (truncated or corrupt file?)"));
   return v;
 }
 

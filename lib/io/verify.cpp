@@ -36,16 +36,16 @@ void check_layout(const DatasetInfo& info, std::vector<std::string>& problems, s
   for (const auto& [id, files] : scan.cases)
     for (const auto& [c, path] : files) {
       if (c >= info.num_channels())
-        problems.push_back(path + ": channel " + std::to_string(c) + " but dataset.json declares " +
-                           std::to_string(info.num_channels()) + " channel(s)");
+        problems.push_back(
+            concat(path, ": channel ", c, " but dataset.json declares ", info.num_channels(), " channel(s)"));
       chans[id].insert(c);
     }
   for (const auto& [id, cs] : chans) {
     ids.insert(id);
     for (int c = 0; c < info.num_channels(); ++c)
       if (!cs.count(c))
-        problems.push_back(channel_file(images.string(), id, c, info.file_ending) + ": missing channel " +
-                           std::to_string(c) + " of case '" + id + "'");
+        problems.push_back(concat(channel_file(images.string(), id, c, info.file_ending), ": missing channel ", c,
+                                  " of case '", id, "'"));
     if (!fs::exists(labels / (id + info.file_ending)))
       problems.push_back((labels / (id + info.file_ending)).string() + ": label file missing for case '" + id + "'");
   }
@@ -57,9 +57,8 @@ void check_layout(const DatasetInfo& info, std::vector<std::string>& problems, s
         problems.push_back(e.path().string() + ": label without matching images in imagesTr");
     }
   if (static_cast<int>(chans.size()) != info.num_training)
-    problems.push_back((fs::path(info.folder) / "dataset.json").string() + ": numTraining is " +
-                       std::to_string(info.num_training) + " but imagesTr holds " + std::to_string(chans.size()) +
-                       " case(s)");
+    problems.push_back(concat((fs::path(info.folder) / "dataset.json").string(), ": numTraining is ", info.num_training,
+                              " but imagesTr holds ", chans.size(), " case(s)"));
 }
 
 // Content problems of one case: unreadable files, bad geometry, grid mismatch, NaN/Inf, label

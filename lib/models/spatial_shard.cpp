@@ -167,7 +167,7 @@ at::Tensor sharded_conv(const at::Tensor& x, const at::Tensor& weight, const at:
 Shape total_strides(const std::vector<Shape>& strides, int dims) {
   Shape total(dims, 1);
   for (size_t s = 0; s < strides.size(); ++s) {
-    const Shape st = per_axis(strides[s], dims, "strides[" + std::to_string(s) + "]");
+    const Shape st = per_axis(strides[s], dims, concat("strides[", s, "]"));
     for (int d = 0; d < dims; ++d) total[d] *= st[d];
   }
   return total;

@@ -61,8 +61,8 @@ void UNetOptions::validate(const std::string& blocks_key) const {
   need(blocks_key == "n_conv_per_stage" ? n_conv_per_stage_.size() : n_blocks_per_stage_.size(), n, blocks_key);
   need(n_conv_per_stage_decoder_.size(), n - 1, "n_conv_per_stage_decoder");
   for (size_t s = 0; s < n; ++s) {
-    per_axis(kernel_sizes_[s], spatial_dims_, "kernel_sizes[" + std::to_string(s) + "]");
-    per_axis(strides_[s], spatial_dims_, "strides[" + std::to_string(s) + "]");
+    per_axis(kernel_sizes_[s], spatial_dims_, concat("kernel_sizes[", s, "]"));
+    per_axis(strides_[s], spatial_dims_, concat("strides[", s, "]"));
   }
   if (input_channels_ < 1 || num_classes_ < 1) throw Error("network: input channels and classes must be >= 1");
 }

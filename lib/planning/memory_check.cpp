@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace medseg::planning {
 namespace {
@@ -13,11 +14,7 @@ std::string gib(double bytes) {
   return buf;
 }
 
-std::string shape(const std::vector<int>& patch) {
-  std::string s;
-  for (int p : patch) s += (s.empty() ? "" : ", ") + std::to_string(p);
-  return "[" + s + "]";
-}
+std::string shape(const std::vector<int>& patch) { return "[" + join(patch, ", ") + "]"; }
 
 void refuse_if_above(double needed, const std::string& what, const MemoryLimit& limit, const std::string& source,
                      const std::string& scope) {
@@ -40,7 +37,7 @@ void check_bytes_fit(double bytes, const std::string& what, const MemoryLimit& l
 void check_training_fits(const ArchitecturePlan& arch, const std::vector<int>& patch, int batch,
                          const TrainingStep& step, const MemoryLimit& limit, const std::string& source,
                          const std::string& scope) {
-  const std::string what = "one training step (patch " + shape(patch) + ", batch " + std::to_string(batch) + ")";
+  const std::string what = concat("one training step (patch ", shape(patch), ", batch ", batch, ")");
   // The lower bound first: cheap, and safe from overflow for absurd sizes.
   refuse_if_above(forward_bytes_lower_bound(arch, patch, batch, step.in_channels).total(), what, limit, source, scope);
   double peak = 0;
@@ -62,8 +59,7 @@ void check_forward_fits(const ArchitecturePlan& arch, const std::vector<int>& pa
     return;
   }
   refuse_if_above(forward_bytes_lower_bound(arch, patch, batch, in_channels).total(),
-                  "a forward pass (patch " + shape(patch) + ", batch " + std::to_string(batch) + ")", limit, source,
-                  scope);
+                  concat("a forward pass (patch ", shape(patch), ", batch ", batch, ")"), limit, source, scope);
 }
 
 }  // namespace medseg::planning

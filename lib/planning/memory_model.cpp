@@ -45,9 +45,8 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
   if (opt.spatial_parallel > 1) {
     if (arch.swin) throw Error("memory model: SwinUNETR cannot be split into slabs (docs/spatial-parallel.md)");
     step.halo_axis = spatial_shard_axis(full_patch, arch.strides, opt.spatial_parallel);
-    if (step.halo_axis < 0)
-      throw Error("memory model: no axis of the patch splits into " + std::to_string(opt.spatial_parallel) +
-                  " slabs aligned with the network's strides");
+    MEDSEG_CHECK(step.halo_axis >= 0, "memory model: no axis of the patch splits into ", opt.spatial_parallel,
+                 " slabs aligned with the network's strides");
   }
   const std::vector<int> patch =
       step.halo_axis < 0 ? full_patch : slab_patch(full_patch, step.halo_axis, opt.spatial_parallel);

@@ -310,8 +310,8 @@ ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput&
   const PlannerSpec spec = find_planner_preset(opt.planner, opt.presets_dir);
   const std::size_t n_channels = fp.foreground_intensity_properties_per_channel.size();
   if (n_channels != 0 && n_channels != ds.channel_names.size())
-    throw FileError(fp.source, "foreground_intensity_properties_per_channel has " + std::to_string(n_channels) +
-                                   " channels but " + ds.source + " names " + std::to_string(ds.channel_names.size()));
+    throw FileError(fp.source, concat("foreground_intensity_properties_per_channel has ", n_channels, " channels but ",
+                                      ds.source, " names ", ds.channel_names.size()));
   Ctx c{spec,
         fp,
         ds,

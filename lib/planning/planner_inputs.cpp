@@ -18,13 +18,13 @@ std::vector<std::vector<double>> read_rows(const json& j, const std::string& key
   for (std::size_t i = 0; i < a.size(); ++i) {
     const json& r = a[i];
     if (!r.is_array() || r.size() != 3)
-      throw FileError(src, "'" + key + "'[" + std::to_string(i) + "] must have 3 entries (z, y, x)");
+      throw FileError(src, concat("'", key, "'[", i, "] must have 3 entries (z, y, x)"));
     std::vector<double> row;
     for (const auto& v : r) {
-      if (!v.is_number()) throw FileError(src, "'" + key + "'[" + std::to_string(i) + "] holds a non-number");
+      if (!v.is_number()) throw FileError(src, concat("'", key, "'[", i, "] holds a non-number"));
       const double x = v.get<double>();
       if (!(x > 0) || !std::isfinite(x))
-        throw FileError(src, "'" + key + "'[" + std::to_string(i) + "] must be positive and finite");
+        throw FileError(src, concat("'", key, "'[", i, "] must be positive and finite"));
       row.push_back(x);
     }
     rows.push_back(std::move(row));
@@ -45,8 +45,8 @@ FingerprintInput fingerprint_from_json(const json& j, const std::string& source)
   f.spacings = read_rows(j, "spacings", source);
   f.shapes_after_crop = read_rows(j, "shapes_after_crop", source);
   if (f.spacings.size() != f.shapes_after_crop.size())
-    throw FileError(source, "'spacings' has " + std::to_string(f.spacings.size()) +
-                                " cases but 'shapes_after_crop' has " + std::to_string(f.shapes_after_crop.size()));
+    throw FileError(source, concat("'spacings' has ", f.spacings.size(), " cases but 'shapes_after_crop' has ",
+                                   f.shapes_after_crop.size()));
   if (!j.contains("foreground_intensity_properties_per_channel") ||
       !j.at("foreground_intensity_properties_per_channel").is_object())
     throw FileError(source, "missing or invalid 'foreground_intensity_properties_per_channel'");
@@ -76,7 +76,7 @@ DatasetJsonInput dataset_json_from_json(const json& j, const std::string& source
   std::sort(channels.begin(), channels.end());
   for (std::size_t i = 0; i < channels.size(); ++i) {
     if (channels[i].first != static_cast<long>(i))
-      throw FileError(source, "'channel_names' keys must be 0.." + std::to_string(channels.size() - 1));
+      throw FileError(source, concat("'channel_names' keys must be 0..", channels.size() - 1));
     d.channel_names.push_back(channels[i].second);
   }
   if (!j.contains("labels") || !j.at("labels").is_object() || j.at("labels").size() < 2)

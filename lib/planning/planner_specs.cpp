@@ -54,10 +54,8 @@ UNetPreset read_unet(const JsonObjectReader& r) {
   u.encoder_blocks = b.integers("encoder", 1, kMaxBlocks, kMaxStages);  // one entry per stage
   u.decoder_convs = b.integers("decoder", 1, kMaxBlocks, kMaxStages);
   if (u.decoder_convs.size() + 1 != u.encoder_blocks.size())
-    throw b.error("decoder", "has " + std::to_string(u.decoder_convs.size()) +
-                                 " entries (must be one fewer than "
-                                 "encoder's " +
-                                 std::to_string(u.encoder_blocks.size()) + ")");
+    throw b.error("decoder", concat("has ", u.decoder_convs.size(), " entries (must be one fewer than encoder's ",
+                                    u.encoder_blocks.size(), ")"));
   const JsonObjectReader low = r.object("lowres", false);
   low.check_keys({"creation_threshold", "spacing_step"});
   u.lowres_creation_threshold = low.number("creation_threshold", 0, 1, false, &u.lowres_creation_threshold);
@@ -72,7 +70,7 @@ SwinPreset read_swin(const JsonObjectReader& r) {
   // MONAI's SwinUNETR splits feature_size into heads 3-6-12-24 and normalises it in groups of 12.
   auto feature_size = [&](const char* key, int fallback) {
     const int v = w.integer(key, 12, kMaxFeatures, &fallback);
-    if (v % 12 != 0) throw w.error(key, "is " + std::to_string(v) + " (must be a multiple of 12)");
+    if (v % 12 != 0) throw w.error(key, concat("is ", v, " (must be a multiple of 12)"));
     return v;
   };
   s.feature_size = feature_size("feature_size", s.feature_size);
@@ -87,8 +85,8 @@ PlannerSpec planner_preset_from_json(const json& j, const std::string& source) {
   const JsonObjectReader r(j, source, "", "a planner preset");
   const int version = r.integer("format_version", 0, 1 << 30);
   if (version != kPlannerPresetFormatVersion)
-    throw r.error("format_version", "is " + std::to_string(version) + " (this medseg reads version " +
-                                        std::to_string(kPlannerPresetFormatVersion) + ")");
+    throw r.error("format_version",
+                  concat("is ", version, " (this medseg reads version ", kPlannerPresetFormatVersion, ")"));
   PlannerSpec s;
   s.source = source;
   s.network = r.choice<NetworkKind>("network", {{"PlainConvUNet", NetworkKind::PlainConvUNet},

@@ -60,10 +60,9 @@ ConfigOut plan_swin_configuration(Ctx& c, const std::vector<double>& spacing, co
     }
     std::vector<bool> allowed;
     for (auto p : patch) allowed.push_back(p > kSwinDivisor);
-    if (std::none_of(allowed.begin(), allowed.end(), [](bool b) { return b; }))
-      throw Error(c.spec.name + ": even a 32^" + std::to_string(dim) + " patch with batch " +
-                  std::to_string(c.spec.min_batch) + " and checkpointing exceeds " + std::to_string(c.target_gb) +
-                  " GB minus headroom");
+    MEDSEG_CHECK(std::any_of(allowed.begin(), allowed.end(), [](bool b) { return b; }), c.spec.name, ": even a 32^",
+                 dim, " patch with batch ", c.spec.min_batch, " and checkpointing exceeds ", c.target_gb,
+                 " GB minus headroom");
     patch[axis_to_shrink(patch, median, allowed)] -= kSwinDivisor;
   }
   const std::vector<int> p(patch.begin(), patch.end());

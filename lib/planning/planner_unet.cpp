@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/numeric.h"
+#include "core/strings.h"
 #include "planning/feature_map_size.h"
 #include "planning/planner_internal.h"
 #include "planning/spatial_parallel.h"
@@ -27,8 +28,8 @@ UNetShape unet_shape(const Ctx& c, const Topology& t) {
   const int n = t.n_stages();
   const UNetPreset& p = c.spec.unet;
   if (n > static_cast<int>(p.encoder_blocks.size()) || n - 1 > static_cast<int>(p.decoder_convs.size()))
-    throw FileError(c.spec.source, "planner: the patch needs " + std::to_string(n) + " stages, more than the " +
-                                       std::to_string(p.encoder_blocks.size()) + " of blocks_per_stage.encoder");
+    throw FileError(c.spec.source, concat("planner: the patch needs ", n, " stages, more than the ",
+                                          p.encoder_blocks.size(), " of blocks_per_stage.encoder"));
   UNetShape u;
   u.residual_encoder = c.spec.network == NetworkKind::ResidualEncoderUNet;
   u.features = features_for(p, n, static_cast<int>(t.patch_size.size()));
@@ -98,10 +99,9 @@ Topology shrink(const Topology& t, const std::vector<double>& spacing, const std
 }
 
 std::string too_many_slabs(const Topology& t, int ranks) {
-  std::string patch;
-  for (auto v : t.patch_size) patch += (patch.empty() ? "" : ", ") + std::to_string(v);
-  return "--spatial_parallel " + std::to_string(ranks) + ": no patch splits into " + std::to_string(ranks) +
-         " slabs aligned with the network's strides, down to the smallest, [" + patch + "]; plan for fewer ranks";
+  return concat("--spatial_parallel ", ranks, ": no patch splits into ", ranks,
+                " slabs aligned with the network's strides, down to the smallest, [", join(t.patch_size, ", "),
+                "]; plan for fewer ranks");
 }
 
 }  // namespace

@@ -27,8 +27,7 @@ struct Where {
   // "configuration '3d_fullres': key 'batch_size'", for json_as, which does not.
   std::string scoped(const std::string& what) const { return (scope.empty() ? "" : scope + ": ") + what; }
   void range(int64_t v, int64_t lo, int64_t hi, const std::string& what) const {
-    if (v < lo || v > hi)
-      fail(what + " is " + std::to_string(v) + " (must be " + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    if (v < lo || v > hi) fail(concat(what, " is ", v, " (must be ", lo, "..", hi, ")"));
   }
   void name(const std::string& value, const std::string& what) const {
     check_path_component(value, (scope.empty() ? "" : scope + ": ") + what, file);
@@ -55,17 +54,17 @@ std::vector<std::vector<int>> get_rows(const json& j, const std::string& key, in
   if (!v.is_array()) w.fail("key '" + key + "' must be a list");
   for (std::size_t i = 0; i < v.size(); ++i) {
     const json& r = v[i];
-    const std::string what = w.scoped(w.key(key) + "[" + std::to_string(i) + "]");
+    const std::string what = w.scoped(concat(w.key(key), "[", i, "]"));
     if (r.is_number()) {
       rows.emplace_back(dim, json_as<int>(r, what, w.file));
     } else if (r.is_array() && static_cast<int>(r.size()) == dim) {
       rows.push_back(json_as<std::vector<int>>(r, what, w.file));
     } else {
-      w.fail("key '" + key + "' rows must have " + std::to_string(dim) + " entries");
+      w.fail(concat("key '", key, "' rows must have ", dim, " entries"));
     }
   }
   if (static_cast<int>(rows.size()) != n)
-    w.fail("key '" + key + "' has " + std::to_string(rows.size()) + " rows, expected n_stages=" + std::to_string(n));
+    w.fail(concat("key '", key, "' has ", rows.size(), " rows, expected n_stages=", n));
   return rows;
 }
 
@@ -73,8 +72,7 @@ std::vector<int> get_per_stage(const json& j, const std::string& key, int n, con
   const json& v = w.at(j, key);
   if (v.is_number()) return std::vector<int>(n, json_as<int>(v, w.scoped(w.key(key)), w.file));
   auto out = get<std::vector<int>>(j, key, w);
-  if (static_cast<int>(out.size()) != n)
-    w.fail("key '" + key + "' has " + std::to_string(out.size()) + " entries, expected " + std::to_string(n));
+  if (static_cast<int>(out.size()) != n) w.fail(concat("key '", key, "' has ", out.size(), " entries, expected ", n));
   return out;
 }
 
@@ -138,14 +136,14 @@ SwinPlan swin_from_json(const json& k, const Where& w) {
   w.range(s.feature_size, 12, PlanLimits::max_features, w.key("feature_size"));
   if (s.depths.size() != 4 || s.num_heads.size() != 4) w.fail("SwinUNETR depths and num_heads need 4 entries");
   for (std::size_t i = 0; i < 4; ++i) {
-    w.range(s.depths[i], 1, PlanLimits::max_convs_per_stage, w.key("depths") + "[" + std::to_string(i) + "]");
-    w.range(s.num_heads[i], 1, s.feature_size << i, w.key("num_heads") + "[" + std::to_string(i) + "]");
+    w.range(s.depths[i], 1, PlanLimits::max_convs_per_stage, concat(w.key("depths"), "[", i, "]"));
+    w.range(s.num_heads[i], 1, s.feature_size << i, concat(w.key("num_heads"), "[", i, "]"));
     if ((s.feature_size << i) % s.num_heads[i] != 0)
-      w.fail(w.key("num_heads") + "[" + std::to_string(i) + "] is " + std::to_string(s.num_heads[i]) +
-             ", which does not divide the stage width " + std::to_string(s.feature_size << i));
+      w.fail(concat(w.key("num_heads"), "[", i, "] is ", s.num_heads[i], ", which does not divide the stage width ",
+                    s.feature_size << i));
   }
   w.range(s.window_size, 1, 64, w.key("window_size"));
-  if (s.patch_size != 2) w.fail(w.key("patch_size") + " is " + std::to_string(s.patch_size) + " (only 2 is supported)");
+  if (s.patch_size != 2) w.fail(concat(w.key("patch_size"), " is ", s.patch_size, " (only 2 is supported)"));
   const std::pair<const char*, double> rates[] = {
       {"drop_rate", s.drop_rate}, {"attn_drop_rate", s.attn_drop_rate}, {"dropout_path_rate", s.dropout_path_rate}};
   for (const auto& [key, r] : rates)
@@ -218,20 +216,20 @@ json resolve_configuration(const json& configs, const std::string& name, std::ve
 // key, instead of deep in torch or in a huge allocation).
 void check_unet_ranges(const ArchitecturePlan& a, const Where& w) {
   const auto each = [&](const std::vector<int>& v, const std::string& what, int lo, int hi) {
-    for (std::size_t i = 0; i < v.size(); ++i) w.range(v[i], lo, hi, what + "[" + std::to_string(i) + "]");
+    for (std::size_t i = 0; i < v.size(); ++i) w.range(v[i], lo, hi, concat(what, "[", i, "]"));
   };
   each(a.features_per_stage, w.key("features_per_stage"), 1, PlanLimits::max_features);
   each(a.n_conv_per_stage, w.key("n_conv_per_stage"), 1, PlanLimits::max_convs_per_stage);
   each(a.n_blocks_per_stage, w.key("n_blocks_per_stage"), 1, PlanLimits::max_convs_per_stage);
   each(a.n_conv_per_stage_decoder, w.key("n_conv_per_stage_decoder"), 1, PlanLimits::max_convs_per_stage);
   for (int s = 0; s < a.n_stages; ++s) {
-    const std::string at = "[" + std::to_string(s) + "]";
+    const std::string at = concat("[", s, "]");
     each(a.strides[static_cast<std::size_t>(s)], w.key("strides") + at, 1, PlanLimits::max_stride);
     each(a.kernel_sizes[static_cast<std::size_t>(s)], w.key("kernel_sizes") + at, 1, PlanLimits::max_kernel_size);
     for (std::size_t d = 0; d < a.kernel_sizes[static_cast<std::size_t>(s)].size(); ++d)
       if (a.kernel_sizes[static_cast<std::size_t>(s)][d] % 2 == 0)
-        w.fail(w.key("kernel_sizes") + at + "[" + std::to_string(d) + "] is " +
-               std::to_string(a.kernel_sizes[static_cast<std::size_t>(s)][d]) + " (must be odd)");
+        w.fail(concat(w.key("kernel_sizes"), at, "[", d, "] is ", a.kernel_sizes[static_cast<std::size_t>(s)][d],
+                      " (must be odd)"));
   }
   if (!(a.norm_eps > 0)) w.fail(w.key("norm_op_kwargs.eps") + " is " + json(a.norm_eps).dump() + " (must be > 0)");
 }
@@ -268,7 +266,7 @@ static void check_patch_and_batch(const std::vector<int>& patch, int batch, cons
   const Where w{source, scope};
   w.range(batch, 1, PlanLimits::max_batch_size, w.key("batch_size"));
   for (std::size_t i = 0; i < patch.size(); ++i)
-    w.range(patch[i], 1, PlanLimits::max_patch_edge, w.key("patch_size") + "[" + std::to_string(i) + "]");
+    w.range(patch[i], 1, PlanLimits::max_patch_edge, concat(w.key("patch_size"), "[", i, "]"));
   if (patch.size() != static_cast<std::size_t>(arch.dim)) return;  // the caller reports the rank mismatch
   for (std::size_t i = 0; i < patch.size(); ++i) {
     int64_t total = 1;
@@ -277,8 +275,8 @@ static void check_patch_and_batch(const std::vector<int>& patch, int batch, cons
     else
       for (const auto& s : arch.strides) total = std::min<int64_t>(total * s[i], int64_t{1} << 40);
     if (patch[i] % total != 0)
-      w.fail(w.key("patch_size") + "[" + std::to_string(i) + "] is " + std::to_string(patch[i]) +
-             ", not divisible by the network's total stride " + std::to_string(total) + " on that axis");
+      w.fail(concat(w.key("patch_size"), "[", i, "] is ", patch[i], ", not divisible by the network's total stride ",
+                    total, " on that axis"));
   }
 }
 
@@ -300,7 +298,7 @@ ArchitecturePlan architecture_from_json(const json& arch, const std::string& sou
   if (a.short_name == "SwinUNETR") {
     a.swin = swin_from_json(k, w);
     a.dim = get_or<int>(k, "spatial_dims", 3, w);
-    if (a.dim != 2 && a.dim != 3) w.fail(w.key("spatial_dims") + " is " + std::to_string(a.dim) + " (must be 2 or 3)");
+    if (a.dim != 2 && a.dim != 3) w.fail(concat(w.key("spatial_dims"), " is ", a.dim, " (must be 2 or 3)"));
     a.n_stages = 5;  // the input resolution plus four Swin stages (strides 2,4,8,16,32)
     return a;
   }
@@ -358,15 +356,15 @@ ConfigurationPlan configuration_from_json(const json& c, const std::string& name
   if (p.spacing.size() != p.patch_size.size()) w.fail("spacing and patch_size differ in length");
   for (std::size_t i = 0; i < p.spacing.size(); ++i)
     if (!(p.spacing[i] > 0))
-      w.fail(w.key("spacing") + "[" + std::to_string(i) + "] is " + json(p.spacing[i]).dump() + " (must be > 0)");
+      w.fail(concat(w.key("spacing"), "[", i, "] is ", json(p.spacing[i]).dump(), " (must be > 0)"));
   p.normalization_schemes = get<std::vector<std::string>>(c, "normalization_schemes", w);
   const auto& known = normalization_scheme_names();
   for (std::size_t i = 0; i < p.normalization_schemes.size(); ++i)
     if (std::find(known.begin(), known.end(), p.normalization_schemes[i]) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      w.fail(w.key("normalization_schemes") + "[" + std::to_string(i) + "] '" + p.normalization_schemes[i] +
-             "' is not a normalization scheme (known: " + list + ")");
+      w.fail(concat(w.key("normalization_schemes"), "[", i, "] '", p.normalization_schemes[i],
+                    "' is not a normalization scheme (known: ", list, ")"));
     }
   p.use_mask_for_norm = get<std::vector<bool>>(c, "use_mask_for_norm", w);
   if (p.use_mask_for_norm.size() != p.normalization_schemes.size())

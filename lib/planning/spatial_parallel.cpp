@@ -26,9 +26,8 @@ int spatial_shard_axis(const std::vector<int>& patch, const std::vector<std::vec
 }
 
 std::vector<int> slab_patch(std::vector<int> patch, int axis, int n) {
-  if (axis < 0 || axis >= static_cast<int>(patch.size()) || patch[static_cast<std::size_t>(axis)] % n != 0)
-    throw Error("spatial parallelism: the patch cannot be split into " + std::to_string(n) + " slabs along axis " +
-                std::to_string(axis));
+  MEDSEG_CHECK(axis >= 0 && axis < static_cast<int>(patch.size()) && patch[static_cast<std::size_t>(axis)] % n == 0,
+               "spatial parallelism: the patch cannot be split into ", n, " slabs along axis ", axis);
   patch[static_cast<std::size_t>(axis)] /= n;
   return patch;
 }

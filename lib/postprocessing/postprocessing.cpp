@@ -43,12 +43,10 @@ void collect_values(const json& j, std::vector<int>& out, const std::string& sou
                     int depth = 0) {
   if (j.is_number()) {
     const int v = json_as<int>(j, what, source);  // 4294967297 is no label, not label 1
-    if (v <= 0)
-      throw FileError(source, "labels_or_regions holds " + std::to_string(v) + " (only foreground labels > 0)");
+    if (v <= 0) throw FileError(source, concat("labels_or_regions holds ", v, " (only foreground labels > 0)"));
     out.push_back(v);
   } else if (j.is_array() && depth < 2) {
-    for (size_t i = 0; i < j.size(); ++i)
-      collect_values(j[i], out, source, what + "[" + std::to_string(i) + "]", depth + 1);
+    for (size_t i = 0; i < j.size(); ++i) collect_values(j[i], out, source, concat(what, "[", i, "]"), depth + 1);
   } else if (j.is_array()) {
     throw FileError(source, what + " is " + j.dump() +
                                 ": a region holds labels, not lists (labels_or_regions is a "
@@ -95,27 +93,26 @@ Postprocessing postprocessing_from_json(const json& j, const std::string& source
   if (j.contains("format") && j.at("format") != kFormat)
     throw FileError(source, "format is " + j.at("format").dump() + ", expected \"" + kFormat + "\"");
   if (j.contains("version") && (!j.at("version").is_number_integer() || j.at("version").get<int>() > kVersion))
-    throw FileError(source, "version " + j.at("version").dump() + " is newer than this medseg reads (" +
-                                std::to_string(kVersion) + ")");
+    throw FileError(source,
+                    concat("version ", j.at("version").dump(), " is newer than this medseg reads (", kVersion, ")"));
   for (const char* key : {"postprocessing_fns", "postprocessing_kwargs"})
     if (!j.contains(key) || !j.at(key).is_array())
       throw FileError(source, std::string("missing list '") + key + "': not a postprocessing.json");
   const json& fns = j.at("postprocessing_fns");
   const json& kwargs = j.at("postprocessing_kwargs");
   if (fns.size() != kwargs.size())
-    throw FileError(source, std::to_string(fns.size()) + " postprocessing_fns but " + std::to_string(kwargs.size()) +
-                                " postprocessing_kwargs");
+    throw FileError(source, concat(fns.size(), " postprocessing_fns but ", kwargs.size(), " postprocessing_kwargs"));
   Postprocessing pp;
   pp.file_ending = io::file_ending_from_json(j, source, pp.file_ending);  // names the written files
   for (size_t i = 0; i < fns.size(); ++i) {
     if (fns[i] != kKeepLargest)
       throw FileError(source, "unknown postprocessing step " + fns[i].dump() + " (medseg knows " + kKeepLargest + ")");
     if (!kwargs[i].is_object() || !kwargs[i].contains("labels_or_regions"))
-      throw FileError(source, "step " + std::to_string(i) + " has no labels_or_regions");
+      throw FileError(source, concat("step ", i, " has no labels_or_regions"));
     KeepLargestComponent s;
     collect_values(kwargs[i].at("labels_or_regions"), s.values, source,
-                   "postprocessing_kwargs[" + std::to_string(i) + "].labels_or_regions");
-    if (s.values.empty()) throw FileError(source, "step " + std::to_string(i) + " has no labels");
+                   concat("postprocessing_kwargs[", i, "].labels_or_regions"));
+    if (s.values.empty()) throw FileError(source, concat("step ", i, " has no labels"));
     pp.steps.push_back(std::move(s));
   }
   pp.before = j.value("input_folder", json::object());
@@ -130,8 +127,8 @@ void check_declared_labels(const Postprocessing& pp, const std::vector<io::Label
     for (int v : pp.steps[i].values)
       if (!std::binary_search(foreground.begin(), foreground.end(), v))
         throw FileError(
-            source, "step " + std::to_string(i) + " keeps label " + std::to_string(v) +
-                        ", which dataset.json does not declare (foreground labels: " + json(foreground).dump() + ")");
+            source, concat("step ", i, " keeps label ", v,
+                           ", which dataset.json does not declare (foreground labels: ", json(foreground).dump(), ")"));
 }
 
 Postprocessing read_postprocessing(const std::string& path, const std::vector<io::LabelDef>& labels) {

@@ -26,7 +26,7 @@ namespace {
 template <class T, std::size_t N>
 std::array<T, N> get_array(const json& j, const char* key, const std::string& source) {
   if (!j.contains(key) || !j.at(key).is_array() || j.at(key).size() != N)
-    throw FileError(source, std::string("key '") + key + "' must be a list of " + std::to_string(N) + " numbers");
+    throw FileError(source, concat("key '", key, "' must be a list of ", N, " numbers"));
   std::array<T, N> out{};
   for (std::size_t i = 0; i < N; ++i) {
     if (!j.at(key)[i].is_number()) throw FileError(source, std::string("key '") + key + "' must hold numbers");
@@ -88,8 +88,8 @@ CaseProperties case_properties_from_json(const json& j, const std::string& sourc
     // behaviour, found by fuzzing).
     p.version = json_as<int>(j.contains("version") ? j.at("version") : json(), "key 'version'", source);
     if (p.version != kCasePropertiesVersion)
-      throw FileError(source, "properties version " + std::to_string(p.version) + " is not supported (expected " +
-                                  std::to_string(kCasePropertiesVersion) + ")");
+      throw FileError(source, concat("properties version ", p.version, " is not supported (expected ",
+                                     kCasePropertiesVersion, ")"));
     p.id = json_get<std::string>(j, "id", source);
     p.original_shape = get_array<int64_t, 3>(j, "original_shape", source);
     p.original_spacing = get_array<double, 3>(j, "original_spacing", source);
@@ -217,11 +217,10 @@ std::shared_ptr<detail::NpyMapping> map_npy(const std::string& path) {
   const NpyHeader& h = m->header;
   if (h.fortran_order) throw FileError(path, "Fortran-ordered arrays are not supported");
   if (h.shape.size() != 4)
-    throw FileError(path, "expected a 4-D array (C, Z, Y, X), got " + std::to_string(h.shape.size()) + "-D");
+    throw FileError(path, concat("expected a 4-D array (C, Z, Y, X), got ", h.shape.size(), "-D"));
   if (h.item_size() == 0) throw FileError(path, "unsupported dtype '" + h.descr + "'");
   const std::size_t need = h.data_offset + static_cast<std::size_t>(h.numel()) * h.item_size();
-  if (size < need)
-    throw FileError(path, "truncated: " + std::to_string(size) + " bytes, the header promises " + std::to_string(need));
+  if (size < need) throw FileError(path, concat("truncated: ", size, " bytes, the header promises ", need));
   return m;
 }
 
@@ -302,8 +301,7 @@ void copy_box(const In* src, const Shape3& shape, const Box& b, Out* out, Out pa
 }
 
 void check_box(const Box& b) {
-  for (int a = 0; a < 3; ++a)
-    if (b.hi[a] < b.lo[a]) throw Error("read_patch: box has hi < lo along axis " + std::to_string(a));
+  for (int a = 0; a < 3; ++a) MEDSEG_CHECK(b.hi[a] >= b.lo[a], "read_patch: box has hi < lo along axis ", a);
 }
 
 }  // namespace
@@ -325,9 +323,8 @@ void read_seg_patch(const PreprocessedCase& c, const Box& box, int16_t* out, int
 // ---------------------------------------------------------------- stand-alone segmentations
 
 void write_segmentation_file(const std::string& path, const Shape3& shape, const std::vector<int16_t>& seg, bool sync) {
-  if (static_cast<int64_t>(seg.size()) != shape[0] * shape[1] * shape[2])
-    throw Error("write_segmentation_file " + path + ": " + std::to_string(seg.size()) + " values for shape " +
-                shape_str(shape));
+  MEDSEG_CHECK(static_cast<int64_t>(seg.size()) == shape[0] * shape[1] * shape[2], "write_segmentation_file ", path,
+               ": ", seg.size(), " values for shape ", shape_str(shape));
   write_seg_npy(path, {1, shape[0], shape[1], shape[2]}, seg, sync);
 }
 
@@ -337,7 +334,7 @@ SegmentationFile open_segmentation_file(const std::string& path) {
   f.map_ = map_npy(path);
   const NpyHeader& h = f.map_->header;
   f.dtype_ = seg_dtype_of(h, path);
-  if (h.shape[0] != 1) throw FileError(path, "expected one channel (1, Z, Y, X), got " + std::to_string(h.shape[0]));
+  if (h.shape[0] != 1) throw FileError(path, concat("expected one channel (1, Z, Y, X), got ", h.shape[0]));
   f.shape_ = {h.shape[1], h.shape[2], h.shape[3]};
   f.ptr_ = f.map_->bytes() + h.data_offset;
   return f;

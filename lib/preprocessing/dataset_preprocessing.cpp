@@ -37,8 +37,7 @@ std::vector<int> threads_per_configuration(const DatasetPreprocessRequest& r, co
   } else if (r.threads.size() == configs.size()) {
     t = r.threads;
   } else {
-    throw Error("-np needs one value or one per configuration (" + std::to_string(configs.size()) + "), got " +
-                std::to_string(r.threads.size()));
+    throw Error(concat("-np needs one value or one per configuration (", configs.size(), "), got ", r.threads.size()));
   }
   for (int v : t)
     if (v < 1) throw Error("-np values must be at least 1");

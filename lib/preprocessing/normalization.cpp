@@ -65,9 +65,8 @@ void rescale01(float* x, int64_t n) {
 
 void rgb01(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
-    if (!(x[i] >= 0.0f && x[i] <= 255.0f))
-      throw Error("RGBTo0_1Normalization: value " + std::to_string(x[i]) +
-                  " outside [0, 255]; the images do not look like 8-bit RGB");
+    MEDSEG_CHECK(x[i] >= 0.0f && x[i] <= 255.0f, "RGBTo0_1Normalization: value ", x[i],
+                 " outside [0, 255]; the images do not look like 8-bit RGB");
   for (int64_t i = 0; i < n; ++i) x[i] /= 255.0f;
 }
 

@@ -152,7 +152,7 @@ NpyHeader parse_npy_header(const char* bytes, std::size_t size, const std::strin
     for (int i = 0; i < 4; ++i) len |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
     prefix = 12;
   } else {
-    throw FileError(path, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor));
+    throw FileError(path, concat("unsupported .npy format version ", major, ".", minor));
   }
   if (size < prefix + len) throw FileError(path, "truncated .npy header");
   const std::string dict(bytes + prefix, len);
@@ -184,7 +184,7 @@ std::vector<float> read_npy_float32(const std::string& path, std::vector<int64_t
   if (h.fortran_order) throw FileError(path, "is in Fortran order; expected C order");
   if (h.data_offset > bytes.size()) throw FileError(path, "truncated inside its header");
   const std::size_t have = bytes.size() - h.data_offset;
-  const std::string truncated = "truncated: " + std::to_string(have) + " data bytes for the shape its header declares";
+  const std::string truncated = concat("truncated: ", have, " data bytes for the shape its header declares");
   std::size_t count = 1;  // the header's element count, checked before it can overflow
   for (const int64_t s : h.shape)
     if (s < 0) throw FileError(path, "has a negative extent in its shape");

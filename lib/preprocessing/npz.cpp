@@ -34,8 +34,8 @@ std::vector<float> read_npz_float32(const std::string& path, const std::string& 
                                 "; expected little-endian float32 in C order");
     const size_t want = static_cast<size_t>(h.numel()) * sizeof(float);
     if (bytes.size() != h.data_offset + want)
-      throw FileError(path, "array '" + key + "' holds " + std::to_string(bytes.size() - h.data_offset) +
-                                " data bytes; its header says " + std::to_string(want));
+      throw FileError(path, concat("array '", key, "' holds ", bytes.size() - h.data_offset,
+                                   " data bytes; its header says ", want));
     std::vector<float> out(static_cast<size_t>(h.numel()));
     std::memcpy(out.data(), bytes.data() + h.data_offset, want);
     shape = h.shape;

@@ -81,10 +81,10 @@ PreprocessPlan make_preprocess_plan(const planning::Plans& plans, const std::str
   if (p.spacing.size() != 2 && p.spacing.size() != 3)
     throw Error(src + ": configuration '" + configuration + "' spacing must have 2 or 3 values");
   const int nch = dataset.num_channels();
-  if (static_cast<int>(c.normalization_schemes.size()) != nch || static_cast<int>(c.use_mask_for_norm.size()) != nch)
-    throw Error(src + ": configuration '" + configuration + "' has " + std::to_string(c.normalization_schemes.size()) +
-                " normalization scheme(s) but " + dataset.folder + "/dataset.json names " + std::to_string(nch) +
-                " channel(s)");
+  MEDSEG_CHECK(
+      static_cast<int>(c.normalization_schemes.size()) == nch && static_cast<int>(c.use_mask_for_norm.size()) == nch,
+      src, ": configuration '", configuration, "' has ", c.normalization_schemes.size(),
+      " normalization scheme(s) but ", dataset.folder, "/dataset.json names ", nch, " channel(s)");
   for (int ch = 0; ch < nch; ++ch) {
     NormScheme s;
     try {
@@ -141,9 +141,8 @@ PreprocessedCaseData preprocess_case(io::LoadedCase loaded, const PreprocessPlan
   props.shape_after_cropping_and_before_resampling = cropped;
   const int64_t n = cropped[0] * cropped[1] * cropped[2];
   const int nch = static_cast<int>(crop.channels.size());
-  if (nch != static_cast<int>(plan.schemes.size()))
-    throw Error("case '" + props.id + "' has " + std::to_string(nch) + " channel(s), the plans expect " +
-                std::to_string(plan.schemes.size()));
+  MEDSEG_CHECK(nch == static_cast<int>(plan.schemes.size()), "case '", props.id, "' has ", nch,
+               " channel(s), the plans expect ", plan.schemes.size());
   std::vector<int16_t> seg = to_int16(crop.seg, "case '" + props.id + "'");
   std::vector<float> data(static_cast<std::size_t>(nch * n));
   for (int c = 0; c < nch; ++c) {

@@ -71,8 +71,8 @@ std::vector<int16_t> resize_nearest_labels(const std::vector<int16_t>& seg, cons
 Shape3 compute_new_shape(const Shape3& old_shape, const Spacing3& old_spacing, const Spacing3& new_spacing) {
   Shape3 s{};
   for (int a = 0; a < 3; ++a) {
-    if (!(new_spacing[a] > 0) || !(old_spacing[a] > 0))
-      throw Error("compute_new_shape: spacings must be positive (axis " + std::to_string(a) + ")");
+    MEDSEG_CHECK(new_spacing[a] > 0 && old_spacing[a] > 0, "compute_new_shape: spacings must be positive (axis ", a,
+                 ")");
     s[a] = round_half_even_int(old_spacing[a] / new_spacing[a] * static_cast<double>(old_shape[a]));
   }
   return s;

@@ -38,8 +38,8 @@ void check_probability_values(const Probabilities& p, const std::string& file) {
   for (size_t i = 0; i < p.values.size(); ++i) {
     const float v = p.values[i];
     if (v >= 0.0f && v <= 1.0f) continue;  // NaN fails both
-    throw FileError(file, "holds " + std::to_string(v) + " (class " + std::to_string(i / per_class) + ", voxel " +
-                              std::to_string(i % per_class) + "), not a probability in [0, 1]");
+    throw FileError(file, concat("holds ", v, " (class ", i / per_class, ", voxel ", i % per_class,
+                                 "), not a probability in [0, 1]"));
   }
 }
 

@@ -97,9 +97,8 @@ Manifest manifest_from_json(const json& j, const std::string& source) {
   Manifest m;
   m.format_version = json_as<int>(j.value("format_version", json()), "key 'format_version'", source);
   if (m.format_version < 1 || m.format_version > kManifestFormatVersion)
-    throw FileError(source, "format version " + std::to_string(m.format_version) +
-                                " is not one this medseg reads (1.." + std::to_string(kManifestFormatVersion) +
-                                "); update medseg");
+    throw FileError(source, concat("format version ", m.format_version, " is not one this medseg reads (1..",
+                                   kManifestFormatVersion, "); update medseg"));
   m.medseg_version =
       j.contains("medseg_version") ? json_as<std::string>(j["medseg_version"], "key 'medseg_version'", source) : "";
   m.model_folder = json_as<std::string>(j.value("model_folder", json()), "key 'model_folder'", source);
@@ -112,9 +111,9 @@ Manifest manifest_from_json(const json& j, const std::string& source) {
   if (!files.is_array() || files.empty()) throw FileError(source, "key 'files' must be a non-empty list");
   std::set<std::string> seen;
   for (std::size_t i = 0; i < files.size(); ++i) {
-    m.files.push_back(file_from_json(files[i], "files[" + std::to_string(i) + "]", source, m.model_folder));
+    m.files.push_back(file_from_json(files[i], concat("files[", i, "]"), source, m.model_folder));
     if (!seen.insert(m.files.back().path).second)
-      throw FileError(source, "files[" + std::to_string(i) + "]: '" + m.files.back().path + "' is listed twice");
+      throw FileError(source, concat("files[", i, "]: '", m.files.back().path, "' is listed twice"));
   }
   return m;
 }

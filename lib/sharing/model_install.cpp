@@ -68,10 +68,10 @@ void check_entry_size(const ZipReader& z, const ZipEntry& e, const std::string& 
                                   ", more than such a file holds (" + byte_size_text(max_model_file_bytes(rel)) +
                                   "); nothing was installed");
   if (checkpoint && e.size / kMaxCheckpointInflation > e.compressed_size)
-    throw FileError(z.path(), entry(e.name) + " would inflate " +
-                                  std::to_string(e.size / std::max<uint64_t>(e.compressed_size, 1)) + "-fold (" +
-                                  byte_size_text(e.compressed_size) + " to " + byte_size_text(e.size) +
-                                  "), which no checkpoint does: a zip bomb; nothing was installed");
+    throw FileError(
+        z.path(), concat(entry(e.name), " would inflate ", e.size / std::max<uint64_t>(e.compressed_size, 1), "-fold (",
+                         byte_size_text(e.compressed_size), " to ", byte_size_text(e.size),
+                         "), which no checkpoint does: a zip bomb; nothing was installed"));
 }
 
 // A file the manifest lists: one a model folder holds (model_files.h), of a plausible size.
@@ -94,9 +94,8 @@ void check_against_manifest(const ZipReader& z, const std::map<std::string, ZipE
     if (it == files.end())
       throw FileError(z.path(), entry(f.path) + " is listed in the manifest but missing; nothing was installed");
     if (it->second.size != f.size)
-      throw FileError(z.path(), entry(f.path) + " holds " + std::to_string(it->second.size) +
-                                    " bytes but the manifest says " + std::to_string(f.size) +
-                                    ": the zip is damaged; nothing was installed");
+      throw FileError(z.path(), concat(entry(f.path), " holds ", it->second.size, " bytes but the manifest says ",
+                                       f.size, ": the zip is damaged; nothing was installed"));
     check_listed_file(z, it->second, m);
   }
 }
@@ -129,10 +128,10 @@ void extract_all(const ZipReader& z, const std::map<std::string, ZipEntry>& file
       throw FileError(z.path(), entry(f.path) + ": cannot be placed (" + ec.message() + "); nothing was installed");
     const Crc32Digest d = z.extract(files.at(f.path), target.string());
     if (d.size != f.size || d.crc32 != f.crc32)
-      throw FileError(z.path(), entry(f.path) + ": checksum mismatch (the manifest says " + std::to_string(f.size) +
-                                    " bytes, crc32 " + crc32_hex(f.crc32) + "; the data has " + std::to_string(d.size) +
-                                    " bytes, crc32 " + crc32_hex(d.crc32) +
-                                    "): the zip is damaged; nothing was installed");
+      throw FileError(z.path(),
+                      concat(entry(f.path), ": checksum mismatch (the manifest says ", f.size, " bytes, crc32 ",
+                             crc32_hex(f.crc32), "; the data has ", d.size, " bytes, crc32 ", crc32_hex(d.crc32),
+                             "): the zip is damaged; nothing was installed"));
     check_content(target.string(), f.path, z.path());
   }
 }
@@ -219,7 +218,7 @@ InstallResult install_model_zip(const std::string& zip_path, const std::string& 
       throw FileError(r.model_folder, "exists and is not a folder; nothing was installed");
   }
   check_free_space(dest.parent_path().string(), total_bytes(r.manifest),
-                   "the " + std::to_string(r.manifest.files.size()) + " file(s) of " + zip_path);
+                   concat("the ", r.manifest.files.size(), " file(s) of ", zip_path));
   StagedFolder stage(r.model_folder);
   extract_all(z, files, r.manifest, stage.path());
   test_pause_point("install_staged");

@@ -162,8 +162,7 @@ class Machine {
           build(*top(), *state);
           break;
         }  // BUILD
-        default:
-          fail("pickle opcode 0x" + hex(op) + " at byte " + std::to_string(pos_ - 1) + " is not one medseg reads");
+        default: fail(concat("pickle opcode 0x", hex(op), " at byte ", pos_ - 1, " is not one medseg reads"));
       }
     }
   }
@@ -204,7 +203,7 @@ class Machine {
   }
   PickleRef long1() {
     const unsigned n = byte();
-    if (n > 8) fail("an integer of " + std::to_string(n) + " bytes");
+    if (n > 8) fail(concat("an integer of ", n, " bytes"));
     const std::string s = take(n);
     int64_t x = 0;
     for (int k = static_cast<int>(n) - 1; k >= 0; --k)
@@ -247,7 +246,7 @@ class Machine {
   }
   PickleRef memo(uint32_t k) {
     auto it = memo_.find(k);
-    if (it == memo_.end()) fail("the pickle reads memo " + std::to_string(k) + ", which it never stored");
+    if (it == memo_.end()) fail(concat("the pickle reads memo ", k, ", which it never stored"));
     return it->second;
   }
   PickleValue* container(Kind k) {
@@ -282,11 +281,10 @@ class Machine {
       const int64_t numel = t[4]->i;
       const auto item = static_cast<int64_t>(at::elementSize(type->second));
       if (numel < 0 || numel > (int64_t(1) << 40) / item)
-        fail("storage '" + t[2]->s + "' claims " + std::to_string(numel) + " elements");
+        fail(concat("storage '", t[2]->s, "' claims ", numel, " elements"));
       const std::string data = storage_(t[2]->s, static_cast<uint64_t>(numel * item));
       if (data.size() != static_cast<size_t>(numel * item))
-        fail("storage '" + t[2]->s + "' holds " + std::to_string(data.size()) + " bytes, not " +
-             std::to_string(numel * item));
+        fail(concat("storage '", t[2]->s, "' holds ", data.size(), " bytes, not ", numel * item));
       cached = make(Kind::Storage);
       cached->tensor = at::empty({numel}, at::TensorOptions().dtype(type->second));
       if (!data.empty()) std::memcpy(cached->tensor.data_ptr(), data.data(), data.size());
@@ -340,8 +338,7 @@ class Machine {
       last += (size[k] - 1) * stride[k];
     }
     if (!empty && last >= storage.numel())
-      fail("a tensor view reaches element " + std::to_string(last) + " of a storage of " +
-           std::to_string(storage.numel()));
+      fail(concat("a tensor view reaches element ", last, " of a storage of ", storage.numel()));
     return storage.as_strided(size, stride, offset);
   }
 
@@ -366,7 +363,7 @@ class Machine {
   }
   PickleRef numpy_scalar(const std::string& dtype, const std::string& b) {
     auto read = [&](auto x) {
-      if (b.size() != sizeof(x)) fail("a numpy " + dtype + " scalar of " + std::to_string(b.size()) + " bytes");
+      if (b.size() != sizeof(x)) fail(concat("a numpy ", dtype, " scalar of ", b.size(), " bytes"));
       std::memcpy(&x, b.data(), sizeof(x));
       return x;
     };
@@ -426,8 +423,8 @@ PickleDocument read_torch_file(const std::string& path) {
       for (const ZipEntry& s : zip.entries())
         if (s.name == entry) {
           if (s.size != bytes)
-            throw FileError(path, "storage " + entry + " holds " + std::to_string(s.size) + " bytes, not " +
-                                      std::to_string(bytes) + "; nothing was executed");
+            throw FileError(
+                path, concat("storage ", entry, " holds ", s.size, " bytes, not ", bytes, "; nothing was executed"));
           return zip.read(s, bytes);
         }
       throw FileError(path, "the archive has no " + entry + "; nothing was executed");

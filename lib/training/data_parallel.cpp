@@ -22,9 +22,9 @@ DataParallel::DataParallel(std::shared_ptr<distributed::ProcessGroup> group, int
     share_ = {0, global_batch};  // every rank draws the whole batch and keeps its slabs
     return;
   }
-  if (group_ && global_batch < group_->size())
-    throw Error("the plan's batch size " + std::to_string(global_batch) + " is smaller than the " +
-                std::to_string(group_->size()) + " ranks: every rank needs at least one sample of the global batch");
+  MEDSEG_CHECK(!group_ || global_batch >= group_->size(), "the plan's batch size ", global_batch,
+               " is smaller than the ", group_->size(),
+               " ranks: every rank needs at least one sample of the global batch");
   share_ = data::batch_share(global_batch, rank(), size());
 }
 
@@ -121,9 +121,8 @@ void DataParallel::check_same(const std::string& what, const std::string& value)
   if (!group_) return;
   const auto all = group_->all_gather(value);
   for (size_t r = 1; r < all.size(); ++r)
-    if (all[r] != all[0])
-      throw Error("rank " + std::to_string(r) + " differs from rank 0 in its " + what + " (" + all[r] + " vs " +
-                  all[0] + "): every rank must run the same command on the same data");
+    MEDSEG_CHECK(all[r] == all[0], "rank ", r, " differs from rank 0 in its ", what, " (", all[r], " vs ", all[0],
+                 "): every rank must run the same command on the same data");
 }
 
 void DataParallel::check_same_cases(const std::vector<std::string>& cases) const {

@@ -88,7 +88,7 @@ std::vector<EpochMetrics> read_metrics(const std::string& path) {
       out.push_back(metrics_from_json(json::parse(line)));
     } catch (const std::exception& e) {
       if (in.eof()) break;  // a torn last line (killed mid-append, no newline yet): drop it
-      throw FileError(path, "line " + std::to_string(no) + " is not a metrics entry (" + e.what() + ")");
+      throw FileError(path, concat("line ", no, " is not a metrics entry (", e.what(), ")"));
     }
   }
   return out;

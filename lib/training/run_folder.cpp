@@ -39,10 +39,10 @@ void resolve_previous_stage(RunInputs& r, const planning::ConfigurationPlan& cfg
   for (size_t i = 0; i < missing.size() && i < 5; ++i) list += (i ? ", " : "") + missing[i];
   if (missing.size() > 5) list += ", ...";
   throw FileError(r.previous_stage_folder,
-                  "configuration '" + r.configuration + "' is a cascade stage: it needs the '" + cfg.previous_stage +
-                      "' predictions of every case, " + std::to_string(missing.size()) + " missing (" + list +
-                      "); train every fold of '" + cfg.previous_stage + "' first (medseg_train " + dataset + " " +
-                      cfg.previous_stage + " FOLD), or rerun its final validation (--val)");
+                  concat("configuration '", r.configuration, "' is a cascade stage: it needs the '", cfg.previous_stage,
+                         "' predictions of every case, ", missing.size(), " missing (", list,
+                         "); train every fold of '", cfg.previous_stage, "' first (medseg_train ", dataset, " ",
+                         cfg.previous_stage, " FOLD), or rerun its final validation (--val)"));
 }
 
 }  // namespace

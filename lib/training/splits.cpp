@@ -96,9 +96,7 @@ std::vector<Split> read_splits(const std::string& path) {
   for (std::size_t i = 0; i < j.size(); ++i) {
     try {
       out.push_back({j[i].at("train").get<std::vector<std::string>>(), j[i].at("val").get<std::vector<std::string>>()});
-    } catch (const json::exception& e) {
-      throw FileError(path, "split " + std::to_string(i) + " is malformed (" + e.what() + ")");
-    }
+    } catch (const json::exception& e) { throw FileError(path, concat("split ", i, " is malformed (", e.what(), ")")); }
   }
   return out;
 }
@@ -121,7 +119,7 @@ std::vector<Split> load_or_create_splits(const std::string& path, const std::vec
     for (const auto* list : {&splits[i].train, &splits[i].val})
       for (const auto& id : *list)
         if (!known.count(id))
-          throw FileError(path, "split " + std::to_string(i) + " names case '" + id + "', which is not in the dataset");
+          throw FileError(path, concat("split ", i, " names case '", id, "', which is not in the dataset"));
   return splits;
 }
 

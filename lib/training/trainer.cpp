@@ -166,9 +166,8 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.cfg = std::move(config);
   s.opt = std::move(options);
   if (s.opt.amp) s.cfg.amp = *s.opt.amp;
-  if (s.cfg.warmup_epochs >= s.cfg.num_epochs)
-    throw Error("trainer '" + s.cfg.name + "': warmup_epochs (" + std::to_string(s.cfg.warmup_epochs) +
-                ") must be below the number of epochs (" + std::to_string(s.cfg.num_epochs) + ")");
+  MEDSEG_CHECK(s.cfg.warmup_epochs < s.cfg.num_epochs, "trainer '", s.cfg.name, "': warmup_epochs (",
+               s.cfg.warmup_epochs, ") must be below the number of epochs (", s.cfg.num_epochs, ")");
   if (s.cfg.norm == "batch") {
     // Per-rank batch statistics would differ from one process's; nnU-Net syncs them (SyncBatchNorm).
     if (s.opt.group && s.opt.group->size() > 1)
@@ -460,7 +459,7 @@ bool Trainer::State::train_epoch() {
   net->train();
   set_learning_rate(*optimizer, scheduled_lr(cfg.lr_schedule, cfg.optimizer.lr, epoch, cfg.num_epochs,
                                              cfg.poly_exponent, cfg.warmup_epochs));
-  ProgressBar bar("epoch " + std::to_string(epoch), cfg.iterations_per_epoch, opt.progress_bar && dp->writer());
+  ProgressBar bar(concat("epoch ", epoch), cfg.iterations_per_epoch, opt.progress_bar && dp->writer());
   bar.tick(next_iter);
   for (; next_iter < cfg.iterations_per_epoch; ++next_iter) {
     if (dp->agree_to_stop(interrupt_requested())) return false;

@@ -273,8 +273,7 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
     c.lr_schedule = r.choice<std::string>("lr_schedule", {{"poly", "poly"}, {"cosine", "cosine"}});
   c.warmup_epochs = integer_in_range(r, "warmup_epochs", c.warmup_epochs);
   if (c.warmup_epochs >= c.num_epochs)
-    throw r.error("warmup_epochs", "is " + std::to_string(c.warmup_epochs) + ", not below num_epochs (" +
-                                       std::to_string(c.num_epochs) + ")");
+    throw r.error("warmup_epochs", concat("is ", c.warmup_epochs, ", not below num_epochs (", c.num_epochs, ")"));
   if (r.has("loss")) c.loss = read_loss(r.object("loss", true));
   if (r.has("oversampling"))
     c.oversampling =

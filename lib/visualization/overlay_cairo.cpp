@@ -168,7 +168,7 @@ std::vector<LegendEntry> shown_legend(const OverlayInput& in) {
   std::vector<LegendEntry> out;
   for (const auto& e : in.legend)
     if (present.erase(e.value)) out.push_back(e);
-  for (int v : present) out.push_back({v, "label " + std::to_string(v)});
+  for (int v : present) out.push_back({v, concat("label ", v)});
   return out;
 }
 
@@ -179,7 +179,7 @@ void draw_legend(cairo_t* cr, const std::vector<LegendEntry>& entries, double x,
     cairo_set_source_rgb(cr, c.r, c.g, c.b);
     cairo_rectangle(cr, x, top + 2, 14, 14);
     cairo_fill(cr);
-    text(cr, std::to_string(entries[i].value) + "  " + entries[i].name, x + 20, top + 14, 12);
+    text(cr, concat(entries[i].value, "  ", entries[i].name), x + 20, top + 14, 12);
   }
 }
 
@@ -224,7 +224,7 @@ std::string render(const OverlayInput& in) {
       for (double g : grey) s.grey.push_back(std::isfinite(g) ? std::clamp((g - lo) / (hi - lo), 0.0, 1.0) : 0.0);
       s.labels = cut<int>(*rows[r].second, spec, slice, s.w, s.h);
       draw_view(cr.get(), s, rect);
-      text(cr.get(), rows[r].first + ": " + spec.name + " " + std::to_string(slice), rect.x, rect.y - 5, 11);
+      text(cr.get(), concat(rows[r].first, ": ", spec.name, " ", slice), rect.x, rect.y - 5, 11);
     }
   const ViewRect& last = layout.views.back();
   draw_legend(cr.get(), legend, last.x + last.width + kMargin, kTitle + kCaption);

@@ -223,8 +223,8 @@ TEST(Ensemble, ValuesThatAreNoProbabilitiesAreRefusedNamingTheFile) {
   const std::vector<std::pair<float, std::string>> rows = {{nan, "holds nan (class 1, voxel 3)"},
                                                            {inf, "holds inf (class 1, voxel 3)"},
                                                            {-inf, "holds -inf (class 1, voxel 3)"},
-                                                           {-0.25f, "holds -0.250000 (class 1, voxel 3)"},
-                                                           {1.5f, "holds 1.500000 (class 1, voxel 3)"}};
+                                                           {-0.25f, "holds -0.25 (class 1, voxel 3)"},
+                                                           {1.5f, "holds 1.5 (class 1, voxel 3)"}};
   for (const auto& [value, says] : rows) {
     SCOPED_TRACE(says);
     test::TempDir d("ensnan");

@@ -49,7 +49,7 @@ void previous_stage_one_hot(const int16_t* seg, const Shape3& shape, const std::
                             const std::vector<int64_t>& mirror_axes, float* out) {
   std::array<bool, 3> flip{false, false, false};
   for (int64_t a : mirror_axes) {
-    if (a < 0 || a > 2) throw Error("previous_stage_one_hot: mirror axis " + std::to_string(a));
+    MEDSEG_CHECK(a >= 0 && a <= 2, "previous_stage_one_hot: mirror axis ", a);
     flip[static_cast<size_t>(a)] = true;
   }
   const int64_t Z = shape[0], Y = shape[1], X = shape[2], vol = Z * Y * X;

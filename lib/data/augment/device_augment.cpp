@@ -20,7 +20,7 @@ void finish(at::Tensor& data, at::Tensor& seg, const std::vector<SampleDraw>& dr
     if (axes.empty()) continue;
     std::vector<int64_t> dims;
     for (int64_t a : axes) {
-      if (a < 0 || a > 2) throw Error("device augmentation: mirror axis " + std::to_string(a));
+      MEDSEG_CHECK(a >= 0 && a <= 2, "device augmentation: mirror axis ", a);
       dims.push_back(a + 1);
     }
     const auto i = static_cast<int64_t>(b);

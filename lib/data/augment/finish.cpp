@@ -31,7 +31,7 @@ void finish_sample(const Sample& s, const std::vector<int64_t>& mirror_axes, con
   if (seg.numel() != Z * Y * X) throw Error("finish_sample: segmentation and image shapes differ");
   std::array<bool, 3> flip{false, false, false};
   for (int64_t a : mirror_axes) {
-    if (a < 0 || a > 2) throw Error("finish_sample: mirror axis " + std::to_string(a));
+    MEDSEG_CHECK(a >= 0 && a <= 2, "finish_sample: mirror axis ", a);
     flip[static_cast<size_t>(a)] = true;
   }
   std::vector<char> masked(static_cast<size_t>(C), 0);

@@ -113,9 +113,8 @@ SpatialPlan plan_spatial(const Shape3& loader, const Shape3& patch, const Spatia
     }
     return plan;
   }
-  if (in_plane && loader[0] != patch[0])
-    throw Error("spatial transform: in-plane mode needs the loader patch z (" + std::to_string(loader[0]) +
-                ") to equal the final patch z (" + std::to_string(patch[0]) + ")");
+  MEDSEG_CHECK(!in_plane || loader[0] == patch[0], "spatial transform: in-plane mode needs the loader patch z (",
+               loader[0], ") to equal the final patch z (", patch[0], ")");
   mp.ndim = in_plane ? 2 : 3;
   if (in_plane) {
     const double c = std::cos(p.angles[0]), sn = std::sin(p.angles[0]), fy = p.scales[1], fx = p.scales[2];
