@@ -70,12 +70,15 @@ struct CountingAllocator final : c10::Allocator {
     }
     return c10::DataPtr(p, p, &counting_free, c10::Device(c10::kCPU));
   }
-  // allocate() is const in LibTorch 1.13 and non-const in 2.x; defining both overrides either.
-  c10::DataPtr allocate(size_t n) const { return alloc(n); }
-  c10::DataPtr allocate(size_t n) { return alloc(n); }
+  // allocate() is const in LibTorch 1.13 and non-const in 2.x; defining both overrides either, so
+  // neither can say `override` on both versions.
+  c10::DataPtr allocate(size_t n) const { return alloc(n); }  // NOLINT(modernize-use-override)
+  c10::DataPtr allocate(size_t n) { return alloc(n); }        // NOLINT(modernize-use-override)
   c10::DeleterFnPtr raw_deleter() const override { return &counting_free; }
   // Pure virtual in 2.x, absent in 1.13.
-  void copy_data(void* dest, const void* src, size_t count) const { std::memcpy(dest, src, count); }
+  void copy_data(void* dest, const void* src, size_t count) const {  // NOLINT(modernize-use-override)
+    std::memcpy(dest, src, count);
+  }
 };
 
 std::mutex g_install_mu;

@@ -76,7 +76,7 @@ torch::nn::AnyModule make_norm(int dims, NormKind kind, int64_t channels, double
   throw Error("network: make_norm called without a norm op");
 }
 
-InstanceNormImpl::InstanceNormImpl(InstanceNormOptions options_) : options(std::move(options_)) { reset(); }
+InstanceNormImpl::InstanceNormImpl(InstanceNormOptions options_) : options(options_) { reset(); }
 
 void InstanceNormImpl::reset() {
   weight = bias = torch::Tensor();

@@ -37,7 +37,7 @@ void NamedConvImpl::pretty_print(std::ostream& stream) const {
   stream << ", bias=" << (options.bias() ? "true" : "false") << (options.transposed() ? ", transposed" : "") << ")";
 }
 
-UnetResBlockImpl::UnetResBlockImpl(UnetrBlockOptions options_) : options(std::move(options_)) { reset(); }
+UnetResBlockImpl::UnetResBlockImpl(UnetrBlockOptions options_) : options(options_) { reset(); }
 
 void UnetResBlockImpl::reset() {
   const int dims = options.spatial_dims();
@@ -69,13 +69,13 @@ torch::Tensor UnetResBlockImpl::forward(torch::Tensor x) {
   return lrelu_.forward(out);
 }
 
-UnetrBasicBlockImpl::UnetrBasicBlockImpl(UnetrBlockOptions options_) : options(std::move(options_)) { reset(); }
+UnetrBasicBlockImpl::UnetrBasicBlockImpl(UnetrBlockOptions options_) : options(options_) { reset(); }
 
 void UnetrBasicBlockImpl::reset() { layer_ = register_module("layer", UnetResBlock(options)); }
 
 void UnetrBasicBlockImpl::pretty_print(std::ostream& stream) const { print_block(stream, "UnetrBasicBlock", options); }
 
-UnetrUpBlockImpl::UnetrUpBlockImpl(UnetrBlockOptions options_) : options(std::move(options_)) { reset(); }
+UnetrUpBlockImpl::UnetrUpBlockImpl(UnetrBlockOptions options_) : options(options_) { reset(); }
 
 void UnetrUpBlockImpl::reset() {
   const int dims = options.spatial_dims();
@@ -92,7 +92,7 @@ torch::Tensor UnetrUpBlockImpl::forward(const torch::Tensor& x, const torch::Ten
   return conv_block_->forward(torch::cat({transp_conv_->forward(x), skip}, 1));
 }
 
-UnetOutBlockImpl::UnetOutBlockImpl(UnetrBlockOptions options_) : options(std::move(options_)) { reset(); }
+UnetOutBlockImpl::UnetOutBlockImpl(UnetrBlockOptions options_) : options(options_) { reset(); }
 
 void UnetOutBlockImpl::reset() {
   conv_ = register_module("conv", NamedConv(NamedConvOptions("conv", options.spatial_dims(), options.in_channels(),

@@ -178,7 +178,7 @@ torch::Tensor WindowAttentionImpl::forward(const torch::Tensor& x, const torch::
   return torch::dropout(proj_(out), options.proj_drop(), is_training());
 }
 
-SwinMlpImpl::SwinMlpImpl(SwinMlpOptions options_) : options(std::move(options_)) { reset(); }
+SwinMlpImpl::SwinMlpImpl(SwinMlpOptions options_) : options(options_) { reset(); }
 
 void SwinMlpImpl::reset() {
   linear1_ = register_module("linear1", torch::nn::Linear(options.dim(), options.hidden_dim()));
@@ -298,7 +298,7 @@ torch::Tensor SwinTransformerBlockImpl::forward(const torch::Tensor& x, const to
   return h + forward_part2(h);
 }
 
-PatchMergingImpl::PatchMergingImpl(PatchMergingOptions options_) : options(std::move(options_)) { reset(); }
+PatchMergingImpl::PatchMergingImpl(PatchMergingOptions options_) : options(options_) { reset(); }
 
 void PatchMergingImpl::reset() {
   const int64_t m = options.spatial_dims() == 3 ? 8 : 4, dim = options.dim();

@@ -49,7 +49,10 @@ checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::stri
   auto equal = [](const at::Tensor& a, const at::Tensor& b) {
     return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() && at::equal(a, b);
   };
-  for (const auto& [name, t] : aliases) {
+  for (const auto& alias : aliases) {
+    // Named references, not a structured binding: C++17 lambdas cannot capture bindings (clang refuses).
+    const std::string& name = alias.first;
+    const at::Tensor& t = alias.second;
     const std::string twin = name.rfind("decoder.encoder.", 0) == 0 ? name.substr(8) : "";
     const bool ok =
         std::any_of(kept.begin(), kept.end(),

@@ -226,7 +226,7 @@ class Machine {
     v->s = take(n);
     return v;
   }
-  void push(PickleRef v) { stack_.push_back(std::move(v)); }
+  void push(PickleRef v) { stack_.push_back(v); }
   PickleRef pop() {
     if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back())) fail("the pickle pops an empty stack");
     auto v = stack_.back();
