@@ -42,6 +42,7 @@ struct PredictArgs {
   std::vector<std::string> inputs, folds;
   std::string output, dataset, configuration, plans = "nnUNetPlans", trainer = "nnUNetTrainer", model_folder;
   std::string chk = "checkpoint_final", amp = "auto", probabilities_format = "medseg", slabs = "auto";
+  std::string accumulators = "fp16";
   std::string prev_stage, prev_model_opt;
   inference::PredictorOptions po;
   inference::RunOptions ro;
@@ -74,6 +75,12 @@ void declare(CLI::App& app, PredictArgs& a) {
   app.add_option("--device", a.po.device, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--amp", a.amp, "Mixed precision: auto (fp16 on CUDA, off on CPU), fp16, bf16, off")
       ->capture_default_str();
+  app.add_option("--accumulators", a.accumulators,
+                 "fp16: nnU-Net's fp16 sums of the tiles' logits (its probabilities; the default); fp32: exact sums")
+      ->check(CLI::IsMember({"fp16", "fp32"}))
+      ->capture_default_str();
+  app.add_flag("--exact_nnunet", a.po.exact_nnunet,
+               "nnU-Net's probabilities bit for bit: fp16 sums, batch-1 tiles, torch's own convolutions (slower)");
   app.add_flag("--not_on_device", a.po.not_on_device,
                "Accumulate the logits in host memory, not on the GPU (nnU-Net's flag; for large cases)");
   app.add_option("--slabs", a.slabs,
@@ -166,6 +173,7 @@ int predict_cascade(PredictArgs& a, inference::ModelFolder model, inference::Fol
 int predict(PredictArgs& a, const distributed::World& world) {
   a.po.mirroring = !a.disable_tta;
   a.po.amp = parse_amp(a.amp, "--amp");
+  a.po.half_accumulators = a.accumulators == "fp16";
   a.po.slabs = inference::parse_slab_mode(a.slabs);
   a.po.progress = false;
   a.ro.progress = !a.no_progress;

@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
     for (int64_t k = 0; k < classes; ++k) labels.values.push_back(static_cast<int>(k));
     ExportOptions eo;
     eo.threads = threads;
+    eo.half_logits = o.half_accumulators;
 
     const int64_t before = cpu_memory_stats().current_bytes;
     reset_cpu_peak();
@@ -108,7 +109,7 @@ int main(int argc, char** argv) {
     size.cropped = size.original = s;
     size.classes = classes;
     size.tile_batch = o.max_batch;
-    const CaseMemory model = case_memory(size, window_shape(shape, patch, 0.5), false, false);
+    const CaseMemory model = case_memory(size, window_shape(shape, patch, 0.5), false, o.half_accumulators, false);
     const double modelled = (mode == "whole" ? model.whole_host : model.slabs_host) + model.export_host;
     std::printf(
         "{\"mode\": \"%s\", \"shape\": [%lld, %lld, %lld], \"classes\": %lld, \"patch\": [%lld, %lld, %lld], "

@@ -6,6 +6,7 @@
 #      suite on CPU; the tests that need a GPU report "Skipped" (ctest counts them apart from passes),
 #      then installs it, moves the installed tree, runs the demo from there and builds examples/predict_image
 #      against it (scripts/check_install.sh),
+#      and checks medseg_predict against nnU-Net 2.8.1's own predictor (scripts/check_nnunet_predict_parity.sh),
 #   3. builds against Debian's LibTorch 1.13 (CPU, Debian packages alone) and runs the tests of what differs
 #      between the versions (MEDSEG_DEBIAN_TESTS, below),
 #   4. runs every libFuzzer target for a few seconds (MEDSEG_FUZZ_SECONDS, default 5; 0 skips them),
@@ -49,6 +50,14 @@ elapsed "clang-tidy" "$start"
 start=$(date +%s)
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900
 elapsed "the LibTorch 2.11 suite" "$start"
+# medseg_predict against nnU-Net 2.8.1's own predictor on the same weights, file to file, for every input
+# kind of scripts/nnunet_predict_parity.py (docs/predict.md, "Parity with nnU-Net"): nnunetv2 comes from
+# PyPI into a venv outside the checkout. MEDSEG_NNUNET_PARITY=0 skips it.
+if [ "${MEDSEG_NNUNET_PARITY:-1}" != 0 ]; then
+  start=$(date +%s)
+  bash "$root/scripts/check_nnunet_predict_parity.sh" "$build"
+  elapsed "the nnU-Net prediction parity" "$start"
+fi
 # The build installed, moved, running the demo from there, and linked by examples/predict_image through
 # find_package(medseg); its segmentation must be medseg_predict's (scripts/check_install.sh).
 start=$(date +%s)

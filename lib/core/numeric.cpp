@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace medseg {
@@ -46,5 +47,39 @@ double median(std::vector<double> values) {
 double round_half_even(double x) { return std::nearbyint(x); }  // default FE_TONEAREST is half-even
 
 int64_t round_half_even_int(double x) { return static_cast<int64_t>(std::nearbyint(x)); }
+
+float numpy_sum_f32(const float* a, int64_t n) {
+  if (n < 8) {
+    float res = 0.0f;
+    for (int64_t i = 0; i < n; ++i) res += a[i];
+    return res;
+  }
+  if (n <= 128) {
+    float r[8];
+    for (int j = 0; j < 8; ++j) r[j] = a[j];
+    int64_t i = 8;
+    for (; i < n - (n % 8); i += 8)
+      for (int j = 0; j < 8; ++j) r[j] += a[i + j];
+    float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) res += a[i];
+    return res;
+  }
+  int64_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return numpy_sum_f32(a, n2) + numpy_sum_f32(a + n2, n - n2);
+}
+
+float round_to_half(double x) {
+  if (std::isnan(x)) return static_cast<float>(x);
+  const double a = std::fabs(x);
+  if (a >= 65520.0) return std::copysign(std::numeric_limits<float>::infinity(), static_cast<float>(x));
+  // The spacing of half values at a: 2^-24 below 2^-14 (subnormals), else 2^(E - 10) for a in
+  // [2^E, 2^(E+1)). Scaling by a power of two is exact, so nearbyint rounds the double itself.
+  int e = 0;
+  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1): E = e - 1
+  const int quantum_exp = a < std::ldexp(1.0, -14) ? -24 : e - 1 - 10;
+  const double r = std::ldexp(std::nearbyint(std::ldexp(a, -quantum_exp)), quantum_exp);
+  return static_cast<float>(std::copysign(r, x));
+}
 
 }  // namespace medseg

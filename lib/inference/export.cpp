@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/numeric.h"
 #include "core/parallel.h"
 #include "fingerprint/crop.h"
 #include "inference/model_folder.h"
@@ -19,6 +20,11 @@
 #include "preprocessing/transpose.h"
 
 namespace medseg::inference {
+
+float logit_as_half(double v) {
+  const float h = round_to_half(v);
+  return std::isinf(h) && !std::isinf(v) ? static_cast<float>(v) : h;
+}
 
 LabelMapping label_mapping(const io::DatasetInfo& dataset, const std::string& source) {
   const io::OutputClasses classes = io::output_classes(dataset, source);
@@ -47,11 +53,16 @@ namespace {
 int64_t numel(const Shape3& s) { return s[0] * s[1] * s[2]; }
 
 // One class's logits resampled to the cropped original shape (or copied when the shape is kept).
+// With `half`, the resampled values are rounded to fp16 (ExportOptions::half_logits).
 std::vector<float> resampled_channel(const float* src, const Shape3& in, const Shape3& out,
-                                     const preprocessing::SeparateZ& sep, const preprocessing::ResampleOrders& o) {
+                                     const preprocessing::SeparateZ& sep, const preprocessing::ResampleOrders& o,
+                                     bool half = false) {
   std::vector<float> ch(src, src + numel(in));
   if (in == out) return ch;
-  return preprocessing::resample_data(ch, 1, in, out, sep, o);
+  std::vector<float> r = preprocessing::resample_data(ch, 1, in, out, sep, o);
+  if (half)
+    for (float& v : r) v = logit_as_half(v);
+  return r;
 }
 
 // Cropped (transposed) box -> full original array: uncrop with `fill`, then transpose back.
@@ -93,7 +104,7 @@ std::vector<uint16_t> segment_resampled(const at::Tensor& logits_in, const Shape
     std::vector<std::vector<float>> res(static_cast<std::size_t>(cnt));
     parallel_for(cnt, static_cast<int>(cnt), [&](int64_t i) {
       res[static_cast<std::size_t>(i)] =
-          resampled_channel(src + (first + i) * n_in, in, out, sep, opts.resample.orders);
+          resampled_channel(src + (first + i) * n_in, in, out, sep, opts.resample.orders, opts.half_logits);
     });
     for (int64_t i = 0; i < cnt; ++i) {
       const int64_t k = first + i;

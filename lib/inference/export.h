@@ -44,9 +44,16 @@ struct ExportOptions {
   bool probabilities_npy = true;
   bool probabilities_npz = false;
   int threads = 1;  // classes resampled at once (and the bound on classes held in memory)
+  // The logits are fp16 values (nnU-Net's fp16 accumulators): resampled logits are rounded to fp16
+  // too, as nnU-Net's resampling keeps its input's dtype.
+  bool half_logits = false;
   // Applied to the written segmentation only (probabilities stay the network's), as nnU-Net does.
   std::vector<postprocessing::KeepLargestComponent> postprocessing;
 };
+
+// A resampled logit rounded to fp16 (ExportOptions::half_logits). One beyond fp16's range stays as it is:
+// nnU-Net stops with an overflow there, medseg has predicted that case again with fp32 accumulators.
+float logit_as_half(double v);
 
 // --probabilities_format: "medseg" (npy + json), "nnunet" (npz) or "both"; Error naming the flag otherwise.
 void parse_probabilities_format(const std::string& value, bool* npy, bool* npz);

@@ -32,7 +32,7 @@ double product(const Shape3& s) {
 }
 }  // namespace
 
-CaseMemory case_memory(const CaseSize& s, const WindowShape& w, bool half, bool probabilities) {
+CaseMemory case_memory(const CaseSize& s, const WindowShape& w, bool on_device, bool half, bool probabilities) {
   const double K = static_cast<double>(s.classes), C = static_cast<double>(s.channels);
   const double padded = w.padded_voxels(), image = product(s.preprocessed), slab = w.slab_voxels();
   const double acc = half ? 2.0 : 4.0;
@@ -46,23 +46,22 @@ CaseMemory case_memory(const CaseSize& s, const WindowShape& w, bool half, bool 
   double patch_voxels = 1;
   for (int64_t n : w.patch) patch_voxels *= static_cast<double>(n);
   const double batch = 4 * K * patch_voxels * static_cast<double>(std::max<int64_t>(1, s.tile_batch) + 2);
+  // Accumulators (K logits + 1 weight), then the finished logits: the quotient in the accumulators'
+  // type (and its float copy when that is fp16).
+  const double finished = half ? 6.0 : 4.0;
+  const double whole = (K + 1) * padded * acc + finished * K * image;
   CaseMemory m;
-  // Accumulators (K logits + 1 weight), then the finished logits: the division's result (and a
-  // float copy of half accumulators first).
-  m.whole_device = image_device + (K + 1) * padded * acc + (half ? 8.0 : 4.0) * K * image;
-  m.whole_host = arrays + (half ? 4 * K * image : image_host + (K + 1) * padded * 4 + 4 * K * image);
-  m.slabs_device = image_device + (K + 1) * slab * acc + (half ? 8.0 : 4.0) * K * chunk;
-  m.slabs_host = arrays + image_host + (K + 1) * slab * 4 + 8 * K * chunk;
-  m.whole_device += batch;
-  m.slabs_device += batch;
-  if (!half) m.whole_host += batch;  // the network runs on the host (CPU, or --not_on_device's tiles come back)
-  m.slabs_host += batch;
-  // Export: three planes of every class (two input slices kept, one output being made), the
+  m.whole_device = image_device + whole + batch;
+  // GPU: the finished logits come back; CPU (or --not_on_device): everything happens in host memory.
+  m.whole_host = arrays + (on_device ? 4 * K * image : image_host + whole + batch);
+  m.slabs_device = image_device + (K + 1) * slab * acc + finished * K * chunk + batch;
+  m.slabs_host = arrays + image_host + (K + 1) * slab * acc + 8 * K * chunk + batch;
+  // Export: three planes of every class in double (two input slices kept, one output being made), the
   // segmentation on the cropped grid, uncropped and as the written volume; probabilities: every
   // resampled class, uncropped, and once more when reoriented.
   const double plane = product(s.cropped) /
                        static_cast<double>(std::max<int64_t>(1, std::min({s.cropped[0], s.cropped[1], s.cropped[2]})));
-  m.export_host = 3 * 4 * K * plane + 2 * product(s.cropped) + 4 * product(s.original);
+  m.export_host = 3 * 8 * K * plane + 2 * product(s.cropped) + 4 * product(s.original);
   if (probabilities) m.export_host += 4 * K * product(s.cropped) + 8 * K * product(s.original);
   return m;
 }

@@ -27,8 +27,8 @@ SlabMode parse_slab_mode(const std::string& value);
 // runs (the GPU, or the host for the CPU) each figure includes the batch's logits and their sums; the
 // network's own activations are the forward check's part (planning/memory_check.h).
 struct CaseMemory {
-  double whole_device = 0;  // GPU: padded image, fp16 accumulators, the finished logits in fp32
-  double whole_host = 0;    // host: the same with fp32 accumulators (CPU), or the finished logits (GPU)
+  double whole_device = 0;  // GPU: padded image, accumulators, the finished logits in fp32
+  double whole_host = 0;    // host: the same (CPU, --not_on_device), or the finished logits (GPU)
   double slabs_device = 0;  // GPU: padded image, one patch-thick accumulator and its finished part
   double slabs_host = 0;    // host: the same on the host (the image too)
   double export_host = 0;   // segmentation buffers, in-plane slices, and with probabilities every class
@@ -41,7 +41,9 @@ struct CaseSize {
   int64_t tile_batch = 8;  // tiles x mirrored copies per forward pass (--tile_batch)
 };
 
-CaseMemory case_memory(const CaseSize& size, const WindowShape& window, bool half_accumulators, bool probabilities);
+// on_device: the accumulators live in GPU memory; half: they are fp16 (nnU-Net's, on every device).
+CaseMemory case_memory(const CaseSize& size, const WindowShape& window, bool on_device, bool half_accumulators,
+                       bool probabilities);
 
 struct PlacementRequest {
   bool cuda = false;

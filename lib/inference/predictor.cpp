@@ -18,6 +18,7 @@
 #include "core/torch_compat.h"
 #include "planning/memory_check.h"
 #include "models/network.h"
+#include "models/onednn_conv.h"
 
 namespace medseg::inference {
 
@@ -37,6 +38,7 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
   plan_ = preprocessing::make_preprocess_plan(model_.plans, model_.configuration, model_.dataset);
   labels_ = label_mapping(model_.dataset, model_.folder + "/dataset.json");
   export_.resample = probabilities_resampling(cfg);
+  export_.half_logits = opts.half_accumulators || opts.exact_nnunet;
 
   const c10::Device device(opts_.device);
   cuda_ = device.is_cuda();
@@ -50,9 +52,10 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
   window_.step_size = opts_.step_size;
   window_.use_gaussian = true;
   if (opts_.mirroring) window_.mirror_axes = model_.mirror_axes;
-  window_.max_batch = std::max<int64_t>(1, opts_.tile_batch);
+  window_.max_batch = opts_.exact_nnunet ? 1 : std::max<int64_t>(1, opts_.tile_batch);
+  if (opts_.exact_nnunet) window_.half_accumulators = true;
   window_.device = device;
-  window_.half_accumulators = cuda_;
+  window_.half_accumulators = opts_.half_accumulators || opts_.exact_nnunet;
   window_.progress = opts_.progress;
 
   // Refuse a plan that cannot fit before a weight or tile is allocated (planning/memory_check.h). One
@@ -74,6 +77,7 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
     }
     f.weights.clear();  // the network holds them now
     net->set_deep_supervision(false);
+    if (opts_.exact_nnunet) models::use_torch_conv_dispatch(*net, true);
     net->eval();
     net->to(device);
     nets_->nets.push_back(net);
@@ -128,7 +132,6 @@ NetworkFn Predictor::network_fn() {
 SlidingWindowOptions Predictor::window_options(bool on_host) const {
   SlidingWindowOptions w = window_;
   w.accumulate_on_host = on_host && cuda_;
-  w.half_accumulators = cuda_ && !w.accumulate_on_host;
   return w;
 }
 
@@ -147,16 +150,20 @@ at::Tensor Predictor::predict_logits(const preprocessing::CaseArrays& a, bool on
   if (opts_.group && opts_.group->size() > 1)
     return predict_sliding_window_sharded(fn, image, model_.num_classes, window_, *opts_.group);
   const SlidingWindowOptions w = window_options(on_host);
-  try {
-    return predict_sliding_window(fn, image, model_.num_classes, w);
-  } catch (const Cancelled&) { throw; } catch (const Error& e) {
-    if (!w.half_accumulators) throw;
-    // nnU-Net falls back the same way when fp16 accumulation overflows.
-    spdlog::warn("{}; predicting again with float32 accumulators", one_line(e.what()));
-    SlidingWindowOptions f = w;
-    f.half_accumulators = false;
-    return predict_sliding_window(fn, image, model_.num_classes, f);
+  auto& nets = nets_->nets;
+  if (!w.half_accumulators || nets.size() == 1) return predict_sliding_window(fn, image, model_.num_classes, w);
+  // nnU-Net's fold ensemble with fp16 accumulators: each fold's whole sliding window, the fp16 logits
+  // summed fold by fold in fp16 and divided by the count in fp16 (predict_logits_from_preprocessed_data).
+  at::Tensor sum;
+  for (auto& net : nets) {
+    const NetworkFn one = [&net, cuda = cuda_, on = autocast_, dtype = autocast_dtype_](const at::Tensor& x) {
+      AutocastGuard ac(cuda, on, dtype);
+      return net->forward(x).at(0).to(at::kFloat);
+    };
+    const at::Tensor l = predict_sliding_window(one, image, model_.num_classes, w).to(at::kHalf);
+    sum = sum.defined() ? sum.add_(l) : l;
   }
+  return sum.div_(static_cast<double>(nets.size())).to(at::kFloat);
 }
 
 Placement Predictor::placement(const preprocessing::CaseArrays& a, const preprocessing::CaseProperties& props,
@@ -177,7 +184,8 @@ Placement Predictor::placement(const preprocessing::CaseArrays& a, const preproc
   const c10::Device device(opts_.device);
   r.device_free = cuda_ ? compat::cuda_free_memory(device.has_index() ? device.index() : 0) : 0;
   r.host_free = available_memory_bytes();
-  return decide_placement(case_memory(size, w, cuda_ && !opts_.not_on_device, eo.save_probabilities), r);
+  return decide_placement(
+      case_memory(size, w, cuda_ && !opts_.not_on_device, window_.half_accumulators, eo.save_probabilities), r);
 }
 
 Volume Predictor::predict_segmentation_in_slabs(const preprocessing::CaseArrays& a,
@@ -192,7 +200,7 @@ Volume Predictor::predict_segmentation_in_slabs(const preprocessing::CaseArrays&
     SlabExport slabs(props, labels_, eo, window.axis(), probabilities != nullptr);
     try {
       window.stream(fn, [&](int64_t begin, const at::Tensor& logits) { slabs.add(begin, logits); });
-    } catch (const Cancelled&) { throw; } catch (const Error& e) {
+    } catch (const NonFiniteLogits& e) {
       if (!w.half_accumulators) throw;
       spdlog::warn("{}; predicting again with float32 accumulators", one_line(e.what()));
       w.half_accumulators = false;

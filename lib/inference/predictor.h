@@ -34,6 +34,14 @@ struct PredictorOptions {
   bool progress = false;
   SlabMode slabs = SlabMode::Auto;  // --slabs
   bool not_on_device = false;       // --not_on_device: logits accumulate in host memory
+  // --accumulators fp16 (default) | fp32: nnU-Net's fp16 sums of the gaussian-weighted logits, which give
+  // nnU-Net's probabilities, or exact fp32 ones (inference/sliding_window.h says where they differ).
+  bool half_accumulators = true;
+  // --exact_nnunet: nnU-Net's numbers bit for bit on the CPU (up to the softmax's last bit): fp16
+  // accumulators, every tile and mirrored copy through the network alone (batch 1), and torch's own
+  // convolution dispatch instead of medseg's oneDNN path for small convolutions. Slower; without it the
+  // probabilities differ from nnU-Net's by fp16 steps of the logits in a few voxels (docs/predict.md).
+  bool exact_nnunet = false;
   // Ranks that share every image's tiles (medseg_predict --nproc_per_node); null: this process alone.
   std::shared_ptr<distributed::ProcessGroup> group;
 };

@@ -19,7 +19,8 @@ at::Tensor slab_of(const at::Tensor& acc, const SlidingWindow::Slab& s, int64_t 
 at::Tensor predict_sliding_window_sharded(const NetworkFn& net, const at::Tensor& image, int64_t num_classes,
                                           const SlidingWindowOptions& opts, distributed::ProcessGroup& group) {
   SlidingWindowOptions o = opts;
-  o.half_accumulators = false;
+  o.half_accumulators = false;    // the ranks' partial sums are added on rank 0: fp32 keeps that exact
+  o.split_most_positions = true;  // the ranks' share of the tiles is balanced along the longest run
   const SlidingWindow window(image, num_classes, o);
   const int rank = group.rank(), n = group.size();
   std::pair<at::Tensor, at::Tensor> mine;

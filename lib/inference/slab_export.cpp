@@ -1,11 +1,13 @@
 #include "inference/slab_export.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
 
 #include "core/error.h"
+#include "core/numeric.h"
 #include "core/parallel.h"
 #include "core/strings.h"
 #include "preprocessing/resampling.h"
@@ -13,36 +15,43 @@
 namespace medseg::inference {
 namespace {
 
-// Where each output index of one axis reads: value = (1 - w) * in[lo] + w * in[hi].
+// Where each output index of one axis reads, with scipy.ndimage.zoom's arithmetic (skimage's resize,
+// which nnU-Net's resampling calls: grid_mode, mode 'nearest'), checked value for value against scipy
+// 1.17: the coordinate c = ((o + 0.5) * zoom) - 0.5 with zoom = in / out; order 1 reads floor(c) with
+// weight 1 - t and floor(c) + 1 with 1 - (1 - t) (t = c - floor(c)), indices outside the axis moved to
+// its nearest end (so both may read the same voxel); order 0 (map_coordinates) reads floor(c + 0.5) of
+// c clamped to the axis, with weight 1. An unchanged axis reads o with weight 1.
 struct Taps {
   std::vector<int64_t> lo, hi;
-  std::vector<float> w;
+  std::vector<double> w_lo, w_hi;  // w_hi == 0: lo alone
 };
 
 Taps make_taps(int64_t in, int64_t out, int order) {
   Taps t;
+  const double zoom = static_cast<double>(in) / static_cast<double>(out);
+  auto inside = [in](double i) { return static_cast<int64_t>(std::clamp(i, 0.0, static_cast<double>(in - 1))); };
   for (int64_t o = 0; o < out; ++o) {
     int64_t lo = o, hi = o;
-    float w = 0.0f;
+    double w_lo = 1.0, w_hi = 0.0;
     if (in != out) {
-      const double c = (static_cast<double>(o) + 0.5) * static_cast<double>(in) / static_cast<double>(out) - 0.5;
+      const double c = (static_cast<double>(o) + 0.5) * zoom - 0.5;
       if (order == 0) {
-        lo = hi = std::clamp<int64_t>(static_cast<int64_t>(std::floor(c + 0.5)), 0, in - 1);
+        lo = hi = inside(std::floor(std::clamp(c, 0.0, static_cast<double>(in - 1)) + 0.5));
       } else {
         const double f = std::floor(c);
-        lo = std::clamp<int64_t>(static_cast<int64_t>(f), 0, in - 1);
-        hi = std::clamp<int64_t>(static_cast<int64_t>(f) + 1, 0, in - 1);
-        w = lo == hi ? 0.0f : static_cast<float>(c - f);
+        lo = inside(f);
+        hi = inside(f + 1);
+        w_lo = 1.0 - (c - f);
+        w_hi = 1.0 - w_lo;
       }
     }
     t.lo.push_back(lo);
     t.hi.push_back(hi);
-    t.w.push_back(w);
+    t.w_lo.push_back(w_lo);
+    t.w_hi.push_back(w_hi);
   }
   return t;
 }
-
-inline float lerp(float a, float b, float w) { return w == 0.0f ? a : (1.0f - w) * a + w * b; }
 
 }  // namespace
 
@@ -59,8 +68,9 @@ struct SlabExport::Impl {
   int64_t a = 0, b = 1, c = 2;  // the slab axis, then the in-plane axes in order
   Shape3 in{}, out{};
   Taps ta, tb, tc;
+  std::array<const Taps*, 3> ts{};               // ta, tb, tc
   std::vector<bool> needed;                      // input slices along `a` some output reads
-  std::map<int64_t, std::vector<float>> planes;  // input index -> K in-plane resampled planes (out_b x out_c)
+  std::map<int64_t, std::vector<float>> planes;  // input index along a -> its K input planes (in_b x in_c)
   int64_t next_in = 0, next_out = 0;
   std::vector<uint16_t> seg;  // cropped, transposed grid
   bool keep = false;
@@ -72,7 +82,8 @@ struct SlabExport::Impl {
     co[a] = ia, co[b] = ib, co[c] = ic;
     return (co[0] * out[1] + co[1]) * out[2] + co[2];
   }
-  std::vector<float> inplane(const at::Tensor& slab, int64_t local) const;
+  bool half = false;  // round the resampled logits to fp16 values (ExportOptions::half_logits)
+  std::vector<float> input_planes(const at::Tensor& slab, int64_t local) const;
   void produce(int64_t o);
 };
 
@@ -101,82 +112,69 @@ SlabExport::SlabExport(const preprocessing::CaseProperties& p, const LabelMappin
   m.tc = make_taps(m.in[m.c], m.out[m.c], order(m.c));
   m.needed.assign(static_cast<size_t>(m.in[m.a]), false);
   for (int64_t o = 0; o < m.out[m.a]; ++o) m.needed[m.ta.lo[o]] = m.needed[m.ta.hi[o]] = true;
+  m.ts[static_cast<size_t>(m.a)] = &m.ta;
+  m.ts[static_cast<size_t>(m.b)] = &m.tb;
+  m.ts[static_cast<size_t>(m.c)] = &m.tc;
   m.seg.assign(static_cast<size_t>(m.out[0] * m.out[1] * m.out[2]), 0);
   m.keep = keep_probabilities;
+  m.half = opts.half_logits;
   if (m.keep) m.all.assign(static_cast<size_t>(m.K) * m.seg.size(), 0.0f);
 }
 
 SlabExport::~SlabExport() = default;
 
-namespace {
-
-// Interpolates a plane (rows x cols) along its rows (t over `rows`) or its columns (t over `cols`).
-std::vector<float> along_rows(const std::vector<float>& in, int64_t cols, const Taps& t) {
-  const auto rows_out = static_cast<int64_t>(t.lo.size());
-  std::vector<float> out(static_cast<size_t>(rows_out * cols));
-  for (int64_t o = 0; o < rows_out; ++o) {
-    const float* lo = &in[static_cast<size_t>(t.lo[o] * cols)];
-    const float* hi = &in[static_cast<size_t>(t.hi[o] * cols)];
-    for (int64_t j = 0; j < cols; ++j) out[static_cast<size_t>(o * cols + j)] = lerp(lo[j], hi[j], t.w[o]);
-  }
-  return out;
-}
-
-std::vector<float> along_cols(const std::vector<float>& in, int64_t rows, int64_t cols, const Taps& t) {
-  const auto cols_out = static_cast<int64_t>(t.lo.size());
-  std::vector<float> out(static_cast<size_t>(rows * cols_out));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t o = 0; o < cols_out; ++o)
-      out[static_cast<size_t>(i * cols_out + o)] =
-          lerp(in[static_cast<size_t>(i * cols + t.lo[o])], in[static_cast<size_t>(i * cols + t.hi[o])], t.w[o]);
-  return out;
-}
-
-}  // namespace
-
-// The axes are always interpolated in the order 0, 1, 2, whatever the slab axis, so that slabs
-// along any axis give the same numbers: the passes along in-plane axes before `a` are done here,
-// on each input slice, and those after `a` in produce(), after the pass along `a`.
-std::vector<float> SlabExport::Impl::inplane(const at::Tensor& slab, int64_t local) const {
+// The K input planes of slice `local` (along a) of a slab, each in_b x in_c, in order.
+std::vector<float> SlabExport::Impl::input_planes(const at::Tensor& slab, int64_t local) const {
   const float* src = slab.data_ptr<float>();
   const int64_t s1 = slab.size(2), s2 = slab.size(3);
   const int64_t class_stride = slab.size(1) * s1 * s2;
   const int64_t nb = in[b], nc = in[c];
-  const int64_t rows = a < b ? nb : out[b], cols = a < c ? nc : out[c];
-  std::vector<float> res(static_cast<size_t>(K * rows * cols));
-  parallel_for(K, threads, [&](int64_t k) {
-    std::vector<float> plane(static_cast<size_t>(nb * nc));  // the slice (nb x nc) of class k
-    const float* cls = src + k * class_stride;
+  std::vector<float> res(static_cast<size_t>(K * nb * nc));
+  for (int64_t k = 0; k < K; ++k)
     for (int64_t i = 0; i < nb; ++i)
       for (int64_t j = 0; j < nc; ++j) {
         int64_t co[3];
         co[a] = local, co[b] = i, co[c] = j;
-        plane[static_cast<size_t>(i * nc + j)] = cls[(co[0] * s1 + co[1]) * s2 + co[2]];
+        res[static_cast<size_t>((k * nb + i) * nc + j)] = src[k * class_stride + (co[0] * s1 + co[1]) * s2 + co[2]];
       }
-    if (b < a) plane = along_rows(plane, nc, tb);
-    if (c < a) plane = along_cols(plane, out[b], nc, tc);
-    std::copy(plane.begin(), plane.end(), res.begin() + k * rows * cols);
-  });
   return res;
 }
 
-// Output slice `o` along `a`: interpolated between its two input slices, the passes after `a`,
-// then argmax (first maximum wins, as numpy's) or, for regions, each region painted where its
-// logit is > 0 (sigmoid > 0.5).
+// Output slice `o` along `a`: every voxel as scipy's zoom makes it, the sum over its corners (C order
+// of the array's axes) of value * w_axis0 * w_axis1 * w_axis2, in double; then rounded to the logits'
+// type, argmax (first maximum wins, as numpy's) or, for regions, each region painted where its logit is
+// > 0 (sigmoid > 0.5).
 void SlabExport::Impl::produce(int64_t o) {
-  const int64_t n = plane_size();
-  const int64_t rows = a < b ? in[b] : out[b], cols = a < c ? in[c] : out[c], stored = rows * cols;
-  const std::vector<float>& A = planes.at(ta.lo[o]);
-  const std::vector<float>& B = planes.at(ta.hi[o]);
-  const float w = ta.w[o];
+  const int64_t n = plane_size(), nc_in = in[c];
+  const int64_t plane_in = in[b] * in[c];
   std::vector<std::vector<float>> values(static_cast<size_t>(K));
   parallel_for(K, threads, [&](int64_t k) {
-    std::vector<float> v(static_cast<size_t>(stored));
-    const float* pa = &A[static_cast<size_t>(k * stored)];
-    const float* pb = &B[static_cast<size_t>(k * stored)];
-    for (int64_t i = 0; i < stored; ++i) v[static_cast<size_t>(i)] = lerp(pa[i], pb[i], w);
-    if (b > a) v = along_rows(v, cols, tb);
-    if (c > a) v = along_cols(v, out[b], cols, tc);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t ib = 0; ib < out[b]; ++ib)
+      for (int64_t ic = 0; ic < out[c]; ++ic) {
+        int64_t oo[3];
+        oo[a] = o, oo[b] = ib, oo[c] = ic;
+        double sum = 0.0;
+        for (int p0 = 0; p0 < 2; ++p0) {
+          const double w0 = p0 ? ts[0]->w_hi[oo[0]] : ts[0]->w_lo[oo[0]];
+          if (p0 && w0 == 0.0) continue;
+          const int64_t i0 = p0 ? ts[0]->hi[oo[0]] : ts[0]->lo[oo[0]];
+          for (int p1 = 0; p1 < 2; ++p1) {
+            const double w1 = p1 ? ts[1]->w_hi[oo[1]] : ts[1]->w_lo[oo[1]];
+            if (p1 && w1 == 0.0) continue;
+            const int64_t i1 = p1 ? ts[1]->hi[oo[1]] : ts[1]->lo[oo[1]];
+            for (int p2 = 0; p2 < 2; ++p2) {
+              const double w2 = p2 ? ts[2]->w_hi[oo[2]] : ts[2]->w_lo[oo[2]];
+              if (p2 && w2 == 0.0) continue;
+              const int64_t i2 = p2 ? ts[2]->hi[oo[2]] : ts[2]->lo[oo[2]];
+              int64_t ii[3] = {i0, i1, i2};
+              const float d = planes.at(ii[a])[static_cast<size_t>(k * plane_in + ii[b] * nc_in + ii[c])];
+              sum += static_cast<double>(d) * w0 * w1 * w2;
+            }
+          }
+        }
+        v[static_cast<size_t>(ib * out[c] + ic)] = half ? logit_as_half(sum) : static_cast<float>(sum);
+      }
     values[static_cast<size_t>(k)] = std::move(v);
   });
   std::vector<float> best(static_cast<size_t>(n), -std::numeric_limits<float>::infinity());
@@ -216,7 +214,7 @@ void SlabExport::add(int64_t begin, const at::Tensor& logits) {
   // Slice by slice: each output as soon as its input slices are there, and input slices no later
   // output reads dropped at once, so that only about two are kept.
   for (int64_t j = 0; j < len; ++j) {
-    if (m.needed[static_cast<size_t>(begin + j)]) m.planes[begin + j] = m.inplane(logits, j);
+    if (m.needed[static_cast<size_t>(begin + j)]) m.planes[begin + j] = m.input_planes(logits, j);
     m.next_in = begin + j + 1;
     while (m.next_out < m.out[m.a] && m.ta.hi[m.next_out] < m.next_in) m.produce(m.next_out++);
     const int64_t keep_from = m.next_out < m.out[m.a] ? m.ta.lo[m.next_out] : m.next_in;

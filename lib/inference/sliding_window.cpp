@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/progress.h"
 #include "core/strings.h"
 #include "core/torch_memory.h"
@@ -22,9 +23,11 @@ std::string number(double v) {
   return buf;
 }
 
-// Tile positions along one axis, as a double.
+// Tile positions along one axis, as a double. A patch one voxel thick (a 2D network's slices) visits
+// every position once, as nnU-Net's slice loop does (its step formula would repeat slices).
 double positions(int64_t image_size, int64_t patch, double step_size) {
   if (image_size < patch) throw Error("sliding window: image smaller than the patch");
+  if (patch == 1) return static_cast<double>(image_size);
   return std::ceil(static_cast<double>(image_size - patch) / (static_cast<double>(patch) * step_size)) + 1;
 }
 
@@ -51,7 +54,9 @@ std::vector<std::vector<int64_t>> compute_steps(const std::vector<int64_t>& imag
   std::vector<std::vector<int64_t>> steps;
   for (size_t d = 0; d < patch.size(); ++d) {
     const auto n = static_cast<int64_t>(positions(image_size[d], patch[d], step_size));
-    const double actual = n > 1 ? static_cast<double>(image_size[d] - patch[d]) / static_cast<double>(n - 1) : 0.0;
+    const double actual = patch[d] == 1 ? 1.0
+                          : n > 1       ? static_cast<double>(image_size[d] - patch[d]) / static_cast<double>(n - 1)
+                                        : 0.0;
     std::vector<int64_t> s;
     for (int64_t i = 0; i < n; ++i) s.push_back(static_cast<int64_t>(std::nearbyint(actual * static_cast<double>(i))));
     steps.push_back(s);
@@ -59,25 +64,51 @@ std::vector<std::vector<int64_t>> compute_steps(const std::vector<int64_t>& imag
   return steps;
 }
 
-at::Tensor gaussian_importance_map(const std::vector<int64_t>& patch, double sigma_scale, double value_scaling) {
+namespace {
+
+// scipy.ndimage's 1D gaussian kernel (_gaussian_kernel1d, order 0) as gaussian_filter builds it:
+// exp(-0.5 / sigma^2 * x^2) over x in [-radius, radius], radius = int(4 sigma + 0.5), divided by its sum.
+std::vector<double> scipy_gaussian_kernel(double sigma) {
+  const auto radius = static_cast<int64_t>(4.0 * sigma + 0.5);
+  const double factor = -0.5 / (sigma * sigma);
+  std::vector<double> k;
+  double sum = 0;
+  for (int64_t x = -radius; x <= radius; ++x) {
+    k.push_back(std::exp(factor * static_cast<double>(x * x)));
+    sum += k.back();
+  }
+  for (double& v : k) v /= sum;
+  return k;
+}
+
+}  // namespace
+
+at::Tensor gaussian_importance_map(const std::vector<int64_t>& patch, double sigma_scale, double value_scaling,
+                                   at::ScalarType dtype) {
+  // gaussian_filter of a unit impulse at patch // 2, mode 'constant': each axis multiplies the kernel's
+  // value at the distance from the centre (zero beyond the radius) into the running product, in axis
+  // order, in double, as scipy's separable passes do.
   at::Tensor map = at::ones({1}, at::kDouble);
   for (int64_t n : patch) {
-    const double sigma = static_cast<double>(n) * sigma_scale;
-    const int64_t center = n / 2;
-    const int64_t radius = static_cast<int64_t>(4.0 * sigma + 0.5);  // scipy's truncate=4
+    const std::vector<double> k = scipy_gaussian_kernel(static_cast<double>(n) * sigma_scale);
+    const auto radius = static_cast<int64_t>(k.size() / 2);
     at::Tensor g = at::zeros({n}, at::kDouble);
     auto acc = g.accessor<double, 1>();
     for (int64_t i = 0; i < n; ++i) {
-      const double d = static_cast<double>(i - center);
-      if (std::abs(i - center) <= radius) acc[i] = std::exp(-d * d / (2 * sigma * sigma));
+      const int64_t d = i - n / 2;
+      if (std::abs(d) <= radius) acc[i] = k[static_cast<size_t>(d + radius)];
     }
     map = map.unsqueeze(-1) * g;  // outer product, building (n0, n1, ...)
   }
   map = map.reshape(std::vector<int64_t>(patch.begin(), patch.end()));
-  map = map / map.max() * value_scaling;
-  const at::Tensor nonzero_min = map.masked_select(map > 0).min();
-  map = at::where(map == 0, nonzero_min, map);
-  return map.to(at::kFloat);
+  map = map / (map.max() / value_scaling);  // nnU-Net's division, in double
+  // Converted first, then zeros (a kernel truncated early, or fp16 underflow in the corners of large
+  // patches) raised to the smallest nonzero value of the converted map: nnU-Net's order, so the fp16 map
+  // is nnU-Net's fp16 map value for value.
+  map = map.to(dtype);
+  const at::Tensor zero = map == 0;
+  if (zero.any().item<bool>()) map = at::where(zero, map.masked_select(~zero).min(), map);
+  return map;
 }
 
 namespace {
@@ -86,14 +117,24 @@ struct Tile {
   std::vector<int64_t> start;
 };
 
-// Every combination of the mirror axes (the empty one included): 2^k flips.
+// Every combination of the mirror axes, in nnU-Net's order: none first, then
+// itertools.combinations(axes, 1), (axes, 2), ... (the mirrored logits are summed in this order).
 std::vector<std::vector<int64_t>> mirror_sets(const std::vector<int64_t>& axes) {
-  std::vector<std::vector<int64_t>> out;
-  for (int64_t m = 0; m < (int64_t{1} << axes.size()); ++m) {
-    std::vector<int64_t> s;
-    for (size_t k = 0; k < axes.size(); ++k)
-      if (m & (int64_t{1} << k)) s.push_back(axes[k]);
-    out.push_back(s);
+  std::vector<std::vector<int64_t>> out{{}};
+  const size_t k = axes.size();
+  for (size_t size = 1; size <= k; ++size) {
+    std::vector<size_t> idx(size);
+    for (size_t i = 0; i < size; ++i) idx[i] = i;
+    while (true) {
+      std::vector<int64_t> s;
+      for (size_t i : idx) s.push_back(axes[i]);
+      out.push_back(s);
+      size_t i = size;  // the next combination in lexicographic order
+      while (i > 0 && idx[i - 1] == k - size + i - 1) --i;
+      if (i == 0) break;
+      ++idx[i - 1];
+      for (size_t j = i; j < size; ++j) idx[j] = idx[j - 1] + 1;
+    }
   }
   return out;
 }
@@ -129,9 +170,9 @@ struct SlidingWindow::Impl {
   bool slice_mode = false;  // a 2D network on a 3D image: tiles of one slice
   std::vector<int64_t> patch, mirror_axes, before, original, size;
   at::Tensor image;  // padded, on the device
-  // The gaussian importance map (or ones) on the accumulator device, in float and in the
-  // accumulators' type: made once, not per row of a slab-wise prediction.
-  at::Tensor gauss, gauss_acc;
+  // The gaussian importance map (or ones) on the accumulator device in the accumulators' type: made
+  // once, not per row of a slab-wise prediction.
+  at::Tensor gauss_acc;
   std::vector<std::vector<int64_t>> steps;
   int64_t shard_axis = 0;
 
@@ -151,6 +192,8 @@ struct SlidingWindow::Impl {
   struct Tally {
     int64_t done = 0, total = 0;  // tiles, for SlidingWindowOptions::on_tile
   };
+  // The network's logits (float, on the accumulator device) for `batch`, in passes of max_batch.
+  at::Tensor forward(const NetworkFn& net, const std::vector<at::Tensor>& batch) const;
   void add_tiles(const NetworkFn& net, const std::vector<Tile>& tiles, const std::vector<int64_t>& origin,
                  at::Tensor& logits, at::Tensor& weights, ProgressBar& bar, Tally& tally) const;
   // logits / weights of accumulators starting at padded `origin`, checked finite, cropped to the
@@ -163,6 +206,24 @@ std::pair<at::Tensor, at::Tensor> SlidingWindow::Impl::zeros(const std::vector<i
   out_shape.insert(out_shape.end(), extent.begin(), extent.end());
   const auto opts = at::TensorOptions().device(accumulator_device()).dtype(accumulator_type());
   return {at::zeros(out_shape, opts), at::zeros(extent, opts)};
+}
+
+at::Tensor SlidingWindow::Impl::forward(const NetworkFn& net, const std::vector<at::Tensor>& batch) const {
+  // At most max_batch inputs per pass: with max_batch 1 each tile and each mirrored copy runs alone, as
+  // nnU-Net runs them (a batched convolution may round differently).
+  const auto step = static_cast<size_t>(std::max<int64_t>(1, o.max_batch));
+  std::vector<at::Tensor> out;
+  for (size_t first = 0; first < batch.size(); first += step) {
+    const size_t last = std::min(batch.size(), first + step);
+    at::Tensor x = at::stack(std::vector<at::Tensor>(batch.begin() + static_cast<std::ptrdiff_t>(first),
+                                                     batch.begin() + static_cast<std::ptrdiff_t>(last)))
+                       .to(o.device);
+    if (slice_mode) x = x.squeeze(2);
+    at::Tensor y = net(x);
+    if (slice_mode) y = y.unsqueeze(2);
+    out.push_back(y.to(accumulator_device(), at::kFloat));
+  }
+  return out.size() == 1 ? out[0] : at::cat(out);
 }
 
 void SlidingWindow::Impl::add_tiles(const NetworkFn& net, const std::vector<Tile>& tiles,
@@ -179,23 +240,22 @@ void SlidingWindow::Impl::add_tiles(const NetworkFn& net, const std::vector<Tile
       const at::Tensor crop = image.index(region(tiles[t], zero));
       for (const auto& f : flips) batch.push_back(f.empty() ? crop : crop.flip(shifted(f, 1)));
     }
-    at::Tensor x = at::stack(batch).to(o.device);
-    if (slice_mode) x = x.squeeze(2);
-    at::Tensor y = net(x);
-    if (slice_mode) y = y.unsqueeze(2);
-    y = y.to(accumulator_device(), at::kFloat);
+    at::Tensor y = forward(net, batch);
     for (size_t t = first_tile; t < last; ++t) {
-      // The mirrored copies' mean times the gaussian, added in place: no temporary the size of a
-      // tile's logits beyond the copies' sum (many classes make them large).
+      // nnU-Net's _internal_maybe_mirror_and_predict, then its accumulation, op for op: the mirrored
+      // copies summed in order and divided by their count, times the gaussian (in the accumulators'
+      // type, as nnU-Net's is fp16), added into the accumulators.
       at::Tensor sum;
       for (int64_t c = 0; c < copies; ++c) {
         at::Tensor yi = y[static_cast<int64_t>(t - first_tile) * copies + c];
         const auto& f = flips[static_cast<size_t>(c)];
         if (!f.empty()) yi = yi.flip(shifted(f, 1));
-        sum = !sum.defined() ? yi : c == 1 ? sum + yi : sum.add_(yi);
+        sum = !sum.defined() ? yi : sum.add_(yi);
       }
+      if (copies > 1) sum.div_(static_cast<double>(copies));
+      sum.mul_(gauss_acc);
       auto r = region(tiles[t], origin);
-      logits.index(r).addcmul_(sum, gauss, 1.0 / static_cast<double>(copies));
+      logits.index(r).add_(sum);
       r.erase(r.begin());
       weights.index(r).add_(gauss_acc);
       bar.tick();
@@ -213,14 +273,16 @@ at::Tensor SlidingWindow::Impl::finished(const at::Tensor& logits, const at::Ten
     const int64_t hi = std::min<int64_t>(before[d] + original[d], origin[d] + weights.size(d)) - origin[d];
     crop.emplace_back(at::indexing::Slice(lo, std::max(lo, hi)));
   }
-  at::Tensor out = logits.index(crop).to(at::kFloat) /
-                   weights.index(std::vector<at::indexing::TensorIndex>(crop.begin() + 1, crop.end())).to(at::kFloat);
+  // In the accumulators' type: nnU-Net divides its fp16 sums into an fp16 result.
+  at::Tensor out =
+      at::div(logits.index(crop), weights.index(std::vector<at::indexing::TensorIndex>(crop.begin() + 1, crop.end())))
+          .to(at::kFloat);
   // The smallest and largest value are finite exactly when every element is (a NaN propagates), and
   // unlike isfinite() the reduction allocates nothing the size of the logits.
   if (out.numel() == 0) return out.to(at::kCPU);
   const auto [lo, hi] = at::aminmax(out);
   if (!std::isfinite(lo.item<float>()) || !std::isfinite(hi.item<float>()))
-    throw Error("sliding window: non-finite logits (fp16 accumulator overflow or a broken network)");
+    throw NonFiniteLogits("sliding window: non-finite logits (fp16 accumulator overflow or a broken network)");
   return out.to(at::kCPU).contiguous();
 }
 
@@ -268,7 +330,7 @@ double WindowShape::padded_voxels() const {
 }
 
 WindowShape window_shape(const std::vector<int64_t>& image_size, const std::vector<int64_t>& patch_size,
-                         double step_size) {
+                         double step_size, bool most_positions) {
   check_step_size(step_size, "sliding window: step_size");
   const auto spatial = image_size.size();
   if (spatial != 2 && spatial != 3) throw Error("sliding window: image must be (C, y, x) or (C, z, y, x)");
@@ -280,7 +342,7 @@ WindowShape window_shape(const std::vector<int64_t>& image_size, const std::vect
   for (size_t d = 0; d < spatial; ++d) w.padded.push_back(std::max(image_size[d], w.patch[d]));
   std::vector<double> n;
   for (size_t d = 0; d < spatial; ++d) n.push_back(positions(w.padded[d], w.patch[d], step_size));
-  for (size_t d = 1; d < spatial; ++d) {
+  for (size_t d = 1; d < spatial && most_positions; ++d) {
     const auto best = static_cast<size_t>(w.axis);
     if (n[d] > n[best] || (n[d] == n[best] && w.padded[d] > w.padded[best])) w.axis = static_cast<int64_t>(d);
   }
@@ -296,7 +358,7 @@ SlidingWindow::SlidingWindow(const at::Tensor& image_in, int64_t num_classes, co
   if (m.spatial != 2 && m.spatial != 3) throw Error("sliding window: image must be (C, y, x) or (C, z, y, x)");
   m.original.assign(image_in.sizes().begin() + 1, image_in.sizes().end());
   const int64_t pd = static_cast<int64_t>(o.patch_size.size());
-  const WindowShape shape = window_shape(m.original, o.patch_size, o.step_size);
+  const WindowShape shape = window_shape(m.original, o.patch_size, o.step_size, o.split_most_positions);
   m.slice_mode = pd == 2 && m.spatial == 3;
   m.patch = shape.patch;
   for (auto a : o.mirror_axes)
@@ -319,9 +381,11 @@ SlidingWindow::SlidingWindow(const at::Tensor& image_in, int64_t num_classes, co
   check_tiles_fit(m.size, m.patch, o.step_size);
   m.steps = compute_steps(m.size, m.patch, o.step_size);
   m.shard_axis = shape.axis;
-  m.gauss =
-      (o.use_gaussian ? gaussian_importance_map(m.patch) : at::ones(m.patch, at::kFloat)).to(m.accumulator_device());
-  m.gauss_acc = m.gauss.to(m.accumulator_type());
+  // The gaussian of the network's patch (a 2D one for slices), in the accumulators' type.
+  m.gauss_acc = (o.use_gaussian ? gaussian_importance_map(o.patch_size, 1.0 / 8.0, 10.0, m.accumulator_type())
+                                : at::ones(o.patch_size, m.accumulator_type()))
+                    .reshape(m.patch)
+                    .to(m.accumulator_device());
 }
 
 SlidingWindow::~SlidingWindow() = default;
@@ -420,9 +484,18 @@ void SlidingWindow::stream(const NetworkFn& net, const SlabSink& sink) const {
 
 at::Tensor predict_sliding_window(const NetworkFn& net, const at::Tensor& image, int64_t num_classes,
                                   const SlidingWindowOptions& o) {
-  const SlidingWindow window(image, num_classes, o);
-  const auto [logits, weights] = window.accumulate(net, 0, 1);
-  return window.finish(logits, weights);
+  try {
+    const SlidingWindow window(image, num_classes, o);
+    const auto [logits, weights] = window.accumulate(net, 0, 1);
+    return window.finish(logits, weights);
+  } catch (const NonFiniteLogits& e) {
+    if (!o.half_accumulators) throw;
+    // Where nnU-Net stops ("Encountered inf in predicted array"), predict once more in fp32.
+    spdlog::warn("{}; predicting again with float32 accumulators", one_line(e.what()));
+    SlidingWindowOptions f = o;
+    f.half_accumulators = false;
+    return predict_sliding_window(net, image, num_classes, f);
+  }
 }
 
 }  // namespace medseg::inference

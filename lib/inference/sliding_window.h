@@ -3,8 +3,17 @@
 // step_size * patch, gaussian importance weights (sigma = patch/8), optional mirroring test-time
 // augmentation, logits accumulated and normalised by the summed weights. Faster than nnU-Net by
 // running several tiles and their mirrored copies in one forward pass.
+//
+// With fp16 accumulators (nnU-Net's, on every device: predicted_logits and n_predictions are
+// torch.half in nnUNetPredictor, CPU included) the arithmetic is nnU-Net's op for op: the fp16
+// gaussian, each tile's float logits times it, added into the fp16 sums tile by tile in nnU-Net's
+// order (first axis outermost), the fp16 quotient. fp16 rounding depends on that order, and in the
+// corners of large patches the fp16 gaussian is subnormal, which quantises the logits of voxels near
+// the image's faces (nnU-Net's probabilities there differ from exact fp32 ones by up to ~0.2):
+// matching nnU-Net means doing the same. fp32 accumulators give the exact weighted mean instead.
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include <cstdint>
 #include <functional>
@@ -13,7 +22,16 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
+
 namespace medseg::inference {
+
+// The finished logits hold an infinity or NaN: fp16 accumulators overflowed (predict again in fp32), or
+// the network is broken.
+class NonFiniteLogits : public Error {
+ public:
+  using Error::Error;
+};
 
 // (B, C, *patch) -> (B, K, *patch) logits.
 using NetworkFn = std::function<at::Tensor(const at::Tensor&)>;
@@ -25,7 +43,11 @@ struct SlidingWindowOptions {
   std::vector<int64_t> mirror_axes;  // spatial axes (of the patch) for mirroring TTA; empty = off
   int64_t max_batch = 8;             // tiles x mirror copies per forward pass
   c10::Device device = c10::kCPU;
-  bool half_accumulators = false;  // fp16 accumulators (GPU memory), as nnU-Net does on device
+  bool half_accumulators = true;  // fp16 accumulators and gaussian, as nnU-Net on every device (above)
+  // Shards and slabs split the axis with the most tile positions (sharded prediction, where the split
+  // balances the ranks) instead of the first axis (nnU-Net's outermost loop: a slab-wise prediction
+  // then adds every voxel's tiles in nnU-Net's order).
+  bool split_most_positions = false;
   // Logits accumulate in host memory while the network runs on `device` (nnU-Net's
   // perform_everything_on_device=False, medseg_predict --not_on_device): the image stays on the host
   // too and each batch of tiles travels to the device and back.
@@ -50,14 +72,16 @@ std::vector<std::vector<int64_t>> compute_steps(const std::vector<int64_t>& imag
 
 // nnU-Net's gaussian importance map: separable gaussian centred at patch//2, sigma = patch/8,
 // truncated at 4 sigma like scipy.ndimage.gaussian_filter, scaled to a maximum of 10, zeros
-// replaced by the smallest nonzero value. float32 on CPU.
+// replaced by the smallest nonzero value of the map in `dtype` (nnU-Net's compute_gaussian, whose
+// default dtype is float16), on CPU.
 at::Tensor gaussian_importance_map(const std::vector<int64_t>& patch, double sigma_scale = 1.0 / 8.0,
-                                   double value_scaling = 10.0);
+                                   double value_scaling = 10.0, at::ScalarType dtype = at::kFloat);
 
 // Where an image's tiles lie, computed from sizes alone (no tensor): the padded size, the patch as
-// the window uses it (a 2D patch on a 3D image gets a leading 1), and the axis that shards and slabs
-// split: the one with the most tile positions (ties: the longer one). Tiles are visited with that
-// axis outermost, so a slab-wise prediction adds the same numbers in the same order as a whole one.
+// the window uses it (a 2D patch on a 3D image gets a leading 1, and tiles every slice once), and the
+// axis that shards and slabs split: the first (nnU-Net's outermost loop), or with `most_positions` the
+// one with the most tile positions (ties: the longer one). Tiles are visited with that axis outermost,
+// so a slab-wise prediction adds the same numbers in the same order as a whole one.
 struct WindowShape {
   std::vector<int64_t> padded, patch;
   int64_t axis = 0;
@@ -66,7 +90,7 @@ struct WindowShape {
   double padded_voxels() const;
 };
 WindowShape window_shape(const std::vector<int64_t>& image_size, const std::vector<int64_t>& patch_size,
-                         double step_size);
+                         double step_size, bool most_positions = false);
 
 // image: (C, *spatial) float; returns logits (K, *spatial) float32 on CPU. Images smaller than the
 // patch are zero-padded (centred) and cropped back.

@@ -144,8 +144,14 @@ std::shared_ptr<torch::nn::Module> OneDnnConv3dImpl::clone(const torch::optional
 
 torch::Tensor OneDnnConv3dImpl::forward(const torch::Tensor& input) {
   const at::IntArrayRef stride = *options.stride();
-  if (!onednn_conv3d_applies(input, weight, stride, padding_)) return torch::nn::Conv3dImpl::forward(input);
+  if (torch_dispatch_ || !onednn_conv3d_applies(input, weight, stride, padding_))
+    return torch::nn::Conv3dImpl::forward(input);
   return onednn_conv3d(input, weight, bias, stride, padding_);
+}
+
+void use_torch_conv_dispatch(torch::nn::Module& net, bool on) {
+  for (const auto& m : net.modules(/*include_self=*/true))
+    if (auto* c = dynamic_cast<OneDnnConv3dImpl*>(m.get())) c->set_torch_dispatch(on);
 }
 
 }  // namespace medseg::models

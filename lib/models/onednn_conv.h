@@ -28,11 +28,19 @@ class OneDnnConv3dImpl : public torch::nn::Conv3dImpl {
   std::shared_ptr<torch::nn::Module> clone(
       const torch::optional<torch::Device>& device = torch::nullopt) const override;
 
+  // Every call goes through torch's own convolution dispatch (native im2col where torch picks it), as
+  // a PyTorch network runs: bit for bit the same fp32 numbers, at torch's speed.
+  void set_torch_dispatch(bool on) { torch_dispatch_ = on; }
+
  private:
   // The padding as numbers: options.padding() is a variant (c10:: in 1.13, std:: in 2.x).
   std::vector<int64_t> padding_;
+  bool torch_dispatch_ = false;
 };
 TORCH_MODULE(OneDnnConv3d);
+
+// set_torch_dispatch(on) on every OneDnnConv3d in `net` (medseg_predict --exact_nnunet).
+void use_torch_conv_dispatch(torch::nn::Module& net, bool on);
 
 // The conv (zero padding, dilation 1, groups 1) as oneDNN forward and backward; `bias` may be
 // undefined. Needs padding <= kernel - 1 per axis. Exposed for the gradient tests.

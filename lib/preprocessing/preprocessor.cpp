@@ -152,9 +152,10 @@ PreprocessedCaseData preprocess_case(io::LoadedCase loaded, const PreprocessPlan
   crop = {};
 
   // 3. normalize (before resampling, so the mask still fits the image exactly)
+  const ChannelLayout layout{cropped, props.shape_before_cropping, tf};
   for (int c = 0; c < nch; ++c) {
     const IntensityProps* ip = plan.intensity[c] ? &*plan.intensity[c] : nullptr;
-    normalize_channel(data.data() + c * n, n, plan.schemes[c], plan.use_mask[c], seg.data(), ip);
+    normalize_channel(data.data() + c * n, n, plan.schemes[c], plan.use_mask[c], seg.data(), ip, &layout);
   }
 
   // 4. resample

@@ -99,6 +99,7 @@ double run_final_validation(models::SegmentationNetworkImpl& net, const RunInput
   o.patch_size.assign(plan.patch_size.begin(), plan.patch_size.end());
   o.mirror_axes = mirror_axes;
   o.device = device;
+  export_opts.half_logits = o.half_accumulators;  // nnU-Net's fp16 logits, as medseg_predict's default
   auto fn = [&](const at::Tensor& x) { return net.forward(x)[0]; };
 
   const std::vector<NextStage> next = next_stages(in);

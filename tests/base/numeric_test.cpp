@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <utility>
+#include <vector>
+
 #include "core/numeric.h"
 
 using namespace medseg;
@@ -25,4 +30,47 @@ TEST(Numeric, RoundHalfToEvenLikePython) {
   EXPECT_EQ(round_half_even_int(2.5), 2);
   EXPECT_EQ(round_half_even_int(-0.5), 0);
   EXPECT_EQ(round_half_even_int(2.6), 3);
+}
+
+// numpy.float16(x) for float64 x, by hand: halves have 10 fraction bits, so in [1, 2) the spacing is
+// 2^-10; below 2^-14 they are subnormal with spacing 2^-24; 65504 is the largest, 65520 rounds to inf.
+TEST(Numeric, RoundToHalfIsNumpysFloat64ToFloat16Cast) {
+  EXPECT_EQ(round_to_half(1.0), 1.0f);
+  EXPECT_EQ(round_to_half(1.0 + std::ldexp(1.0, -11)), 1.0f);  // a tie: to the even neighbour 1
+  EXPECT_EQ(round_to_half(1.0 + 3 * std::ldexp(1.0, -11)), 1.0f + std::ldexp(1.0f, -9));  // tie: to even 1+2^-9
+  // One rounding from the double: just above the tie goes up. Through float (1 + 2^-11 exactly) it
+  // would be a tie and go down: numpy rounds once.
+  EXPECT_EQ(round_to_half(1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40)), 1.0f + std::ldexp(1.0f, -10));
+  EXPECT_EQ(round_to_half(-3.14159265), -3.140625f);      // 3 + 36/256 (spacing 2^-9 in [2, 4))
+  EXPECT_EQ(round_to_half(1e-7), std::ldexp(2.0f, -24));  // 1e-7 / 2^-24 = 1.68: 2 quanta
+  EXPECT_EQ(round_to_half(2.9e-8), 0.0f);                 // below half a quantum
+  EXPECT_EQ(round_to_half(65504.0), 65504.0f);
+  EXPECT_EQ(round_to_half(65519.9), 65504.0f);
+  EXPECT_TRUE(std::isinf(round_to_half(65520.0)));
+  EXPECT_TRUE(std::isnan(round_to_half(std::nan(""))));
+  EXPECT_EQ(round_to_half(std::ldexp(1.0, -14) * 1.5), std::ldexp(1.0f, -14) * 1.5f);  // smallest normals exact
+}
+
+namespace {
+// ((i * 7919) % 10007 - 5000) * 0.37f, exact in float32 arithmetic on either side.
+std::vector<float> numpy_test_values(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>((i * 7919) % 10007 - 5000) * 0.37f;
+  return v;
+}
+float from_bits(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+}  // namespace
+
+// np.add.reduce of those float32 values in numpy 2.4 (bits printed by numpy): one block, pairwise halves.
+TEST(Numeric, NumpySumF32IsNumpysPairwiseFloat32Sum) {
+  const std::vector<std::pair<int64_t, uint32_t>> cases{
+      {5, 0xc50753d7u}, {100, 0x44373e09u}, {300, 0xc2b48fa0u}, {20000, 0x46b00f24u}};
+  for (const auto& [n, bits] : cases) {
+    const std::vector<float> v = numpy_test_values(n);
+    EXPECT_EQ(numpy_sum_f32(v.data(), n), from_bits(bits)) << n;
+  }
 }

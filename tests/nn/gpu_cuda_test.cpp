@@ -40,6 +40,8 @@
 #include "training/loss.h"
 #include "training/memory_probe.h"
 #include "training/optimizer.h"
+#include "inference/sliding_window.h"
+#include "nn/nnunet_window_reference.h"
 
 using namespace medseg;
 
@@ -556,4 +558,43 @@ TEST(CudaDeviceAugment, EqualsTheCpuBatchedAndPerSamplePaths) {
     expect_agreement(vs_batched, std::string(row.name) + ", CUDA vs cpu_batched");
     expect_agreement(vs_per_sample, std::string(row.name) + ", CUDA vs the per-sample CPU path");
   }
+}
+
+// --- 6. The sliding window's fp16 accumulators on the GPU (nnU-Net's arithmetic, issue 39) ---------
+
+TEST(CudaSlidingWindow, Fp16AccumulatorsOnTheGpuAreNnUNetsArithmetic) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::NoGradGuard ng;
+  torch::manual_seed(4);
+  auto conv = torch::nn::Conv3d(torch::nn::Conv3dOptions(1, 3, 3).padding(1));
+  conv->to(torch::Device(torch::kCUDA, 0));
+  const auto net = [&](const at::Tensor& x) { return conv->forward(x.to(torch::Device(torch::kCUDA, 0))); };
+  const at::Tensor image = torch::randn({1, 40, 33, 52});
+  const std::vector<int64_t> patch{32, 24, 32};
+  // nnU-Net's loop in torch ops on the GPU, one tile per forward pass, as nnU-Net runs it.
+  const at::Tensor ref = medseg::test::nnunet_reference(net, image.cuda(), 3, patch, {0, 1, 2}).cpu();
+  inference::SlidingWindowOptions o;
+  o.patch_size = patch;
+  o.mirror_axes = {0, 1, 2};
+  o.max_batch = 8;  // one tile and its 7 mirrored copies per pass (medseg's batching)
+  o.device = torch::Device(torch::kCUDA, 0);
+  const at::Tensor got = inference::predict_sliding_window(net, image, 3, o);
+  // A batched convolution may round differently in fp32 than one of batch 1; the fp16 sums then differ
+  // by at most an fp16 step of the logits here and there.
+  const float scale = ref.abs().max().item<float>();
+  const float worst = (got - ref).abs().max().item<float>();
+  std::cout << "[ fp16 window on CUDA ] max |medseg - nnU-Net's loop| = " << worst << " (logits up to " << scale
+            << "); equal voxels " << (got == ref).to(at::kFloat).mean().item<float>() << "\n";
+  EXPECT_LE(worst, scale * std::ldexp(1.0f, -9));
+  EXPECT_GT((got == ref).to(at::kFloat).mean().item<float>(), 0.99f);
+  // The same window with the CPU's network: labels equal wherever the top-two margin exceeds 1e-2.
+  torch::manual_seed(4);  // the same weights as `conv`
+  auto cpu_conv = torch::nn::Conv3d(torch::nn::Conv3dOptions(1, 3, 3).padding(1));
+  inference::SlidingWindowOptions c = o;
+  c.device = torch::kCPU;
+  const at::Tensor on_cpu =
+      inference::predict_sliding_window([&](const at::Tensor& x) { return cpu_conv->forward(x); }, image, 3, c);
+  const at::Tensor p = on_cpu.softmax(0), top = std::get<0>(p.topk(2, 0));
+  const at::Tensor margin = top[0] - top[1];
+  EXPECT_TRUE(at::equal(got.argmax(0).masked_select(margin > 1e-2), on_cpu.argmax(0).masked_select(margin > 1e-2)));
 }

@@ -153,6 +153,15 @@ TEST(InferencePredict, TwoFoldEnsembleAveragesTheFoldsLogits) {
 
   PredictorOptions po = cpu_options();
   po.mirroring = false;  // averaging is linear either way; eight times fewer forward passes
+  {
+    // nnU-Net's fp16 ensemble (the default): each fold's fp16 logits, summed and halved in fp16.
+    Predictor h0(load_model_folder(d / "model", {"0"}), po), h1(load_model_folder(d / "model", {"1"}), po);
+    Predictor h01(load_model_folder(d / "model", {"0", "1"}), po);
+    const auto c = h0.preprocess(io::load_case({"a", {d / "in/a_0000.nii.gz"}, ""}));
+    const at::Tensor a = h0.predict_logits(c.arrays), b = h1.predict_logits(c.arrays);
+    EXPECT_TRUE(at::equal(h01.predict_logits(c.arrays), ((a.to(at::kHalf) + b.to(at::kHalf)) / 2).to(at::kFloat)));
+  }
+  po.half_accumulators = false;  // below: exact sums, so that the averages hold to float precision
   Predictor p0(load_model_folder(d / "model", {"0"}), po);
   Predictor p1(load_model_folder(d / "model", {"1"}), po);
   Predictor both(load_model_folder(d / "model", {"0", "1"}), po);

@@ -47,6 +47,7 @@ at::Tensor read_probabilities(const std::string& path) {
 TEST(InferenceSharded, SlabsCoverTheTilePositionsOfTheLongestAxisOnce) {
   SlidingWindowOptions o;
   o.patch_size = {16, 16, 16};
+  o.split_most_positions = true;  // as predict_sliding_window_sharded sets it
   const at::Tensor img = at::zeros({1, 20, 44, 19});
   const SlidingWindow w(img, 2, o);
   // y: 44 -> n = ceil(28/8)+1 = 5 positions {0,7,14,21,28}; z: 2, x: 2. Two shards: 2 + 3 positions.
@@ -71,7 +72,8 @@ TEST(InferenceSharded, TwoRanksEqualOneProcessWithTtaAndTwoFolds) {
   test::TempDir d("sharded");
   const std::string model = two_fold_model(d / "model");
   io::write_image(d / "a_0000.nii.gz", wavy_image({44, 22, 19}, 0));
-  PredictorOptions po;  // mirroring on (8 copies), torch threads left alone (two predictors at once)
+  PredictorOptions po;           // mirroring on (8 copies), torch threads left alone (two predictors at once)
+  po.half_accumulators = false;  // the ranks' sums are fp32: compare with fp32 sums
   Predictor single(load_model_folder(model, {"0", "1"}), po);
   const auto c = single.preprocess(io::load_case({"a", {d / "a_0000.nii.gz"}, ""}));
   const at::Tensor expected = single.predict_logits(c.arrays);
@@ -104,7 +106,9 @@ TEST(InferenceSharded, NprocPerNodeWritesTheSingleProcessOutputs) {
     std::ofstream bad(d / "in/0broken_0000.nii.gz", std::ios::binary);
     bad << "\x1f\x8b\x08\x00";
   }
-  const std::string common = " -m " + model + " -f 0 1 --save_probabilities --threads 1 --disable_progress_bar";
+  // The ranks accumulate in fp32 (docs/predict.md): the single process too, to compare.
+  const std::string common =
+      " -m " + model + " -f 0 1 --save_probabilities --threads 1 --disable_progress_bar --accumulators fp32";
   auto one = test::run_cli("medseg_predict", "-i " + (d / "in") + " -o " + (d / "one") + common + " -npp 0 -nps 0");
   ASSERT_EQ(one.exit_code, 1) << one.output;
   auto two = test::run_cli("medseg_predict",

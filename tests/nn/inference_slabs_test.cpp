@@ -77,7 +77,7 @@ TEST(PredictionSlabs, SlabsPutTogetherAreTheWholeLogitsBitForBit) {
   struct Case {
     std::vector<int64_t> image;
     std::vector<int64_t> patch;
-    int64_t axis;  // the axis with the most tile positions (ties: the longer)
+    int64_t axis;  // the axis with the most tile positions (ties: the longer): sharded prediction's split
   };
   const std::vector<Case> cases{
       {{45, 20, 23}, {16, 16, 16}, 0},  // 5 positions along z, 2 and 2 in-plane
@@ -93,8 +93,9 @@ TEST(PredictionSlabs, SlabsPutTogetherAreTheWholeLogitsBitForBit) {
     const auto o = options(c.patch, c.patch.size() == 3 ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{1});
     const at::Tensor whole = predict_sliding_window(net.fn(), image, 3, o);
     const Streamed s = stream_all(net.fn(), image, 3, o);
-    EXPECT_EQ(s.axis, c.axis);
-    EXPECT_EQ(window_shape(c.image, c.patch, 0.5).axis, c.axis);
+    EXPECT_EQ(s.axis, 0);  // slabs run along nnU-Net's outermost tile loop
+    EXPECT_EQ(window_shape(c.image, c.patch, 0.5).axis, 0);
+    EXPECT_EQ(window_shape(c.image, c.patch, 0.5, true).axis, c.axis);
     EXPECT_GT(s.slabs, 1);
     EXPECT_TRUE(torch::equal(s.logits, whole)) << "image " << c.image[0] << "x" << c.image[1] << "x" << c.image[2]
                                                << ": max difference " << (s.logits - whole).abs().max().item<float>();
@@ -128,7 +129,8 @@ TEST(PredictionSlabs, ASlabHoldsAPatchThickAccumulatorWithinTheMemoryModel) {
   size.cropped = size.original = {320, 32, 32};
   size.classes = K;
   size.tile_batch = o.max_batch;
-  const CaseMemory model = case_memory(size, window_shape(size.preprocessed, o.patch_size, 0.5), false, false);
+  const CaseMemory model =
+      case_memory(size, window_shape(size.preprocessed, o.patch_size, 0.5), false, o.half_accumulators, false);
   // The model counts the preprocessed case as well, which the scopes do not see (it lives before them).
   const double arrays = 4.0 * 320 * 32 * 32;
   EXPECT_LE(static_cast<double>(whole_peak), model.whole_host - arrays);
@@ -278,20 +280,24 @@ TEST(PredictionSlabs, PlacementFollowsTheHandComputedMemoryModel) {
   const WindowShape w = window_shape(s.preprocessed, {32, 32, 32}, 0.5);
   EXPECT_EQ(w.axis, 0);
   EXPECT_EQ(w.slab_voxels(), 131072.0);
-  const CaseMemory cpu = case_memory(s, w, false, false);
+  const CaseMemory cpu = case_memory(s, w, false, false, false);  // fp32 accumulators (--accumulators fp32)
   // No padding, so no copy of the image; accumulators 4*4*262144; the division 4*3*262144; the
   // preprocessed case 4*262144.
   EXPECT_EQ(cpu.whole_host, 4194304.0 + 3145728.0 + 1048576.0 + batch);
   // accumulators 4*4*131072; a chunk of 32/32 = 1 slice (4096 voxels) divided and copied 8*3*4096;
   // the preprocessed case
   EXPECT_EQ(cpu.slabs_host, 2097152.0 + 98304.0 + 1048576.0 + batch);
-  // planes 3*4*3*4096 + segmentation 2*262144 + 4*262144
-  EXPECT_EQ(cpu.export_host, 147456.0 + 524288.0 + 1048576.0);
-  const CaseMemory gpu = case_memory(s, w, true, false);
-  // the image on the GPU 4*262144, fp16 accumulators 2*4*262144, the float copy and the division 8*3*262144
-  EXPECT_EQ(gpu.whole_device, 1048576.0 + 2097152.0 + 6291456.0 + batch);
+  // planes in double 3*8*3*4096 + segmentation 2*262144 + 4*262144
+  EXPECT_EQ(cpu.export_host, 294912.0 + 524288.0 + 1048576.0);
+  const CaseMemory cpu16 = case_memory(s, w, false, true, false);  // nnU-Net's fp16 accumulators, the default
+  // fp16 accumulators 2*4*262144; the fp16 quotient and its float copy 6*3*262144; the preprocessed case
+  EXPECT_EQ(cpu16.whole_host, 2097152.0 + 4718592.0 + 1048576.0 + batch);
+  EXPECT_EQ(cpu16.slabs_host, 1048576.0 + 98304.0 + 1048576.0 + batch);
+  const CaseMemory gpu = case_memory(s, w, true, true, false);
+  // the image on the GPU 4*262144, fp16 accumulators 2*4*262144, the quotient and its float copy 6*3*262144
+  EXPECT_EQ(gpu.whole_device, 1048576.0 + 2097152.0 + 4718592.0 + batch);
   EXPECT_EQ(gpu.whole_host, 1048576.0 + 3145728.0);  // the preprocessed case and the finished logits
-  EXPECT_EQ(gpu.slabs_device, 1048576.0 + 1048576.0 + 98304.0 + batch);
+  EXPECT_EQ(gpu.slabs_device, 1048576.0 + 1048576.0 + 73728.0 + batch);
 
   PlacementRequest r;
   const double whole = cpu.whole_host + cpu.export_host;

@@ -4,10 +4,12 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "core/error.h"
 #include "inference/sliding_window.h"
+#include "nn/nnunet_window_reference.h"
 
 using namespace medseg::inference;
 
@@ -65,6 +67,7 @@ TEST(SlidingWindow, IdentityNetworkGivesTheInputBack3D) {
   o.patch_size = {16, 24, 24};
   o.mirror_axes = {0, 1, 2};
   o.max_batch = 16;
+  o.half_accumulators = false;  // exact sums: the identity comes back to float precision
   const auto out = predict_sliding_window(identity_net(2), img, 2, o);
   ASSERT_EQ(out.sizes(), (std::vector<int64_t>{2, 37, 45, 50}));
   EXPECT_LT((out[0] - img[0]).abs().max().item<float>(), 1e-5);
@@ -76,6 +79,7 @@ TEST(SlidingWindow, ImageSmallerThanPatchIsPaddedAndCroppedBack) {
   SlidingWindowOptions o;
   o.patch_size = {16, 16, 16};
   o.use_gaussian = false;
+  o.half_accumulators = false;
   const auto out = predict_sliding_window(identity_net(1), img, 1, o);
   ASSERT_EQ(out.sizes(), img.sizes());
   EXPECT_LT((out - img).abs().max().item<float>(), 1e-6);
@@ -86,13 +90,78 @@ TEST(SlidingWindow, TwoDimensionalPatchTilesSlices) {
   SlidingWindowOptions o;
   o.patch_size = {32, 32};
   o.mirror_axes = {0, 1};
+  o.half_accumulators = false;
+  int64_t tiles = 0;
   const auto out = predict_sliding_window(
-      [](const at::Tensor& x) {
+      [&](const at::Tensor& x) {
         EXPECT_EQ(x.dim(), 4);  // the network sees 2D batches
+        tiles += x.size(0);
         return x * 1.0;
       },
       img, 1, o);
   EXPECT_LT((out - img).abs().max().item<float>(), 1e-5);
+  // nnU-Net's slice loop: each of the 5 slices once, 2 x 2 in-plane positions (40 and 33 against 32
+  // at step 16: ceil(8 / 16) + 1 = 2 and ceil(1 / 16) + 1 = 2), 4 mirrored copies each.
+  EXPECT_EQ(tiles, 5 * 2 * 2 * 4);
+}
+
+TEST(SlidingWindow, Fp16AccumulatorsAreNnUNetsArithmeticBitForBit) {
+  torch::NoGradGuard ng;
+  torch::manual_seed(4);
+  auto conv = torch::nn::Conv3d(torch::nn::Conv3dOptions(1, 3, 3).padding(1));
+  const auto net = [&](const at::Tensor& x) { return conv->forward(x); };
+  // Odd sizes, several positions per axis, a patch whose corners underflow fp16 (32: 10 e^-24).
+  const at::Tensor image = torch::randn({1, 40, 33, 52});
+  const std::vector<int64_t> patch{32, 24, 32};
+  for (const auto& mirror : std::vector<std::vector<int64_t>>{{}, {0, 1, 2}}) {
+    const at::Tensor ref = medseg::test::nnunet_reference(net, image, 3, patch, mirror);
+    for (int64_t batch : {1, 8}) {
+      SlidingWindowOptions o;
+      o.patch_size = patch;
+      o.mirror_axes = mirror;
+      o.max_batch = batch;
+      const at::Tensor got = predict_sliding_window(net, image, 3, o);
+      if (batch == 1) {  // nnU-Net's passes: bit for bit
+        EXPECT_TRUE(torch::equal(got, ref))
+            << mirror.size() << " mirror axes: max difference " << (got - ref).abs().max().item<float>();
+        continue;
+      }
+      // Batched passes may round the convolution differently in fp32; that moves a logit by one fp16
+      // step (2^-9 relative at most, the logits here are below 4) in a few voxels only.
+      const float scale = ref.abs().max().item<float>();
+      EXPECT_LE((got - ref).abs().max().item<float>(), scale * std::ldexp(1.0f, -9)) << mirror.size();
+      EXPECT_GT((got == ref).to(at::kFloat).mean().item<float>(), 0.98f) << mirror.size();
+    }
+  }
+  // fp32 accumulators are the exact weighted mean: they differ from nnU-Net's most where only the
+  // gaussian's tails reach (the image's corners).
+  SlidingWindowOptions o;
+  o.patch_size = patch;
+  o.half_accumulators = false;
+  const at::Tensor exact = predict_sliding_window(net, image, 3, o);
+  const at::Tensor ref = medseg::test::nnunet_reference(net, image, 3, patch, {});
+  const float corner = (exact.select(1, 0).select(1, 0).select(1, 0) - ref.select(1, 0).select(1, 0).select(1, 0))
+                           .abs()
+                           .max()
+                           .item<float>();
+  const float centre = (exact.select(1, 20).select(1, 16).select(1, 26) - ref.select(1, 20).select(1, 16).select(1, 26))
+                           .abs()
+                           .max()
+                           .item<float>();
+  EXPECT_GT(corner, 10 * centre) << "corner " << corner << ", centre " << centre;
+}
+
+TEST(SlidingWindow, Fp16GaussianHasNnUNetsValuesAndNoZeros) {
+  const at::Tensor h = gaussian_importance_map({32, 32, 32}, 1.0 / 8.0, 10.0, at::kHalf);
+  ASSERT_EQ(h.scalar_type(), at::kHalf);
+  EXPECT_FALSE((h == 0).any().item<bool>());
+  // The corner, 10 e^-24 = 3.8e-10, is below fp16's smallest subnormal (2^-24 = 6e-8): it underflows
+  // and is raised to the map's smallest nonzero value.
+  EXPECT_EQ(h[0][0][0].item<float>(), h.min().item<float>());
+  EXPECT_NEAR(gaussian_importance_map({32, 32, 32})[0][0][0].item<float>(), 10 * std::exp(-24.0), 1e-15);
+  // Centre 10; one axis at the patch's edge: 10 e^-8 = 3.35e-3, a normal fp16 value (spacing 2^-19).
+  EXPECT_EQ(h[16][16][16].item<float>(), 10.0f);
+  EXPECT_NEAR(h[0][16][16].item<float>(), 10 * std::exp(-8.0), std::ldexp(1.0, -20));
 }
 
 TEST(SlidingWindow, MirroringAveragesFlippedPredictions) {
@@ -103,6 +172,7 @@ TEST(SlidingWindow, MirroringAveragesFlippedPredictions) {
   SlidingWindowOptions o;
   o.patch_size = {16, 16, 16};
   o.mirror_axes = {2};
+  o.half_accumulators = false;
   const auto out = predict_sliding_window(ramp_net, img, 1, o);
   EXPECT_LT((out - 7.5).abs().max().item<float>(), 1e-5);
 }

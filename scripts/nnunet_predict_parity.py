@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""medseg_predict against nnU-Net 2.8.1's own predictor, file to file, on the same weights.
+
+    scripts/check_nnunet_predict_parity.sh [BUILD_DIR] [--kinds K ...] [--keep DIR]
+    (runs this file with the nnU-Net venv's python: scripts/nnunet_reference.sh)
+
+For every input kind below, in a scratch folder:
+  1. writes a small raw dataset with SimpleITK (nnU-Net's reader), or PNGs for the 2D kind;
+  2. extracts the fingerprint and plans it with nnU-Net's own code (ExperimentPlanner);
+  3. builds the configuration's network with nnU-Net's get_network_from_plans, random weights (norm
+     parameters perturbed too), and saves nnU-Net's checkpoint_final.pth in a results folder;
+  4. predicts the test images with nnUNetPredictor.predict_from_files_sequential (CPU, fp32 network,
+     mirroring as the kind says, probabilities saved), and with medseg: medseg_import_nnunet, then
+     medseg_predict --save_probabilities --probabilities_format nnunet, once with --exact_nnunet and once
+     with its defaults;
+  5. compares the probabilities (.npz) and the segmentations voxel for voxel.
+Fails when a probability differs by more than --tol (1e-4; --exact_nnunet) or --default_tol (1e-2; the
+defaults), naming the kind, the mode, the case and the voxel, or when a label differs where nnU-Net's
+top-two probability margin exceeds 1e-3.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+TOL = 1e-4
+DEFAULT_TOL = 1e-2  # fp32 rounding of other convolution kernels, moved by fp16 accumulation (docs/predict.md)
+MARGIN = 1e-3
+
+
+def parse_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True, help="medseg build's bin folder")
+    p.add_argument("--kinds", nargs="*", default=None)
+    p.add_argument("--keep", default=None, help="work in this folder and keep it")
+    p.add_argument("--tol", type=float, default=TOL, help="medseg_predict --exact_nnunet against nnU-Net")
+    p.add_argument("--default_tol", type=float, default=DEFAULT_TOL,
+                   help="medseg_predict's defaults (batched tiles, oneDNN convolutions) against nnU-Net")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--medseg_args", default="", help="extra medseg_predict arguments (e.g. '--slabs always')")
+    return p.parse_args()
+
+
+ARGS = parse_args()
+WORK = ARGS.keep or tempfile.mkdtemp(prefix="medseg-nnunet-parity.")
+os.makedirs(WORK, exist_ok=True)
+for v in ("raw", "preprocessed", "results"):
+    os.makedirs(os.path.join(WORK, v), exist_ok=True)
+os.environ["nnUNet_raw"] = os.path.join(WORK, "raw")
+os.environ["nnUNet_preprocessed"] = os.path.join(WORK, "preprocessed")
+os.environ["nnUNet_results"] = os.path.join(WORK, "results")
+os.environ.setdefault("nnUNet_def_n_proc", "1")
+
+import numpy as np  # noqa: E402
+import SimpleITK as sitk  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(ARGS.threads)
+
+from nnunetv2.experiment_planning.plan_and_preprocess_api import extract_fingerprints, plan_experiments  # noqa
+from nnunetv2.inference.predict_from_raw_data import nnUNetPredictor  # noqa: E402
+from nnunetv2.utilities.get_network_from_plans import get_network_from_plans  # noqa: E402
+from nnunetv2.utilities.plans_handling.plans_handler import PlansManager  # noqa: E402
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Synthetic cases: smooth blobs with noise; labels from the blobs. Array order (z, y, x).
+
+def blobs(rng, shape, n=4):
+    zz, yy, xx = np.meshgrid(*[np.arange(s, dtype=np.float64) for s in shape], indexing="ij")
+    img = np.zeros(shape)
+    lab = np.zeros(shape, dtype=np.uint8)
+    for k in range(n):
+        c = [rng.uniform(0.25, 0.75) * s for s in shape]
+        r = rng.uniform(0.12, 0.3) * min(s for s in shape if s > 1)
+        d2 = ((zz - c[0]) ** 2 + (yy - c[1]) ** 2 + (xx - c[2]) ** 2) / r ** 2
+        img += rng.uniform(0.5, 2.0) * np.exp(-d2)
+        lab[d2 < 1] = 1 + (k % 2)
+    img += 0.1 * rng.standard_normal(shape)
+    return img, lab
+
+
+def write_sitk(path, arr, spacing_zyx, direction=None, origin=None):
+    im = sitk.GetImageFromArray(arr)
+    im.SetSpacing(tuple(float(s) for s in spacing_zyx[::-1]))
+    if direction is not None:
+        im.SetDirection(tuple(float(v) for v in np.asarray(direction).ravel()))
+    if origin is not None:
+        im.SetOrigin(tuple(float(v) for v in origin))
+    sitk.WriteImage(im, path)
+
+
+def rotation(ax, ay, az):
+    cx, sx, cy, sy, cz, sz = np.cos(ax), np.sin(ax), np.cos(ay), np.sin(ay), np.cos(az), np.sin(az)
+    rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
+    ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+    rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
+    return rz @ ry @ rx
+
+
+class Kind:
+    """One input kind: how its training and test cases look."""
+
+    def __init__(self, name, channels=("MR",), border=3, spacing=(1.0, 1.0, 1.0), test_spacings=None,
+                 direction=None, reader=None, shapes=None, test_shapes=None, ct=False, intensity_offset=0.0,
+                 labels=None, regions_class_order=None, mirroring=False, medseg_args=(), png=False):
+        self.name = name
+        self.labels = labels or {"background": 0, "a": 1, "b": 2}
+        self.regions_class_order = regions_class_order
+        self.mirroring = mirroring  # nnU-Net's test-time mirroring (and medseg's, without --disable_tta)
+        self.medseg_args = list(medseg_args)
+        self.png = png  # 2D natural images (NaturalImage2DIO), configuration 2d
+        self.channels = channels
+        self.border = border
+        self.spacing = spacing
+        self.test_spacings = test_spacings or [spacing, spacing]
+        self.direction = direction
+        self.reader = reader
+        self.shapes = shapes or [(18, 26, 26), (17, 25, 27), (19, 27, 25), (18, 24, 26)]
+        self.test_shapes = test_shapes or [(18, 26, 26), (21, 23, 29)]
+        self.ct = ct
+        self.offset = intensity_offset
+
+    def images(self, rng, shape):
+        inner = tuple(max(4, s - 2 * self.border) for s in shape)
+        out = []
+        img, lab = blobs(rng, inner)
+        for c, mod in enumerate(self.channels):
+            im = img * (1 + 0.5 * c) + self.offset
+            if mod == "CT":
+                im = im * 400 - 200
+            full = np.zeros(shape, dtype=np.float32)
+            sl = tuple(slice(self.border, self.border + i) for i in inner)
+            full[sl] = im + (0 if self.border == 0 else 0)
+            if self.border == 0:
+                full = np.asarray(im, dtype=np.float32)
+            out.append(full)
+        seg = np.zeros(shape, dtype=np.uint8)
+        seg[tuple(slice(self.border, self.border + i) for i in inner)] = lab
+        return out, seg
+
+
+KINDS = {
+    # medseg_make_dataset's default look: a zero border, so nnU-Net crops; the nonzero mask is used for norm.
+    "zero_background": Kind("zero_background", border=3),
+    # the same with little border: no use_mask_for_norm (the crop keeps most of the volume).
+    "no_mask_norm": Kind("no_mask_norm", border=1, intensity_offset=3.0),
+    # thick slices: a 3 mm axis; test cases at other spacings, resampled both ways.
+    "resampling": Kind("resampling", spacing=(3.0, 1.0, 1.0), border=2,
+                       test_spacings=[(3.0, 1.0, 1.0), (2.2, 0.8, 1.25)],
+                       shapes=[(10, 30, 30), (11, 28, 31), (10, 31, 29), (9, 30, 30)],
+                       test_shapes=[(10, 30, 30), (13, 34, 26)]),
+    # very thick slices: separate-z resampling (in-plane linear, nearest along z) in the export.
+    "separate_z": Kind("separate_z", spacing=(5.0, 1.0, 1.0), border=2,
+                       test_spacings=[(5.0, 1.0, 1.0), (3.5, 0.9, 1.1)],
+                       shapes=[(8, 30, 30), (9, 28, 31), (8, 31, 29), (7, 30, 30)],
+                       test_shapes=[(8, 30, 30), (11, 33, 27)]),
+    # an oblique, flipped direction matrix.
+    "oblique": Kind("oblique", direction=rotation(0.3, -0.2, 2.5) @ np.diag([1, -1, 1]), border=2),
+    # the same read through NibabelIOWithReorient (canonical RAS orientation, transposed arrays).
+    "nibabel_reorient": Kind("nibabel_reorient", direction=rotation(0.3, -0.2, 2.5) @ np.diag([1, -1, 1]),
+                             border=2, reader="NibabelIOWithReorient"),
+    # two channels, one of them CT (CT normalization).
+    "two_channels_ct": Kind("two_channels_ct", channels=("CT", "MR"), border=0),
+    # regions (sigmoid, painted in regions_class_order) and an ignore label.
+    "regions": Kind("regions", labels={"background": 0, "whole": [1, 2], "core": 2}, regions_class_order=[1, 2]),
+    "ignore_label": Kind("ignore_label", labels={"background": 0, "a": 1, "b": 2, "ignore": 3}),
+    # test-time mirroring over all axes.
+    "mirroring": Kind("mirroring", border=2, mirroring=True),
+    # predicted slab by slab.
+    "slabs": Kind("slabs", border=3, medseg_args=("--slabs", "always")),
+    # 2D natural images: RGB PNGs, NaturalImage2DIO, the 2d configuration.
+    "png_2d": Kind("png_2d", channels=("R", "G", "B"), png=True,
+                   shapes=[(1, 40, 44), (1, 42, 40), (1, 38, 41), (1, 40, 40)],
+                   test_shapes=[(1, 40, 44), (1, 45, 37)]),
+}
+
+
+def write_png(path, arr):
+    from PIL import Image
+    Image.fromarray(arr).save(path)
+
+
+def make_png_dataset(base, kind, rng):
+    """RGB cases as PNG (uint8), labels as PNG; NaturalImage2DIO reads them."""
+    for i, shape in enumerate(kind.shapes):
+        img, lab = blobs(rng, (1, shape[1], shape[2]))
+        rgb = np.stack([np.clip(img[0] * 80 + 40 * c, 0, 255) for c in range(3)], -1).astype(np.uint8)
+        write_png(f"{base}/imagesTr/case_{i:03d}_0000.png", rgb)
+        write_png(f"{base}/labelsTr/case_{i:03d}.png", lab[0].astype(np.uint8))
+    for i, shape in enumerate(kind.test_shapes):
+        img, _ = blobs(rng, (1, shape[1], shape[2]))
+        rgb = np.stack([np.clip(img[0] * 80 + 40 * c, 0, 255) for c in range(3)], -1).astype(np.uint8)
+        write_png(f"{base}/imagesTs/test_{i:03d}_0000.png", rgb)
+
+
+def make_dataset(did, kind, rng):
+    name = f"Dataset{did:03d}_{kind.name}"
+    base = os.path.join(WORK, "raw", name)
+    for sub in ("imagesTr", "labelsTr", "imagesTs"):
+        os.makedirs(os.path.join(base, sub), exist_ok=True)
+    if kind.png:
+        make_png_dataset(base, kind, rng)
+    for i, shape in enumerate([] if kind.png else kind.shapes):
+        imgs, seg = kind.images(rng, shape)
+        if "ignore" in kind.labels:  # a band of the ignore label over the background
+            seg[:, : shape[1] // 4, :][seg[:, : shape[1] // 4, :] == 0] = 3
+        for c, im in enumerate(imgs):
+            write_sitk(f"{base}/imagesTr/case_{i:03d}_{c:04d}.nii.gz", im, kind.spacing, kind.direction)
+        write_sitk(f"{base}/labelsTr/case_{i:03d}.nii.gz", seg, kind.spacing, kind.direction)
+    for i, (shape, sp) in enumerate(zip([] if kind.png else kind.test_shapes, kind.test_spacings)):
+        imgs, _ = kind.images(rng, shape)
+        for c, im in enumerate(imgs):
+            write_sitk(f"{base}/imagesTs/test_{i:03d}_{c:04d}.nii.gz", im, sp, kind.direction,
+                       origin=(1.5 * i, -2.0, 0.25))
+    channels = {str(c): m for c, m in enumerate(kind.channels)}
+    ds = {"channel_names": channels, "labels": kind.labels,
+          "numTraining": len(kind.shapes), "file_ending": ".png" if kind.png else ".nii.gz"}
+    if kind.regions_class_order:
+        ds["regions_class_order"] = kind.regions_class_order
+    if kind.reader:
+        ds["overwrite_image_reader_writer"] = kind.reader
+    with open(f"{base}/dataset.json", "w") as f:
+        json.dump(ds, f, indent=2)
+    return name
+
+
+def make_model(did, name, rng, configuration="3d_fullres"):
+    """nnU-Net's plans for the dataset and a random checkpoint in nnU-Net's results layout."""
+    pre = os.path.join(WORK, "preprocessed", name)
+    plans = json.load(open(f"{pre}/nnUNetPlans.json"))
+    ds = json.load(open(os.path.join(WORK, "raw", name, "dataset.json")))
+    pm = PlansManager(plans)
+    cm = pm.get_configuration(configuration)
+    n_in = len(ds["channel_names"])
+    n_out = pm.get_label_manager(ds).num_segmentation_heads
+    torch.manual_seed(int(rng.integers(1 << 30)))
+    net = get_network_from_plans(cm.network_arch_class_name, cm.network_arch_init_kwargs,
+                                 cm.network_arch_init_kwargs_req_import, n_in, n_out, allow_init=True,
+                                 deep_supervision=True)
+    with torch.no_grad():
+        for mod in net.modules():
+            if isinstance(mod, (torch.nn.InstanceNorm3d, torch.nn.InstanceNorm2d)) and mod.affine:
+                mod.weight.add_(0.2 * torch.randn_like(mod.weight))
+                mod.bias.add_(0.2 * torch.randn_like(mod.bias))
+            if isinstance(mod, (torch.nn.Conv3d, torch.nn.Conv2d)):
+                mod.weight.mul_(1.5)
+    folder = os.path.join(WORK, "results", name, f"nnUNetTrainer__nnUNetPlans__{configuration}")
+    os.makedirs(f"{folder}/fold_0", exist_ok=True)
+    shutil.copy(f"{pre}/nnUNetPlans.json", f"{folder}/plans.json")
+    shutil.copy(f"{pre}/dataset.json", f"{folder}/dataset.json")
+    ck = {"network_weights": net.state_dict(), "optimizer_state": None, "grad_scaler_state": None,
+          "logging": {}, "_best_ema": None, "current_epoch": 1,
+          "init_args": {"plans": plans, "configuration": configuration, "fold": 0, "dataset_json": ds,
+                        "device": "cpu"},
+          "trainer_name": "nnUNetTrainer",
+          "inference_allowed_mirroring_axes": (0, 1) if configuration == "2d" else (0, 1, 2)}
+    torch.save(ck, f"{folder}/fold_0/checkpoint_final.pth")
+    return folder
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout[-4000:]}")
+    return p.stdout
+
+
+def read_seg(path):
+    return sitk.GetArrayFromImage(sitk.ReadImage(path))
+
+
+def to_file_order(prob, image):
+    """NibabelIOWithReorient's probabilities (C, z, y, x of the RAS-reoriented array) in the file's
+    (z, y, x) array order, as ITK (medseg) reads it."""
+    import nibabel as nib
+    ornt = nib.orientations.io_orientation(nib.load(image).affine)
+    back = nib.orientations.ornt_transform(nib.orientations.axcodes2ornt(("R", "A", "S")), ornt)
+    return np.stack([nib.orientations.apply_orientation(c.transpose(2, 1, 0), back).transpose(2, 1, 0) for c in prob])
+
+
+def compare(kind, folder_ref, folder_ms, file_ending, reoriented_from=None):
+    """Worst probability difference and label disagreements over the test cases."""
+    worst = (0.0, None, None)
+    bad_labels = []
+    cases = sorted(f[:-4] for f in os.listdir(folder_ref) if f.endswith(".npz"))
+    if not cases:
+        raise RuntimeError(f"{kind}: nnU-Net wrote no probabilities in {folder_ref}")
+    for case in cases:
+        ref = np.load(f"{folder_ref}/{case}.npz")["probabilities"].astype(np.float64)
+        if reoriented_from:  # nnU-Net's npz holds its canonical (RAS) array, medseg's the file's
+            ref = to_file_order(ref, f"{reoriented_from}/{case}_0000.nii.gz")
+        ms_file = f"{folder_ms}/{case}.npz"
+        if not os.path.exists(ms_file):
+            raise RuntimeError(f"{kind}/{case}: medseg wrote no {ms_file}")
+        got = np.load(ms_file)["probabilities"].astype(np.float64)
+        if ref.shape != got.shape:
+            raise RuntimeError(f"{kind}/{case}: probabilities of shape {got.shape}, nnU-Net's {ref.shape}")
+        diff = np.abs(ref - got)
+        i = np.unravel_index(int(np.argmax(diff)), diff.shape)
+        if diff[i] >= worst[0]:
+            worst = (float(diff[i]), case, tuple(int(v) for v in i))
+        seg_ref = read_seg(f"{folder_ref}/{case}{file_ending}")
+        seg_ms = read_seg(f"{folder_ms}/{case}{file_ending}")
+        srt = np.sort(ref, axis=0)
+        margin = srt[-1] - srt[-2]
+        # the probabilities' array order is the segmentation's (both transposed back)
+        differ = seg_ref != seg_ms
+        n_bad = int(np.sum(differ & (margin > MARGIN)))
+        if n_bad:
+            bad_labels.append(f"{case}: {n_bad} label(s) differ where nnU-Net's margin > {MARGIN}")
+        print(f"  {kind}/{case}: max |p - p_nnunet| = {diff[i]:.3g} at {tuple(int(v) for v in i)}, "
+              f"labels differing {int(differ.sum())}/{differ.size}")
+    return worst, bad_labels
+
+
+def check_kind(did, kind, rng):
+    """Predicts the kind's test cases with nnU-Net and with medseg (exact, then default); the worst
+    difference of each medseg mode."""
+    t0 = time.time()
+    name = make_dataset(did, kind, rng)
+    extract_fingerprints([did], num_processes=1, check_dataset_integrity=True, verbose=False,
+                         show_progress_bar=False)
+    plan_experiments([did])
+    configuration = "2d" if kind.png else "3d_fullres"
+    folder = make_model(did, name, rng, configuration)
+    ref_out = os.path.join(WORK, "out_nnunet", name)
+    os.makedirs(ref_out, exist_ok=True)
+    pred = nnUNetPredictor(tile_step_size=0.5, use_gaussian=True, use_mirroring=kind.mirroring,
+                           perform_everything_on_device=False, device=torch.device("cpu"),
+                           verbose=False, verbose_preprocessing=False, allow_tqdm=False)
+    pred.initialize_from_trained_model_folder(folder, use_folds=(0,), checkpoint_name="checkpoint_final.pth")
+    images = os.path.join(WORK, "raw", name, "imagesTs")
+    pred.predict_from_files_sequential(images, ref_out, save_probabilities=True, overwrite=True,
+                                       folder_with_segs_from_prev_stage=None)
+    ms_model = os.path.join(WORK, "medseg_models", name)
+    run([f"{ARGS.bin}/medseg_import_nnunet", "-i", folder, "-o", ms_model, "--overwrite"])
+    ending = ".png" if kind.png else ".nii.gz"
+    results = {}
+    for mode, extra in (("exact", ["--exact_nnunet"]), ("default", [])):
+        ms_out = os.path.join(WORK, f"out_medseg_{mode}", name)
+        cmd = [f"{ARGS.bin}/medseg_predict", "-i", images, "-o", ms_out, "-m", ms_model, "--save_probabilities",
+               "--probabilities_format", "nnunet", "--threads", str(ARGS.threads), "-npp", "0", "-nps", "0",
+               "--disable_progress_bar"] + ([] if kind.mirroring else ["--disable_tta"])
+        run(cmd + extra + kind.medseg_args + ARGS.medseg_args.split())
+        results[mode] = compare(f"{kind.name} ({mode})", ref_out, ms_out, ending,
+                                images if kind.reader == "NibabelIOWithReorient" else None)
+    print(f"{kind.name}: worst exact {results['exact'][0][0]:.3g}, default {results['default'][0][0]:.3g}, "
+          f"{time.time() - t0:.1f} s")
+    return results
+
+
+def main():
+    names = ARGS.kinds or list(KINDS)
+    unknown = [n for n in names if n not in KINDS]
+    if unknown:
+        sys.exit(f"unknown kind(s) {unknown}; known: {list(KINDS)}")
+    rng = np.random.default_rng(1234)
+    failures = []
+    for n in names:
+        results = check_kind(900 + list(KINDS).index(n), KINDS[n], rng)
+        for mode, tol in (("exact", ARGS.tol), ("default", ARGS.default_tol)):
+            worst, bad = results[mode]
+            if worst[0] > tol:
+                failures.append(f"{n} ({mode}): probability differs by {worst[0]:.3g} > {tol} "
+                                f"(case {worst[1]}, voxel (class, z, y, x) {worst[2]})")
+            failures += [f"{n} ({mode}): {b}" for b in bad]
+    if failures:
+        print("nnU-Net prediction parity FAILED:")
+        for f in failures:
+            print("  " + f)
+        sys.exit(1)
+    print(f"nnU-Net prediction parity: {len(names)} kind(s): --exact_nnunet within {ARGS.tol}, "
+          f"the defaults within {ARGS.default_tol}")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        if not ARGS.keep:
+            shutil.rmtree(WORK, ignore_errors=True)
