@@ -13,7 +13,9 @@ For every input kind below, in a scratch folder:
      mirroring as the kind says, probabilities saved), and with medseg: medseg_import_nnunet, then
      medseg_predict --save_probabilities --probabilities_format nnunet, once with --exact_nnunet and once
      with its defaults;
-  5. compares the probabilities (.npz) and the segmentations voxel for voxel.
+  5. compares the probabilities (.npz) and the segmentations voxel for voxel;
+  6. preprocesses the training cases with medseg_preprocess and with nnU-Net's DefaultPreprocessor.run_case:
+     the .npy data and segmentations must be equal bit for bit.
 Fails when a probability differs by more than --tol (1e-4; --exact_nnunet) or --default_tol (1e-2; the
 defaults), naming the kind, the mode, the case and the voxel, or when a label differs where nnU-Net's
 top-two probability margin exceeds 1e-3.
@@ -318,6 +320,40 @@ def compare(kind, folder_ref, folder_ms, file_ending, reoriented_from=None):
     return worst, bad_labels
 
 
+def check_preprocessing(did, name, configuration):
+    """Training preprocessing: medseg_preprocess's .npy files against nnU-Net's DefaultPreprocessor.run_case
+    on every training case, data and segmentation; the largest difference (0 when equal bit for bit)."""
+    from nnunetv2.preprocessing.preprocessors.default_preprocessor import DefaultPreprocessor
+    env = dict(os.environ, MEDSEG_RAW=os.path.join(WORK, "raw"), MEDSEG_PREPROCESSED=os.path.join(WORK, "preprocessed"))
+    p = subprocess.run([f"{ARGS.bin}/medseg_preprocess", "-d", str(did), "-c", configuration, "--np", "1",
+                        "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"medseg_preprocess failed:\n{p.stdout[-3000:]}")
+    pre = os.path.join(WORK, "preprocessed", name)
+    plans = json.load(open(f"{pre}/nnUNetPlans.json"))
+    ds = json.load(open(f"{pre}/dataset.json"))
+    pm = PlansManager(plans)
+    cm = pm.get_configuration(configuration)
+    raw = os.path.join(WORK, "raw", name)
+    ending = ds["file_ending"]
+    worst = 0.0
+    for lab in sorted(os.listdir(f"{raw}/labelsTr")):
+        case = lab[: -len(ending)]
+        images = sorted(f"{raw}/imagesTr/{f}" for f in os.listdir(f"{raw}/imagesTr") if f.startswith(case + "_"))
+        data, seg, _ = DefaultPreprocessor(verbose=False).run_case(images, f"{raw}/labelsTr/{lab}", pm, cm, ds)
+        folder = f"{pre}/{cm.data_identifier}"
+        mine = np.load(f"{folder}/{case}.npy")
+        mine_seg = np.load(f"{folder}/{case}_seg.npy")
+        if mine.shape != data.shape or mine_seg.shape != seg.shape:
+            raise RuntimeError(f"{name}/{case}: preprocessed shape {mine.shape}, nnU-Net's {data.shape}")
+        d = float(np.abs(mine.astype(np.float64) - data).max())
+        if not np.array_equal(mine_seg.astype(np.int32), seg.astype(np.int32)):
+            raise RuntimeError(f"{name}/{case}: the preprocessed segmentation differs from nnU-Net's in "
+                               f"{int((mine_seg.astype(np.int32) != seg).sum())} voxel(s)")
+        worst = max(worst, d)
+    return worst
+
+
 def check_kind(did, kind, rng):
     """Predicts the kind's test cases with nnU-Net and with medseg (exact, then default); the worst
     difference of each medseg mode."""
@@ -328,6 +364,8 @@ def check_kind(did, kind, rng):
     plan_experiments([did])
     configuration = "2d" if kind.png else "3d_fullres"
     folder = make_model(did, name, rng, configuration)
+    pp = check_preprocessing(did, name, configuration)
+    print(f"  {kind.name}: training preprocessing, largest difference from nnU-Net's {pp:.3g}")
     ref_out = os.path.join(WORK, "out_nnunet", name)
     os.makedirs(ref_out, exist_ok=True)
     pred = nnUNetPredictor(tile_step_size=0.5, use_gaussian=True, use_mirroring=kind.mirroring,
@@ -350,7 +388,8 @@ def check_kind(did, kind, rng):
         results[mode] = compare(f"{kind.name} ({mode})", ref_out, ms_out, ending,
                                 images if kind.reader == "NibabelIOWithReorient" else None)
     print(f"{kind.name}: worst exact {results['exact'][0][0]:.3g}, default {results['default'][0][0]:.3g}, "
-          f"{time.time() - t0:.1f} s")
+          f"preprocessing {pp:.3g}, {time.time() - t0:.1f} s")
+    results["preprocessing"] = pp
     return results
 
 
@@ -363,6 +402,8 @@ def main():
     failures = []
     for n in names:
         results = check_kind(900 + list(KINDS).index(n), KINDS[n], rng)
+        if results["preprocessing"] > 0:
+            failures.append(f"{n}: training preprocessing differs from nnU-Net's by {results['preprocessing']:.3g}")
         for mode, tol in (("exact", ARGS.tol), ("default", ARGS.default_tol)):
             worst, bad = results[mode]
             if worst[0] > tol:

@@ -6,6 +6,7 @@
 #   1 fold,  no TTA,  -npp 2 -nps 2   (preprocessing and export overlap the network: pipelining gain)
 #   1 fold,  TTA,     -npp 2 -nps 2   (8 mirrored copies per tile, batched with the tiles)
 #   5 folds, no TTA,  -npp 2 -nps 2   (5 copies of the same checkpoint, ensembled per tile)
+#   1 fold,  no TTA,  --accumulators fp32 (exact sums) and --exact_nnunet (nnU-Net's kernels): their cost
 #   5 folds, TTA                      (only with FULL=1: 40 forward passes per tile)
 # Each run: best wall time of REPEAT runs; CPU seconds too (wall time is noisy when other jobs share the machine).
 #
@@ -59,12 +60,12 @@ cfg = json.load(open(f"{model}/plans.json"))["configurations"]["3d_fullres"]
 print(f"model: {cfg['architecture']['network_class_name'].split('.')[-1]}, patch {cfg['patch_size']}, "
       f"spacing {cfg['spacing']}; {len(files)} cases, {nvox / 1e6:.2f} M voxels; {threads} torch threads")
 
-def run(tag, folds, tta, npp):
+def run(tag, folds, tta, npp, extra=()):
     best = None
     for r in range(repeat):
         out = f"{work}/out_{tag}_{r}"
         cmd = [app, "-i", inp, "-o", out, "-m", model, "-f", *folds, "-npp", str(npp), "-nps", str(npp),
-               "--threads", threads, "--disable_progress_bar"] + ([] if tta else ["--disable_tta"])
+               "--threads", threads, "--disable_progress_bar"] + ([] if tta else ["--disable_tta"]) + list(extra)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -77,18 +78,21 @@ def run(tag, folds, tta, npp):
             best = (wall, cpu)
     return best
 
-rows = [("1 fold", ["0"], False, 0), ("1 fold", ["0"], False, 2), ("1 fold", ["0"], True, 2),
-        ("5 folds", ["0", "1", "2", "3", "4"], False, 2)]
+rows = [("1 fold", ["0"], False, 0, ()), ("1 fold", ["0"], False, 2, ()), ("1 fold", ["0"], True, 2, ()),
+        ("5 folds", ["0", "1", "2", "3", "4"], False, 2, ()),
+        # nnU-Net's fp16 sums (the default) against exact fp32 ones, and nnU-Net's kernels (--exact_nnunet)
+        ("1 fold", ["0"], False, 2, ("--accumulators", "fp32")), ("1 fold", ["0"], False, 2, ("--exact_nnunet",))]
 if full:
-    rows.append(("5 folds", ["0", "1", "2", "3", "4"], True, 2))
-print(f"{'folds':8} {'TTA':4} {'npp/nps':8} {'s/case':>8} {'Mvox/s':>8} {'wall s':>8} {'cpu s':>8}")
+    rows.append(("5 folds", ["0", "1", "2", "3", "4"], True, 2, ()))
+print(f"{'folds':8} {'TTA':4} {'npp/nps':8} {'s/case':>8} {'Mvox/s':>8} {'wall s':>8} {'cpu s':>8}  flags")
 res = {}
-for i, (name, folds, tta, npp) in enumerate(rows):
-    wall, cpu = run(str(i), folds, tta, npp)
+for i, (name, folds, tta, npp, extra) in enumerate(rows):
+    wall, cpu = run(str(i), folds, tta, npp, extra)
     res[i] = wall
     print(f"{name:8} {'on' if tta else 'off':4} {f'{npp}/{npp}':8} {wall / len(files):8.3f} {nvox / wall / 1e6:8.3f} "
-          f"{wall:8.2f} {cpu:8.2f}", flush=True)
+          f"{wall:8.2f} {cpu:8.2f}  {' '.join(extra)}", flush=True)
 print(f"pipelining gain (npp/nps 2 vs 0, 1 fold, no TTA): {res[0] / res[1]:.2f}x")
 print(f"TTA cost: {res[2] / res[1]:.2f}x   5-fold cost: {res[3] / res[1]:.2f}x")
+print(f"fp16 sums (default) / fp32 sums: {res[1] / res[4]:.2f}x   --exact_nnunet / default: {res[5] / res[1]:.2f}x")
 PY
 python3 "$WORK/drive.py" "$BUILD/bin/medseg_predict" "$model" "$WORK/in" "$WORK" "$REPEAT" "$THREADS" "$FULL"

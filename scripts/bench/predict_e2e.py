@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""File-to-file prediction, medseg against nnU-Net 2.8.1, side by side (scripts/bench/bench_predict_e2e.sh).
+
+Run with the nnU-Net venv's python (scripts/nnunet_reference.sh). In a scratch folder:
+  1. a dataset of --train_cases blob volumes at the plan spacing, fingerprinted and planned by nnU-Net's own
+     ExperimentPlanner (3d_fullres), a random checkpoint of the planned network;
+  2. one test volume of --shape at --spacing (array order z, y, x; mm), with a zero border so it is cropped;
+  3. nnUNetv2_predict_from_modelfolder (-device cpu --disable_tta -npp 1 -nps 1) and medseg_predict
+     (--disable_tta -npp 1 -nps 1, after medseg_import_nnunet), each a whole process timed from start to the
+     written file: wall seconds, CPU seconds, and the peak resident memory of the largest process it ran.
+Prints both and the ratios medseg / nnU-Net; the segmentations are compared too (labels equal).
+"""
+import argparse
+import contextlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("--bin", required=True)
+p.add_argument("--shape", type=int, nargs=3, default=[160, 256, 256])
+p.add_argument("--spacing", type=float, nargs=3, default=[2.0, 0.75, 0.75])
+p.add_argument("--plan_spacing", type=float, nargs=3, default=[3.0, 1.5, 1.5])
+p.add_argument("--classes", type=int, default=3, help="labels, background included")
+p.add_argument("--train_cases", type=int, default=4)
+p.add_argument("--threads", type=int, default=2)
+p.add_argument("--keep", default=None)
+ARGS = p.parse_args()
+
+WORK = ARGS.keep or tempfile.mkdtemp(prefix="medseg-e2e.")
+for v in ("raw", "preprocessed", "results"):
+    os.makedirs(os.path.join(WORK, v), exist_ok=True)
+os.environ.update(nnUNet_raw=f"{WORK}/raw", nnUNet_preprocessed=f"{WORK}/preprocessed",
+                  nnUNet_results=f"{WORK}/results", nnUNet_def_n_proc="1")
+
+import numpy as np  # noqa: E402
+import SimpleITK as sitk  # noqa: E402
+import torch  # noqa: E402
+from nnunetv2.experiment_planning.plan_and_preprocess_api import extract_fingerprints, plan_experiments  # noqa
+from nnunetv2.utilities.get_network_from_plans import get_network_from_plans  # noqa: E402
+from nnunetv2.utilities.plans_handling.plans_handler import PlansManager  # noqa: E402
+
+
+def volume(rng, shape, classes, border=4):
+    inner = [s - 2 * border for s in shape]
+    grids = np.ogrid[tuple(slice(0, s) for s in inner)]
+    img = np.zeros(inner, np.float32)
+    lab = np.zeros(inner, np.uint8)
+    for k in range(2 * classes):
+        c = [rng.uniform(0.2, 0.8) * s for s in inner]
+        r = rng.uniform(0.1, 0.25) * min(inner)
+        d2 = sum((g - ci) ** 2 for g, ci in zip(grids, c)) / r ** 2
+        img += (rng.uniform(0.5, 2.0) * np.exp(-d2)).astype(np.float32)
+        lab[d2 < 1] = 1 + k % (classes - 1)
+    img += (0.1 * rng.standard_normal(inner)).astype(np.float32)
+    full = np.zeros(shape, np.float32)
+    seg = np.zeros(shape, np.uint8)
+    sl = tuple(slice(border, border + i) for i in inner)
+    full[sl] = img * 100 + 50
+    seg[sl] = lab
+    return full, seg
+
+
+def write(path, arr, spacing_zyx):
+    im = sitk.GetImageFromArray(arr)
+    im.SetSpacing(tuple(float(s) for s in spacing_zyx[::-1]))
+    sitk.WriteImage(im, path)
+
+
+def measured(cmd, env=None):
+    """Runs cmd in a fresh python that reports its children's usage: wall, CPU s, peak RSS (GiB)."""
+    probe = ("import resource, subprocess, sys, time; t = time.monotonic(); "
+             "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT); "
+             "w = time.monotonic() - t; u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+             "sys.stdout.write(r.stdout.decode(errors='replace')[-3000:] if r.returncode else ''); "
+             "print('MEASURED', r.returncode, w, u.ru_utime + u.ru_stime, u.ru_maxrss / 1048576.0)")
+    out = subprocess.run([sys.executable, "-c", probe] + cmd, env=env, stdout=subprocess.PIPE, text=True).stdout
+    line = [ln for ln in out.splitlines() if ln.startswith("MEASURED")][-1].split()
+    if int(line[1]) != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{out}")
+    return float(line[2]), float(line[3]), float(line[4])
+
+
+def main():
+    rng = np.random.default_rng(7)
+    did, name = 990, "Dataset990_E2E"
+    base = f"{WORK}/raw/{name}"
+    for sub in ("imagesTr", "labelsTr", "imagesTs"):
+        os.makedirs(f"{base}/{sub}", exist_ok=True)
+    resampled = [round(s * sp / ps) for s, sp, ps in zip(ARGS.shape, ARGS.spacing, ARGS.plan_spacing)]
+    for i in range(ARGS.train_cases):
+        img, seg = volume(rng, [s + 2 * (i % 2) for s in resampled], ARGS.classes)
+        write(f"{base}/imagesTr/case_{i:03d}_0000.nii.gz", img, ARGS.plan_spacing)
+        write(f"{base}/labelsTr/case_{i:03d}.nii.gz", seg, ARGS.plan_spacing)
+    img, _ = volume(rng, ARGS.shape, ARGS.classes)
+    write(f"{base}/imagesTs/ct_000_0000.nii.gz", img, ARGS.spacing)
+    labels = {"background": 0, **{f"c{k}": k for k in range(1, ARGS.classes)}}
+    json.dump({"channel_names": {"0": "MR"}, "labels": labels, "numTraining": ARGS.train_cases,
+               "file_ending": ".nii.gz"}, open(f"{base}/dataset.json", "w"))
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # the planner's printout
+        extract_fingerprints([did], num_processes=1, verbose=False, show_progress_bar=False)
+        plan_experiments([did])
+    pre = f"{WORK}/preprocessed/{name}"
+    plans = json.load(open(f"{pre}/nnUNetPlans.json"))
+    cm = PlansManager(plans).get_configuration("3d_fullres")
+    net = get_network_from_plans(cm.network_arch_class_name, cm.network_arch_init_kwargs,
+                                 cm.network_arch_init_kwargs_req_import, 1, ARGS.classes, allow_init=True,
+                                 deep_supervision=True)
+    folder = f"{WORK}/results/{name}/nnUNetTrainer__nnUNetPlans__3d_fullres"
+    os.makedirs(f"{folder}/fold_0", exist_ok=True)
+    shutil.copy(f"{pre}/nnUNetPlans.json", f"{folder}/plans.json")
+    shutil.copy(f"{pre}/dataset.json", f"{folder}/dataset.json")
+    torch.save({"network_weights": net.state_dict(), "trainer_name": "nnUNetTrainer",
+                "init_args": {"configuration": "3d_fullres"}, "inference_allowed_mirroring_axes": (0, 1, 2),
+                "current_epoch": 1}, f"{folder}/fold_0/checkpoint_final.pth")
+    ms_model = f"{WORK}/medseg_model"
+    subprocess.run([f"{ARGS.bin}/medseg_import_nnunet", "-i", folder, "-o", ms_model, "--overwrite"], check=True,
+                   stdout=subprocess.DEVNULL)
+    print(f"case {ARGS.shape} at {ARGS.spacing} mm -> plan spacing {cm.spacing} (about {resampled}), "
+          f"patch {cm.patch_size}, {cm.network_arch_class_name.split('.')[-1]}, {ARGS.classes} classes, "
+          f"{ARGS.threads} threads", flush=True)
+    env = dict(os.environ, OMP_NUM_THREADS=str(ARGS.threads), MKL_NUM_THREADS=str(ARGS.threads))
+    nn = measured([os.path.join(os.path.dirname(sys.executable), "nnUNetv2_predict_from_modelfolder"),
+                   "-i", f"{base}/imagesTs", "-o", f"{WORK}/out_nnunet", "-m", folder, "-f", "0", "-device", "cpu",
+                   "--disable_tta", "-npp", "1", "-nps", "1", "--disable_progress_bar"], env)
+    rows = [("nnU-Net 2.8.1", nn)]
+    for tag, extra in (("medseg", []), ("medseg --exact_nnunet", ["--exact_nnunet"])):
+        ms = measured([f"{ARGS.bin}/medseg_predict", "-i", f"{base}/imagesTs", "-o", f"{WORK}/out_{len(rows)}",
+                       "-m", ms_model, "--disable_tta", "-npp", "1", "-nps", "1", "--threads", str(ARGS.threads),
+                       "--disable_progress_bar"] + extra, env)
+        rows.append((tag, ms))
+    print(f"{'':24} {'wall s':>8} {'cpu s':>8} {'peak GiB':>9} {'wall x':>7} {'peak x':>7}")
+    for tag, (w, c, m) in rows:
+        print(f"{tag:24} {w:8.1f} {c:8.1f} {m:9.2f} {w / nn[0]:7.2f} {m / nn[2]:7.2f}")
+    ref = sitk.GetArrayFromImage(sitk.ReadImage(f"{WORK}/out_nnunet/ct_000.nii.gz"))
+    for i, (tag, _) in enumerate(rows[1:], 1):
+        got = sitk.GetArrayFromImage(sitk.ReadImage(f"{WORK}/out_{i}/ct_000.nii.gz"))
+        print(f"{tag}: labels differing from nnU-Net's {int((got != ref).sum())} of {ref.size}")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        if not ARGS.keep:
+            shutil.rmtree(WORK, ignore_errors=True)
