@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/numeric.h"
+#include "support/test_support.h"
 
 using namespace medseg;
 
@@ -51,26 +52,13 @@ TEST(Numeric, RoundToHalfIsNumpysFloat64ToFloat16Cast) {
   EXPECT_EQ(round_to_half(std::ldexp(1.0, -14) * 1.5), std::ldexp(1.0f, -14) * 1.5f);  // smallest normals exact
 }
 
-namespace {
-// ((i * 7919) % 10007 - 5000) * 0.37f, exact in float32 arithmetic on either side.
-std::vector<float> numpy_test_values(int64_t n) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>((i * 7919) % 10007 - 5000) * 0.37f;
-  return v;
-}
-float from_bits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
-}  // namespace
-
-// np.add.reduce of those float32 values in numpy 2.4 (bits printed by numpy): one block, pairwise halves.
+// np.add.reduce of test::numpy_test_value(0 .. n-1) in numpy 2.4 (bits printed by numpy): one block, pairwise halves.
 TEST(Numeric, NumpySumF32IsNumpysPairwiseFloat32Sum) {
   const std::vector<std::pair<int64_t, uint32_t>> cases{
       {5, 0xc50753d7u}, {100, 0x44373e09u}, {300, 0xc2b48fa0u}, {20000, 0x46b00f24u}};
   for (const auto& [n, bits] : cases) {
-    const std::vector<float> v = numpy_test_values(n);
-    EXPECT_EQ(numpy_sum_f32(v.data(), n), from_bits(bits)) << n;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = test::numpy_test_value(i);
+    EXPECT_EQ(numpy_sum_f32(v.data(), n), test::float_from_bits(bits)) << n;
   }
 }

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "preprocessing/normalization.h"
 #include "preprocessing/transpose.h"
+#include "support/test_support.h"
 
 using namespace medseg;
 using namespace medseg::preprocessing;
@@ -117,22 +118,16 @@ TEST(PreprocessingTranspose, PermutesAxesLikeNumpy) {
 }
 
 namespace {
-// The crop [1, 1 + box) of an array of `full` filled with ((i * 7919) % 10007 - 5000) * 0.37f in C order,
+// The crop [1, 1 + box) of an array of `full` filled with test::numpy_test_value in C order,
 // copied out contiguously (what medseg's preprocessing holds).
 std::vector<float> cropped_values(const std::array<int64_t, 3>& full, const std::array<int64_t, 3>& box) {
   std::vector<float> out;
   for (int64_t z = 1; z < 1 + box[0]; ++z)
     for (int64_t y = 1; y < 1 + box[1]; ++y)
       for (int64_t x = 1; x < 1 + box[2]; ++x) {
-        const int64_t i = (z * full[1] + y) * full[2] + x;
-        out.push_back(static_cast<float>((i * 7919) % 10007 - 5000) * 0.37f);
+        out.push_back(test::numpy_test_value((z * full[1] + y) * full[2] + x));
       }
   return out;
-}
-float bits_to_float(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
 }
 }  // namespace
 
@@ -144,13 +139,13 @@ TEST(PreprocessingNormalization, ZScoreOfACroppedViewIsNumpysBitForBit) {
     std::vector<float> x = cropped_values({18, 26, 26}, {16, 24, 24});
     const ChannelLayout layout{{16, 24, 24}, {18, 26, 26}, {0, 1, 2}};
     normalize_channel(x.data(), static_cast<int64_t>(x.size()), NormScheme::ZScore, false, nullptr, nullptr, &layout);
-    EXPECT_EQ(x[0], bits_to_float(0xbf22a14eu));  // whole planes (576 voxels) per buffer
+    EXPECT_EQ(x[0], test::float_from_bits(0xbf22a14eu));  // whole planes (576 voxels) per buffer
   }
   {
     std::vector<float> x = cropped_values({5, 102, 102}, {3, 100, 100});
     const ChannelLayout layout{{3, 100, 100}, {5, 102, 102}, {0, 1, 2}};
     normalize_channel(x.data(), static_cast<int64_t>(x.size()), NormScheme::ZScore, false, nullptr, nullptr, &layout);
-    EXPECT_EQ(x[5], bits_to_float(0x3ee63963u));  // a plane is over 8192 voxels: rows per buffer, per plane
+    EXPECT_EQ(x[5], test::float_from_bits(0x3ee63963u));  // a plane is over 8192 voxels: rows per buffer, per plane
   }
   // The same data as one contiguous array has another float32 mean (numpy: 0x3d3a268e, not 0x3d3a262e), so
   // the layout matters: without it the voxels near the mean come out differently.

@@ -1,5 +1,7 @@
 #include "support/test_support.h"
 
+#include <cstring>
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -150,5 +152,13 @@ int signal_and_wait(PausedCli& cli, int signal) {
   cli.pid = -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+float float_from_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+float numpy_test_value(int64_t i) { return static_cast<float>((i * 7919) % 10007 - 5000) * 0.37f; }
 
 }  // namespace medseg::test

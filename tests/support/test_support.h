@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the tests: scratch folders, and running the built CLIs.
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -55,5 +56,10 @@ std::map<std::string, std::string> folder_snapshot(const std::string& folder);
 
 // Path of a source-tree file (MEDSEG_SOURCE_DIR).
 std::string source_path(const std::string& rel);
+
+// The float whose IEEE-754 bits are `bits` (expected values that numpy printed as bits).
+float float_from_bits(uint32_t bits);
+// ((i * 7919) % 10007 - 5000) * 0.37f: data that numpy computes identically in float32, for flat index i.
+float numpy_test_value(int64_t i);
 
 }  // namespace medseg::test
