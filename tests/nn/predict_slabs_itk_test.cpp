@@ -79,4 +79,10 @@ TEST(PredictSlabs, SlabsWriteTheWholePredictionsBytesAndSayWhy) {
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.output.find("--slabs: 'sometimes' is not auto, always or never"), std::string::npos) << bad.output;
   EXPECT_FALSE(fs::exists(d / "bad/long.nii.gz"));
+  const auto acc =
+      test::run_cli("medseg_predict", "-i " + in + " -o " + (d / "bad") + " -m " + model + " --accumulators fp8");
+  EXPECT_NE(acc.exit_code, 0);
+  EXPECT_NE(acc.output.find("--accumulators"), std::string::npos) << acc.output;
+  EXPECT_NE(acc.output.find("fp8"), std::string::npos) << acc.output;
+  EXPECT_FALSE(fs::exists(d / "bad/long.nii.gz"));
 }
