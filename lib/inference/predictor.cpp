@@ -38,7 +38,6 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
   plan_ = preprocessing::make_preprocess_plan(model_.plans, model_.configuration, model_.dataset);
   labels_ = label_mapping(model_.dataset, model_.folder + "/dataset.json");
   export_.resample = probabilities_resampling(cfg);
-  export_.half_logits = opts.half_accumulators || opts.exact_nnunet;
 
   const c10::Device device(opts_.device);
   cuda_ = device.is_cuda();
@@ -53,9 +52,9 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
   window_.use_gaussian = true;
   if (opts_.mirroring) window_.mirror_axes = model_.mirror_axes;
   window_.max_batch = opts_.exact_nnunet ? 1 : std::max<int64_t>(1, opts_.tile_batch);
-  if (opts_.exact_nnunet) window_.half_accumulators = true;
   window_.device = device;
   window_.half_accumulators = opts_.half_accumulators || opts_.exact_nnunet;
+  export_.half_logits = window_.half_accumulators;  // fp16 sums make fp16 logits
   window_.progress = opts_.progress;
 
   // Refuse a plan that cannot fit before a weight or tile is allocated (planning/memory_check.h). One
@@ -116,18 +115,22 @@ preprocessing::PreprocessedCaseData Predictor::preprocess(io::LoadedCase c, cons
   return p;
 }
 
-NetworkFn Predictor::network_fn() {
-  auto& nets = nets_->nets;
-  return [&nets, cuda = cuda_, on = autocast_, dtype = autocast_dtype_](const at::Tensor& x) {
+namespace {
+// `nets` as one network: their float logits averaged, each forward under the autocast setting.
+NetworkFn averaged(std::vector<models::SegmentationNetwork> nets, bool cuda, bool on, c10::ScalarType dtype) {
+  return [nets = std::move(nets), cuda, on, dtype](const at::Tensor& x) {
     AutocastGuard ac(cuda, on, dtype);
     at::Tensor sum;
-    for (auto& net : nets) {
+    for (auto net : nets) {  // a copy of the holder: forward is not const
       at::Tensor y = net->forward(x).at(0).to(at::kFloat);
       sum = sum.defined() ? sum.add_(y) : y;
     }
     return nets.size() > 1 ? sum.div_(static_cast<double>(nets.size())) : sum;
   };
 }
+}  // namespace
+
+NetworkFn Predictor::network_fn() const { return averaged(nets_->nets, cuda_, autocast_, autocast_dtype_); }
 
 SlidingWindowOptions Predictor::window_options(bool on_host) const {
   SlidingWindowOptions w = window_;
@@ -155,11 +158,8 @@ at::Tensor Predictor::predict_logits(const preprocessing::CaseArrays& a, bool on
   // nnU-Net's fold ensemble with fp16 accumulators: each fold's whole sliding window, the fp16 logits
   // summed fold by fold in fp16 and divided by the count in fp16 (predict_logits_from_preprocessed_data).
   at::Tensor sum;
-  for (auto& net : nets) {
-    const NetworkFn one = [&net, cuda = cuda_, on = autocast_, dtype = autocast_dtype_](const at::Tensor& x) {
-      AutocastGuard ac(cuda, on, dtype);
-      return net->forward(x).at(0).to(at::kFloat);
-    };
+  for (const auto& net : nets) {
+    const NetworkFn one = averaged({net}, cuda_, autocast_, autocast_dtype_);
     const at::Tensor l = predict_sliding_window(one, image, model_.num_classes, w).to(at::kHalf);
     sum = sum.defined() ? sum.add_(l) : l;
   }

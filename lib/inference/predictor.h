@@ -117,7 +117,7 @@ class Predictor {
   c10::ScalarType autocast_dtype_ = c10::ScalarType::Half;
   bool cuda_ = false;
 
-  NetworkFn network_fn();
+  NetworkFn network_fn() const;  // every fold's network as one: their float logits averaged
   SlidingWindowOptions window_options(bool on_host) const;
 };
 
