@@ -27,8 +27,9 @@ int main(int argc, char** argv) {
   return medseg::cli::run(argc, argv, app, [&] {
     medseg::evaluation::labels_from_dataset_json(medseg::read_ordered_json(djfile), o, djfile);
     if (!pfile.empty()) medseg::read_json(pfile);
-    const auto summary = medseg::evaluation::evaluate_folder(gt, pred, o);
     if (out.empty()) out = (std::filesystem::path(pred) / "summary.json").string();
+    medseg::evaluation::check_summary_path(out, gt, pred, o.file_ending);
+    const auto summary = medseg::evaluation::evaluate_folder(gt, pred, o);
     medseg::write_json(out, summary);
     const auto& fg = summary.at("foreground_mean");
     std::printf("%zu case(s): mean foreground Dice %s, IoU %s -> %s\n", summary.at("metric_per_case").size(),

@@ -60,8 +60,9 @@ int main(int argc, char** argv) {
     }
     if (il->count() > 0) o.ignore_label = ignore_label;
     o.file_ending = file_ending_of(gt);
-    const auto summary = medseg::evaluation::evaluate_folder(gt, pred, o);
     if (out.empty()) out = (fs::path(pred) / "summary.json").string();
+    medseg::evaluation::check_summary_path(out, gt, pred, o.file_ending);
+    const auto summary = medseg::evaluation::evaluate_folder(gt, pred, o);
     medseg::write_json(out, summary);
     const auto& fg = summary.at("foreground_mean");
     std::printf("%zu case(s): mean foreground Dice %s, IoU %s -> %s\n", summary.at("metric_per_case").size(),

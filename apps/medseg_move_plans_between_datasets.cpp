@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/ordered_json_io.h"
 #include "core/paths.h"
 #include "planning/move_plans.h"
 #include "planning/planner_inputs.h"
@@ -35,12 +36,7 @@ int main(int argc, char** argv) {
     if (!fs::is_regular_file(source_file))
       throw medseg::FileError(source_file,
                               "source plans are missing (run the experiment planning for " + source_name + " first)");
-    ordered_json plans;
-    try {
-      plans = ordered_json::parse(medseg::read_file(source_file));
-    } catch (const ordered_json::exception& e) {
-      throw medseg::FileError(source_file, std::string("not valid JSON (") + e.what() + ")");
-    }
+    ordered_json plans = medseg::read_ordered_json(source_file);
     const auto dataset = medseg::planning::load_dataset_json((fs::path(raw) / target_name / "dataset.json").string());
     plans = medseg::planning::move_plans(std::move(plans), target_name, source_plans, target_plans, dataset);
     const fs::path out_dir = fs::path(pre) / target_name;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_io.h"
 #include "core/strings.h"
 
 using nlohmann::json;
@@ -105,7 +106,8 @@ Checkpoint from_archive(const std::string& path, const TensorArchive& a) {
     ck.plans = m.value("plans", json());
     // Checkpoints older than dataset_text were written by a medseg that refused region labels out of
     // name order, so their key-sorted copy is in the order they were trained with.
-    ck.dataset = m.contains("dataset_text") ? nlohmann::ordered_json::parse(m.at("dataset_text").get<std::string>())
+    ck.dataset = m.contains("dataset_text") ? parse_json_text<nlohmann::ordered_json>(
+                                                  m.at("dataset_text").get<std::string>(), path + " (dataset_text)")
                                             : nlohmann::ordered_json(m.value("dataset", json()));
     ck.trainer_config = m.value("trainer_config", json());
     ck.fingerprint = m.value("fingerprint", json());

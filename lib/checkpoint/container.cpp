@@ -13,6 +13,7 @@
 
 #include "core/atomic_writer.h"
 #include "core/error.h"
+#include "core/json_io.h"
 #include "core/strings.h"
 
 namespace fs = std::filesystem;
@@ -259,11 +260,7 @@ Preamble read_preamble(const std::string& path, CrcSource& src) {
 json parse_header(const std::string& path, CrcSource& src, uint64_t size) {
   std::string text(size, '\0');
   src.read(text.data(), static_cast<int64_t>(size), "the header");
-  try {
-    return json::parse(text);
-  } catch (const std::exception& e) {
-    throw FileError(path, std::string("corrupt checkpoint header (") + e.what() + ")");
-  }
+  return parse_json_text<json>(text, path + " (checkpoint header)");
 }
 
 // One header tensor entry as a view into its blob. The entry must agree with the blob: the same

@@ -7,6 +7,18 @@ namespace medseg {
 
 using json = nlohmann::json;
 
+// The deepest nesting medseg reads. nnU-Net's files nest 6 levels (plans.json: configurations, a
+// configuration, architecture, arch_kwargs, a list); a file nested 100,000 levels deep is 200 KB and
+// overflows the stack of every recursive walk (copy, dump, comparison) that follows the parse.
+inline constexpr int kMaxJsonDepth = 100;
+
+// Parses JSON text (J: json or ordered_json) read from `source`, a file or an entry in one. Throws
+// FileError(source, "invalid JSON (...)") for malformed text, a number beyond double's range (1e400)
+// and nesting deeper than kMaxJsonDepth, refused while parsing, before any deep value exists.
+// Every JSON medseg did not write itself in this process goes through here.
+template <class J>
+J parse_json_text(const std::string& text, const std::string& source);
+
 // Parses a JSON file. Throws FileError naming the file for a missing, empty or malformed file.
 json read_json(const std::string& path);
 

@@ -1,15 +1,13 @@
 #include "core/ordered_json_io.h"
 
+#include "core/error.h"
+
 namespace medseg {
 
 ordered_json read_ordered_json(const std::string& path) {
   const std::string text = read_file(path);
-  try {
-    return ordered_json::parse(text);
-  } catch (const ordered_json::exception&) {
-    read_json(path);  // an empty or malformed file: read_json's error names the file and the problem
-    throw;
-  }
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw FileError(path, "empty JSON file");
+  return parse_json_text<ordered_json>(text, path);
 }
 
 void write_ordered_json(const std::string& path, const ordered_json& j, int indent) {

@@ -200,15 +200,18 @@ void ZipWriter::add_file(const std::string& name, const std::string& source, boo
     throw FileError(path_, entry_label(name) + ": cannot set the compression (" + zip_strerror(z_) + ")");
 }
 
-void ZipWriter::add_bytes(const std::string& name, std::string bytes) {
+void ZipWriter::add_bytes(const std::string& name, std::string bytes, bool compress) {
   buffers_.push_back(std::make_unique<std::string>(std::move(bytes)));
   const std::string& b = *buffers_.back();
   zip_source_t* src = zip_source_buffer(z_, b.data(), b.size(), 0);
   if (!src) throw FileError(path_, entry_label(name) + ": cannot add (" + zip_strerror(z_) + ")");
-  if (zip_file_add(z_, name.c_str(), src, ZIP_FL_ENC_UTF_8) < 0) {
+  const zip_int64_t idx = zip_file_add(z_, name.c_str(), src, ZIP_FL_ENC_UTF_8);
+  if (idx < 0) {
     zip_source_free(src);
     throw FileError(path_, entry_label(name) + ": cannot add (" + zip_strerror(z_) + ")");
   }
+  if (zip_set_file_compression(z_, static_cast<zip_uint64_t>(idx), compress ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0) != 0)
+    throw FileError(path_, entry_label(name) + ": cannot set the compression (" + zip_strerror(z_) + ")");
 }
 
 void ZipWriter::commit() {

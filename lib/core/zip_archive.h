@@ -65,7 +65,7 @@ class ZipWriter {
 
   // `compress` false stores the bytes as they are (checkpoints' float data barely deflates).
   void add_file(const std::string& name, const std::string& source, bool compress);
-  void add_bytes(const std::string& name, std::string bytes);
+  void add_bytes(const std::string& name, std::string bytes, bool compress = true);
   void commit();
 
  private:

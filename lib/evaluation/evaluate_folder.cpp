@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/path_overlap.h"
 #include "core/progress.h"
 #include "core/strings.h"
 #include "evaluation/surface_distance.h"
@@ -127,6 +128,16 @@ json evaluate_folder(const std::string& ref_folder, const std::string& pred_fold
   });
   bar.finish();
   return summary_json(results, o.label_keys);
+}
+
+void check_summary_path(const std::string& summary, const std::string& reference_folder,
+                        const std::string& prediction_folder, const std::string& file_ending) {
+  check_output_apart(summary, reference_folder, "reference folder");
+  if (path_overlap_problem(summary, prediction_folder, "").rfind("contains", 0) == 0)
+    throw FileError(summary, "contains the prediction folder (" + prediction_folder + "); write the summary beside it");
+  if (ends_with(summary, file_ending) || ends_with(summary, ".nii") || ends_with(summary, ".nii.gz"))
+    throw FileError(summary, "ends like a segmentation (" + file_ending + "); the summary is a .json file");
+  if (fs::is_directory(summary)) throw FileError(summary, "is a folder; the summary is a .json file");
 }
 
 }  // namespace medseg::evaluation

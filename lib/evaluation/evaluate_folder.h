@@ -36,6 +36,12 @@ CaseResult evaluate_volumes(const Volume& reference, const Volume& prediction, c
 // missing prediction (unless chill), an unreadable file, a prediction on another grid than its
 // reference (shape, spacing, origin, direction: io::grid_mismatch) or a label value outside
 // `declared` in either file: scores of such a pair would mean nothing.
+// Where a summary may be written: never over a segmentation or inside the reference folder (issue 42:
+// `-o GT/case_001.nii.gz` replaced a reference label with JSON). nnU-Net's default, PRED/summary.json,
+// stays allowed: a file of another ending beside the predictions. Throws FileError naming `summary`.
+void check_summary_path(const std::string& summary, const std::string& reference_folder,
+                        const std::string& prediction_folder, const std::string& file_ending);
+
 json evaluate_folder(const std::string& reference_folder, const std::string& prediction_folder,
                      const EvaluateOptions& o);
 

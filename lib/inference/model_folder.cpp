@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <type_traits>
 
 #include "checkpoint/checkpoint.h"
 #include "core/error.h"
+#include "core/json_object_reader.h"
 #include "core/json_io.h"
 #include "core/ordered_json_io.h"
 #include "core/log.h"
@@ -131,12 +133,16 @@ ModelFolder load_model_folder(const std::string& folder, const std::vector<std::
   // checkpoint that does not say): every axis, nnU-Net's default.
   if (first_extra.contains("inference_allowed_mirroring_axes")) {
     const auto& axes = first_extra.at("inference_allowed_mirroring_axes");
-    if (!axes.is_null()) m.mirror_axes = axes.get<std::vector<int64_t>>();
+    if (!axes.is_null())
+      m.mirror_axes = json_as<std::vector<int64_t>>(axes, "extra.inference_allowed_mirroring_axes", src);
   } else {
     for (int64_t a = 0; a < cfg.dim(); ++a) m.mirror_axes.push_back(a);
   }
+  std::set<int64_t> seen;  // 26 zeros would mirror 2^26 times
   for (int64_t a : m.mirror_axes)
-    if (a < 0 || a >= cfg.dim()) throw FileError(src, concat("mirroring axis ", a, " out of range"));
+    if (a < 0 || a >= cfg.dim() || !seen.insert(a).second)
+      throw FileError(src, concat("mirroring axis ", a, seen.count(a) ? " is repeated" : " out of range", " (the ",
+                                  cfg.dim(), "D patch has axes 0..", cfg.dim() - 1, ")"));
   spdlog::info("model {}: configuration {}, fold(s) {}, {} -> {} channels, mirroring {}", folder, m.configuration,
                nlohmann::json(folds).dump(), m.in_channels, m.num_classes, nlohmann::json(m.mirror_axes).dump());
   return m;

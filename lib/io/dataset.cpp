@@ -90,6 +90,9 @@ static void check_ignore_label(const ordered_json& labels, const std::vector<Lab
 std::vector<LabelDef> labels_from_json(const ordered_json& j, const std::string& file) {
   if (!j.contains("labels") || !j.at("labels").is_object() || j.at("labels").empty())
     throw FileError(file, "missing or empty 'labels' (expected {\"background\": 0, ...})");
+  if (j.at("labels").size() > kMaxLabels)
+    throw FileError(file, concat("'labels' has ", j.at("labels").size(), " entries; medseg reads up to ", kMaxLabels,
+                                 " (nnU-Net stores segmentations as int16)"));
   std::vector<LabelDef> out;
   std::set<int> seen;
   for (auto it = j.at("labels").begin(); it != j.at("labels").end(); ++it) {

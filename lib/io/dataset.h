@@ -10,6 +10,10 @@
 
 namespace medseg::io {
 
+// The most labels (and regions) dataset.json may name: the values nnU-Net's int16 segmentations hold.
+// Each one is a network output, so the bound also bounds the network's last layers.
+constexpr size_t kMaxLabels = 32767;
+
 struct LabelDef {
   std::string name;
   std::vector<int> values;  // one value for a plain label; several for a region

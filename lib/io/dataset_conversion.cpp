@@ -1,19 +1,22 @@
 #include "io/dataset_conversion.h"
 
 #include <algorithm>
-#include <atomic>
 #include <initializer_list>
 #include <cstdio>
 #include <filesystem>
-#include <mutex>
-#include <thread>
+#include <set>
 #include <vector>
 
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/parallel.h"
+#include "core/ordered_json_io.h"
 #include "core/output_folder.h"
 #include "core/path_component.h"
+#include "core/path_overlap.h"
 #include "core/paths.h"
+#include "io/dataset.h"
+#include "io/image_formats.h"
 #include "io/image_io.h"
 
 namespace fs = std::filesystem;
@@ -23,16 +26,41 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
+// A symbolic link in a task would make the conversion copy whatever it points at, a tree outside the task
+// included (issue 42): refused, naming it.
+void refuse_link(const fs::directory_entry& e) {
+  if (e.is_symlink())
+    throw FileError(e.path().string(),
+                    "is a symbolic link; the conversion copies no links (put the file itself there)");
+}
+
+// Every entry under `folder`, refusing links (the walk itself follows none).
+void refuse_links_under(const fs::path& folder) {
+  for (const auto& e : fs::recursive_directory_iterator(folder)) refuse_link(e);
+}
+
 // The .nii.gz files of a folder that are cases (not "._x" copies or hidden files), sorted.
 std::vector<std::string> case_files(const fs::path& folder) {
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(folder)) {
+    refuse_link(e);
     const std::string n = e.path().filename().string();
     if (!e.is_regular_file() || n.empty() || n[0] == '.' || n[0] == '_') continue;
     if (n.size() > 7 && n.compare(n.size() - 7, 7, ".nii.gz") == 0) out.push_back(n);
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// An MSD label is copied as it is, so it is checked first: a label image (a link to anything else was
+// refused already) on the grid of its case's image, which may be 4D (one volume per modality).
+void check_label_fits(const fs::path& label, const fs::path& image) {
+  const auto l = image_file_shape(label.string());
+  if (!fs::exists(image)) throw FileError(label.string(), "has no image of the same name in imagesTr");
+  const auto i = image_file_shape(image.string());
+  if (l != i)
+    throw FileError(label.string(), concat("has shape ", l[2], " x ", l[1], " x ", l[0], " but its image ",
+                                           image.string(), " has ", i[2], " x ", i[1], " x ", i[0]));
 }
 
 // One MSD image as CASE_0000.nii.gz ... in `to`: each volume of a 4D file, or the 3D file copied.
@@ -53,42 +81,17 @@ void split_channels(const fs::path& file, const fs::path& to, std::size_t channe
   }
 }
 
-// Runs job(i) for i < n on `threads` threads; the first exception is rethrown after all stopped.
-template <class F>
-void parallel_for(std::size_t n, int threads, F job) {
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex m;
-  auto worker = [&] {
-    for (std::size_t i; (i = next++) < n;) {
-      try {
-        job(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(m);
-        if (!failure) failure = std::current_exception();
-        next = n;
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
-}
-
 // MSD's / nnU-Net v1's dataset.json in nnU-Net v2's form; `drop` are keys v2 has no use for.
 ordered_json nnunet_dataset_json(const fs::path& msd_json, std::initializer_list<const char*> drop) {
-  ordered_json j;
-  try {
-    j = ordered_json::parse(read_file(msd_json.string()));
-  } catch (const ordered_json::exception& e) {
-    throw FileError(msd_json.string(), std::string("not valid JSON (") + e.what() + ")");
-  }
+  ordered_json j = read_ordered_json(msd_json.string());
   for (const char* key : {"labels", "modality"})
     if (!j.contains(key) || !j[key].is_object() || j[key].empty())
       throw FileError(msd_json.string(), std::string("has no \"") + key + "\" object (is it an MSD dataset.json?)");
+  if (j["labels"].size() > kMaxLabels)
+    throw FileError(msd_json.string(), concat("\"labels\" has ", j["labels"].size(), " entries; medseg reads up to ",
+                                              kMaxLabels, " (nnU-Net stores segmentations as int16)"));
   ordered_json labels = ordered_json::object();
+  std::set<std::string> names;
   for (const auto& [value, name] : j["labels"].items()) {
     if (!name.is_string())
       throw FileError(msd_json.string(), "labels: the name of value " + value + " is not a string");
@@ -99,7 +102,7 @@ ordered_json nnunet_dataset_json(const fs::path& msd_json, std::initializer_list
     } catch (const std::exception&) {}
     if (used != value.size() || v < 0)
       throw FileError(msd_json.string(), "labels: key \"" + value + "\" is not a label value");
-    if (labels.contains(name.get<std::string>()))
+    if (!names.insert(name.get<std::string>()).second)
       throw FileError(msd_json.string(), "labels: the name \"" + name.get<std::string>() + "\" is given twice");
     labels[name.get<std::string>()] = v;
   }
@@ -150,6 +153,7 @@ std::string convert_msd_dataset(const MsdConversion& c) {
   const fs::path target = fs::path(c.raw_root) / target_name;
   if (fs::exists(target))
     throw FileError(target.string(), "exists already; remove it or choose another id with --overwrite_id");
+  check_output_apart(target.string(), source.string(), "MSD task folder");
 
   StagedFolder staged(target.string());
   const fs::path out(staged.path());
@@ -162,12 +166,14 @@ std::string convert_msd_dataset(const MsdConversion& c) {
     fs::create_directories(out / sub);
     for (const auto& f : case_files(source / sub)) jobs.push_back({source / sub / f, out / sub, label});
   }
-  parallel_for(jobs.size(), c.threads, [&](std::size_t i) {
-    const Job& j = jobs[i];
-    if (j.label)
+  parallel_for(static_cast<int64_t>(jobs.size()), c.threads, [&](int64_t i) {
+    const Job& j = jobs[static_cast<std::size_t>(i)];
+    if (j.label) {
+      check_label_fits(j.file, source / "imagesTr" / j.file.filename());
       fs::copy_file(j.file, j.to / j.file.filename());
-    else
+    } else {
       split_channels(j.file, j.to, channels);
+    }
   });
   write_file_atomic((out / "dataset.json").string(), dataset.dump(4));
   staged.commit(false);
@@ -190,7 +196,10 @@ std::string convert_old_nnunet_dataset(const std::string& source_folder, const s
   const fs::path target = fs::path(raw_root) / target_name;
   if (fs::exists(target))
     throw FileError(target.string(), "exists already; remove it or choose another OUTPUT_DATASET_NAME");
+  check_output_apart(target.string(), source.string(), "nnU-Net v1 task folder");
 
+  for (const char* sub : {"imagesTr", "labelsTr", "imagesTs", "labelsTs", "imagesVal", "labelsVal"})
+    if (fs::is_directory(source / sub)) refuse_links_under(source / sub);
   StagedFolder staged(target.string());
   for (const char* sub : {"imagesTr", "labelsTr", "imagesTs", "labelsTs", "imagesVal", "labelsVal"})
     if (fs::is_directory(source / sub))

@@ -8,6 +8,7 @@
 //     named after the case (image CASE_0000.tif -> CASE.json; label CASE.tif -> CASE.json), 1 without one.
 // Predictions are written in the input's family (image_io.h's write_image picks it from the name).
 #include <array>
+#include <cstdint>
 #include <string>
 
 namespace medseg::io {
@@ -23,6 +24,10 @@ bool multi_channel_ending(const std::string& file_ending);
 // The number of channels a file holds: 3 or 4 for an RGB(A) natural image, else 1. Reads the header
 // only; throws FileError naming the file when it cannot be read.
 int image_file_channels(const std::string& path);
+
+// The (z, y, x) shape a file declares (z 1 for a 2D image; a 4D file's fourth axis left out), from its
+// header only, with the checks every read makes. Throws FileError naming the file.
+std::array<int64_t, 3> image_file_shape(const std::string& path);
 
 // True when a TIFF file keeps its samples in separate planes (PlanarConfiguration 2 in the first
 // directory): how tifffile stores a (3|4, y, x) stack. nnU-Net reads such a file as 3 or 4 slices, not as

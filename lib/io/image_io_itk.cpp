@@ -23,6 +23,7 @@
 #include "io/image_io.h"
 #include "io/itk_globals.h"
 #include "io/nifti_check.h"
+#include "io/natural_check.h"
 #include "io/tiff_planes.h"
 
 namespace fs = std::filesystem;
@@ -299,6 +300,24 @@ std::string header_geometry_problem(const itk::ImageIOBase& io, unsigned dims) {
   return "";
 }
 
+// A TIFF's (or any natural image's) declared size, before ITK allocates it: a 2D image within
+// kMaxNaturalImagePixels, a 3D TIFF stack within kMaxTiffStackVoxels. NIfTI, PNG and BMP were checked on
+// their raw bytes already; a TIFF's strips may be compressed, so its header is what can be checked.
+void check_natural_size(const std::string& path, const itk::ImageIOBase& io, unsigned nd) {
+  int64_t n = 1;
+  for (unsigned i = 0; i < std::min(nd, 3u); ++i) {
+    const auto d = static_cast<int64_t>(io.GetDimensions(i));
+    n = d > 0 && n > (int64_t(1) << 40) / d ? (int64_t(1) << 40) : n * d;
+  }
+  const int64_t limit = nd == 2 ? kMaxNaturalImagePixels : kMaxTiffStackVoxels;
+  if (n > limit)
+    throw FileError(
+        path,
+        concat("declares ", n >= (int64_t(1) << 40) ? std::string("more than 2^40") : std::to_string(n),
+               nd == 2 ? " pixels; medseg reads 2D images of up to " : " voxels; medseg reads TIFF stacks of up to ",
+               limit));
+}
+
 }  // namespace
 
 bool image_io_available() { return true; }
@@ -314,6 +333,8 @@ itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
   if (!fs::exists(path, ec)) throw FileError(path, "file not found");
   if (fs::is_directory(path, ec)) throw FileError(path, "is a folder, not an image file");
   if (fs::file_size(path, ec) == 0) throw FileError(path, "empty file (0 bytes)");
+  check_png_complete(path);  // libpng aborts on what it cannot decode
+  check_bmp_complete(path);
   const int64_t nifti_nonfinite = check_nifti_complete(path);
   if (nifti_nonfinite > 0) throw FileError(path, concat(nifti_nonfinite, " voxel(s) are NaN or Inf"));
   itk::ImageIOBase::Pointer io =
@@ -338,6 +359,7 @@ itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
                                                       : "medseg expects one channel per file (_0000, _0001, ...)"));
   if (nd < 2 || nd > 4 || (nd == 4 && io->GetDimensions(3) != 1 && !volumes))
     throw FileError(path, concat("has ", nd, " dimensions; expected a 2D or 3D image"));
+  if (natural) check_natural_size(path, *io, nd);
   const std::string geometry = header_geometry_problem(*io, nd);
   if (!geometry.empty()) throw FileError(path, "bad geometry in the header: " + geometry);
   return io;
@@ -404,6 +426,14 @@ int image_file_channels(const std::string& path) {
   if (io->GetNumberOfDimensions() == 4) return static_cast<int>(io->GetDimensions(3));
   const auto pal = palette_of(io);  // what apply_palette will make of the indices, from the header
   return pal.empty() || gray_palette(pal) ? 1 : 3;
+}
+
+std::array<int64_t, 3> image_file_shape(const std::string& path) {
+  const itk::ImageIOBase::Pointer io = open_checked(path, true);
+  const auto dim = [&](unsigned i) {
+    return i < io->GetNumberOfDimensions() ? static_cast<int64_t>(io->GetDimensions(i)) : int64_t(1);
+  };
+  return {dim(2), dim(1), dim(0)};
 }
 
 Volume read_label(const std::string& path) {

@@ -18,6 +18,7 @@ std::vector<Volume> read_image_volumes(const std::string& path) { throw no_itk(p
 Volume read_label(const std::string& path) { throw no_itk(path); }
 void write_image(const std::string& path, const Volume&) { throw no_itk(path); }
 int image_file_channels(const std::string& path) { throw no_itk(path); }
+std::array<int64_t, 3> image_file_shape(const std::string& path) { throw no_itk(path); }
 
 }  // namespace medseg::io
 #endif

@@ -1,5 +1,6 @@
 #include "io/synthetic_dataset.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "core/path_component.h"
 #include "core/paths.h"
 #include "core/volume.h"
+#include "io/image_formats.h"
 #include "io/image_io.h"
 
 namespace fs = std::filesystem;
@@ -156,10 +158,16 @@ void write_case(const std::string& img_dir, const std::string& lbl_dir, const st
     for (int64_t v = 0; v < n; ++v)
       if (v % shape[2] >= from_x) label[static_cast<size_t>(v)] = o.num_labels + 1;
   }
+  // PNG and BMP hold 8-bit integers: the same intensities, scaled into 0..255 (contrast as before).
+  const bool natural = image_family("x" + o.file_ending) == ImageFamily::Natural2D;
+  if (natural)
+    for (auto& ch : chans)
+      for (double& v : ch) v = std::clamp(std::round(40 * v + 60), 0.0, 255.0);
   char buf[16];
   for (int c = 0; c < o.num_channels; ++c) {
     std::snprintf(buf, sizeof buf, "_%04d", c);
-    write_image(img_dir + "/" + id + buf + o.file_ending, Volume::from_values(PixelType::Float32, shape, g, chans[c]));
+    write_image(img_dir + "/" + id + buf + o.file_ending,
+                Volume::from_values(natural ? PixelType::UInt8 : PixelType::Float32, shape, g, chans[c]));
   }
   if (!lbl_dir.empty())
     write_image(lbl_dir + "/" + id + o.file_ending, Volume::from_values(PixelType::UInt8, shape, g, label));

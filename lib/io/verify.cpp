@@ -13,6 +13,7 @@
 #include "io/case_loader.h"
 #include "io/dataset.h"
 #include "io/image_folder.h"
+#include "io/image_formats.h"
 #include "io/image_io.h"
 #include "io/label_check.h"
 
@@ -20,6 +21,11 @@ namespace fs = std::filesystem;
 
 namespace medseg::io {
 namespace {
+
+// A 3D TIFF dataset keeps each case's spacing in a JSON sidecar beside its files (image_formats.h).
+bool tiff_sidecar(const DatasetInfo& info, const std::string& path) {
+  return image_family("x" + info.file_ending) == ImageFamily::Tiff && ends_with(path, ".json");
+}
 
 // Folder-level problems: stray files, missing channels, labels without images and vice versa.
 void check_layout(const DatasetInfo& info, std::vector<std::string>& problems, std::set<std::string>& ids) {
@@ -31,7 +37,8 @@ void check_layout(const DatasetInfo& info, std::vector<std::string>& problems, s
   if (!fs::is_directory(labels)) problems.push_back(labels.string() + ": folder not found");
   const ImageFolderScan scan = scan_image_folder(images.string(), info.file_ending, false);
   for (const auto& path : scan.stray)
-    problems.push_back(path + ": unexpected file (expected CASE_XXXX" + info.file_ending + ")");
+    if (!tiff_sidecar(info, path))
+      problems.push_back(path + ": unexpected file (expected CASE_XXXX" + info.file_ending + ")");
   std::map<std::string, std::set<int>> chans;
   for (const auto& [id, files] : scan.cases)
     for (const auto& [c, path] : files) {
@@ -52,7 +59,7 @@ void check_layout(const DatasetInfo& info, std::vector<std::string>& problems, s
   if (fs::is_directory(labels))
     for (const auto& e : fs::directory_iterator(labels)) {
       const std::string n = e.path().filename().string();
-      if (n[0] == '.') continue;
+      if (n[0] == '.' || tiff_sidecar(info, n)) continue;
       if (!ends_with(n, info.file_ending) || !chans.count(n.substr(0, n.size() - info.file_ending.size())))
         problems.push_back(e.path().string() + ": label without matching images in imagesTr");
     }
@@ -63,7 +70,7 @@ void check_layout(const DatasetInfo& info, std::vector<std::string>& problems, s
 
 // Content problems of one case: unreadable files, bad geometry, grid mismatch, NaN/Inf, label
 // values dataset.json does not declare.
-std::vector<std::string> check_case(const CaseFiles& c, const std::vector<int>& declared) {
+std::vector<std::string> check_case(const CaseFiles& c, const std::vector<int>& declared, int channels) {
   std::vector<std::string> out;
   LoadedCase lc;
   try {
@@ -72,6 +79,12 @@ std::vector<std::string> check_case(const CaseFiles& c, const std::vector<int>& 
     out.push_back(e.what());
     return out;
   }
+  // An RGB(A) or color-palette file is several channels (NaturalImage2DIO): in a set that declares one,
+  // fingerprinting would refuse it later.
+  if (static_cast<int>(lc.channels.size()) != channels)
+    out.push_back(concat(c.images.at(0), ": case '", c.id, "' holds ", lc.channels.size(),
+                         " channel(s) (an RGB(A) or color-palette image is 3 or 4) but dataset.json declares ",
+                         channels));
   // NaN/Inf voxels and non-integer labels already failed load_case (read_image/read_label name the file).
   const std::string labels = undeclared_labels_problem(lc.label, declared);
   if (!labels.empty()) out.push_back(c.label + ": case '" + c.id + "': " + labels);
@@ -113,7 +126,7 @@ std::vector<std::string> verify_dataset(const DatasetInfo& info, int threads) {
   std::vector<std::vector<std::string>> per_case(cases.size());
   ProgressBar bar("verify", static_cast<int64_t>(cases.size()));
   parallel_for(static_cast<int64_t>(cases.size()), threads, [&](int64_t i) {
-    per_case[static_cast<size_t>(i)] = check_case(cases[static_cast<size_t>(i)], declared);
+    per_case[static_cast<size_t>(i)] = check_case(cases[static_cast<size_t>(i)], declared, info.num_channels());
     bar.tick();
   });
   bar.finish();

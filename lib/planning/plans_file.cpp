@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/ordered_json_io.h"
 #include "core/paths.h"
 
 namespace fs = std::filesystem;
@@ -14,10 +15,9 @@ ordered_json save_plans_file(const std::string& path, ordered_json plans) {
   if (fs::exists(path)) {
     ordered_json old;
     try {
-      old = ordered_json::parse(read_file(path));
-    } catch (const ordered_json::exception& e) {  // parse_error, or out_of_range for 1e400
-      throw FileError(path, std::string("existing plans file is not valid JSON (") + e.what() +
-                                "); remove it or choose another plans name");
+      old = read_ordered_json(path);
+    } catch (const FileError& e) {
+      throw Error(std::string(e.what()) + "; it is an existing plans file: remove it or choose another plans name");
     }
     if (old.contains("configurations") && old["configurations"].is_object())
       for (const auto& [name, cfg] : old["configurations"].items())

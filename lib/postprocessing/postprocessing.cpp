@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/path_overlap.h"
 #include "core/json_object_reader.h"
 #include "core/output_folder.h"
 #include "core/parallel.h"
@@ -142,11 +143,13 @@ void write_postprocessing(const std::string& path, const Postprocessing& pp) { w
 int64_t apply_postprocessing_to_folder(const std::string& input_folder, const std::string& output_folder,
                                        const Postprocessing& pp, int threads) {
   if (!fs::is_directory(input_folder)) throw FileError(input_folder, "input folder not found");
-  std::error_code ec;
-  if (fs::exists(output_folder) && fs::equivalent(input_folder, output_folder, ec))
+  // Postprocessing writes to another folder, never over or around the predictions. A folder inside them is
+  // nnU-Net's own layout (determine_postprocessing writes PRED/postprocessed) and harmless: only the input's
+  // top-level files are read, and nothing there is replaced.
+  const std::string overlap = path_overlap_problem(output_folder, input_folder, "input folder");
+  if (!overlap.empty() && overlap.rfind("lies inside", 0) != 0)
     throw FileError(output_folder,
-                    "is the input folder; postprocessing writes to another folder and never "
-                    "overwrites predictions");
+                    overlap + "; postprocessing writes to another folder and never overwrites predictions");
   const std::vector<std::string> names = io::files_with_ending(input_folder, pp.file_ending);
   if (names.empty()) throw FileError(input_folder, "holds no " + pp.file_ending + " segmentation");
   // A failure (or Ctrl-C) on any case removes the output folder this call created: a half-written

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/path_overlap.h"
 #include "core/json_io.h"
 #include "core/output_folder.h"
 #include "core/parallel.h"
@@ -170,10 +171,7 @@ int64_t ensemble_folders(const EnsembleOptions& o) {
         throw FileError((fs::path(o.inputs[0]) / (id + kSuffix)).string(),
                         "missing: every folder must hold the same cases");
   }
-  std::error_code ec;
-  for (const auto& in : o.inputs)
-    if (fs::exists(o.output) && fs::equivalent(in, o.output, ec))
-      throw FileError(o.output, "is one of the input folders; the ensemble goes to another folder");
+  for (const auto& in : o.inputs) check_output_apart(o.output, in, "input folder");
 
   const std::vector<std::string> list(ids.begin(), ids.end());
   NewFolderGuard guard(o.output);

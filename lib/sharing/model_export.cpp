@@ -6,6 +6,7 @@
 
 #include "checkpoint/container.h"
 #include "core/error.h"
+#include "core/path_overlap.h"
 #include "core/json_io.h"
 #include "core/log.h"
 #include "core/path_component.h"
@@ -61,10 +62,6 @@ std::pair<fs::path, std::string> model_folder_and_name(const std::string& model_
   return {folder, name};
 }
 
-bool is_inside(const fs::path& path, const fs::path& folder) {
-  return std::mismatch(folder.begin(), folder.end(), path.begin(), path.end()).first == folder.end();
-}
-
 bool starts_like_a_zip(const std::string& path) {
   std::string head(4, '\0');
   std::ifstream(path, std::ios::binary).read(head.data(), 4);
@@ -74,7 +71,7 @@ bool starts_like_a_zip(const std::string& path) {
 // -o is a new file, or with --overwrite a zip written before: never a file of the model folder being
 // exported (its checkpoints), never a folder, never another kind of file.
 void check_output(const std::string& output, const fs::path& folder, bool overwrite) {
-  if (is_inside(fs::weakly_canonical(fs::absolute(output)), fs::weakly_canonical(folder)))
+  if (is_same_or_inside(fs::weakly_canonical(fs::absolute(output)).string(), fs::weakly_canonical(folder).string()))
     throw FileError(output,
                     "is inside the model folder being exported (" + folder.string() + "); write the zip outside it");
   if (!fs::exists(fs::symlink_status(output))) return;

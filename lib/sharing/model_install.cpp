@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 
@@ -10,6 +11,7 @@
 #include "core/atomic_writer.h"
 #include "core/disk_space.h"
 #include "core/error.h"
+#include "core/path_overlap.h"
 #include "core/json_io.h"
 #include "core/log.h"
 #include "core/output_folder.h"
@@ -52,11 +54,7 @@ Manifest read_manifest(const ZipReader& z, const std::map<std::string, ZipEntry>
                         " manifest: not a model zip written by medseg_export_model_zip; nothing was installed");
   const std::string text = z.read(it->second, kMaxManifestBytes);
   const std::string source = z.path() + " (" + kManifestName + ")";
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) { throw FileError(source, std::string("not valid JSON: ") + e.what()); }
-  return manifest_from_json(j, source);
+  return manifest_from_json(parse_json_text<json>(text, source), source);
 }
 
 // An entry's size against what its file can be (`rel`: its path in the model folder): a side file is
@@ -148,46 +146,72 @@ std::set<std::string> nnunet_model_folders(const std::map<std::string, ZipEntry>
   return out;
 }
 
-// An nnU-Net zip: each model folder's JSON files and fold_K/checkpoint_final.pth are extracted to a scratch
-// folder beside the destination and converted there by medseg_import_nnunet's reader (no Python, no code
-// from the zip runs); the rest (progress pictures, debug files, pickles) stays in the zip.
+// `e`'s message with the scratch folder's path given as the zip's entry it was extracted from: the scratch
+// folder is gone by the time the user reads it.
+[[noreturn]] void rethrow_as_entry(const std::exception& e, const std::string& scratch,
+                                   const std::string& entry_prefix) {
+  std::string msg = e.what();
+  for (size_t at = msg.find(scratch); at != std::string::npos; at = msg.find(scratch, at + entry_prefix.size()))
+    msg.replace(at, scratch.size(), entry_prefix);
+  throw Error(msg + "; nothing was installed");
+}
+
+// One model folder of an nnU-Net zip, converted into `stage`: its JSON files and fold_K/checkpoint_final.pth
+// are extracted to a scratch folder beside the destination (removed on the way out) and converted there by
+// medseg_import_nnunet's reader (no Python, no code from the zip runs); the rest (progress pictures, debug
+// files, pickles) stays in the zip.
+void convert_nnunet_model(const ZipReader& z, const std::map<std::string, ZipEntry>& files, const std::string& model,
+                          const fs::path& dest, const std::string& stage) {
+  StagedFolder scratch(dest.string() + ".nnunet-zip");  // never committed
+  uint64_t bytes = 0;
+  std::vector<const ZipEntry*> take;
+  static const std::regex wanted(
+      "^(plans\\.json|dataset\\.json|dataset_fingerprint\\.json|fold_[^/]+/checkpoint_final\\.pth)$");
+  for (const auto& [name, e] : files)
+    if (name.rfind(model + "/", 0) == 0 && std::regex_match(name.substr(model.size() + 1), wanted)) {
+      take.push_back(&e);
+      bytes += e.size;
+    }
+  check_free_space(dest.parent_path().string(), 2 * bytes, "the nnU-Net model " + model + " of " + z.path());
+  for (const ZipEntry* e : take) {
+    const std::string rel = e->name.substr(model.size() + 1);
+    check_entry_size(z, *e, rel, ends_with(rel, ".pth"));
+    const fs::path target = fs::path(scratch.path()) / rel;
+    fs::create_directories(target.parent_path());
+    z.extract(*e, target.string());
+  }
+  NnunetImportOptions o;
+  o.nnunet_folder = scratch.path();
+  try {
+    import_nnunet_into(o, stage);
+  } catch (const std::exception& e) { rethrow_as_entry(e, scratch.path(), z.path() + ":" + model); }
+}
+
+// An nnU-Net zip (nnUNetv2_export_model_to_zip) may hold several model folders: each is converted into its
+// own staged folder, and they are moved into place only when every one converted, so that a hostile second
+// model leaves no first one behind.
 InstallResult install_nnunet_zip(const ZipReader& z, const std::map<std::string, ZipEntry>& files,
                                  const std::set<std::string>& models, const std::string& results_root, bool overwrite) {
   InstallResult r;
+  std::vector<std::unique_ptr<NewFolderGuard>> dataset_folders;
+  std::vector<std::unique_ptr<StagedFolder>> staged;
   for (const std::string& model : models) {
     const fs::path dest = fs::path(results_root) / model;
     refuse_taken_dataset_id(results_root, dest.parent_path().filename().string(),
                             "nothing was installed; install into another results root (-o), or rename one of them");
+    check_output_apart(dest.string(), z.path(), "model zip being installed");
     if (fs::exists(fs::symlink_status(dest)) && !overwrite)
       throw FileError(dest.string(), "already exists; pass --overwrite to replace it (nothing was installed)");
-    // The dataset folder first, so that the scratch folder's guard never owns it (it would remove the installed
-    // model with it); it goes again only if this install fails.
-    NewFolderGuard dataset_folder(dest.parent_path().string());
-    StagedFolder scratch(dest.string() + ".nnunet-zip");  // never committed: removed on the way out
-    uint64_t bytes = 0;
-    std::vector<const ZipEntry*> take;
-    static const std::regex wanted(
-        "^(plans\\.json|dataset\\.json|dataset_fingerprint\\.json|fold_[^/]+/checkpoint_final\\.pth)$");
-    for (const auto& [name, e] : files)
-      if (name.rfind(model + "/", 0) == 0 && std::regex_match(name.substr(model.size() + 1), wanted)) {
-        take.push_back(&e);
-        bytes += e.size;
-      }
-    check_free_space(fs::path(results_root).string(), 2 * bytes, "the nnU-Net model " + model + " of " + z.path());
-    for (const ZipEntry* e : take) {
-      const std::string rel = e->name.substr(model.size() + 1);
-      check_entry_size(z, *e, rel, ends_with(rel, ".pth"));
-      const fs::path target = fs::path(scratch.path()) / rel;
-      fs::create_directories(target.parent_path());
-      z.extract(*e, target.string());
-    }
-    NnunetImportOptions o;
-    o.nnunet_folder = scratch.path();
-    o.output = dest.string();
-    o.overwrite = overwrite;
-    import_nnunet(o);
-    dataset_folder.keep();
-    r.model_folder = dest.string();
+    // The dataset folder first, so that the staged folders' guards never own it; it goes again only if this
+    // install fails.
+    dataset_folders.push_back(std::make_unique<NewFolderGuard>(dest.parent_path().string()));
+    staged.push_back(std::make_unique<StagedFolder>(dest.string()));
+    convert_nnunet_model(z, files, model, dest, staged.back()->path());
+  }
+  for (auto& s : staged) s->commit(overwrite);
+  for (auto& g : dataset_folders) g->keep();
+  for (const std::string& model : models) {
+    r.model_folder = (fs::path(results_root) / model).string();
     r.manifest.model_folder = model;
     spdlog::info("installed {} from nnU-Net's zip {} (converted without Python)", r.model_folder, z.path());
   }
@@ -209,6 +233,7 @@ InstallResult install_model_zip(const std::string& zip_path, const std::string& 
 
   const fs::path dest = fs::path(results_root) / r.manifest.model_folder;
   r.model_folder = dest.string();
+  check_output_apart(r.model_folder, zip_path, "model zip being installed");
   refuse_taken_dataset_id(results_root, dest.parent_path().filename().string(),
                           "nothing was installed; install into another results root (-o), or rename one of them");
   if (fs::exists(fs::symlink_status(dest))) {

@@ -7,9 +7,11 @@
 #include <regex>
 
 #include "core/error.h"
+#include "core/path_overlap.h"
 #include "core/json_io.h"
 #include "core/output_folder.h"
 #include "inference/model_folder.h"
+#include "sharing/torch_save.h"
 
 namespace fs = std::filesystem;
 
@@ -42,12 +44,6 @@ c10::IValue mirror_axes_value(const std::vector<int64_t>& axes) {
   return c10::ivalue::Tuple::create(std::move(items));
 }
 
-void write_bytes(const std::string& path, const std::vector<char>& bytes) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) throw FileError(path, "cannot write the checkpoint");
-}
-
 }  // namespace
 
 std::vector<std::string> nnunet_state_dict_names(const std::string& name, bool dropout) {
@@ -65,6 +61,7 @@ std::vector<std::string> nnunet_state_dict_names(const std::string& name, bool d
 }
 
 NnunetExportResult export_nnunet(const NnunetExportOptions& o) {
+  check_output_apart(o.output, o.model_folder, "model folder being exported");
   const inference::ModelFolder m = inference::load_model_folder(o.model_folder, o.folds, o.checkpoint);
   bool dropout = false;
   if (!nnunet_builds(m.plans_json, m.configuration, &dropout))
@@ -101,7 +98,7 @@ NnunetExportResult export_nnunet(const NnunetExportOptions& o) {
     ck.insert("current_epoch", static_cast<int64_t>(0));
     const fs::path dir = fs::path(out.path()) / ("fold_" + f.fold);
     fs::create_directories(dir);
-    write_bytes((dir / "checkpoint_final.pth").string(), torch::pickle_save(c10::IValue(ck)));
+    torch_save(c10::IValue(ck), (dir / "checkpoint_final.pth").string());
     r.folds.push_back(f.fold);
   }
   out.commit(o.overwrite);

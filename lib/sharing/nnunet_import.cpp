@@ -5,14 +5,20 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <regex>
+#include <unordered_map>
 
 #include "checkpoint/checkpoint.h"
+#include "core/digest.h"
 #include "core/error.h"
 #include "core/file_digest.h"
 #include "core/json_io.h"
 #include "core/ordered_json_io.h"
 #include "core/output_folder.h"
+#include "core/path_component.h"
+#include "core/path_overlap.h"
+#include "io/dataset.h"
+#include "planning/plans.h"
+#include "sharing/nnunet_weights.h"
 #include "sharing/torch_pickle.h"
 
 namespace fs = std::filesystem;
@@ -36,6 +42,13 @@ bool alias_name(const std::string& k) {
   return k.rfind("decoder.encoder.", 0) == 0 || k.find(".all_modules.") != std::string::npos;
 }
 
+// dtype, shape and bytes of a contiguous tensor.
+uint64_t tensor_digest(const at::Tensor& t) {
+  uint64_t h = fnv1a(c10::toString(t.scalar_type()));
+  for (const int64_t s : t.sizes()) h = fnv1a(&s, sizeof s, h);
+  return fnv1a(t.data_ptr(), t.numel() * t.element_size(), h);
+}
+
 // network_weights without nnU-Net's aliases; each dropped one must equal a kept tensor (its twin first).
 checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::string& pth, int64_t* dropped) {
   checkpoint::NamedTensors kept;
@@ -44,20 +57,20 @@ checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::stri
     if (k->kind != PickleValue::Kind::String || v->kind != PickleValue::Kind::Tensor)
       throw FileError(pth, "'network_weights' holds something other than named tensors");
     const std::string name = strip_prefixes(k->s);
-    (alias_name(name) ? aliases : kept).emplace_back(name, v->tensor.contiguous());
+    const at::Tensor& t = v->tensor;
+    if (at::isFloatingType(t.scalar_type()) && t.numel() > 0 && !at::isfinite(t).all().item<bool>())
+      throw FileError(pth, "network_weights '" + printable(name) + "' holds NaN or infinite values");
+    (alias_name(name) ? aliases : kept).emplace_back(name, t.contiguous());
   }
-  auto equal = [](const at::Tensor& a, const at::Tensor& b) {
-    return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() && at::equal(a, b);
-  };
-  for (const auto& alias : aliases) {
-    // Named references, not a structured binding: C++17 lambdas cannot capture bindings (clang refuses).
-    const std::string& name = alias.first;
-    const at::Tensor& t = alias.second;
-    const std::string twin = name.rfind("decoder.encoder.", 0) == 0 ? name.substr(8) : "";
-    const bool ok =
-        std::any_of(kept.begin(), kept.end(),
-                    [&](const auto& kv) { return (twin.empty() || kv.first == twin) && equal(kv.second, t); }) ||
-        std::any_of(kept.begin(), kept.end(), [&](const auto& kv) { return equal(kv.second, t); });
+  // Kept tensors by a digest of dtype, shape and bytes, so each alias is compared with the few tensors
+  // that can equal it (comparing with every kept tensor was quadratic: 30 k aliases took minutes).
+  std::unordered_multimap<uint64_t, const at::Tensor*> by_digest;
+  for (const auto& kv : kept) by_digest.emplace(tensor_digest(kv.second), &kv.second);
+  for (const auto& [name, t] : aliases) {
+    bool ok = false;
+    for (auto [it, end] = by_digest.equal_range(tensor_digest(t)); it != end && !ok; ++it)
+      ok =
+          it->second->sizes() == t.sizes() && it->second->scalar_type() == t.scalar_type() && at::equal(*it->second, t);
     if (!ok)
       throw FileError(pth, "'" + name + "' looks like an alias but no kept tensor has its values; not converting");
   }
@@ -65,16 +78,23 @@ checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::stri
   return kept;
 }
 
+// The folds of the fold_K folders holding the checkpoint, numbers first in numeric order, then "all". A
+// fold_K folder whose K nnU-Net would not take (int(K) or "all") is refused, naming it.
 std::vector<std::string> folds_with(const std::string& folder, const std::string& chk) {
   std::vector<std::string> out;
   if (!fs::is_directory(folder)) throw FileError(folder, "nnU-Net model folder not found");
   for (const auto& e : fs::directory_iterator(folder)) {
     const std::string n = e.path().filename().string();
-    if (n.rfind("fold_", 0) == 0 && fs::is_regular_file(e.path() / (chk + ".pth"))) out.push_back(n.substr(5));
+    if (n.rfind("fold_", 0) != 0 || !fs::is_regular_file(e.path() / (chk + ".pth"))) continue;
+    try {
+      parse_fold(n.substr(5));
+      out.push_back(n.substr(5));
+    } catch (const Error& err) {
+      throw FileError(e.path().string(), std::string("is not a fold folder (") + err.what() + ")");
+    }
   }
   std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
-    const bool da = std::all_of(a.begin(), a.end(), ::isdigit), db = std::all_of(b.begin(), b.end(), ::isdigit);
-    return da != db ? da : (da ? std::stoi(a) < std::stoi(b) : a < b);
+    return a == "all" || b == "all" ? b == "all" && a != "all" : std::stol(a) < std::stol(b);
   });
   if (out.empty()) throw FileError(folder, "holds no fold_K/" + chk + ".pth");
   return out;
@@ -91,24 +111,60 @@ std::string text_of(const PickleValue* v, const std::string& fallback) {
   return v && v->kind == PickleValue::Kind::String ? v->s : fallback;
 }
 
+// The checkpoint's trainer_name (else the folder's), checked as a name: it becomes part of paths and JSON.
+std::string trainer_name(const PickleValue* v, const std::string& folder_name, const std::string& pth) {
+  const std::string name = text_of(v, folder_name.substr(0, folder_name.find("__")));
+  check_path_component(name, "trainer_name", pth);
+  if (std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }))
+    throw FileError(pth, "trainer_name '" + printable(name) + "' is not a valid name (Python class names are ASCII)");
+  return name;
+}
+
+// A checkpoint's inference_allowed_mirroring_axes: null (None, or absent: every axis) or checked axes.
+json mirror_axes(const PickleValue* axes, int dim, const std::string& pth) {
+  if (!axes || axes->kind == PickleValue::Kind::None) return nullptr;
+  if (axes->kind != PickleValue::Kind::Tuple && axes->kind != PickleValue::Kind::List)
+    throw FileError(pth, "inference_allowed_mirroring_axes is neither a tuple nor None");
+  if (axes->items.empty()) return nullptr;
+  std::vector<int64_t> values;
+  std::vector<bool> integral;
+  for (const auto& a : axes->items) {
+    values.push_back(a->i);
+    integral.push_back(a->kind == PickleValue::Kind::Int);
+  }
+  return checked_mirror_axes(values, integral, dim, pth);
+}
+
 }  // namespace
 
 NnunetImportResult import_nnunet(const NnunetImportOptions& o) {
+  check_output_apart(o.output, o.nnunet_folder, "nnU-Net model folder being imported");
+  StagedFolder out(o.output);
+  NnunetImportResult r = import_nnunet_into(o, out.path());
+  out.commit(o.overwrite);
+  return r;
+}
+
+NnunetImportResult import_nnunet_into(const NnunetImportOptions& o, const std::string& folder) {
   const std::string chk = o.checkpoint.size() > 4 && o.checkpoint.compare(o.checkpoint.size() - 4, 4, ".pth") == 0
                               ? o.checkpoint.substr(0, o.checkpoint.size() - 4)
                               : o.checkpoint;
+  check_path_component(chk, "checkpoint name (--chk)");
   const fs::path src(o.nnunet_folder);
   for (const char* f : {"plans.json", "dataset.json"})
     if (!fs::is_regular_file(src / f))
       throw FileError((src / f).string(), "not found (an nnU-Net model folder holds it)");
   const json plans = read_json((src / "plans.json").string());
   const ordered_json dataset = read_ordered_json((src / "dataset.json").string());
+  // The typed readers refuse what no network can be built from (a list for plans, 1e6 stages, negative
+  // features), naming the file and key, before any checkpoint is read.
+  const planning::Plans parsed = planning::plans_from_json(plans, (src / "plans.json").string());
+  const io::DatasetInfo info = io::dataset_info_from_json(dataset, (src / "dataset.json").string());
   const std::string folder_name = fs::absolute(src).lexically_normal().filename().string();
   const auto parts =
       folder_name.find("__") == std::string::npos ? std::string() : folder_name.substr(folder_name.rfind("__") + 2);
   NnunetImportResult r;
-  r.folds = o.folds.empty() ? folds_with(o.nnunet_folder, chk) : o.folds;
-  StagedFolder out(o.output);
+  r.folds = o.folds.empty() ? folds_with(o.nnunet_folder, chk) : parse_folds(o.folds, "-f");
   for (const std::string& fold : r.folds) {
     const fs::path pth = src / ("fold_" + fold) / (chk + ".pth");
     if (!fs::is_regular_file(pth)) throw FileError(pth.string(), "not found");
@@ -124,29 +180,16 @@ NnunetImportResult import_nnunet(const NnunetImportOptions& o) {
     m.dataset = dataset;
     const PickleValue* init = ck->get("init_args");
     const std::string configuration = text_of(init ? init->get("configuration") : nullptr, parts);
-    json mirror = nullptr;
-    if (const PickleValue* axes = ck->get("inference_allowed_mirroring_axes"); axes && !axes->items.empty()) {
-      mirror = json::array();
-      for (const auto& a : axes->items) mirror.push_back(a->i);
-    }
-    int64_t num_classes = -1, head = -1;
-    static const std::regex seg("^decoder\\.seg_layers\\.(\\d+)\\.weight$");
-    for (const auto& [name, t] : m.weights) {
-      std::smatch sm;
-      if (std::regex_match(name, sm, seg) && std::stoll(sm[1].str()) > head) {
-        head = std::stoll(sm[1].str());
-        num_classes = t.size(0);
-      }
-    }
-    const ordered_json& channels = dataset.contains("channel_names")
-                                       ? dataset.at("channel_names")
-                                       : dataset.value("modality", ordered_json::object());
+    const ImportedShape shape = imported_shape(parsed, info, configuration, pth.string());
+    const planning::ConfigurationPlan& cfg = parsed.configuration(configuration);
+    check_weights_fit(m.weights, cfg, shape, pth.string());
+    const json mirror = mirror_axes(ck->get("inference_allowed_mirroring_axes"), cfg.dim(), pth.string());
     const PickleValue* epoch = ck->get("current_epoch");
     m.epoch = epoch && epoch->kind == PickleValue::Kind::Int ? epoch->i : 0;
     m.extra = {{"configuration", configuration},
-               {"in_channels", channels.size()},
+               {"in_channels", shape.in_channels},
                {"inference_allowed_mirroring_axes", mirror},
-               {"trainer_name", text_of(ck->get("trainer_name"), folder_name.substr(0, folder_name.find("__")))},
+               {"trainer_name", trainer_name(ck->get("trainer_name"), folder_name, pth.string())},
                {"imported_from",
                 {{"tool", "medseg_import_nnunet"},
                  {"folder", fs::absolute(src).lexically_normal().string()},
@@ -154,14 +197,15 @@ NnunetImportResult import_nnunet(const NnunetImportOptions& o) {
                  {"content_hash", content_hash_hex(pth.string())},
                  {"nnunet_epoch", m.epoch},
                  {"aliases_dropped", r.aliases_dropped}}}};
-    if (num_classes > 0) m.extra["num_classes"] = num_classes;
-    const fs::path dir = fs::path(out.path()) / ("fold_" + fold);
+    m.extra["num_classes"] = shape.num_classes;
+    // Absent (a checkpoint that does not say) is nnU-Net's default, every axis; null is None, no mirroring.
+    if (!ck->get("inference_allowed_mirroring_axes")) m.extra.erase("inference_allowed_mirroring_axes");
+    const fs::path dir = fs::path(folder) / ("fold_" + fold);
     fs::create_directories(dir);
     checkpoint::save_checkpoint((dir / (chk + ".ckpt")).string(), m);
   }
   for (const char* f : {"plans.json", "dataset.json", "dataset_fingerprint.json"})
-    if (fs::is_regular_file(src / f)) fs::copy_file(src / f, fs::path(out.path()) / f);
-  out.commit(o.overwrite);
+    if (fs::is_regular_file(src / f)) fs::copy_file(src / f, fs::path(folder) / f);
   return r;
 }
 

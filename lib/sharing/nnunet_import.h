@@ -23,6 +23,13 @@ struct NnunetImportResult {
   int64_t aliases_dropped = 0;  // per fold
 };
 
+// Writes the model folder o.output (staged, then moved into place; o.overwrite replaces one). Refuses an
+// output that is, contains or lies inside the nnU-Net folder, fold and checkpoint names that are not single
+// path components, and any checkpoint whose weights do not fit the network the plans describe.
 NnunetImportResult import_nnunet(const NnunetImportOptions& o);
+
+// import_nnunet's conversion into `folder`, an empty folder the caller stages and commits (o.output and
+// o.overwrite are not used): for installs of several models that must land all or none.
+NnunetImportResult import_nnunet_into(const NnunetImportOptions& o, const std::string& folder);
 
 }  // namespace medseg::sharing

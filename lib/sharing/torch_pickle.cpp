@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -51,8 +52,9 @@ bool allowed_global(const std::string& name) {
 
 class Machine {
  public:
-  Machine(std::string path, const StorageBytes& storage, std::string bytes, PickleDocument& doc)
-      : path_(std::move(path)), storage_(storage), p_(std::move(bytes)), doc_(doc) {}
+  Machine(std::string path, const StorageBytes& storage, std::string bytes, PickleDocument& doc,
+          const PickleLimits& limits)
+      : path_(std::move(path)), storage_(storage), p_(std::move(bytes)), limits_(limits), doc_(doc) {}
 
   PickleRef run() {
     while (true) {
@@ -73,23 +75,23 @@ class Machine {
           push(v);
           break;
         }
-        case 'J': push(integer(static_cast<int32_t>(u32()))); break;           // BININT
-        case 'K': push(integer(byte())); break;                                // BININT1
-        case 'M': push(integer(u16())); break;                                 // BININT2
-        case 0x8a: push(long1()); break;                                       // LONG1
-        case 'G': push(binfloat()); break;                                     // BINFLOAT
-        case 'X': push(text(Kind::String, u32())); break;                      // BINUNICODE
-        case 0x8c: push(text(Kind::String, byte())); break;                    // SHORT_BINUNICODE
-        case 0x8d: push(text(Kind::String, u64())); break;                     // BINUNICODE8
-        case 'U': push(text(Kind::String, byte())); break;                     // SHORT_BINSTRING
-        case 'T': push(text(Kind::String, u32())); break;                      // BINSTRING
-        case 'C': push(text(Kind::Bytes, byte())); break;                      // SHORT_BINBYTES
-        case 'B': push(text(Kind::Bytes, u32())); break;                       // BINBYTES
-        case 'q': memo_[byte()] = top(); break;                                // BINPUT
-        case 'r': memo_[u32()] = top(); break;                                 // LONG_BINPUT
-        case 0x94: memo_[static_cast<uint32_t>(memo_.size())] = top(); break;  // MEMOIZE
-        case 'h': push(memo(byte())); break;                                   // BINGET
-        case 'j': push(memo(u32())); break;                                    // LONG_BINGET
+        case 'J': push(integer(static_cast<int32_t>(u32()))); break;  // BININT
+        case 'K': push(integer(byte())); break;                       // BININT1
+        case 'M': push(integer(u16())); break;                        // BININT2
+        case 0x8a: push(long1()); break;                              // LONG1
+        case 'G': push(binfloat()); break;                            // BINFLOAT
+        case 'X': push(text(Kind::String, u32())); break;             // BINUNICODE
+        case 0x8c: push(text(Kind::String, byte())); break;           // SHORT_BINUNICODE
+        case 0x8d: push(text(Kind::String, u64())); break;            // BINUNICODE8
+        case 'U': push(text(Kind::String, byte())); break;            // SHORT_BINSTRING
+        case 'T': push(text(Kind::String, u32())); break;             // BINSTRING
+        case 'C': push(text(Kind::Bytes, byte())); break;             // SHORT_BINBYTES
+        case 'B': push(text(Kind::Bytes, u32())); break;              // BINBYTES
+        case 'q': put(byte()); break;                                 // BINPUT
+        case 'r': put(u32()); break;                                  // LONG_BINPUT
+        case 0x94: put(static_cast<uint32_t>(memo_.size())); break;   // MEMOIZE
+        case 'h': push(memo(byte())); break;                          // BINGET
+        case 'j': push(memo(u32())); break;                           // LONG_BINGET
         case 't': {
           auto v = make(Kind::Tuple);
           v->items = pop_mark();
@@ -226,7 +228,21 @@ class Machine {
     v->s = take(n);
     return v;
   }
-  void push(PickleRef v) { stack_.push_back(v); }
+  void push(PickleRef v) {
+    slot();
+    stack_.push_back(v);
+  }
+  void put(uint32_t key) {
+    slot();
+    memo_[key] = top();
+  }
+  // Every push and memo entry fills a slot; values move from the stack into containers, so containers,
+  // stack and memo together never hold more than max_slots references.
+  void slot() {
+    if (++slots_ > limits_.max_slots)
+      fail(concat("the pickle fills more than ", limits_.max_slots, " stack, container and memo slots (a checkpoint ",
+                  "needs far fewer)"));
+  }
   PickleRef pop() {
     if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back())) fail("the pickle pops an empty stack");
     auto v = stack_.back();
@@ -282,6 +298,11 @@ class Machine {
       const auto item = static_cast<int64_t>(at::elementSize(type->second));
       if (numel < 0 || numel > (int64_t(1) << 40) / item)
         fail(concat("storage '", t[2]->s, "' claims ", numel, " elements"));
+      storage_bytes_ += static_cast<uint64_t>(numel * item);
+      if (storage_bytes_ > limits_.max_storage_bytes)
+        fail(concat("storage '", t[2]->s, "' brings the storages to ", storage_bytes_, " bytes, more than the ",
+                    limits_.max_storage_bytes,
+                    " this file can hold (a storage inflated from a few compressed bytes?)"));
       const std::string data = storage_(t[2]->s, static_cast<uint64_t>(numel * item));
       if (data.size() != static_cast<size_t>(numel * item))
         fail(concat("storage '", t[2]->s, "' holds ", data.size(), " bytes, not ", numel * item));
@@ -329,16 +350,21 @@ class Machine {
                   const std::vector<int64_t>& stride) {
     if (size.size() != stride.size() || offset < 0)
       fail("a tensor whose sizes, strides and offset do not fit together");
-    int64_t last = offset;
+    int64_t last = offset, numel = 1;
     bool empty = false;
     for (size_t k = 0; k < size.size(); ++k) {
       if (size[k] < 0 || stride[k] < 0 || size[k] > (int64_t(1) << 40) || stride[k] > (int64_t(1) << 40))
         fail("a tensor of size or stride outside what a file holds");
       empty = empty || size[k] == 0;
       last += (size[k] - 1) * stride[k];
+      numel = size[k] > 0 && numel > storage.numel() / size[k] ? storage.numel() + 1 : numel * size[k];
     }
     if (!empty && last >= storage.numel())
       fail(concat("a tensor view reaches element ", last, " of a storage of ", storage.numel()));
+    // A view presenting more elements than its storage holds repeats them (stride 0): torch.save writes
+    // parameters densely, and a copy of such a view could ask for terabytes.
+    if (!empty && numel > storage.numel())
+      fail(concat("a tensor view presents more elements than its storage of ", storage.numel(), " holds"));
     return storage.as_strided(size, stride, offset);
   }
 
@@ -389,6 +415,9 @@ class Machine {
   std::string path_;
   const StorageBytes& storage_;
   std::string p_;
+  PickleLimits limits_;
+  int64_t values_ = 0, slots_ = 0;
+  uint64_t storage_bytes_ = 0;
   size_t pos_ = 0;
   std::vector<PickleRef> stack_;
   std::vector<size_t> marks_;
@@ -397,6 +426,8 @@ class Machine {
   PickleDocument& doc_;
 
   PickleRef make(Kind k) {
+    if (++values_ > limits_.max_values)
+      fail(concat("the pickle makes more than ", limits_.max_values, " values (a checkpoint makes far fewer)"));
     PickleRef v = doc_.make();
     v->kind = k;
     return v;
@@ -405,14 +436,23 @@ class Machine {
 
 }  // namespace
 
-PickleDocument decode_pickle(const std::string& pickle, const std::string& source, const StorageBytes& storage) {
+PickleDocument decode_pickle(const std::string& pickle, const std::string& source, const StorageBytes& storage,
+                             const PickleLimits& limits) {
   PickleDocument doc;
-  doc.set_root(Machine(source, storage, pickle, doc).run());
+  doc.set_root(Machine(source, storage, pickle, doc, limits).run());
   return doc;
 }
 
-PickleDocument read_torch_file(const std::string& path) {
+PickleDocument read_torch_file(const std::string& path, const PickleLimits& limits) {
   const ZipReader zip(path);
+  std::map<std::string, const ZipEntry*> by_name;
+  uint64_t file_bytes = 0;
+  for (const ZipEntry& e : zip.entries()) {
+    by_name.emplace(e.name, &e);
+    file_bytes += e.compressed_size;
+  }
+  PickleLimits bounded = limits;
+  bounded.max_storage_bytes = std::min(limits.max_storage_bytes, 2 * file_bytes + (uint64_t(1) << 20));
   for (const ZipEntry& e : zip.entries()) {
     const std::string tail = "/data.pkl";
     if (e.name.size() <= tail.size() || e.name.compare(e.name.size() - tail.size(), tail.size(), tail) != 0) continue;
@@ -420,16 +460,17 @@ PickleDocument read_torch_file(const std::string& path) {
     const std::string prefix = e.name.substr(0, e.name.size() - std::string("data.pkl").size());
     const StorageBytes from_zip = [&](const std::string& key, uint64_t bytes) {
       const std::string entry = prefix + "data/" + key;
-      for (const ZipEntry& s : zip.entries())
-        if (s.name == entry) {
-          if (s.size != bytes)
-            throw FileError(
-                path, concat("storage ", entry, " holds ", s.size, " bytes, not ", bytes, "; nothing was executed"));
-          return zip.read(s, bytes);
-        }
-      throw FileError(path, "the archive has no " + entry + "; nothing was executed");
+      const auto s = by_name.find(entry);
+      if (s == by_name.end()) throw FileError(path, "the archive has no " + entry + "; nothing was executed");
+      if (s->second->size != bytes)
+        throw FileError(path, concat("storage ", entry, " holds ", s->second->size, " bytes, not ", bytes,
+                                     "; nothing was executed"));
+      return zip.read(*s->second, bytes);
     };
-    return decode_pickle(zip.read(e, uint64_t(1) << 31), path, from_zip);
+    if (e.size > kMaxPickleBytes)
+      throw FileError(path, concat(e.name, " is ", e.size, " bytes; medseg reads pickles of up to ", kMaxPickleBytes,
+                                   " (a checkpoint's is far smaller); nothing was executed"));
+    return decode_pickle(zip.read(e, kMaxPickleBytes), path, from_zip, bounded);
   }
   throw FileError(path, "not a torch.save archive (no <name>/data.pkl); files from torch older than 1.6 are not read");
 }

@@ -55,12 +55,31 @@ class PickleDocument {
 // The bytes of storage `key` (`bytes` long), or a FileError naming what is missing.
 using StorageBytes = std::function<std::string(const std::string& key, uint64_t bytes)>;
 
+// What one pickle may cost, checked as it is decoded, before anything is allocated (docs/hardening.md,
+// "Limits"). A few kilobytes of deflated opcodes must not become gigabytes.
+struct PickleLimits {
+  // Values made (each about 150 bytes) and stack, container and memo slots filled (8-48 bytes each).
+  // nnU-Net's checkpoints make about 20 k values; 1000 epochs of logs for 400 classes about 450 k.
+  int64_t max_values = int64_t(1) << 20;
+  int64_t max_slots = int64_t(4) << 20;
+  // All storages together; read_torch_file sets it from the file's size (torch.save stores them
+  // uncompressed) unless a caller knows a smaller bound (what the plans' network needs).
+  uint64_t max_storage_bytes = uint64_t(1) << 32;
+};
+
 // Decodes one pickle (a torch.save archive's data.pkl); `source` names it in errors. Storages come from
-// `storage`. The checks of read_torch_file apply; tensor views must lie inside their storage.
-PickleDocument decode_pickle(const std::string& pickle, const std::string& source, const StorageBytes& storage);
+// `storage`. The checks of read_torch_file apply; tensor views must lie inside their storage and present
+// no more elements than it holds (an expanded, stride-0 view is refused).
+PickleDocument decode_pickle(const std::string& pickle, const std::string& source, const StorageBytes& storage,
+                             const PickleLimits& limits = {});
+
+// The largest data.pkl read (nnU-Net's are a few hundred kilobytes).
+constexpr uint64_t kMaxPickleBytes = uint64_t(64) << 20;
 
 // Reads a torch.save file. Throws FileError naming the file for a file that is not a torch zip archive, a
-// refused global or opcode (named), or a storage the archive lacks or holds too few bytes of.
-PickleDocument read_torch_file(const std::string& path);
+// refused global or opcode (named), a storage the archive lacks or holds too few bytes of, and a pickle
+// beyond `limits`. The storages may hold at most twice the file's size and 1 MiB together, and at most
+// `max_storage_bytes` when that is smaller: torch.save stores them uncompressed, so more is a zip bomb.
+PickleDocument read_torch_file(const std::string& path, const PickleLimits& limits = {});
 
 }  // namespace medseg::sharing

@@ -85,7 +85,7 @@ std::vector<EpochMetrics> read_metrics(const std::string& path) {
   for (int no = 1; std::getline(in, line); ++no) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      out.push_back(metrics_from_json(json::parse(line)));
+      out.push_back(metrics_from_json(parse_json_text<json>(line, path)));
     } catch (const std::exception& e) {
       if (in.eof()) break;  // a torn last line (killed mid-append, no newline yet): drop it
       throw FileError(path, concat("line ", no, " is not a metrics entry (", e.what(), ")"));

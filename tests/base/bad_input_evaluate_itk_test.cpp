@@ -128,3 +128,40 @@ TEST(EvaluateGrid, IgnoreLabelInLabelsIsDeclaredAndIgnored) {
   EXPECT_DOUBLE_EQ(s["mean"]["1"]["Dice"].get<double>(), 1.0);
   EXPECT_FALSE(s["mean"].contains("3"));
 }
+
+// Issue 42: `-o GT/case.nii.gz` replaced a reference label with the summary's JSON and exited 0. A
+// summary is never written over a segmentation, inside the reference folder, or around the predictions;
+// nnU-Net's default (PRED/summary.json) and any .json beside the predictions stay allowed.
+TEST(EvaluateOutput, TheSummaryNeverReplacesAnInput) {
+  test::TempDir d("evalout");
+  fs::create_directories(d / "gt");
+  fs::create_directories(d / "pred");
+  const Volume v = Volume::from_values(PixelType::UInt8, kShape, reference_geometry(), labels());
+  io::write_image(d / "gt/c1.nii.gz", v);
+  io::write_image(d / "pred/c1.nii.gz", v);
+  write_dataset_json(d / "dataset.json", {{"background", 0}, {"a", 1}, {"b", 2}});
+  const auto before = test::folder_snapshot(d.path());
+  for (const auto& [out, fragment] :
+       std::vector<std::pair<std::string, std::string>>{{d / "gt/c1.nii.gz", "lies inside the reference folder"},
+                                                        {d / "gt/summary.json", "lies inside the reference folder"},
+                                                        {d / "gt", "is the reference folder itself"},
+                                                        {d / "pred/c1.nii.gz", "ends like a segmentation"},
+                                                        {d / "pred/other.nii", "ends like a segmentation"},
+                                                        {d.path(), "contains the reference folder"}}) {
+    SCOPED_TRACE(out);
+    for (const char* app : {"medseg_evaluate", "medseg_evaluate_simple"}) {
+      const std::string args = std::string(app) == "medseg_evaluate"
+                                   ? d / "gt " + d / "pred -djfile " + d / "dataset.json --np 1 -o " + out
+                                   : d / "gt " + d / "pred -l 1 2 --np 1 -o " + out;
+      const auto r = test::run_cli(app, args);
+      EXPECT_NE(r.exit_code, 0) << r.output;
+      EXPECT_NE(r.output.find(out + ": " + fragment), std::string::npos) << r.output;
+      EXPECT_EQ(test::folder_snapshot(d.path()), before);
+    }
+  }
+  auto r = test::run_cli("medseg_evaluate_simple", d / "gt " + d / "pred -l 1 2 --np 1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(d / "pred/summary.json"));
+  r = test::run_cli("medseg_evaluate_simple", d / "gt " + d / "pred -l 1 2 --np 1 -o " + d / "pred/fold0.json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/json_io.h"
 #include "core/json_object_reader.h"
+#include "core/ordered_json_io.h"
 #include "support/test_support.h"
 
 using namespace medseg;
@@ -31,6 +32,39 @@ TEST(BadInputJson, ParseErrorsNameTheFile) {
       EXPECT_EQ(std::string(e.what()).rfind(dir / "f.json: " + fragment, 0), 0u) << e.what();
     }
   }
+}
+
+// Issue 42: 100,000 nested arrays (200 KB) crashed the readers (a recursive walk ran off the stack).
+// The limit sits between what nnU-Net writes and what a recursion survives: 100 levels read, 101 do not,
+// in objects as in arrays, in every reader (plain and key-ordered).
+TEST(BadInputJson, NestingIsBoundedInEveryReader) {
+  const auto nested = [](int depth, bool objects) {
+    std::string open, close;
+    for (int i = 0; i < depth; ++i) {
+      open += objects ? "{\"k\":" : "[";
+      close += objects ? "}" : "]";
+    }
+    return open + "1" + close;
+  };
+  test::TempDir dir("json");
+  for (const bool objects : {false, true}) {
+    SCOPED_TRACE(objects ? "objects" : "arrays");
+    std::ofstream(dir / "ok.json") << nested(kMaxJsonDepth, objects);
+    EXPECT_NO_THROW(read_json(dir / "ok.json"));
+    EXPECT_NO_THROW(read_ordered_json(dir / "ok.json"));
+    for (const int depth : {kMaxJsonDepth + 1, 100000}) {
+      std::ofstream(dir / "deep.json") << nested(depth, objects);
+      const std::string want = dir / "deep.json: invalid JSON (nested deeper than 100 levels)";
+      for (const bool ordered : {false, true}) {
+        try {
+          ordered ? (void)read_ordered_json(dir / "deep.json") : (void)read_json(dir / "deep.json");
+          ADD_FAILURE() << "parsed depth " << depth;
+        } catch (const FileError& e) { EXPECT_EQ(std::string(e.what()), want); }
+      }
+    }
+  }
+  EXPECT_THROW(parse_json_text<json>(nested(101, false), "entry"), FileError);
+  EXPECT_EQ(parse_json_text<json>(nested(3, false), "entry"), json::parse("[[[1]]]"));
 }
 
 // Issue 26: a folder where a JSON file belongs read as an empty file.

@@ -3,10 +3,12 @@
 // copied, dataset.json is nnU-Net's. Needs Debian's python3-nibabel (scripts/install_deps.sh).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 
 #include "core/json_io.h"
+#include "core/volume.h"
 #include "io/image_io.h"
 #include "support/test_support.h"
 
@@ -137,4 +139,63 @@ TEST(ConvertOldNnUNetCli, CopiesTheTaskAndConvertsDatasetJson) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("labelsTr"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(d / "raw/Dataset019_Abdomen"));
+}
+
+// Issue 42: a link in a v1 task copied a tree from outside it; a million labels hung the MSD conversion;
+// --np 3000 aborted it and left its staging folder.
+TEST(ConvertHostile, LinksLabelFloodsAndThreadFloodsAreBounded) {
+  test::TempDir d("conv_hostile");
+  const std::string task = d / "Task017_Abdomen";
+  for (const char* sub : {"imagesTr", "labelsTr", "imagesTs"}) fs::create_directories(task + "/" + sub);
+  write_file_atomic(task + "/imagesTr/abd_001_0000.nii.gz", "image bytes");
+  write_file_atomic(task + "/labelsTr/abd_001.nii.gz", "label bytes");
+  write_file_atomic(task + "/dataset.json", R"({"name": "Abdomen", "modality": {"0": "CT"},
+    "labels": {"0": "background", "1": "liver"}, "numTraining": 1})");
+  fs::create_directories(d / "elsewhere/tree");
+  write_file_atomic(d / "elsewhere/tree/big.bin", std::string(1 << 20, 'x'));
+  fs::create_directory_symlink(d / "elsewhere", task + "/imagesTr/linked");
+  fs::create_directories(d / "raw");
+  const std::string env = "MEDSEG_RAW=" + d / "raw";
+  auto r = test::run_cli("medseg_convert_old_nnunet_dataset", task + " Dataset017_Abdomen", env);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("imagesTr/linked: is a symbolic link"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_empty(d / "raw")) << "the refused conversion left files";
+  fs::remove(task + "/imagesTr/linked");
+  fs::create_symlink(d / "elsewhere/tree/big.bin", task + "/labelsTr/abd_002.nii.gz");
+  r = test::run_cli("medseg_convert_old_nnunet_dataset", task + " Dataset017_Abdomen", env);
+  EXPECT_NE(r.output.find("labelsTr/abd_002.nii.gz: is a symbolic link"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_empty(d / "raw"));
+
+  // MSD: a dataset.json of a million labels (about 20 MB) is refused in seconds, naming the bound.
+  const std::string msd = d / "Task05_Flood";
+  for (const char* sub : {"imagesTr", "labelsTr", "imagesTs"}) fs::create_directories(msd + "/" + sub);
+  std::string labels;
+  for (int i = 0; i < 1000000; ++i)
+    labels += (i ? ",\"" : "\"") + std::to_string(i) + "\":\"l" + std::to_string(i) + "\"";
+  write_file_atomic(msd + "/dataset.json", "{\"name\": \"Flood\", \"modality\": {\"0\": \"CT\"}, \"labels\": {" +
+                                               labels + "}, \"numTraining\": 0}");
+  const auto t0 = std::chrono::steady_clock::now();
+  r = test::run_cli("/usr/bin/timeout", "60 " + test::bin_dir() + "/medseg_convert_msd_dataset -i " + msd, env);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("has 1000000 entries; medseg reads up to 32767"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_empty(d / "raw"));
+
+  // A label on another grid than its image was copied as it was.
+  io::write_image(msd + "/imagesTr/c_001.nii.gz", Volume(PixelType::Float32, {3, 4, 5}));
+  io::write_image(msd + "/labelsTr/c_001.nii.gz", Volume(PixelType::UInt8, {3, 4, 6}));
+  write_file_atomic(msd + "/dataset.json", R"({"name": "Flood", "modality": {"0": "CT"},
+    "labels": {"0": "background", "1": "x"}, "numTraining": 1})");
+  r = test::run_cli("medseg_convert_msd_dataset", "-i " + msd, env);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("labelsTr/c_001.nii.gz: has shape 6 x 4 x 3 but its image"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_empty(d / "raw"));
+  io::write_image(msd + "/labelsTr/c_001.nii.gz", Volume(PixelType::UInt8, {3, 4, 5}));
+
+  // --np 3000 on two cores: threads are bounded, the conversion works.
+  write_file_atomic(msd + "/dataset.json", R"({"name": "Flood", "modality": {"0": "CT"},
+    "labels": {"0": "background", "1": "x"}, "numTraining": 1})");
+  r = test::run_cli("medseg_convert_msd_dataset", "-i " + msd + " --np 3000", env);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(d / "raw/Dataset005_Flood/dataset.json"));
 }

@@ -16,6 +16,7 @@
 #include "fingerprint/fingerprint.h"
 #include "io/image_io.h"
 #include "preprocessing/case_store.h"
+#include "sharing/torch_save.h"
 #include "training/splits.h"
 
 namespace fs = std::filesystem;
@@ -101,6 +102,13 @@ void image_seeds(const std::string& tmp) {
   io::write_image(tmp + "/flat.nii", flat);
   seed("nifti_header", "flat2d", slurp(tmp + "/flat.nii"), 0);
   seed("image_read", "flat2d", slurp(tmp + "/flat.nii"), 0);
+  // 2D natural images as ITK writes them (libpng's writer, ITK's BMP writer): first byte even .png, odd .bmp.
+  Volume gray = Volume::from_values(PixelType::UInt8, {1, 5, 7}, flat.geometry(), std::vector<double>(35, 3.0));
+  gray.geometry().file_dimension = 2;
+  io::write_image(tmp + "/gray.png", gray);
+  io::write_image(tmp + "/gray.bmp", gray);
+  seed("natural_image", "gray_png", slurp(tmp + "/gray.png"), 0);
+  seed("natural_image", "gray_bmp", slurp(tmp + "/gray.bmp"), 1);
 }
 
 void json_seeds(const std::string& src) {
@@ -115,6 +123,9 @@ void json_seeds(const std::string& src) {
   copy_json_seeds("plans", src + "/plans/examples", "Plans");
   copy_json_seeds("fingerprint", src + "/tests/data", "fingerprint");
   copy_json_seeds("trainer_config", src + "/configs", "");
+  // Nested 101 levels: one past the bound every JSON reader applies.
+  seed("dataset_json", "deep.json", std::string(101, '[') + std::string(101, ']'));
+  seed("plans", "deep.json", std::string(101, '[') + std::string(101, ']'));
   training::write_splits(out_root + "/splits/seed.json",
                          training::kfold_splits({"case_000", "case_001", "case_002"}, 3));
 }
@@ -132,10 +143,14 @@ void torch_pickle_seeds(const std::string& tmp) {
   const std::vector<char> bytes = torch::pickle_save(c10::IValue(d));
   const std::string zip_path = tmp + "/seed.pth";
   std::ofstream(zip_path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  const ZipReader z(zip_path);
-  for (const ZipEntry& e : z.entries())
-    if (e.name.size() > 9 && e.name.substr(e.name.size() - 9) == "/data.pkl")
-      seed("torch_pickle", "pickle_save.pkl", z.read(e, 1u << 20));
+  sharing::torch_save(c10::IValue(d), tmp + "/torch_save.pth");  // what medseg_export_nnunet writes
+  for (const auto& [file, name] :
+       {std::pair{zip_path, "pickle_save.pkl"}, {tmp + "/torch_save.pth", "torch_save.pkl"}}) {
+    const ZipReader z(file);
+    for (const ZipEntry& e : z.entries())
+      if (e.name.size() > 9 && e.name.substr(e.name.size() - 9) == "/data.pkl")
+        seed("torch_pickle", name, z.read(e, 1u << 20));
+  }
 }
 
 }  // namespace

@@ -317,7 +317,7 @@ std::vector<BadZip> bad_zips() {
        "no medseg_model_zip.json manifest"},
       {"ManifestNotJson",
        [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { entry(e, kManifest) = "{not json"; }); },
-       "(medseg_model_zip.json): not valid JSON"},
+       "(medseg_model_zip.json): invalid JSON"},
       {"ManifestNewerVersion",
        [](auto& g, auto& b) {
          rewrite(g, b, [](Entries& e) { edit_manifest(e, [](json& m) { m["format_version"] = 2; }); });

@@ -107,7 +107,8 @@ TEST(NnunetExport, ExportedImportedAndInstalledModelsPredictTheSame) {
   const std::string py = d / "check.py";
   write_file_atomic(py, R"(
 import sys, torch
-ck = torch.load(sys.argv[1] + '/nnunet/fold_0/checkpoint_final.pth', map_location='cpu')
+# weights_only: what every torch since 1.13 loads without running code (issue 42: restore_type_tag was refused)
+ck = torch.load(sys.argv[1] + '/nnunet/fold_0/checkpoint_final.pth', map_location='cpu', weights_only=True)
 assert ck['trainer_name'] == 'nnUNetTrainer', ck['trainer_name']
 assert ck['init_args']['configuration'] == '3d_fullres', ck['init_args']
 assert tuple(ck['inference_allowed_mirroring_axes']) == (0, 1, 2), ck['inference_allowed_mirroring_axes']

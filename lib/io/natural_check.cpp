@@ -1,0 +1,225 @@
+#include "io/natural_check.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "core/error.h"
+#include "core/strings.h"
+#include "io/image_formats.h"
+
+namespace medseg::io {
+namespace {
+
+uint32_t be32(const unsigned char* p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
+}
+uint32_t le32(const unsigned char* p) {
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+uint32_t le16(const unsigned char* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8; }
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw FileError(path, "cannot be opened");
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+void check_pixels(const std::string& path, int64_t width, int64_t height) {
+  if (width * height > kMaxNaturalImagePixels)
+    throw FileError(path, concat("declares ", width, " x ", height, " pixels; medseg reads 2D images of up to ",
+                                 kMaxNaturalImagePixels, " pixels (8192 x 8192)"));
+}
+
+struct Ihdr {
+  int64_t width = 0, height = 0;
+  int depth = 0, color = 0;
+  bool interlaced = false;
+  int channels() const { return color == 0 || color == 3 ? 1 : color == 2 ? 3 : color == 4 ? 2 : 4; }
+  int64_t row_bytes(int64_t w) const { return (w * channels() * depth + 7) / 8; }
+};
+
+Ihdr parse_ihdr(const std::string& path, const unsigned char* d, uint32_t length) {
+  if (length != 13) throw FileError(path, "corrupt PNG: IHDR is not 13 bytes");
+  Ihdr h;
+  h.width = be32(d);
+  h.height = be32(d + 4);
+  h.depth = d[8];
+  h.color = d[9];
+  if (h.width == 0 || h.height == 0 || h.width > 0x7fffffff || h.height > 0x7fffffff)
+    throw FileError(path, concat("corrupt PNG: its header declares ", h.width, " x ", h.height, " pixels"));
+  static const std::array<std::vector<int>, 7> depths = {
+      std::vector<int>{1, 2, 4, 8, 16}, {}, {8, 16}, {1, 2, 4, 8}, {8, 16}, {}, {8, 16}};
+  const bool valid_color = h.color < 7 && !depths[static_cast<size_t>(h.color)].empty();
+  bool valid_depth = false;
+  if (valid_color)
+    for (int v : depths[static_cast<size_t>(h.color)]) valid_depth = valid_depth || v == h.depth;
+  if (!valid_depth || d[10] != 0 || d[11] != 0 || d[12] > 1)
+    throw FileError(path, concat("corrupt PNG: color type ", h.color, " with bit depth ", h.depth, ", compression ",
+                                 int(d[10]), ", filter ", int(d[11]), ", interlace ", int(d[12]), " is not valid"));
+  h.interlaced = d[12] == 1;
+  check_pixels(path, h.width, h.height);
+  return h;
+}
+
+// The rows the inflated image data holds, in order, as (count, bytes per row without the filter byte).
+std::vector<std::pair<int64_t, int64_t>> png_rows(const Ihdr& h) {
+  if (!h.interlaced) return {{h.height, h.row_bytes(h.width)}};
+  static const int pass[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
+                                 {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};  // Adam7: x0, y0, dx, dy
+  std::vector<std::pair<int64_t, int64_t>> rows;
+  for (const auto& p : pass) {
+    const int64_t w = h.width > p[0] ? (h.width - p[0] + p[2] - 1) / p[2] : 0;
+    const int64_t n = h.height > p[1] ? (h.height - p[1] + p[3] - 1) / p[3] : 0;
+    if (w > 0 && n > 0) rows.emplace_back(n, h.row_bytes(w));
+  }
+  return rows;
+}
+
+// Inflates the image data and walks its rows: each starts with a filter byte 0-4, and the stream ends
+// exactly after the last row. Memory stays at one 64 KB buffer whatever the image's size.
+void check_png_data(const std::string& path, const std::string& data, const Ihdr& h) {
+  const auto rows = png_rows(h);
+  size_t block = 0;
+  int64_t row = 0, at = -1;  // at: the byte within the current row, -1 for its filter byte
+  z_stream z{};
+  if (inflateInit(&z) != Z_OK) throw FileError(path, "zlib cannot start");
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  std::vector<unsigned char> out(1 << 16);
+  int rc = Z_OK;
+  std::string problem;
+  while (rc == Z_OK && problem.empty()) {
+    z.next_out = out.data();
+    z.avail_out = static_cast<uInt>(out.size());
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      problem = std::string("its image data is not a valid zlib stream (") + (z.msg ? z.msg : "truncated") + ")";
+      break;
+    }
+    const size_t got = out.size() - z.avail_out;
+    for (size_t i = 0; i < got && problem.empty();) {
+      if (block == rows.size()) {
+        problem = "its image data holds more than the rows its header declares";
+        break;
+      }
+      if (at < 0) {
+        if (out[i] > 4) problem = concat("row ", row, " has filter type ", int(out[i]), " (PNG has 0-4)");
+        ++i;
+        at = 0;
+      } else {
+        const int64_t take = std::min<int64_t>(rows[block].second - at, static_cast<int64_t>(got - i));
+        i += static_cast<size_t>(take);
+        at += take;
+      }
+      if (at == rows[block].second) {
+        at = -1;
+        if (++row == rows[block].first) {
+          row = 0;
+          ++block;
+        }
+      }
+    }
+    if (rc == Z_OK && got == 0 && z.avail_in == 0)
+      problem = "its image data ends before the last row (truncated file?)";
+  }
+  inflateEnd(&z);
+  if (problem.empty() && block != rows.size()) problem = "its image data ends before the last row (truncated file?)";
+  if (!problem.empty()) throw FileError(path, "corrupt PNG: " + problem);
+}
+
+}  // namespace
+
+void check_png_complete(const std::string& path) {
+  if (!ends_with(lower(path), ".png")) return;
+  const std::string bytes = read_all(path);
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const size_t n = bytes.size();
+  static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (n < 8 || !std::equal(signature, signature + 8, p)) throw FileError(path, "not a PNG file (bad signature)");
+  Ihdr h;
+  std::string data;  // the IDAT chunks' bytes, concatenated
+  bool ihdr = false, plte = false, idat_done = false, iend = false;
+  for (size_t at = 8; !iend;) {
+    if (n - at < 12) throw FileError(path, concat("corrupt PNG: cut short at byte ", at, " (truncated file?)"));
+    const uint32_t length = be32(p + at);
+    const std::string type(reinterpret_cast<const char*>(p + at + 4), 4);
+    if (length > 0x7fffffff || length > n - at - 12)
+      throw FileError(path, concat("corrupt PNG: chunk at byte ", at, " runs past the end (truncated file?)"));
+    for (char c : type)
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        throw FileError(path, concat("corrupt PNG: chunk at byte ", at, " has no valid type"));
+    const unsigned char* d = p + at + 8;
+    if (be32(d + length) != crc32(crc32(0L, Z_NULL, 0), p + at + 4, length + 4))
+      throw FileError(path, "corrupt PNG: chunk " + type + " fails its CRC check");
+    if (!ihdr && type != "IHDR") throw FileError(path, "corrupt PNG: the first chunk is not IHDR");
+    const bool critical = std::isupper(static_cast<unsigned char>(type[0]));
+    if (type == "IHDR") {
+      if (ihdr) throw FileError(path, "corrupt PNG: two IHDR chunks");
+      h = parse_ihdr(path, d, length);
+      ihdr = true;
+    } else if (type == "PLTE") {
+      if (plte || !data.empty() || length % 3 || length == 0 || length / 3 > 256 || h.color == 0 || h.color == 4 ||
+          (h.color == 3 && length / 3 > (1u << h.depth)))
+        throw FileError(path, "corrupt PNG: a PLTE chunk this image cannot have");
+      plte = true;
+    } else if (type == "IDAT") {
+      if (idat_done) throw FileError(path, "corrupt PNG: IDAT chunks are not consecutive");
+      data.append(reinterpret_cast<const char*>(d), length);
+    } else if (type == "IEND") {
+      iend = true;
+    } else if (critical) {
+      throw FileError(path, "corrupt PNG: unknown critical chunk " + type);
+    }
+    if (type != "IDAT" && !data.empty()) idat_done = true;
+    at += 12 + static_cast<size_t>(length);
+  }
+  if (data.empty()) throw FileError(path, "corrupt PNG: no image data (IDAT)");
+  if (h.color == 3 && !plte) throw FileError(path, "corrupt PNG: a palette image without its palette (PLTE)");
+  check_png_data(path, data, h);
+}
+
+void check_bmp_complete(const std::string& path) {
+  if (!ends_with(lower(path), ".bmp")) return;
+  const std::string bytes = read_all(path);
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const size_t n = bytes.size();
+  if (n < 26 || p[0] != 'B' || p[1] != 'M') throw FileError(path, "not a BMP file (too short or no 'BM')");
+  const uint32_t offset = le32(p + 10), dib = le32(p + 14);
+  int64_t width = 0, height = 0;
+  uint32_t bpp = 0, compression = 0;
+  if (dib == 12) {  // OS/2 BITMAPCOREHEADER
+    width = le16(p + 18);
+    height = le16(p + 20);
+    bpp = le16(p + 24);
+  } else if (dib >= 40 && n >= 34) {
+    width = static_cast<int32_t>(le32(p + 18));
+    height = static_cast<int32_t>(le32(p + 22));  // negative: rows top-down
+    bpp = le16(p + 28);
+    compression = le32(p + 30);
+  } else {
+    throw FileError(path, concat("corrupt BMP: header of ", dib, " bytes"));
+  }
+  height = height < 0 ? -height : height;
+  if (width <= 0 || height <= 0)
+    throw FileError(path, concat("corrupt BMP: its header declares ", width, " x ", height, " pixels"));
+  check_pixels(path, width, height);
+  if (bpp != 1 && bpp != 4 && bpp != 8 && bpp != 16 && bpp != 24 && bpp != 32)
+    throw FileError(path, concat("corrupt BMP: ", bpp, " bits per pixel"));
+  const int64_t row = (width * bpp + 31) / 32 * 4;
+  if (offset > n || ((compression == 0 || compression == 3) && row * height > static_cast<int64_t>(n - offset)))
+    throw FileError(path, concat("corrupt BMP: its header declares ", width, " x ", height, " pixels but the file ",
+                                 "holds fewer bytes (truncated file?)"));
+}
+
+}  // namespace medseg::io
