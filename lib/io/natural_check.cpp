@@ -138,6 +138,40 @@ void check_png_data(const std::string& path, const std::string& data, const Ihdr
   if (!problem.empty()) throw FileError(path, "corrupt PNG: " + problem);
 }
 
+// An 8-bit run-length-encoded BMP stream, walked as ITK 5.2's BMPImageIO::Read decodes it (bottom row
+// first; runs, end of line, end of bitmap, delta, literal runs padded to 16 bits). ITK checks nothing: a
+// run past the row or a delta past the image wrote outside its buffer (found by the natural_image fuzz
+// target: a heap corruption). Every pixel must land inside the image and every byte inside the data.
+void check_bmp_rle8(const std::string& path, const unsigned char* d, size_t size, int64_t width, int64_t height) {
+  int64_t line = height - 1, x = 0;
+  const auto fail = [&](const std::string& why) { throw FileError(path, "corrupt BMP: its RLE8 data " + why); };
+  const auto put = [&](int64_t count) {
+    if (line < 0 || line >= height || x < 0 || x + count > width) fail("writes outside the image");
+    x += count;
+  };
+  for (size_t i = 0; i < size; i += 2) {
+    if (i + 1 >= size) fail("ends inside a code");
+    const unsigned b1 = d[i], b2 = d[i + 1];
+    if (b1 > 0) {
+      put(b1);
+    } else if (b2 == 0) {  // end of line
+      --line;
+      x = 0;
+    } else if (b2 == 1) {  // end of bitmap
+      return;
+    } else if (b2 == 2) {  // delta
+      if (i + 3 >= size) fail("ends inside a delta");
+      x += d[i + 2];
+      line -= d[i + 3];
+      i += 2;
+    } else {  // a literal run of b2 indices, padded to an even count
+      if (i + 1 + b2 >= size) fail("ends inside a literal run");
+      put(b2);
+      i += b2 + (b2 % 2);
+    }
+  }
+}
+
 }  // namespace
 
 void check_png_complete(const std::string& path) {
@@ -217,9 +251,20 @@ void check_bmp_complete(const std::string& path) {
   if (bpp != 1 && bpp != 4 && bpp != 8 && bpp != 16 && bpp != 24 && bpp != 32)
     throw FileError(path, concat("corrupt BMP: ", bpp, " bits per pixel"));
   const int64_t row = (width * bpp + 31) / 32 * 4;
-  if (offset > n || ((compression == 0 || compression == 3) && row * height > static_cast<int64_t>(n - offset)))
+  // ITK decodes RLE8 (compression 1) itself and reads any other compression as raw rows, so only raw rows
+  // (0), bit fields (3, raw rows with masks) and checked RLE8 are let through.
+  if (compression != 0 && compression != 3 && !(compression == 1 && bpp == 8))
+    throw FileError(path, concat("BMP compression ", compression, " with ", bpp, " bits per pixel is not read ",
+                                 "(uncompressed or 8-bit RLE only)"));
+  if (offset > n || (compression != 1 && row * height > static_cast<int64_t>(n - offset)))
     throw FileError(path, concat("corrupt BMP: its header declares ", width, " x ", height, " pixels but the file ",
                                  "holds fewer bytes (truncated file?)"));
+  if (compression == 1) {
+    const uint32_t data_size = le32(p + 34);
+    if (dib < 40 || data_size > n - offset)
+      throw FileError(path, "corrupt BMP: its RLE8 data runs past the end of the file (truncated file?)");
+    check_bmp_rle8(path, p + offset, data_size, width, height);
+  }
 }
 
 }  // namespace medseg::io

@@ -262,6 +262,54 @@ TEST(NaturalImageChecks, BrokenBmpsAreRefusedNamingTheFile) {
   }
 }
 
+// 8-bit RLE BMPs: ITK 5.2 decodes them without a bounds check (a fuzzed file corrupted its heap). A valid
+// stream (bottom row first) reads as encoded; runs and deltas that leave the image are refused.
+TEST(NaturalImageChecks, RunLengthBmpsAreWalkedBeforeItkDecodesThem) {
+  const auto rle_bmp = [](const std::string& data) {
+    std::string s = "BM";
+    auto le = [&](uint32_t v, int n) {
+      for (int k = 0; k < n; ++k) s += static_cast<char>((v >> (8 * k)) & 0xff);
+    };
+    const uint32_t offset = 54 + 256 * 4;
+    le(static_cast<uint32_t>(offset + data.size()), 4);
+    le(0, 4);
+    le(offset, 4);
+    le(40, 4);
+    le(4, 4);  // width
+    le(2, 4);  // height, bottom-up
+    le(1, 2);
+    le(8, 2);
+    le(1, 4);  // BI_RLE8
+    le(static_cast<uint32_t>(data.size()), 4);
+    le(2835, 4);
+    le(2835, 4);
+    le(256, 4);
+    le(0, 4);
+    for (int i = 0; i < 256; ++i) le(static_cast<uint32_t>(i * 0x010101), 4);  // a gray palette
+    return s + data;
+  };
+  test::TempDir d("rle");
+  // Bottom row: 4 x 5; end of line; top row: literal 7 8 9 (padded), then 1 x 6; end of bitmap.
+  write(d / "ok.bmp", rle_bmp(std::string("\x04\x05\x00\x00\x00\x03\x07\x08\x09\x00\x01\x06\x00\x01", 14)));
+  EXPECT_EQ(io::read_image(d / "ok.bmp").to_double(), (std::vector<double>{7, 8, 9, 6, 5, 5, 5, 5}));
+  for (const Broken& b : std::vector<Broken>{
+           {"run past the row", rle_bmp(std::string("\xc8\x05\x00\x01", 4)), "writes outside the image"},
+           {"delta past the image", rle_bmp(std::string("\x00\x02\x00\x05\x01\x05\x00\x01", 8)),
+            "writes outside the image"},
+           {"literal cut short", rle_bmp(std::string("\x00\x04\x01\x02", 4)), "ends inside a literal run"},
+           {"fuzz finding",
+            test::read_text(test::source_path("tests/fuzz/findings/natural_image_bmp_rle8_heap_overflow.bin"))
+                .substr(1),
+            "corrupt BMP"}}) {
+    SCOPED_TRACE(b.name);
+    write(d / "case.bmp", b.bytes);
+    try {
+      io::read_image(d / "case.bmp");
+      ADD_FAILURE() << "read";
+    } catch (const FileError& e) { EXPECT_NE(std::string(e.what()).find(b.fragment), std::string::npos) << e.what(); }
+  }
+}
+
 // A baseline TIFF by hand (TIFF 6.0: header, one IFD of 9 entries, one uncompressed strip).
 std::string tiff(uint32_t w, uint32_t h, size_t strip_bytes) {
   std::string s = std::string("II*\0", 4);
