@@ -92,11 +92,15 @@ class BoundedDomBuilder : public nlohmann::json_sax<J> {
     }
     auto& object = top.template get_ref<typename J::object_t&>();
     if constexpr (std::is_same_v<J, nlohmann::ordered_json>) {
-      auto [at, fresh] = keys_.back().emplace(key_, object.size());
-      if (fresh) static_cast<typename J::object_t::Container&>(object).emplace_back(key_, std::move(value));
-      auto& slot = object.begin()[static_cast<std::ptrdiff_t>(at->second)].second;
-      if (!fresh) slot = std::move(value);
-      return &slot;
+      const auto [at, fresh] = keys_.back().emplace(key_, object.size());
+      if (!fresh) {  // a repeated key: its first position, the last value
+        auto& slot = object.begin()[static_cast<std::ptrdiff_t>(at->second)].second;
+        slot = std::move(value);
+        return &slot;
+      }
+      auto& entries = static_cast<typename J::object_t::Container&>(object);
+      entries.emplace_back(key_, std::move(value));
+      return &entries.back().second;
     } else {
       J& slot = object[key_];
       slot = std::move(value);
