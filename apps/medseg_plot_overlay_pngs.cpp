@@ -7,6 +7,7 @@
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/output_folder.h"
+#include "core/path_overlap.h"
 #include "core/parallel.h"
 #include "core/paths.h"
 #include "core/progress.h"
@@ -106,7 +107,10 @@ int main(int argc, char** argv) {
   return cli::run(argc, argv, app, [&] {
     if (o.channel < 0) throw Error("-channel_idx must be >= 0");
     if (!(o.intensity >= 0)) throw Error("-overlay_intensity must be >= 0");
-    const std::string name = find_dataset_name(root_folder(o.use_raw ? Root::Raw : Root::Preprocessed), o.dataset);
+    const std::string root = root_folder(o.use_raw ? Root::Raw : Root::Preprocessed);
+    const std::string name = find_dataset_name(root, o.dataset);
+    // The pictures are named CASE.png: inside a PNG dataset's labelsTr they would replace its labels.
+    check_output_apart(o.output, (fs::path(root) / name).string(), "dataset folder drawn");
     NewFolderGuard out(o.output);
     const int64_t n = o.use_raw ? from_raw(o, name) : from_preprocessed(o, name);
     out.keep();

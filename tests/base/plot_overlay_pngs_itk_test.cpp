@@ -97,3 +97,18 @@ TEST(PlotOverlayPngs, PreprocessedDataGivesOnePicturePerCase) {
   EXPECT_FALSE(fs::exists(d / "out2"));
   EXPECT_FALSE(fs::exists(d / "out3"));
 }
+
+// Issue 42: the pictures are CASE.png; written into a PNG dataset's labelsTr they replaced its labels.
+TEST(PlotOverlayPngs, AnOutputInsideTheDatasetIsRefused) {
+  test::TempDir d("ovl_over");
+  const std::string env = "MEDSEG_RAW=" + d / "raw";
+  auto r = test::run_cli("medseg_make_dataset",
+                         "-o " + d / "raw" + " -d 963 --2d --file-ending .png --cases 2 --test-cases 0", env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string labels = d / "raw/Dataset963_Synthetic/labelsTr";
+  const auto before = test::folder_snapshot(d.path());
+  r = test::run_cli("medseg_plot_overlay_pngs", "-d 963 --use_raw -np 1 -o " + labels, env);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(labels + ": lies inside the dataset folder drawn"), std::string::npos) << r.output;
+  EXPECT_EQ(test::folder_snapshot(d.path()), before);
+}
