@@ -8,11 +8,13 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/container.h"
 #include "core/error.h"
+#include "core/path_overlap.h"
 
 namespace medseg::checkpoint {
 
 void average_checkpoints(const std::vector<std::string>& inputs, const std::string& output) {
   if (inputs.size() < 2) throw Error("average: need at least two checkpoints");
+  for (const std::string& in : inputs) check_output_apart(output, in, "input checkpoint");  // it would be replaced
   TensorArchive base = read_archive(inputs[0]);
   std::vector<std::map<std::string, at::Tensor>> others;
   for (std::size_t i = 1; i < inputs.size(); ++i) {

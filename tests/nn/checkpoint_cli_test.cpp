@@ -89,6 +89,14 @@ TEST(TrainingCheckpointCli, AverageIsAliasAwareAndChecksShapes) {
   EXPECT_NE(r.output.find("shape"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("wide.ck"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "bad.ck"));
+
+  // Issue 42: -o naming an input replaced that input with the average.
+  const auto before = fs::file_size(b);
+  r = test::run_cli("medseg_checkpoint", "average " + a + " " + b + " -o " + b);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find(b + ": is the input checkpoint itself"), std::string::npos) << r.output;
+  EXPECT_EQ(fs::file_size(b), before);
+  EXPECT_TRUE(torch::equal(weight(load_checkpoint(b), "enc.weight"), weight(cb, "enc.weight")));
 }
 
 TEST(TrainingCheckpointCli, CorruptFileIsAClearError) {
