@@ -8,6 +8,7 @@
 
 #include "cli_common.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/progress.h"
@@ -122,6 +123,10 @@ void check_arguments(PredictArgs& a) {
         inference::model_folder_path(root_folder(Root::Results), a.dataset, a.trainer, a.plans, a.configuration);
   }
   if (a.ro.npp < 0 || a.ro.nps < 0) throw Error("-npp and -nps must be >= 0");
+  // Each is a thread; thousands exhaust the process's limits (issue 42: -npp 3000 aborted).
+  for (const auto& [flag, n] : {std::pair{"-npp", a.ro.npp}, {"-nps", a.ro.nps}, {"-threads", a.po.torch_threads}})
+    MEDSEG_CHECK(n <= max_worker_threads(), flag, " ", n, ": more than this machine's bound of ", max_worker_threads(),
+                 " (4 per core)");
   inference::parse_probabilities_format(a.probabilities_format, &a.ro.probabilities_npy, &a.ro.probabilities_npz);
   inference::check_step_size(a.po.step_size, "-step_size");  // once, not once per case
   inference::check_part(a.num_parts, a.part_id);

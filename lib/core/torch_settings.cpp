@@ -5,9 +5,11 @@
 #include <ATen/Parallel.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <mutex>
 #include <vector>
 
+#include "core/parallel.h"
 #include "core/torch_compat.h"
 
 namespace medseg {
@@ -45,7 +47,8 @@ ScopedTorchSettings::ScopedTorchSettings(const TorchSettings& settings) : saved_
   s.deterministic_algorithms = ctx.deterministicAlgorithms();
   s.deterministic_warn_only = ctx.deterministicAlgorithmsWarnOnly();
 
-  if (settings.threads > 0) at::set_num_threads(settings.threads);
+  // Bounded like every pool (core/parallel.h): thousands of intra-op threads only spin (issue 42).
+  if (settings.threads > 0) at::set_num_threads(std::min(settings.threads, max_worker_threads()));
   compat::set_cudnn(settings.cudnn_benchmark && !settings.deterministic, settings.deterministic);
   if (settings.deterministic) ctx.setDeterministicAlgorithms(true, false);
   if (settings.seed) {

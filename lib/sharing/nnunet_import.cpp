@@ -62,15 +62,17 @@ checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::stri
       throw FileError(pth, "network_weights '" + printable(name) + "' holds NaN or infinite values");
     (alias_name(name) ? aliases : kept).emplace_back(name, t.contiguous());
   }
-  // Kept tensors by a digest of dtype, shape and bytes, so each alias is compared with the few tensors
-  // that can equal it (comparing with every kept tensor was quadratic: 30 k aliases took minutes).
-  std::unordered_multimap<uint64_t, const at::Tensor*> by_digest;
-  for (const auto& kv : kept) by_digest.emplace(tensor_digest(kv.second), &kv.second);
+  // Kept tensors by a digest of dtype, shape and bytes, so each alias is compared with the tensors that
+  // can equal it (comparing with every kept tensor was quadratic: 30 k aliases took minutes). Tensors of
+  // one digest are equal but for a hash collision, so the walk stops at the first equal one: many tensors
+  // are equal (zero biases, unit norm weights), and walking them all was quadratic again.
+  std::unordered_map<uint64_t, std::vector<const at::Tensor*>> by_digest;
+  for (const auto& kv : kept) by_digest[tensor_digest(kv.second)].push_back(&kv.second);
   for (const auto& [name, t] : aliases) {
     bool ok = false;
-    for (auto [it, end] = by_digest.equal_range(tensor_digest(t)); it != end && !ok; ++it)
-      ok =
-          it->second->sizes() == t.sizes() && it->second->scalar_type() == t.scalar_type() && at::equal(*it->second, t);
+    if (const auto same = by_digest.find(tensor_digest(t)); same != by_digest.end())
+      for (auto it = same->second.begin(); it != same->second.end() && !ok; ++it)
+        ok = (*it)->sizes() == t.sizes() && (*it)->scalar_type() == t.scalar_type() && at::equal(**it, t);
     if (!ok)
       throw FileError(pth, "'" + name + "' looks like an alias but no kept tensor has its values; not converting");
   }

@@ -114,3 +114,19 @@ TEST(BadInputPredictFlags, TinyStepSizeIsBoundedByTheMemoryCheck) {
       << r.output;
   EXPECT_FALSE(fs::exists(ws / "out/case_000.nii.gz"));
 }
+
+// Issue 42: -npp or -nps 3000 aborted when a thread could not be made ("terminate called without an active
+// exception"), and -threads 3000 spun for minutes. Each is bounded at 4 per core, refused naming the flag.
+TEST(BadInputPredictFlags, ThreadCountsBeyondTheMachinesBoundAreRefused) {
+  const Workspace ws({false, true});
+  for (const std::string flag : {"--npp", "--nps", "--threads"}) {
+    SCOPED_TRACE(flag);
+    std::string args = "-m " + ws.model() + " -i " + ws.raw() + "/imagesTs -o " + (ws / "out") +
+                       " --disable_progress_bar --disable_tta";
+    for (const std::string f : {"--npp", "--nps", "--threads"}) args += " " + f + (f == flag ? " 3000" : " 1");
+    const auto r = test::run_cli(
+        "/usr/bin/prlimit", "--as=4000000000 -- timeout 60 " + test::bin_dir() + "/medseg_predict " + args, ws.env());
+    test::expect_refused(r, "medseg_predict", {"-" + flag.substr(2) + " 3000: more than this machine's bound of"});
+    EXPECT_FALSE(fs::exists(ws / "out"));
+  }
+}
