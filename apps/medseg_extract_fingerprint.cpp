@@ -7,6 +7,7 @@
 #include "cli_common.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/path_overlap.h"
 #include "core/paths.h"
 #include "fingerprint/extractor.h"
 #include "io/dataset.h"
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
         output = (fs::path(root_folder(Root::Preprocessed)) / name / "dataset_fingerprint.json").string();
     }
     if (output.empty()) throw Error("--raw-folder needs -o FILE");
+    check_output_apart(output, folder, "dataset folder");  // -o .../dataset.json replaced it
     if (fs::exists(output) && !clean) {
       spdlog::info("fingerprint exists, kept (use --clean to recompute): {}", output);
       print_summary(fingerprint::load_fingerprint(output), output);

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/json_io.h"
 #include "core/log.h"
+#include "core/path_overlap.h"
 #include "core/paths.h"
 #include "core/strings.h"
 #include "planning/planner.h"
@@ -138,6 +139,8 @@ int main(int argc, char** argv) {
         throw FileError(fingerprint_path, "fingerprint missing; run medseg_extract_fingerprint -d " + id + " first");
       if (output.empty()) output = (fs::path(preprocessed_dir) / (plans_name + ".json")).string();
     }
+    for (const auto& [input, what] : {std::pair{fingerprint_path, "fingerprint"}, {dataset_json_path, "dataset.json"}})
+      check_output_apart(output, input, what);  // -o naming an input replaced it with the plans
     const auto ds = load_dataset_json(dataset_json_path);
     const auto fp = load_fingerprint(fingerprint_path);
     spdlog::info("planning {} with {} ({} cases; preset {})", o.dataset_name, preset.name, fp.spacings.size(),

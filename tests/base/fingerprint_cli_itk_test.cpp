@@ -180,3 +180,13 @@ TEST(FingerprintCli, VerifyRejectsUndeclaredLabel) {
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("case_b"), std::string::npos) << r.output;
 }
+
+// Issue 42: -o naming a file of the dataset (its dataset.json) replaced it with the fingerprint.
+TEST(FingerprintCli, AnOutputInsideTheDatasetIsRefused) {
+  TinyDataset d;
+  const std::string dj = d.folder + "/dataset.json", before = test::read_text(dj);
+  const auto r = test::run_cli("medseg_extract_fingerprint", "-d 1 --no-progress --clean -o " + dj, d.env());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find(dj + ": lies inside the dataset folder"), std::string::npos) << r.output;
+  EXPECT_EQ(test::read_text(dj), before);
+}

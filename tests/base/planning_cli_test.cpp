@@ -126,3 +126,17 @@ TEST(PlanningCli, SpatialParallelNoPatchSplitsIntoNamesTheFlag) {
   const auto ok = run_cli(kApp, f.args("--spatial_parallel 2"));
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
+
+// Issue 42: -o naming the fingerprint or dataset.json replaced that input with the plans.
+TEST(PlanningCli, AnOutputOverAnInputIsRefused) {
+  Files f;
+  const std::string fp_before = test::read_text(f.fp), ds_before = test::read_text(f.ds);
+  for (const auto& [out, fragment] : std::vector<std::pair<std::string, std::string>>{
+           {f.fp, "is the fingerprint itself"}, {f.ds, "is the dataset.json itself"}}) {
+    const auto r = run_cli(kApp, "--fingerprint " + f.fp + " --dataset-json " + f.ds + " -o " + out);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find(out + ": " + fragment), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(test::read_text(f.fp), fp_before);
+  EXPECT_EQ(test::read_text(f.ds), ds_before);
+}
