@@ -8,15 +8,42 @@
 
 namespace medseg {
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence starting at value[i] (RFC 3629: no overlong forms, no
+// surrogates, nothing beyond U+10FFFF), 0 when there is none.
+size_t utf8_sequence(const std::string& v, size_t i) {
+  const auto b = [&](size_t k) { return k < v.size() ? static_cast<unsigned char>(v[k]) : 0u; };
+  const unsigned c = b(i);
+  const auto cont = [&](size_t k) { return (b(k) & 0xc0) == 0x80; };
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) return cont(i + 1) ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef) {
+    const unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    return b(i + 1) >= lo && b(i + 1) <= hi && cont(i + 2) ? 3 : 0;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    const unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    return b(i + 1) >= lo && b(i + 1) <= hi && cont(i + 2) && cont(i + 3) ? 4 : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::string printable(const std::string& value) {
   std::string out;
-  for (unsigned char c : value) {
-    if (c < 0x20 || c == 0x7f) {
+  for (size_t i = 0; i < value.size();) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    const size_t n = utf8_sequence(value, i);
+    if (n == 0 || c < 0x20 || c == 0x7f) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;
+      ++i;
     } else {
-      out += static_cast<char>(c);
+      out.append(value, i, n);
+      i += n;
     }
   }
   return out;

@@ -26,7 +26,8 @@ std::string path_component_problem(const std::string& value);
 // empty (a command-line value), unless path_component_problem(value) is "".
 void check_path_component(const std::string& value, const std::string& what, const std::string& file = "");
 
-// `value` with control characters written as \xNN, for messages.
+// `value` with control characters and bytes that are not UTF-8 written as \xNN, for messages (valid UTF-8,
+// such as "Müller", stays as it is).
 std::string printable(const std::string& value);
 
 }  // namespace medseg

@@ -74,7 +74,8 @@ checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::stri
       for (auto it = same->second.begin(); it != same->second.end() && !ok; ++it)
         ok = (*it)->sizes() == t.sizes() && (*it)->scalar_type() == t.scalar_type() && at::equal(**it, t);
     if (!ok)
-      throw FileError(pth, "'" + name + "' looks like an alias but no kept tensor has its values; not converting");
+      throw FileError(
+          pth, "'" + printable(name) + "' looks like an alias but no kept tensor has its values; not converting");
   }
   *dropped = static_cast<int64_t>(aliases.size());
   return kept;

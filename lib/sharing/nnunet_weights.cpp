@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/path_component.h"
 #include "models/network.h"
 
 namespace medseg::sharing {
@@ -33,7 +34,9 @@ std::string shape_text(at::IntArrayRef s) { return c10::str(s); }
 // One tensor against the network's: the same shape, a dtype the network can take.
 void check_tensor(const std::string& name, const at::Tensor& t, const at::Tensor& want, bool parameter,
                   const std::string& pth) {
-  const auto fail = [&](const std::string& why) { throw FileError(pth, "network_weights '" + name + "' " + why); };
+  const auto fail = [&](const std::string& why) {
+    throw FileError(pth, "network_weights '" + printable(name) + "' " + why);
+  };
   if (t.sizes() != want.sizes())
     fail("has shape " + shape_text(t.sizes()) + "; the plans' network needs " + shape_text(want.sizes()));
   if (parameter ? !at::isFloatingType(t.scalar_type()) : t.scalar_type() != want.scalar_type())
@@ -61,9 +64,9 @@ void check_weights_fit(const checkpoint::NamedTensors& weights, const planning::
   for (const auto& [name, t] : weights) {
     const auto it = wanted.find(name);
     if (it == wanted.end())
-      throw FileError(pth, "network_weights has '" + name + "', which the plans' network (configuration '" + cfg.name +
-                               "') does not have");
-    if (!seen.insert(name).second) throw FileError(pth, "network_weights has '" + name + "' twice");
+      throw FileError(pth, "network_weights has '" + printable(name) + "', which the plans' network (configuration '" +
+                               cfg.name + "') does not have");
+    if (!seen.insert(name).second) throw FileError(pth, "network_weights has '" + printable(name) + "' twice");
     check_tensor(name, t, it->second.first, it->second.second, pth);
   }
   for (const auto& [name, w] : wanted)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/path_component.h"
 #include "core/strings.h"
 
 using namespace medseg;
@@ -63,4 +64,18 @@ TEST(CoreError, JoinTakesAnyContainerOfPrintableValues) {
   EXPECT_EQ(join(std::set<int>{3, 1, 2}, "_"), "1_2_3");
   EXPECT_EQ(join(std::list<std::string>{"only"}, ", "), "only");
   EXPECT_EQ(join(std::vector<int>{}, ", "), "");
+}
+
+// Names quoted in messages: control characters and bytes that are not UTF-8 as \xNN (issue 42: a key of
+// raw 0xff bytes reached the terminal as it was); valid UTF-8, 2 to 4 bytes, stays readable.
+TEST(Printable, EscapesControlsAndInvalidUtf8Only) {
+  EXPECT_EQ(medseg::printable("seg\x01x"), "seg\\x01x");
+  EXPECT_EQ(medseg::printable("M\xc3\xbcller \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "M\xc3\xbcller \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(medseg::printable("a\xff"
+                              "b"),
+            "a\\xffb");
+  EXPECT_EQ(medseg::printable("\xc3"), "\\xc3");                    // cut short
+  EXPECT_EQ(medseg::printable("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
+  EXPECT_EQ(medseg::printable("\xed\xb3\xbf"), "\\xed\\xb3\\xbf");  // a surrogate (Python's surrogateescape)
 }
