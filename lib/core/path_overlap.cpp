@@ -26,7 +26,7 @@ bool inside(const fs::path& path, const fs::path& folder) {
 }  // namespace
 
 bool is_same_or_inside(const std::string& path, const std::string& folder) {
-  return inside(fs::path(path), fs::path(folder));
+  return inside(resolved(path), resolved(folder));
 }
 
 std::string path_overlap_problem(const std::string& output, const std::string& input, const std::string& what) {

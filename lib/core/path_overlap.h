@@ -14,7 +14,7 @@ std::string path_overlap_problem(const std::string& output, const std::string& i
 // Throws FileError(output, "<problem>; choose an output outside it") when path_overlap_problem finds one.
 void check_output_apart(const std::string& output, const std::string& input, const std::string& what);
 
-// Whether `path` is `folder` or lies inside it, both already absolute and normal.
+// Whether `path` is `folder` or lies inside it, compared as path_overlap_problem compares them.
 bool is_same_or_inside(const std::string& path, const std::string& folder);
 
 }  // namespace medseg
