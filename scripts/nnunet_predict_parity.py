@@ -6,14 +6,17 @@
 
 For every input kind below, in a scratch folder:
   1. writes a small raw dataset with SimpleITK (nnU-Net's reader), or PNGs for the 2D kind;
-  2. extracts the fingerprint and plans it with nnU-Net's own code (ExperimentPlanner);
+  2. extracts the fingerprint and plans it with nnU-Net's own code (ExperimentPlanner, or the kind's planner:
+     then medseg_plan_experiment -pl <the same name> must write nnU-Net's plans; the cascade kind adds a
+     3d_lowres and a 3d_cascade_fullres configuration to them);
   3. builds the configuration's network with nnU-Net's get_network_from_plans, random weights (norm
      parameters perturbed too), and saves nnU-Net's checkpoint_final.pth in a results folder;
   4. predicts the test images with nnUNetPredictor.predict_from_files_sequential (CPU, fp32 network,
      mirroring as the kind says, probabilities saved), and with medseg: medseg_import_nnunet, then
      medseg_predict --save_probabilities --probabilities_format nnunet, once with --exact_nnunet and once
      with its defaults;
-  5. compares the probabilities (.npz) and the segmentations voxel for voxel;
+  5. compares the probabilities (.npz) and the segmentations voxel for voxel (for the cascade, both stages;
+     each side's second stage runs on its own first stage's segmentations);
   6. preprocesses the training cases with medseg_preprocess and with nnU-Net's DefaultPreprocessor.run_case:
      the .npy data and segmentations must be equal bit for bit.
 Fails when a probability differs by more than --tol (1e-4; --exact_nnunet) or --default_tol (1e-2; the
@@ -109,8 +112,13 @@ class Kind:
 
     def __init__(self, name, channels=("MR",), border=3, spacing=(1.0, 1.0, 1.0), test_spacings=None,
                  direction=None, reader=None, shapes=None, test_shapes=None, ct=False, intensity_offset=0.0,
-                 labels=None, regions_class_order=None, mirroring=False, medseg_args=(), png=False):
+                 labels=None, regions_class_order=None, mirroring=False, medseg_args=(), png=False,
+                 planner="ExperimentPlanner", plans="nnUNetPlans", train_spacings=None, cascade=False):
         self.name = name
+        self.cascade = cascade  # 3d_lowres, then 3d_cascade_fullres on its segmentations
+        self.train_spacings = train_spacings  # per training case (else all at `spacing`)
+        self.planner = planner  # nnU-Net's planner class, and medseg's -pl preset of the same name
+        self.plans = plans      # its plans name
         self.labels = labels or {"background": 0, "a": 1, "b": 2}
         self.regions_class_order = regions_class_order
         self.mirroring = mirroring  # nnU-Net's test-time mirroring (and medseg's, without --disable_tta)
@@ -175,6 +183,24 @@ KINDS = {
     "mirroring": Kind("mirroring", border=2, mirroring=True),
     # predicted slab by slab.
     "slabs": Kind("slabs", border=3, medseg_args=("--slabs", "always")),
+    # nnU-Net 2.8.1's torch resampling (resample_torch_fornnunet): the thick-slice data resampled both ways,
+    # without separate z (nnUNetPlanner_torchres) and with it (nnUNetPlannerResEncL_torchres_sepz).
+    "torchres": Kind("torchres", spacing=(3.0, 1.0, 1.0), border=2,
+                     test_spacings=[(3.0, 1.0, 1.0), (2.2, 0.8, 1.25)],
+                     shapes=[(10, 30, 30), (11, 28, 31), (10, 31, 29), (9, 30, 30)],
+                     test_shapes=[(10, 30, 30), (13, 34, 26)],
+                     train_spacings=[(3.0, 1.0, 1.0), (2.5, 1.1, 0.9), (3.3, 0.95, 1.05), (3.0, 1.0, 1.0)],
+                     planner="nnUNetPlanner_torchres", plans="nnUNetPlans_torchres"),
+    # (slices of 70 voxels: torch's bilinear kernel for output slices of height + width <= 128 is another one,
+    # rounded by the CPU's vector width; medseg writes out the generic one, tests/nn/inference_torch_resampling_test.cpp)
+    "torchres_sepz": Kind("torchres_sepz", spacing=(5.0, 1.0, 1.0), border=2,
+                          test_spacings=[(5.0, 1.0, 1.0), (3.5, 0.9, 1.1)],
+                          shapes=[(8, 70, 70), (9, 68, 71), (8, 71, 68), (7, 70, 70)],
+                          test_shapes=[(8, 70, 70), (11, 74, 66)],
+                          train_spacings=[(5.0, 1.0, 1.0), (4.2, 1.1, 0.9), (5.5, 0.95, 1.05), (5.0, 1.0, 1.0)],
+                          planner="nnUNetPlannerResEncL_torchres_sepz", plans="nnUNetResEncUNetLPlans_torchres_sepz"),
+    # the cascade: 3d_lowres at 1.6x the spacing, then 3d_cascade_fullres on each side's own lowres labels.
+    "cascade": Kind("cascade", border=2, cascade=True),
     # 2D natural images: RGB PNGs, NaturalImage2DIO, the 2d configuration.
     "png_2d": Kind("png_2d", channels=("R", "G", "B"), png=True,
                    shapes=[(1, 40, 44), (1, 42, 40), (1, 38, 41), (1, 40, 40)],
@@ -211,9 +237,10 @@ def make_dataset(did, kind, rng):
         imgs, seg = kind.images(rng, shape)
         if "ignore" in kind.labels:  # a band of the ignore label over the background
             seg[:, : shape[1] // 4, :][seg[:, : shape[1] // 4, :] == 0] = 3
+        sp = kind.train_spacings[i] if kind.train_spacings else kind.spacing
         for c, im in enumerate(imgs):
-            write_sitk(f"{base}/imagesTr/case_{i:03d}_{c:04d}.nii.gz", im, kind.spacing, kind.direction)
-        write_sitk(f"{base}/labelsTr/case_{i:03d}.nii.gz", seg, kind.spacing, kind.direction)
+            write_sitk(f"{base}/imagesTr/case_{i:03d}_{c:04d}.nii.gz", im, sp, kind.direction)
+        write_sitk(f"{base}/labelsTr/case_{i:03d}.nii.gz", seg, sp, kind.direction)
     for i, (shape, sp) in enumerate(zip([] if kind.png else kind.test_shapes, kind.test_spacings)):
         imgs, _ = kind.images(rng, shape)
         for c, im in enumerate(imgs):
@@ -231,14 +258,16 @@ def make_dataset(did, kind, rng):
     return name
 
 
-def make_model(did, name, rng, configuration="3d_fullres"):
+def make_model(did, name, rng, configuration="3d_fullres", plans_name="nnUNetPlans"):
     """nnU-Net's plans for the dataset and a random checkpoint in nnU-Net's results layout."""
     pre = os.path.join(WORK, "preprocessed", name)
-    plans = json.load(open(f"{pre}/nnUNetPlans.json"))
+    plans = json.load(open(f"{pre}/{plans_name}.json"))
     ds = json.load(open(os.path.join(WORK, "raw", name, "dataset.json")))
     pm = PlansManager(plans)
     cm = pm.get_configuration(configuration)
     n_in = len(ds["channel_names"])
+    if cm.previous_stage_name is not None:  # nnU-Net's determine_num_input_channels: one per foreground label
+        n_in += len(pm.get_label_manager(ds).foreground_labels)
     n_out = pm.get_label_manager(ds).num_segmentation_heads
     torch.manual_seed(int(rng.integers(1 << 30)))
     net = get_network_from_plans(cm.network_arch_class_name, cm.network_arch_init_kwargs,
@@ -251,9 +280,9 @@ def make_model(did, name, rng, configuration="3d_fullres"):
                 mod.bias.add_(0.2 * torch.randn_like(mod.bias))
             if isinstance(mod, (torch.nn.Conv3d, torch.nn.Conv2d)):
                 mod.weight.mul_(1.5)
-    folder = os.path.join(WORK, "results", name, f"nnUNetTrainer__nnUNetPlans__{configuration}")
+    folder = os.path.join(WORK, "results", name, f"nnUNetTrainer__{plans_name}__{configuration}")
     os.makedirs(f"{folder}/fold_0", exist_ok=True)
-    shutil.copy(f"{pre}/nnUNetPlans.json", f"{folder}/plans.json")
+    shutil.copy(f"{pre}/{plans_name}.json", f"{folder}/plans.json")
     shutil.copy(f"{pre}/dataset.json", f"{folder}/dataset.json")
     ck = {"network_weights": net.state_dict(), "optimizer_state": None, "grad_scaler_state": None,
           "logging": {}, "_best_ema": None, "current_epoch": 1,
@@ -320,17 +349,17 @@ def compare(kind, folder_ref, folder_ms, file_ending, reoriented_from=None):
     return worst, bad_labels
 
 
-def check_preprocessing(did, name, configuration):
+def check_preprocessing(did, name, configuration, plans_name="nnUNetPlans"):
     """Training preprocessing: medseg_preprocess's .npy files against nnU-Net's DefaultPreprocessor.run_case
     on every training case, data and segmentation; the largest difference (0 when equal bit for bit)."""
     from nnunetv2.preprocessing.preprocessors.default_preprocessor import DefaultPreprocessor
     env = dict(os.environ, MEDSEG_RAW=os.path.join(WORK, "raw"), MEDSEG_PREPROCESSED=os.path.join(WORK, "preprocessed"))
     p = subprocess.run([f"{ARGS.bin}/medseg_preprocess", "-d", str(did), "-c", configuration, "--np", "1",
-                        "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                        "--plans_name", plans_name, "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"medseg_preprocess failed:\n{p.stdout[-3000:]}")
     pre = os.path.join(WORK, "preprocessed", name)
-    plans = json.load(open(f"{pre}/nnUNetPlans.json"))
+    plans = json.load(open(f"{pre}/{plans_name}.json"))
     ds = json.load(open(f"{pre}/dataset.json"))
     pm = PlansManager(plans)
     cm = pm.get_configuration(configuration)
@@ -354,6 +383,78 @@ def check_preprocessing(did, name, configuration):
     return worst
 
 
+def check_plans(name, kind):
+    """medseg_plan_experiment -pl <the planner's name> on nnU-Net's fingerprint writes nnU-Net's plans (less
+    medseg's own "medseg" notes)."""
+    pre = os.path.join(WORK, "preprocessed", name)
+    mine_file = os.path.join(WORK, f"{name}_{kind.plans}_medseg.json")
+    run([f"{ARGS.bin}/medseg_plan_experiment", "--fingerprint", f"{pre}/dataset_fingerprint.json", "--dataset-json",
+         os.path.join(WORK, "raw", name, "dataset.json"), "--dataset-name", name, "-pl", kind.planner,
+         "-o", mine_file])
+    mine = json.load(open(mine_file))
+    ref = json.load(open(f"{pre}/{kind.plans}.json"))
+    for c in mine.get("configurations", {}).values():
+        c.pop("medseg", None)
+    if mine != ref:
+        keys = sorted(k for k in set(mine) | set(ref) if mine.get(k) != ref.get(k))
+        detail = {k: (mine.get(k), ref.get(k)) for k in keys if k != "configurations"}
+        for c in sorted(set(mine.get("configurations", {})) | set(ref.get("configurations", {}))):
+            a, b = mine["configurations"].get(c, {}), ref["configurations"].get(c, {})
+            detail.update({f"{c}.{k}": (a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)})
+        raise RuntimeError(f"{kind.name}: medseg's -pl {kind.planner} plans differ from nnU-Net's: {detail}")
+    print(f"  {kind.name}: medseg_plan_experiment -pl {kind.planner} writes nnU-Net's plans")
+
+
+def predict_stage(kind, name, folder, tag="", prev=None):
+    """nnU-Net's predictor and medseg_predict (exact, then default) on the kind's test images with the model in
+    `folder`. `prev` holds each side's previous-stage segmentations (cascade): {"nnunet": DIR, "exact": DIR,
+    "default": DIR}. Returns the worst difference per medseg mode, and each side's output folder."""
+    images = os.path.join(WORK, "raw", name, "imagesTs")
+    ref_out = os.path.join(WORK, "out_nnunet", name + tag)
+    os.makedirs(ref_out, exist_ok=True)
+    pred = nnUNetPredictor(tile_step_size=0.5, use_gaussian=True, use_mirroring=kind.mirroring,
+                           perform_everything_on_device=False, device=torch.device("cpu"),
+                           verbose=False, verbose_preprocessing=False, allow_tqdm=False)
+    pred.initialize_from_trained_model_folder(folder, use_folds=(0,), checkpoint_name="checkpoint_final.pth")
+    pred.predict_from_files_sequential(images, ref_out, save_probabilities=True, overwrite=True,
+                                       folder_with_segs_from_prev_stage=prev["nnunet"] if prev else None)
+    ms_model = os.path.join(WORK, "medseg_models", name + tag)
+    run([f"{ARGS.bin}/medseg_import_nnunet", "-i", folder, "-o", ms_model, "--overwrite"])
+    ending = ".png" if kind.png else ".nii.gz"
+    results, outputs = {}, {"nnunet": ref_out}
+    for mode, extra in (("exact", ["--exact_nnunet"]), ("default", [])):
+        ms_out = os.path.join(WORK, f"out_medseg_{mode}", name + tag)
+        cmd = [f"{ARGS.bin}/medseg_predict", "-i", images, "-o", ms_out, "-m", ms_model, "--save_probabilities",
+               "--probabilities_format", "nnunet", "--threads", str(ARGS.threads), "-npp", "0", "-nps", "0",
+               "--disable_progress_bar"] + ([] if kind.mirroring else ["--disable_tta"])
+        if prev:  # medseg's cascade runs on medseg's own first stage
+            cmd += ["-prev_stage_predictions", prev[mode]]
+        run(cmd + extra + kind.medseg_args + ARGS.medseg_args.split())
+        results[mode] = compare(f"{kind.name}{tag} ({mode})", ref_out, ms_out, ending,
+                                images if kind.reader == "NibabelIOWithReorient" else None)
+        outputs[mode] = ms_out
+    return results, outputs
+
+
+def add_cascade(name, plans_name):
+    """nnU-Net plans no 3d_lowres for images this small: add one as its planner writes it (a coarser spacing,
+    its own data, next_stage), and 3d_cascade_fullres on top of 3d_fullres."""
+    path = os.path.join(WORK, "preprocessed", name, f"{plans_name}.json")
+    plans = json.load(open(path))
+    full = plans["configurations"]["3d_fullres"]
+    low = dict(full, data_identifier=f"{plans_name}_3d_lowres", spacing=[1.6 * s for s in full["spacing"]],
+               next_stage="3d_cascade_fullres")
+    plans["configurations"]["3d_lowres"] = low
+    plans["configurations"]["3d_cascade_fullres"] = {"inherits_from": "3d_fullres", "previous_stage": "3d_lowres"}
+    with open(path, "w") as f:
+        json.dump(plans, f, indent=2)
+
+
+def worse(a, b):
+    """Two stages' results as one: the larger worst difference, every label disagreement."""
+    return (max(a[0], b[0], key=lambda w: w[0]), a[1] + b[1])
+
+
 def check_kind(did, kind, rng):
     """Predicts the kind's test cases with nnU-Net and with medseg (exact, then default); the worst
     difference of each medseg mode."""
@@ -361,32 +462,22 @@ def check_kind(did, kind, rng):
     name = make_dataset(did, kind, rng)
     extract_fingerprints([did], num_processes=1, check_dataset_integrity=True, verbose=False,
                          show_progress_bar=False)
-    plan_experiments([did])
-    configuration = "2d" if kind.png else "3d_fullres"
-    folder = make_model(did, name, rng, configuration)
-    pp = check_preprocessing(did, name, configuration)
+    plan_experiments([did], experiment_planner_class_name=kind.planner)
+    if kind.planner != "ExperimentPlanner":
+        check_plans(name, kind)
+    if kind.cascade:
+        add_cascade(name, kind.plans)
+        pp = max(check_preprocessing(did, name, c, kind.plans) for c in ("3d_lowres", "3d_fullres"))
+        low, outputs = predict_stage(kind, name, make_model(did, name, rng, "3d_lowres", kind.plans), "_lowres")
+        casc, _ = predict_stage(kind, name, make_model(did, name, rng, "3d_cascade_fullres", kind.plans),
+                                "_cascade", prev=outputs)
+        results = {mode: worse(low[mode], casc[mode]) for mode in ("exact", "default")}
+    else:
+        configuration = "2d" if kind.png else "3d_fullres"
+        folder = make_model(did, name, rng, configuration, kind.plans)
+        pp = check_preprocessing(did, name, configuration, kind.plans)
+        results, _ = predict_stage(kind, name, folder)
     print(f"  {kind.name}: training preprocessing, largest difference from nnU-Net's {pp:.3g}")
-    ref_out = os.path.join(WORK, "out_nnunet", name)
-    os.makedirs(ref_out, exist_ok=True)
-    pred = nnUNetPredictor(tile_step_size=0.5, use_gaussian=True, use_mirroring=kind.mirroring,
-                           perform_everything_on_device=False, device=torch.device("cpu"),
-                           verbose=False, verbose_preprocessing=False, allow_tqdm=False)
-    pred.initialize_from_trained_model_folder(folder, use_folds=(0,), checkpoint_name="checkpoint_final.pth")
-    images = os.path.join(WORK, "raw", name, "imagesTs")
-    pred.predict_from_files_sequential(images, ref_out, save_probabilities=True, overwrite=True,
-                                       folder_with_segs_from_prev_stage=None)
-    ms_model = os.path.join(WORK, "medseg_models", name)
-    run([f"{ARGS.bin}/medseg_import_nnunet", "-i", folder, "-o", ms_model, "--overwrite"])
-    ending = ".png" if kind.png else ".nii.gz"
-    results = {}
-    for mode, extra in (("exact", ["--exact_nnunet"]), ("default", [])):
-        ms_out = os.path.join(WORK, f"out_medseg_{mode}", name)
-        cmd = [f"{ARGS.bin}/medseg_predict", "-i", images, "-o", ms_out, "-m", ms_model, "--save_probabilities",
-               "--probabilities_format", "nnunet", "--threads", str(ARGS.threads), "-npp", "0", "-nps", "0",
-               "--disable_progress_bar"] + ([] if kind.mirroring else ["--disable_tta"])
-        run(cmd + extra + kind.medseg_args + ARGS.medseg_args.split())
-        results[mode] = compare(f"{kind.name} ({mode})", ref_out, ms_out, ending,
-                                images if kind.reader == "NibabelIOWithReorient" else None)
     print(f"{kind.name}: worst exact {results['exact'][0][0]:.3g}, default {results['default'][0][0]:.3g}, "
           f"preprocessing {pp:.3g}, {time.time() - t0:.1f} s")
     results["preprocessing"] = pp

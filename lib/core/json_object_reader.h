@@ -86,6 +86,7 @@ class JsonObjectReader {
                   const std::string& variant = "") const;
 
   bool has(const std::string& key) const { return j_.contains(key); }
+  bool is_null(const std::string& key) const { return j_.contains(key) && j_.at(key).is_null(); }
 
   // Without a fallback the key is required. Strings must not be empty.
   std::string string(const std::string& key, const std::string* fallback = nullptr) const;

@@ -41,11 +41,10 @@ LabelMapping label_mapping(const io::DatasetInfo& dataset, const std::string& so
 preprocessing::ResampleSpec probabilities_resampling(const planning::ConfigurationPlan& cfg) {
   preprocessing::ResampleSpec s;
   const auto& k = cfg.resampling_fn_probabilities_kwargs;
-  if (!cfg.resampling_fn_probabilities.empty() || !k.raw.is_null()) {
-    s.orders = {k.order, k.order_z};
-    s.force_separate_z = k.force_separate_z;
-  }
-  return s;
+  if (cfg.resampling_fn_probabilities.empty() && k.raw.is_null()) return s;  // a plan made in code: order 1
+  const std::string fn =
+      cfg.resampling_fn_probabilities.empty() ? "resample_data_or_seg_to_shape" : cfg.resampling_fn_probabilities;
+  return preprocessing::resample_spec(fn, k, "configuration '" + cfg.name + "' (resampling_fn_probabilities)");
 }
 
 namespace {
@@ -54,13 +53,14 @@ int64_t numel(const Shape3& s) { return s[0] * s[1] * s[2]; }
 
 // One class's logits resampled to the cropped original shape (or copied when the shape is kept).
 // With `half`, the resampled values are rounded to fp16 (ExportOptions::half_logits).
+// nnU-Net's torch resampling returns float32 whatever its input (F.interpolate(data.float())): no rounding there.
 std::vector<float> resampled_channel(const float* src, const Shape3& in, const Shape3& out,
-                                     const preprocessing::SeparateZ& sep, const preprocessing::ResampleOrders& o,
+                                     const preprocessing::SeparateZ& sep, const preprocessing::ResampleSpec& spec,
                                      bool half = false) {
   std::vector<float> ch(src, src + numel(in));
   if (in == out) return ch;
-  std::vector<float> r = preprocessing::resample_data(ch, 1, in, out, sep, o);
-  if (half)
+  std::vector<float> r = preprocessing::resample_data_with(spec, ch, 1, in, out, sep);
+  if (half && spec.kernel == preprocessing::ResampleKernel::Skimage)
     for (float& v : r) v = logit_as_half(v);
   return r;
 }
@@ -104,7 +104,7 @@ std::vector<uint16_t> segment_resampled(const at::Tensor& logits_in, const Shape
     std::vector<std::vector<float>> res(static_cast<std::size_t>(cnt));
     parallel_for(cnt, static_cast<int>(cnt), [&](int64_t i) {
       res[static_cast<std::size_t>(i)] =
-          resampled_channel(src + (first + i) * n_in, in, out, sep, opts.resample.orders, opts.half_logits);
+          resampled_channel(src + (first + i) * n_in, in, out, sep, opts.resample, opts.half_logits);
     });
     for (int64_t i = 0; i < cnt; ++i) {
       const int64_t k = first + i;
@@ -129,7 +129,7 @@ std::vector<int16_t> logits_to_next_stage(const at::Tensor& logits, const prepro
                                           const Shape3& target, const preprocessing::Spacing3& target_spacing,
                                           const LabelMapping& labels, const ExportOptions& opts) {
   const auto sep =
-      preprocessing::decide_separate_z(opts.resample.force_separate_z, p.spacing_after_resampling, target_spacing);
+      preprocessing::decide_separate_z(opts.resample, p.spacing_after_resampling, target_spacing);
   const std::vector<uint16_t> seg =
       segment_resampled(logits, p.shape_after_resampling, target, sep, labels, opts, nullptr);
   return std::vector<int16_t>(seg.begin(), seg.end());
@@ -144,7 +144,7 @@ Volume logits_to_segmentation(const at::Tensor& logits, const preprocessing::Cas
     return slabs.finish(probabilities);
   }
   const Shape3 in = p.shape_after_resampling, cropped = p.shape_after_cropping_and_before_resampling;
-  const auto sep = preprocessing::decide_separate_z(opts.resample.force_separate_z, p.spacing_after_resampling,
+  const auto sep = preprocessing::decide_separate_z(opts.resample, p.spacing_after_resampling,
                                                     p.spacing_before_resampling);
   std::vector<float> all;
   const std::vector<uint16_t> seg =
@@ -203,9 +203,9 @@ Volume segmentation_to_original(const std::vector<uint16_t>& seg, std::vector<fl
 
 Volume channel_to_original(const float* channel, const preprocessing::CaseProperties& p, const ExportOptions& opts) {
   const Shape3 in = p.shape_after_resampling, cropped = p.shape_after_cropping_and_before_resampling;
-  const auto sep = preprocessing::decide_separate_z(opts.resample.force_separate_z, p.spacing_after_resampling,
+  const auto sep = preprocessing::decide_separate_z(opts.resample, p.spacing_after_resampling,
                                                     p.spacing_before_resampling);
-  const std::vector<float> r = resampled_channel(channel, in, cropped, sep, opts.resample.orders);
+  const std::vector<float> r = resampled_channel(channel, in, cropped, sep, opts.resample);
   const float fill = r.empty() ? 0.0f : *std::min_element(r.begin(), r.end());
   std::vector<float> full(static_cast<std::size_t>(numel(p.original_shape)));
   to_original(r.data(), p, fill, full.data());

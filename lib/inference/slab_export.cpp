@@ -56,6 +56,8 @@ Taps make_taps(int64_t in, int64_t out, int order) {
 }  // namespace
 
 bool SlabExport::supported(const ExportOptions& opts) {
+  // nnU-Net's torch resampling is not written out slab by slab (its float arithmetic is torch's own).
+  if (opts.resample.kernel != preprocessing::ResampleKernel::Skimage) return false;
   const auto& o = opts.resample.orders;
   return o.order >= 0 && o.order <= 1 && o.order_z >= 0 && o.order_z <= 1;
 }
@@ -102,7 +104,7 @@ SlabExport::SlabExport(const preprocessing::CaseProperties& p, const LabelMappin
   m.c = axis == 2 ? 1 : 2;
   m.in = p.shape_after_resampling;
   m.out = p.shape_after_cropping_and_before_resampling;
-  const auto sep = preprocessing::decide_separate_z(opts.resample.force_separate_z, p.spacing_after_resampling,
+  const auto sep = preprocessing::decide_separate_z(opts.resample, p.spacing_after_resampling,
                                                     p.spacing_before_resampling);
   auto order = [&](int64_t d) {
     return sep.enabled && sep.axis == d ? opts.resample.orders.order_z : opts.resample.orders.order;

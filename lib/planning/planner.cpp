@@ -58,8 +58,19 @@ std::size_t axis_to_shrink(const std::vector<int64_t>& patch, const std::vector<
   return axis;
 }
 
-ordered_json resampling_kwargs(bool is_seg, int order) {
-  return ordered_json{{"is_seg", is_seg}, {"order", order}, {"order_z", 0}, {"force_separate_z", nullptr}};
+// The kwargs nnU-Net's planners write: resample_data_or_seg_to_shape's (ExperimentPlanner.determine_resampling),
+// or those of the *_torchres planners for resample_torch_fornnunet, in their key order.
+ordered_json resampling_kwargs(const ResamplingPreset& r, bool is_seg, int order) {
+  const ordered_json force = r.force_separate_z ? ordered_json(*r.force_separate_z) : ordered_json(nullptr);
+  ordered_json k;
+  k["is_seg"] = is_seg;
+  if (!r.torch) k["order"] = order, k["order_z"] = 0;
+  k["force_separate_z"] = force;
+  if (r.torch) k["memefficient_seg_resampling"] = false;
+  if (const auto t = r.separate_z_anisotropy_threshold)  // nnU-Net writes its ANISO_THRESHOLD, 3, as an integer
+    k["separate_z_anisotropy_threshold"] =
+        *t == std::floor(*t) ? ordered_json(static_cast<int64_t>(*t)) : ordered_json(*t);
+  return k;
 }
 
 ordered_json configuration_json(const Ctx& c, const std::string& data_identifier, int64_t batch_size,
@@ -86,12 +97,14 @@ ordered_json configuration_json(const Ctx& c, const std::string& data_identifier
   p["spacing"] = spacing;
   p["normalization_schemes"] = schemes;
   p["use_mask_for_norm"] = mask;
-  p["resampling_fn_data"] = "resample_data_or_seg_to_shape";
-  p["resampling_fn_seg"] = "resample_data_or_seg_to_shape";
-  p["resampling_fn_data_kwargs"] = resampling_kwargs(false, 3);
-  p["resampling_fn_seg_kwargs"] = resampling_kwargs(true, 1);
-  p["resampling_fn_probabilities"] = "resample_data_or_seg_to_shape";
-  p["resampling_fn_probabilities_kwargs"] = resampling_kwargs(false, 1);
+  const ResamplingPreset& r = c.spec.resampling;
+  const char* fn = r.torch ? "resample_torch_fornnunet" : "resample_data_or_seg_to_shape";
+  p["resampling_fn_data"] = fn;
+  p["resampling_fn_seg"] = fn;
+  p["resampling_fn_data_kwargs"] = resampling_kwargs(r, false, 3);
+  p["resampling_fn_seg_kwargs"] = resampling_kwargs(r, true, 1);
+  p["resampling_fn_probabilities"] = fn;
+  p["resampling_fn_probabilities_kwargs"] = resampling_kwargs(r, false, 1);
   return p;
 }
 

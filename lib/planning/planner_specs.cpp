@@ -19,7 +19,8 @@ const std::set<std::string> kCommonKeys{"format_version",
                                         "gpu_memory_target_gb",
                                         "anisotropy_threshold",
                                         "batch",
-                                        "shares_nnUNetPlans_data"};
+                                        "shares_nnUNetPlans_data",
+                                        "resampling"};
 const std::set<std::string> kUNetKeys{"reference",        "shrink_while", "features", "feature_map_min_edge_length",
                                       "blocks_per_stage", "lowres"};
 const std::set<std::string> kSwinKeys{"swin"};
@@ -79,6 +80,19 @@ SwinPreset read_swin(const JsonObjectReader& r) {
   return s;
 }
 
+ResamplingPreset read_resampling(const JsonObjectReader& r) {
+  ResamplingPreset p;
+  if (!r.has("resampling")) return p;
+  const JsonObjectReader o = r.object("resampling", true);
+  o.check_keys({"function", "force_separate_z", "separate_z_anisotropy_threshold"});
+  p.torch = o.choice<bool>("function", {{"resample_data_or_seg_to_shape", false}, {"resample_torch_fornnunet", true}});
+  if (o.has("force_separate_z") && !o.is_null("force_separate_z"))
+    p.force_separate_z = o.boolean("force_separate_z", false);
+  if (o.has("separate_z_anisotropy_threshold"))
+    p.separate_z_anisotropy_threshold = o.number("separate_z_anisotropy_threshold", 1, 1000, false);
+  return p;
+}
+
 }  // namespace
 
 PlannerSpec planner_preset_from_json(const json& j, const std::string& source) {
@@ -103,6 +117,7 @@ PlannerSpec planner_preset_from_json(const json& j, const std::string& source) {
   s.default_target_gb = r.number("gpu_memory_target_gb", 0, 1e6, true);
   s.anisotropy_threshold = r.number("anisotropy_threshold", 1, 1000, false, &s.anisotropy_threshold);
   s.shares_default_data_identifiers = r.boolean("shares_nnUNetPlans_data", false);
+  s.resampling = read_resampling(r);
   const JsonObjectReader b = r.object("batch", true);
   b.check_keys({"min", "max_dataset_covered"});
   s.min_batch = b.integer("min", 1, kMaxBatch, &s.min_batch);

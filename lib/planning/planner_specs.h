@@ -3,6 +3,7 @@
 // from versioned JSON files (plans/<name>.json, format in docs/planner_presets.md). The shipped files
 // hold nnU-Net v2.8's own constants, so nnU-Net's planner names plan exactly as nnU-Net does; a user adds
 // a preset by writing a file, without recompiling.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,14 @@ struct SwinPreset {
   double small_target_below_gb = 16;
 };
 
+// Which of nnU-Net's resampling functions the planned configurations name (determine_resampling and
+// determine_segmentation_softmax_export_fn), with the kwargs the planner writes for it.
+struct ResamplingPreset {
+  bool torch = false;                    // resample_torch_fornnunet; else resample_data_or_seg_to_shape
+  std::optional<bool> force_separate_z;  // written as is (null: decided from the spacings)
+  std::optional<double> separate_z_anisotropy_threshold;  // written when the preset gives it
+};
+
 struct PlannerSpec {
   std::string name;                     // the -pl name
   std::string experiment_planner_used;  // written into the plans (nnU-Net's class name)
@@ -56,6 +65,7 @@ struct PlannerSpec {
   int min_batch = 2;
   double max_dataset_covered = 0.05;             // batch cap: this part of the dataset's voxels per step
   bool shares_default_data_identifiers = false;  // 2d/3d_fullres reuse nnUNetPlans' preprocessed data
+  ResamplingPreset resampling;
   UNetPreset unet;                               // read for the U-Net networks
   SwinPreset swin;                               // read for SwinUNETR
 };

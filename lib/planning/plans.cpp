@@ -1,6 +1,7 @@
 #include "planning/plans.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "core/error.h"
@@ -103,18 +104,40 @@ ResamplingKwargs resampling_from_json(const json& j, const Where& w) {
   r.order_z = get_or<int>(j, "order_z", 0, w);
   if (j.contains("force_separate_z") && !j.at("force_separate_z").is_null())
     r.force_separate_z = get<bool>(j, "force_separate_z", w);
+  r.separate_z_anisotropy_threshold =
+      get_or<double>(j, "separate_z_anisotropy_threshold", r.separate_z_anisotropy_threshold, w);
+  r.memefficient_seg_resampling = get_or<bool>(j, "memefficient_seg_resampling", false, w);
+  r.mode = get_or<std::string>(j, "mode", r.mode, w);
+  r.aniso_axis_mode = get_or<std::string>(j, "aniso_axis_mode", r.aniso_axis_mode, w);
   w.range(r.order, 0, 5, w.key("order"));
   w.range(r.order_z, 0, 5, w.key("order_z"));
+  if (!(r.separate_z_anisotropy_threshold > 0) || !std::isfinite(r.separate_z_anisotropy_threshold))
+    w.fail("separate_z_anisotropy_threshold must be a positive number");
   return r;
+}
+
+// A key is written when the file had it, when its value is not the default, or with `write_default`:
+// resample_torch_fornnunet takes no `order` and resample_data_or_seg_to_shape no `mode`, so a key that
+// neither the file nor a change asks for stays out.
+template <class T>
+void set_kwarg(json& j, const std::string& key, const T& value, const T& fallback, bool write_default) {
+  if (j.contains(key) || !(value == fallback) || write_default) set_if_changed(j, key, value);
 }
 
 json resampling_to_json(const ResamplingKwargs& r) {
   json j = r.raw.is_object() ? r.raw : json::object();
+  const ResamplingKwargs d;
+  const bool made_in_code = !r.raw.is_object();  // nnU-Net's default function: order and order_z spelled out
   set_if_changed(j, "is_seg", r.is_seg);
-  set_if_changed(j, "order", r.order);
-  set_if_changed(j, "order_z", r.order_z);
+  set_kwarg(j, "order", r.order, r.is_seg ? 1 : 3, made_in_code);
+  set_kwarg(j, "order_z", r.order_z, d.order_z, made_in_code);
   json fz = r.force_separate_z ? json(*r.force_separate_z) : json(nullptr);
   if (!j.contains("force_separate_z") || j.at("force_separate_z") != fz) j["force_separate_z"] = fz;
+  set_kwarg(j, "separate_z_anisotropy_threshold", r.separate_z_anisotropy_threshold,
+            d.separate_z_anisotropy_threshold, false);
+  set_kwarg(j, "memefficient_seg_resampling", r.memefficient_seg_resampling, d.memefficient_seg_resampling, false);
+  set_kwarg(j, "mode", r.mode, d.mode, false);
+  set_kwarg(j, "aniso_axis_mode", r.aniso_axis_mode, d.aniso_axis_mode, false);
   return j;
 }
 

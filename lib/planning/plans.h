@@ -61,11 +61,17 @@ struct ArchitecturePlan {
   }
 };
 
+// The keyword arguments of nnU-Net's resampling functions: resample_data_or_seg_to_shape (order, order_z)
+// and resample_torch_fornnunet (memefficient_seg_resampling, mode, aniso_axis_mode); both take the rest.
 struct ResamplingKwargs {
   bool is_seg = false;
   int order = 3;
   int order_z = 0;
-  std::optional<bool> force_separate_z;  // null in the file = decide from the spacing
+  std::optional<bool> force_separate_z;         // null in the file = decide from the spacing
+  double separate_z_anisotropy_threshold = 3.0;  // nnU-Net's ANISO_THRESHOLD
+  bool memefficient_seg_resampling = false;
+  std::string mode = "linear";                  // torch: in-plane (or everywhere without separate z)
+  std::string aniso_axis_mode = "nearest-exact";  // torch: along the separate axis
   json raw;
 };
 

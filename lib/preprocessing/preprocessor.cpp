@@ -21,19 +21,6 @@ namespace medseg::preprocessing {
 
 namespace {
 
-const char* const kResamplingFns[] = {"resample_data_or_seg_to_shape", "resample_data_or_seg_to_spacing"};
-
-ResampleSpec resample_spec(const std::string& fn, const planning::ResamplingKwargs& k, const std::string& source) {
-  bool known = false;
-  for (const char* f : kResamplingFns) known = known || fn == f;
-  if (!known)
-    throw Error(source + ": resampling function '" + fn +
-                "' is not supported (medseg implements resample_data_or_seg_to_shape)");
-  if (k.order < 0 || k.order > 5 || k.order_z < 0 || k.order_z > 5)
-    throw Error(source + ": resampling orders must be in 0..5");
-  return {{k.order, k.order_z}, k.force_separate_z};
-}
-
 // Transposed copy of a volume, any pixel type. The geometry is index space (spacing permuted).
 Volume transpose_volume(const Volume& v, const Perm3& p) {
   Geometry g;
@@ -66,6 +53,27 @@ Spacing3 target_spacing(const std::vector<double>& config_spacing, const Spacing
 }
 
 }  // namespace
+
+ResampleSpec resample_spec(const std::string& fn, const planning::ResamplingKwargs& k, const std::string& source) {
+  ResampleSpec s;
+  s.force_separate_z = k.force_separate_z;
+  s.anisotropy_threshold = k.separate_z_anisotropy_threshold;
+  if (fn == "resample_torch_fornnunet") {
+    if (k.mode != "linear" || k.aniso_axis_mode != "nearest-exact")
+      throw Error(source + ": resample_torch_fornnunet with mode '" + k.mode + "' and aniso_axis_mode '" +
+                  k.aniso_axis_mode + "' is not supported (medseg implements nnU-Net's 'linear' and 'nearest-exact')");
+    s.kernel = ResampleKernel::Torch;
+    s.memefficient_seg = k.memefficient_seg_resampling;
+    return s;
+  }
+  if (fn != "resample_data_or_seg_to_shape" && fn != "resample_data_or_seg_to_spacing")
+    throw Error(source + ": resampling function '" + fn +
+                "' is not supported (medseg implements resample_data_or_seg_to_shape and resample_torch_fornnunet)");
+  if (k.order < 0 || k.order > 5 || k.order_z < 0 || k.order_z > 5)
+    throw Error(source + ": resampling orders must be in 0..5");
+  s.orders = {k.order, k.order_z};
+  return s;
+}
 
 PreprocessPlan make_preprocess_plan(const planning::Plans& plans, const std::string& configuration,
                                     const io::DatasetInfo& dataset) {
@@ -163,13 +171,13 @@ PreprocessedCaseData preprocess_case(io::LoadedCase loaded, const PreprocessPlan
   props.spacing_after_resampling = target;
   const Shape3 new_shape = compute_new_shape(cropped, props.spacing_before_resampling, target);
   props.shape_after_resampling = new_shape;
-  const SeparateZ sep_data = decide_separate_z(plan.data.force_separate_z, props.spacing_before_resampling, target);
-  const SeparateZ sep_seg = decide_separate_z(plan.seg.force_separate_z, props.spacing_before_resampling, target);
+  const SeparateZ sep_data = decide_separate_z(plan.data, props.spacing_before_resampling, target);
+  const SeparateZ sep_seg = decide_separate_z(plan.seg, props.spacing_before_resampling, target);
   out.arrays.channels = nch;
   out.arrays.shape = new_shape;
-  out.arrays.data = resample_data(data, nch, cropped, new_shape, sep_data, plan.data.orders);
+  out.arrays.data = resample_data_with(plan.data, data, nch, cropped, new_shape, sep_data);
   data = {};
-  out.arrays.seg = resample_seg(seg, cropped, new_shape, sep_seg, plan.seg.orders);
+  out.arrays.seg = resample_seg_with(plan.seg, seg, cropped, new_shape, sep_seg);
 
   // 5. class locations
   if (props.has_label) props.class_locations = sample_class_locations(out.arrays.seg.data(), new_shape, plan.classes);

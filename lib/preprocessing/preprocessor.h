@@ -21,11 +21,6 @@
 
 namespace medseg::preprocessing {
 
-struct ResampleSpec {
-  ResampleOrders orders;
-  std::optional<bool> force_separate_z;
-};
-
 // Everything one configuration needs to preprocess a case, checked once.
 struct PreprocessPlan {
   std::string plans_name;  // recorded in the data folder (data_record.h)
@@ -41,6 +36,11 @@ struct PreprocessPlan {
   std::vector<int> label_values;  // every value a label map may hold (io::DatasetInfo::label_values)
   bool reorient_to_ras = false;   // plans' image_reader_writer is NibabelIOWithReorient (io/reorient.h)
 };
+
+// A configuration's resampling function and kwargs (resampling_fn_data/_seg/_probabilities): nnU-Net's
+// resample_data_or_seg_to_shape (or _to_spacing) or resample_torch_fornnunet; Error naming `source`
+// for another function or a kwarg value medseg does not implement.
+ResampleSpec resample_spec(const std::string& fn, const planning::ResamplingKwargs& kwargs, const std::string& source);
 
 // Builds the plan for `configuration`; throws Error naming the plans file for an unknown
 // configuration, a channel-count mismatch, an unknown normalization or resampling function, or

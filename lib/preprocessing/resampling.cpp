@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/numeric.h"
 #include "io/resample.h"
+#include "preprocessing/resampling_torch.h"
 
 namespace medseg::preprocessing {
 
@@ -144,6 +145,22 @@ std::vector<int16_t> resample_seg(const std::vector<int16_t>& seg, const Shape3&
   if (mid == out) return tmp;
   if (orders.order_z == 0) return resize_nearest_labels(tmp, mid, out, full(0, false));
   return resize_labels(tmp, mid, out, true, full(orders.order_z, false));
+}
+
+SeparateZ decide_separate_z(const ResampleSpec& spec, const Spacing3& current, const Spacing3& target) {
+  return decide_separate_z(spec.force_separate_z, current, target, spec.anisotropy_threshold);
+}
+
+std::vector<float> resample_data_with(const ResampleSpec& spec, const std::vector<float>& data, int channels,
+                                      const Shape3& in, const Shape3& out, const SeparateZ& sep) {
+  if (spec.kernel == ResampleKernel::Torch) return resample_data_torch(data, channels, in, out, sep);
+  return resample_data(data, channels, in, out, sep, spec.orders);
+}
+
+std::vector<int16_t> resample_seg_with(const ResampleSpec& spec, const std::vector<int16_t>& seg, const Shape3& in,
+                                       const Shape3& out, const SeparateZ& sep) {
+  if (spec.kernel == ResampleKernel::Torch) return resample_seg_torch(seg, in, out, sep, spec.memefficient_seg);
+  return resample_seg(seg, in, out, sep, spec.orders);
 }
 
 }  // namespace medseg::preprocessing

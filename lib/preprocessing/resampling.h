@@ -11,6 +11,9 @@
 //    label, labels in ascending order (later ones win), 0 where none reaches 0.5 (batchgenerators'
 //    resize_segmentation). -1 (outside the nonzero mask) is a label like any other.
 // Nothing happens when the shape does not change. Shapes and spacings are in array order.
+// nnU-Net 2.8.1's other function, resample_torch_fornnunet (the *_torchres planners), is in
+// resampling_torch.h; ResampleSpec says which of the two a plans file names, and the dispatchers at the
+// end of this header call it.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -40,6 +43,24 @@ struct ResampleOrders {
   int order_z = 0;  // along the separate axis
 };
 
+// Which of nnU-Net's resampling functions a configuration names.
+enum class ResampleKernel {
+  Skimage,  // resample_data_or_seg_to_shape (and _to_spacing): skimage/scipy splines of `orders`
+  Torch,    // resample_torch_fornnunet: torch's linear interpolation (resampling_torch.h)
+};
+
+// One resampling function of a configuration with its keyword arguments, checked.
+struct ResampleSpec {
+  ResampleOrders orders;                 // Skimage only
+  std::optional<bool> force_separate_z;  // null: decided from the spacings
+  ResampleKernel kernel = ResampleKernel::Skimage;
+  double anisotropy_threshold = kSeparateZAnisotropy;  // separate_z_anisotropy_threshold
+  bool memefficient_seg = false;                       // Torch: memefficient_seg_resampling
+};
+
+// decide_separate_z with the spec's override and threshold.
+SeparateZ decide_separate_z(const ResampleSpec& spec, const Spacing3& current, const Spacing3& target);
+
 // `data` holds `channels` arrays of shape `in`; returns `channels` arrays of shape `out`.
 std::vector<float> resample_data(const std::vector<float>& data, int channels, const Shape3& in, const Shape3& out,
                                  const SeparateZ& sep, const ResampleOrders& orders);
@@ -47,5 +68,11 @@ std::vector<float> resample_data(const std::vector<float>& data, int channels, c
 // One label map of shape `in` -> `out`.
 std::vector<int16_t> resample_seg(const std::vector<int16_t>& seg, const Shape3& in, const Shape3& out,
                                   const SeparateZ& sep, const ResampleOrders& orders);
+
+// The spec's function: resample_data / resample_seg above, or their torch counterparts.
+std::vector<float> resample_data_with(const ResampleSpec& spec, const std::vector<float>& data, int channels,
+                                      const Shape3& in, const Shape3& out, const SeparateZ& sep);
+std::vector<int16_t> resample_seg_with(const ResampleSpec& spec, const std::vector<int16_t>& seg, const Shape3& in,
+                                       const Shape3& out, const SeparateZ& sep);
 
 }  // namespace medseg::preprocessing

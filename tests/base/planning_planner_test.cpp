@@ -306,3 +306,47 @@ TEST(PlanningPlanner, TheReorientingNiftiReaderIsPlannedForNiftiOnly) {
     EXPECT_NE(std::string(e.what()).find("reads .nii and .nii.gz only"), std::string::npos) << e.what();
   }
 }
+
+// nnU-Net 2.8.1's *_torchres planners (experiment_planners/resampling/resample_with_torch.py): the same
+// patches as their base planners, resample_torch_fornnunet with their kwargs written in their key order, and
+// their own data identifiers (generate_data_identifier: plans name + configuration). Large CT images, so
+// the lowres configuration gets the kwargs too.
+TEST(PlanningPlanner, TorchResamplingPlannersWriteNnunetsKwargs) {
+  struct Row {
+    const char *planner, *base, *plans;
+    ordered_json kwargs;  // is_seg false
+  };
+  const ordered_json no_sepz = ordered_json::parse(
+      R"({"is_seg": false, "force_separate_z": false, "memefficient_seg_resampling": false})");
+  const ordered_json sepz = ordered_json::parse(
+      R"({"is_seg": false, "force_separate_z": null, "memefficient_seg_resampling": false,
+          "separate_z_anisotropy_threshold": 3})");
+  const Row rows[] = {{"nnUNetPlanner_torchres", "ExperimentPlanner", "nnUNetPlans_torchres", no_sepz},
+                      {"nnUNetPlannerResEncL_torchres", "nnUNetPlannerResEncL", "nnUNetResEncUNetLPlans_torchres",
+                       no_sepz},
+                      {"nnUNetPlannerResEncL_torchres_sepz", "nnUNetPlannerResEncL",
+                       "nnUNetResEncUNetLPlans_torchres_sepz", sepz}};
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.planner);
+    const auto p = plan(kIsoFp, kIsoDs, r.planner);
+    const auto base = plan(kIsoFp, kIsoDs, r.base);
+    EXPECT_EQ(p["plans_name"], r.plans);
+    EXPECT_EQ(p["experiment_planner_used"], r.planner);
+    ASSERT_TRUE(p["configurations"].contains("3d_lowres"));
+    for (const char* c : {"2d", "3d_lowres", "3d_fullres"}) {
+      SCOPED_TRACE(c);
+      const auto& cfg = p["configurations"][c];
+      EXPECT_EQ(cfg["data_identifier"], std::string(r.plans) + "_" + c);
+      EXPECT_EQ(cfg["patch_size"], base["configurations"][c]["patch_size"]);
+      EXPECT_EQ(cfg["batch_size"], base["configurations"][c]["batch_size"]);
+      for (const char* k : {"resampling_fn_data", "resampling_fn_seg", "resampling_fn_probabilities"})
+        EXPECT_EQ(cfg[k], "resample_torch_fornnunet");
+      ordered_json seg = r.kwargs;
+      seg["is_seg"] = true;
+      EXPECT_EQ(cfg["resampling_fn_data_kwargs"].dump(), r.kwargs.dump());
+      EXPECT_EQ(cfg["resampling_fn_seg_kwargs"].dump(), seg.dump());
+      EXPECT_EQ(cfg["resampling_fn_probabilities_kwargs"].dump(), r.kwargs.dump());
+    }
+  }
+}
+

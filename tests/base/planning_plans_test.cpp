@@ -105,6 +105,35 @@ TEST(PlanningPlans, RoundTripIsUnchanged) {
   EXPECT_EQ(back.dump(), custom.dump());  // ints stay ints, floats stay floats
 }
 
+// nnU-Net's torch-resampling plans (the *_torchres planners) come back as written: their kwargs take no
+// `order` (resample_torch_fornnunet would refuse one), and their own keys are read.
+TEST(PlanningPlans, TorchResamplingKwargsRoundTrip) {
+  json j = read_json(kFixture);
+  json& c = j["configurations"]["3d_fullres"];
+  c["resampling_fn_data"] = "resample_torch_fornnunet";
+  c["resampling_fn_data_kwargs"] = json::parse(
+      R"({"is_seg": false, "force_separate_z": null, "memefficient_seg_resampling": true,
+          "separate_z_anisotropy_threshold": 2.5})");
+  const Plans p = plans_from_json(j, "torchres.json");
+  const ResamplingKwargs& k = p.configuration("3d_fullres").resampling_fn_data_kwargs;
+  EXPECT_TRUE(k.memefficient_seg_resampling);
+  EXPECT_EQ(k.separate_z_anisotropy_threshold, 2.5);
+  EXPECT_FALSE(k.force_separate_z.has_value());
+  EXPECT_EQ(k.mode, "linear");
+  const json back = plans_to_json(p);
+  EXPECT_EQ(back, j);
+  EXPECT_FALSE(back["configurations"]["3d_fullres"]["resampling_fn_data_kwargs"].contains("order"));
+  // A changed value is written back; an unchanged default is not added.
+  Plans q = p;
+  q.configurations.at("3d_fullres").resampling_fn_data_kwargs.memefficient_seg_resampling = false;
+  const json kw = plans_to_json(q)["configurations"]["3d_fullres"]["resampling_fn_data_kwargs"];
+  EXPECT_EQ(kw["memefficient_seg_resampling"], false);
+  EXPECT_FALSE(kw.contains("mode"));
+  EXPECT_FALSE(kw.contains("order_z"));
+  c["resampling_fn_data_kwargs"]["separate_z_anisotropy_threshold"] = -1;
+  EXPECT_THROW(plans_from_json(j, "torchres.json"), Error);
+}
+
 TEST(PlanningPlans, EditedFieldsAreWrittenBack) {
   Plans p = plans_from_json(with_custom_configuration(), "c");
   p.configurations.at("3d_fullres").batch_size = 7;

@@ -11,6 +11,9 @@
 //     blocks (1,3,4,6,6,6,6,6,6,6,6,6,6) / (1,)*12, `while estimate > reference`, nnUNetPlans_ data identifiers;
 //     nnUNetPlannerResEncM 8 GB, max_dataset_covered = 1; ResEncL 24 GB, 2100000000 / 380000000;
 //     ResEncXL 40 GB, 3600000000 / 560000000.
+//   resampling/resample_with_torch.py: nnUNetPlanner_torchres (ExperimentPlanner), nnUNetPlannerResEncL_torchres
+//     and _torchres_sepz (ResEncL), resample_torch_fornnunet with force_separate_z False, or None and
+//     separate_z_anisotropy_threshold = ANISO_THRESHOLD for _sepz; own data identifiers.
 // SwinUNETRPlanner is medseg's own (docs/plans.md): feature size 48, 24 below 16 GB, batch cap 0.05.
 #include <gtest/gtest.h>
 
@@ -48,6 +51,13 @@ const std::vector<ShippedPreset> kUNetPresets = {
      kResDec, 1, true},
     {"nnUNetPlannerResEncXL", "nnUNetResEncUNetXLPlans", kRes, 40, 3600e6, 560e6, 40, ShrinkRule::Estimate, kResEnc,
      kResDec, 1, true},
+    // resampling/resample_with_torch.py: their base planners' constants, their own data identifiers
+    {"nnUNetPlanner_torchres", "nnUNetPlans_torchres", kPlain, 8, 560e6, 85e6, 8,
+     ShrinkRule::TwoSamplesOfReferenceBatch, kPlainEnc, kPlainDec, 0.05, false},
+    {"nnUNetPlannerResEncL_torchres", "nnUNetResEncUNetLPlans_torchres", kRes, 24, 2100e6, 380e6, 24,
+     ShrinkRule::Estimate, kResEnc, kResDec, 1, false},
+    {"nnUNetPlannerResEncL_torchres_sepz", "nnUNetResEncUNetLPlans_torchres_sepz", kRes, 24, 2100e6, 380e6, 24,
+     ShrinkRule::Estimate, kResEnc, kResDec, 1, false},
 };
 
 void PrintTo(const ShippedPreset& p, std::ostream* os) { *os << p.name; }
@@ -85,6 +95,11 @@ TEST_P(ShippedUNetPreset, HoldsNnunetsConstants) {
   EXPECT_EQ(s.max_dataset_covered, e.max_dataset_covered);
   EXPECT_EQ(s.anisotropy_threshold, 3.0);
   EXPECT_EQ(s.shares_default_data_identifiers, e.shares_data);
+  const bool torchres = e.name.find("_torchres") != std::string::npos;
+  EXPECT_EQ(s.resampling.torch, torchres);
+  const bool sepz = e.name.find("_sepz") != std::string::npos;
+  EXPECT_EQ(s.resampling.force_separate_z, torchres && !sepz ? std::optional<bool>(false) : std::nullopt);
+  EXPECT_EQ(s.resampling.separate_z_anisotropy_threshold, sepz ? std::optional<double>(3.0) : std::nullopt);
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, ShippedUNetPreset, ::testing::ValuesIn(kUNetPresets),
@@ -107,7 +122,9 @@ TEST(ShippedPresets, SwinUNETRPlanner) {
 TEST(ShippedPresets, PlansFolderHoldsExactlyTheKnownPresets) {
   EXPECT_EQ(named_jsons({shipped_data_dir("plans")}),
             (std::vector<std::string>{"ExperimentPlanner", "ResEncUNetPlanner", "SwinUNETRPlanner",
-                                      "nnUNetPlannerResEncL", "nnUNetPlannerResEncM", "nnUNetPlannerResEncXL"}));
+                                      "nnUNetPlannerResEncL", "nnUNetPlannerResEncL_torchres",
+                                      "nnUNetPlannerResEncL_torchres_sepz", "nnUNetPlannerResEncM",
+                                      "nnUNetPlannerResEncXL", "nnUNetPlanner_torchres"}));
 }
 
 // The optional keys take nnU-Net's values, so a minimal user preset is an nnU-Net planner.
