@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
   a.fingerprint_threads = std::min(8, cli::default_threads());
   app.add_option("-d", a.ids, "Dataset id(s) or name(s) under $MEDSEG_RAW")->required();
   app.add_option("--pl", a.planner.planner,
-                 "Planner preset: a name (ExperimentPlanner, nnUNetPlannerResEncM/L/XL, nnUNetPlanner_torchres, ...) or a preset .json file "
+                 "Planner preset: a name (ExperimentPlanner, nnUNetPlannerResEncM/L/XL, nnUNetPlanner_torchres, ...) "
+                 "or a preset .json file "
                  "(docs/planner_presets.md)")
       ->capture_default_str();
   app.add_option("--presets", a.planner.presets_dir,

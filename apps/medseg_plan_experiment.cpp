@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
       "Dataset id or name (dataset.json under $MEDSEG_RAW, fingerprint and plans under $MEDSEG_PREPROCESSED)");
   app.add_option("--pl", o.planner,
                  "Planner preset: a name (ExperimentPlanner, ResEncUNetPlanner, nnUNetPlannerResEncM/L/XL, "
-                 "nnUNetPlanner_torchres, nnUNetPlannerResEncL_torchres(_sepz), SwinUNETRPlanner, or NAME.json in --presets / $MEDSEG_PLANS_PRESETS) or a preset .json file")
+                 "nnUNetPlanner_torchres, nnUNetPlannerResEncL_torchres(_sepz), SwinUNETRPlanner, or NAME.json in "
+                 "--presets / $MEDSEG_PLANS_PRESETS) or a preset .json file")
       ->capture_default_str();
   app.add_option("--presets", o.presets_dir,
                  "Folder searched first for -pl NAME.json (then $MEDSEG_PLANS_PRESETS, then plans/)");

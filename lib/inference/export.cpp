@@ -128,8 +128,7 @@ std::vector<uint16_t> segment_resampled(const at::Tensor& logits_in, const Shape
 std::vector<int16_t> logits_to_next_stage(const at::Tensor& logits, const preprocessing::CaseProperties& p,
                                           const Shape3& target, const preprocessing::Spacing3& target_spacing,
                                           const LabelMapping& labels, const ExportOptions& opts) {
-  const auto sep =
-      preprocessing::decide_separate_z(opts.resample, p.spacing_after_resampling, target_spacing);
+  const auto sep = preprocessing::decide_separate_z(opts.resample, p.spacing_after_resampling, target_spacing);
   const std::vector<uint16_t> seg =
       segment_resampled(logits, p.shape_after_resampling, target, sep, labels, opts, nullptr);
   return std::vector<int16_t>(seg.begin(), seg.end());
@@ -144,8 +143,8 @@ Volume logits_to_segmentation(const at::Tensor& logits, const preprocessing::Cas
     return slabs.finish(probabilities);
   }
   const Shape3 in = p.shape_after_resampling, cropped = p.shape_after_cropping_and_before_resampling;
-  const auto sep = preprocessing::decide_separate_z(opts.resample, p.spacing_after_resampling,
-                                                    p.spacing_before_resampling);
+  const auto sep =
+      preprocessing::decide_separate_z(opts.resample, p.spacing_after_resampling, p.spacing_before_resampling);
   std::vector<float> all;
   const std::vector<uint16_t> seg =
       segment_resampled(logits, in, cropped, sep, labels, opts, probabilities ? &all : nullptr);
@@ -203,8 +202,8 @@ Volume segmentation_to_original(const std::vector<uint16_t>& seg, std::vector<fl
 
 Volume channel_to_original(const float* channel, const preprocessing::CaseProperties& p, const ExportOptions& opts) {
   const Shape3 in = p.shape_after_resampling, cropped = p.shape_after_cropping_and_before_resampling;
-  const auto sep = preprocessing::decide_separate_z(opts.resample, p.spacing_after_resampling,
-                                                    p.spacing_before_resampling);
+  const auto sep =
+      preprocessing::decide_separate_z(opts.resample, p.spacing_after_resampling, p.spacing_before_resampling);
   const std::vector<float> r = resampled_channel(channel, in, cropped, sep, opts.resample);
   const float fill = r.empty() ? 0.0f : *std::min_element(r.begin(), r.end());
   std::vector<float> full(static_cast<std::size_t>(numel(p.original_shape)));

@@ -104,8 +104,8 @@ SlabExport::SlabExport(const preprocessing::CaseProperties& p, const LabelMappin
   m.c = axis == 2 ? 1 : 2;
   m.in = p.shape_after_resampling;
   m.out = p.shape_after_cropping_and_before_resampling;
-  const auto sep = preprocessing::decide_separate_z(opts.resample, p.spacing_after_resampling,
-                                                    p.spacing_before_resampling);
+  const auto sep =
+      preprocessing::decide_separate_z(opts.resample, p.spacing_after_resampling, p.spacing_before_resampling);
   auto order = [&](int64_t d) {
     return sep.enabled && sep.axis == d ? opts.resample.orders.order_z : opts.resample.orders.order;
   };

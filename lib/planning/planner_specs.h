@@ -66,8 +66,8 @@ struct PlannerSpec {
   double max_dataset_covered = 0.05;             // batch cap: this part of the dataset's voxels per step
   bool shares_default_data_identifiers = false;  // 2d/3d_fullres reuse nnUNetPlans' preprocessed data
   ResamplingPreset resampling;
-  UNetPreset unet;                               // read for the U-Net networks
-  SwinPreset swin;                               // read for SwinUNETR
+  UNetPreset unet;  // read for the U-Net networks
+  SwinPreset swin;  // read for SwinUNETR
 };
 
 constexpr int kPlannerPresetFormatVersion = 1;

@@ -133,8 +133,8 @@ json resampling_to_json(const ResamplingKwargs& r) {
   set_kwarg(j, "order_z", r.order_z, d.order_z, made_in_code);
   json fz = r.force_separate_z ? json(*r.force_separate_z) : json(nullptr);
   if (!j.contains("force_separate_z") || j.at("force_separate_z") != fz) j["force_separate_z"] = fz;
-  set_kwarg(j, "separate_z_anisotropy_threshold", r.separate_z_anisotropy_threshold,
-            d.separate_z_anisotropy_threshold, false);
+  set_kwarg(j, "separate_z_anisotropy_threshold", r.separate_z_anisotropy_threshold, d.separate_z_anisotropy_threshold,
+            false);
   set_kwarg(j, "memefficient_seg_resampling", r.memefficient_seg_resampling, d.memefficient_seg_resampling, false);
   set_kwarg(j, "mode", r.mode, d.mode, false);
   set_kwarg(j, "aniso_axis_mode", r.aniso_axis_mode, d.aniso_axis_mode, false);

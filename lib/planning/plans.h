@@ -67,10 +67,10 @@ struct ResamplingKwargs {
   bool is_seg = false;
   int order = 3;
   int order_z = 0;
-  std::optional<bool> force_separate_z;         // null in the file = decide from the spacing
+  std::optional<bool> force_separate_z;          // null in the file = decide from the spacing
   double separate_z_anisotropy_threshold = 3.0;  // nnU-Net's ANISO_THRESHOLD
   bool memefficient_seg_resampling = false;
-  std::string mode = "linear";                  // torch: in-plane (or everywhere without separate z)
+  std::string mode = "linear";                    // torch: in-plane (or everywhere without separate z)
   std::string aniso_axis_mode = "nearest-exact";  // torch: along the separate axis
   json raw;
 };

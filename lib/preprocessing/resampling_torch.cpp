@@ -97,8 +97,7 @@ std::vector<float> linear_pass(const std::vector<float>& src, int channels, Shap
   return dst;
 }
 
-std::vector<float> nearest_pass(const std::vector<float>& src, int channels, Shape3& shape, int axis,
-                                int64_t out_len) {
+std::vector<float> nearest_pass(const std::vector<float>& src, int channels, Shape3& shape, int axis, int64_t out_len) {
   const AxisView v = axis_view(channels, shape, axis);
   const std::vector<int64_t> idx = nearest_exact_taps(v.len, out_len);
   std::vector<float> dst(static_cast<std::size_t>(v.outer * out_len * v.inner));

@@ -316,16 +316,15 @@ TEST(PlanningPlanner, TorchResamplingPlannersWriteNnunetsKwargs) {
     const char *planner, *base, *plans;
     ordered_json kwargs;  // is_seg false
   };
-  const ordered_json no_sepz = ordered_json::parse(
-      R"({"is_seg": false, "force_separate_z": false, "memefficient_seg_resampling": false})");
+  const ordered_json no_sepz =
+      ordered_json::parse(R"({"is_seg": false, "force_separate_z": false, "memefficient_seg_resampling": false})");
   const ordered_json sepz = ordered_json::parse(
       R"({"is_seg": false, "force_separate_z": null, "memefficient_seg_resampling": false,
           "separate_z_anisotropy_threshold": 3})");
-  const Row rows[] = {{"nnUNetPlanner_torchres", "ExperimentPlanner", "nnUNetPlans_torchres", no_sepz},
-                      {"nnUNetPlannerResEncL_torchres", "nnUNetPlannerResEncL", "nnUNetResEncUNetLPlans_torchres",
-                       no_sepz},
-                      {"nnUNetPlannerResEncL_torchres_sepz", "nnUNetPlannerResEncL",
-                       "nnUNetResEncUNetLPlans_torchres_sepz", sepz}};
+  const Row rows[] = {
+      {"nnUNetPlanner_torchres", "ExperimentPlanner", "nnUNetPlans_torchres", no_sepz},
+      {"nnUNetPlannerResEncL_torchres", "nnUNetPlannerResEncL", "nnUNetResEncUNetLPlans_torchres", no_sepz},
+      {"nnUNetPlannerResEncL_torchres_sepz", "nnUNetPlannerResEncL", "nnUNetResEncUNetLPlans_torchres_sepz", sepz}};
   for (const Row& r : rows) {
     SCOPED_TRACE(r.planner);
     const auto p = plan(kIsoFp, kIsoDs, r.planner);
@@ -349,4 +348,3 @@ TEST(PlanningPlanner, TorchResamplingPlannersWriteNnunetsKwargs) {
     }
   }
 }
-

@@ -120,11 +120,11 @@ TEST(ShippedPresets, SwinUNETRPlanner) {
 }
 
 TEST(ShippedPresets, PlansFolderHoldsExactlyTheKnownPresets) {
-  EXPECT_EQ(named_jsons({shipped_data_dir("plans")}),
-            (std::vector<std::string>{"ExperimentPlanner", "ResEncUNetPlanner", "SwinUNETRPlanner",
-                                      "nnUNetPlannerResEncL", "nnUNetPlannerResEncL_torchres",
-                                      "nnUNetPlannerResEncL_torchres_sepz", "nnUNetPlannerResEncM",
-                                      "nnUNetPlannerResEncXL", "nnUNetPlanner_torchres"}));
+  EXPECT_EQ(
+      named_jsons({shipped_data_dir("plans")}),
+      (std::vector<std::string>{"ExperimentPlanner", "ResEncUNetPlanner", "SwinUNETRPlanner", "nnUNetPlannerResEncL",
+                                "nnUNetPlannerResEncL_torchres", "nnUNetPlannerResEncL_torchres_sepz",
+                                "nnUNetPlannerResEncM", "nnUNetPlannerResEncXL", "nnUNetPlanner_torchres"}));
 }
 
 // The optional keys take nnU-Net's values, so a minimal user preset is an nnU-Net planner.

@@ -80,8 +80,8 @@ at::Tensor reference(const at::Tensor& data, const Shape3& out, const SeparateZ&
   for (int i = 0; i < 3; ++i)
     if (i != a) others.push_back(i + 1);
   const int64_t C = data.size(0), A = data.size(a + 1);
-  const at::Tensor folded = data.permute({0, a + 1, others[0], others[1]})
-                                .reshape({C * A, data.size(others[0]), data.size(others[1])});
+  const at::Tensor folded =
+      data.permute({0, a + 1, others[0], others[1]}).reshape({C * A, data.size(others[0]), data.size(others[1])});
   const at::Tensor inplane = step(folded, {out[others[0] - 1], out[others[1] - 1]}, false);
   std::vector<int64_t> back(4);  // the inverse of (0, a + 1, others...)
   const std::vector<int64_t> order{0, a + 1, others[0], others[1]};
@@ -102,10 +102,9 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {{7, 9, 11}, {13, 5, 11}},   {{5, 6, 7}, {9, 11, 4}},     {{12, 10, 9}, {7, 23, 17}},
-    {{3, 31, 29}, {8, 17, 30}},  {{10, 30, 30}, {13, 34, 26}}, {{9, 8, 8}, {9, 16, 4}},
-    {{1, 12, 13}, {1, 19, 7}},   {{6, 6, 6}, {6, 6, 7}},       {{5, 90, 70}, {7, 67, 81}},
-    {{70, 4, 66}, {61, 3, 75}},  {{64, 70, 3}, {80, 61, 5}},
+    {{7, 9, 11}, {13, 5, 11}},    {{5, 6, 7}, {9, 11, 4}},    {{12, 10, 9}, {7, 23, 17}}, {{3, 31, 29}, {8, 17, 30}},
+    {{10, 30, 30}, {13, 34, 26}}, {{9, 8, 8}, {9, 16, 4}},    {{1, 12, 13}, {1, 19, 7}},  {{6, 6, 6}, {6, 6, 7}},
+    {{5, 90, 70}, {7, 67, 81}},   {{70, 4, 66}, {61, 3, 75}}, {{64, 70, 3}, {80, 61, 5}},
 };
 
 // torch's bilinear kernel for slices whose output height + width is at most 128 is another one
