@@ -35,24 +35,64 @@ Shape3 inplane_shape(const Shape3& in, const Shape3& out, int axis) {
   return s;
 }
 
-// resize_segmentation: one-hot per label (ascending), resized, >= 0.5 (or > 0.5 for the z pass,
-// where nnU-Net rounds first) takes the label; `resize` maps a float volume of shape `in` to `out`.
-template <class Resize>
-std::vector<int16_t> resize_labels(const std::vector<int16_t>& seg, const Shape3& in, const Shape3& out,
-                                   bool strictly_above_half, Resize&& resize) {
+std::vector<int16_t> sorted_labels(const std::vector<int16_t>& seg) {
   std::vector<uint8_t> present(65536, 0);  // sorted unique labels without a per-voxel set insert
   for (int16_t v : seg) present[static_cast<std::size_t>(v + 32768)] = 1;
   std::vector<int16_t> labels;
   for (int v = -32768; v <= 32767; ++v)
     if (present[static_cast<std::size_t>(v + 32768)]) labels.push_back(static_cast<int16_t>(v));
+  return labels;
+}
+
+// nnU-Net's rounded z pass (order_z >= 1): one-hot per label (ascending), resized, above 0.5 takes the label,
+// a later label winning; `resize` maps a float volume of shape `in` to `out`.
+template <class Resize>
+std::vector<int16_t> threshold_labels(const std::vector<int16_t>& seg, const Shape3& in, const Shape3& out,
+                                      Resize&& resize) {
   std::vector<int16_t> result(static_cast<std::size_t>(numel(out)), 0);
   std::vector<float> onehot(seg.size()), resized(result.size());
-  for (int16_t label : labels) {
+  for (int16_t label : sorted_labels(seg)) {
     for (std::size_t i = 0; i < seg.size(); ++i) onehot[i] = seg[i] == label ? 1.0f : 0.0f;
     resize(onehot.data(), in, resized.data(), out);
     for (std::size_t i = 0; i < result.size(); ++i)
-      if (strictly_above_half ? resized[i] > 0.5f : resized[i] >= 0.5f) result[i] = label;
+      if (resized[i] > 0.5f) result[i] = label;
   }
+  return result;
+}
+
+// batchgenerators 0.25.5's resize_segmentation (orders >= 1; _resample_seg_by_argmax, seg_tiebreak
+// 'nearest'), what nnU-Net 2.8.1 installs: each label's one-hot resized by `resize`, the voxel takes the label
+// with the largest value (the smaller label on ties), except where the label of the nearest-neighbour resize
+// (`nearest`, order 0) shares the top value: then that label. A label that takes the lead strictly decides
+// afresh whether the nearest label is on top; one that draws level (with a value above 0) can only add to it.
+template <class Resize, class Nearest>
+std::vector<int16_t> argmax_labels(const std::vector<int16_t>& seg, const Shape3& in, const Shape3& out,
+                                   Resize&& resize, Nearest&& nearest) {
+  const std::vector<int16_t> labels = sorted_labels(seg);
+  const auto n = static_cast<std::size_t>(numel(out));
+  if (labels.size() == 1) return std::vector<int16_t>(n, labels[0]);
+  std::vector<float> values(seg.begin(), seg.end()), nn(n);
+  nearest(values.data(), in, nn.data(), out);  // label values: small integers, exact floats
+  std::vector<float> onehot(seg.size()), score(n), best(n);
+  std::vector<int16_t> win(n, 0);
+  std::vector<uint8_t> nn_top(n, 0);
+  for (std::size_t k = 0; k < labels.size(); ++k) {
+    const int16_t label = labels[k];
+    for (std::size_t i = 0; i < seg.size(); ++i) onehot[i] = seg[i] == label ? 1.0f : 0.0f;
+    resize(onehot.data(), in, k == 0 ? best.data() : score.data(), out);
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool is_nn = nn[i] == static_cast<float>(label);
+      if (k == 0) {
+        nn_top[i] = is_nn && best[i] > 0.0f;
+        continue;
+      }
+      if (is_nn && score[i] == best[i] && score[i] > 0.0f) nn_top[i] = 1;
+      if (score[i] > best[i]) best[i] = score[i], win[i] = static_cast<int16_t>(k), nn_top[i] = is_nn;
+    }
+  }
+  std::vector<int16_t> result(n);
+  for (std::size_t i = 0; i < n; ++i)
+    result[i] = nn_top[i] ? static_cast<int16_t>(nn[i]) : labels[static_cast<std::size_t>(win[i])];
   return result;
 }
 
@@ -133,18 +173,20 @@ std::vector<int16_t> resample_seg(const std::vector<int16_t>& seg, const Shape3&
   };
   if (!sep.enabled) {
     if (orders.order == 0) return resize_nearest_labels(seg, in, out, full(0, true));
-    return resize_labels(seg, in, out, false, full(orders.order, true));
+    return argmax_labels(seg, in, out, full(orders.order, true), full(0, true));
   }
   const int axis = sep.axis, order = orders.order;
-  auto slices = [axis, order](const float* s, const Shape3& i, float* d, const Shape3& o) {
-    io::resize_slices(s, i, axis, d, o, order, true);
+  auto slices = [axis](int o_) {
+    return [axis, o_](const float* s, const Shape3& i, float* d, const Shape3& o) {
+      io::resize_slices(s, i, axis, d, o, o_, true);
+    };
   };
   const Shape3 mid = inplane_shape(in, out, axis);
-  std::vector<int16_t> tmp =
-      order == 0 ? resize_nearest_labels(seg, in, mid, slices) : resize_labels(seg, in, mid, false, slices);
+  std::vector<int16_t> tmp = order == 0 ? resize_nearest_labels(seg, in, mid, slices(0))
+                                        : argmax_labels(seg, in, mid, slices(order), slices(0));
   if (mid == out) return tmp;
   if (orders.order_z == 0) return resize_nearest_labels(tmp, mid, out, full(0, false));
-  return resize_labels(tmp, mid, out, true, full(orders.order_z, false));
+  return threshold_labels(tmp, mid, out, full(orders.order_z, false));
 }
 
 SeparateZ decide_separate_z(const ResampleSpec& spec, const Spacing3& current, const Spacing3& target) {

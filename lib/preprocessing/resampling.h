@@ -7,9 +7,12 @@
 //    along that axis with `order_z` (nearest by default). Ties for the largest spacing (2 or 3
 //    axes) switch it off; force_separate_z overrides the decision (axis from the current spacing);
 //  * data: skimage resize with `order` (cubic), edge mode, clipped to the input's range;
-//  * segmentation: each label's one-hot mask resized with `order` (linear), voxels >= 0.5 take the
-//    label, labels in ascending order (later ones win), 0 where none reaches 0.5 (batchgenerators'
-//    resize_segmentation). -1 (outside the nonzero mask) is a label like any other.
+//  * segmentation: each label's one-hot mask resized with `order` (linear); the voxel takes the label with
+//    the largest value, the nearest-neighbour label where it shares the top value, else the smaller label
+//    (batchgenerators 0.25.5's resize_segmentation, which nnU-Net 2.8.1 installs; older releases painted
+//    every label reaching 0.5 in ascending order). Along a separate axis with order_z >= 1, nnU-Net's own
+//    rounded pass: above 0.5 takes the label, later ones winning. -1 (outside the nonzero mask) is a
+//    label like any other.
 // Nothing happens when the shape does not change. Shapes and spacings are in array order.
 // nnU-Net 2.8.1's other function, resample_torch_fornnunet (the *_torchres planners), is in
 // resampling_torch.h; ResampleSpec says which of the two a plans file names, and the dispatchers at the

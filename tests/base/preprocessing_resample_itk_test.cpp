@@ -138,6 +138,21 @@ TEST(PreprocessingResample, OneVoxelLabelFollowsTheTentProduct) {
   }
 }
 
+// batchgenerators 0.25.5's resize_segmentation (nnU-Net 2.8.1's): argmax over the labels' resized masks,
+// exact ties settled by the nearest-neighbour label when it is one of the tied ones, else the smaller label.
+// Halving a row samples at c = 2 o + 0.5, midway between two voxels (weights 0.5 and 0.5); the nearest
+// neighbour there is floor(c + 0.5) = the right one.
+TEST(PreprocessingResample, SegmentationTiesGoToTheNearestLabel) {
+  // [2 0 0 2] -> o = 0 ties 2 and 0, nearest is voxel 1 (0); o = 1 ties 0 and 2, nearest is voxel 3 (2).
+  // (The old rule, every label reaching 0.5 painted in ascending order, gave [2 2].)
+  EXPECT_EQ(resample_seg({2, 0, 0, 2}, {1, 1, 4}, {1, 1, 2}, {}, {1, 0}), (std::vector<int16_t>{0, 2}));
+  // [5 1 3 5] -> one voxel at c = 1.5: 1 and 3 tie, the nearest (voxel 2) is 3.
+  EXPECT_EQ(resample_seg({5, 1, 3, 5}, {1, 1, 4}, {1, 1, 1}, {}, {1, 0}), (std::vector<int16_t>{3}));
+  // A 2x2x2 block sampled at its centre: labels 1 and 2 at 3/8 each, 3 at 2/8; the nearest neighbour
+  // (voxel (1, 1, 1)) is a 3, which lost, so the smaller of the tied labels wins.
+  EXPECT_EQ(resample_seg({3, 1, 1, 1, 2, 2, 2, 3}, {2, 2, 2}, {1, 1, 1}, {}, {1, 0}), (std::vector<int16_t>{1}));
+}
+
 TEST(PreprocessingResample, MinusOneIsKeptAsALabel) {
   const Shape3 in{3, 4, 4}, os{9, 12, 12};
   std::vector<int16_t> seg(static_cast<std::size_t>(numel(in)), 0);
