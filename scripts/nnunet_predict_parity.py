@@ -15,8 +15,11 @@ For every input kind below, in a scratch folder:
      mirroring as the kind says, probabilities saved), and with medseg: medseg_import_nnunet, then
      medseg_predict --save_probabilities --probabilities_format nnunet, once with --exact_nnunet and once
      with its defaults;
-  5. compares the probabilities (.npz) and the segmentations voxel for voxel (for the cascade, both stages;
-     each side's second stage runs on its own first stage's segmentations);
+  5. compares the probabilities (nnU-Net's .npz and medseg's _probabilities.npy) and the segmentations voxel
+     for voxel (for the cascade, both stages; each side's second stage runs on its own first stage's
+     segmentations), then postprocesses nnU-Net's segmentations with nnU-Net's apply_postprocessing_to_folder
+     and with medseg_apply_postprocessing (keep the largest component of the foreground, then of the last
+     label): equal voxel for voxel;
   6. preprocesses the training cases with medseg_preprocess and with nnU-Net's DefaultPreprocessor.run_case:
      the .npy data and segmentations must be equal bit for bit.
 Fails when a probability differs by more than --tol (1e-4; --exact_nnunet) or --default_tol (1e-2; the
@@ -171,6 +174,9 @@ KINDS = {
                        test_shapes=[(8, 30, 30), (11, 33, 27)]),
     # an oblique, flipped direction matrix.
     "oblique": Kind("oblique", direction=rotation(0.3, -0.2, 2.5) @ np.diag([1, -1, 1]), border=2),
+    # the same read through NibabelIO (nibabel's arrays: x, y, z transposed; medseg reads the file with ITK).
+    "nibabel": Kind("nibabel", direction=rotation(0.3, -0.2, 2.5) @ np.diag([1, -1, 1]), border=2,
+                    reader="NibabelIO"),
     # the same read through NibabelIOWithReorient (canonical RAS orientation, transposed arrays).
     "nibabel_reorient": Kind("nibabel_reorient", direction=rotation(0.3, -0.2, 2.5) @ np.diag([1, -1, 1]),
                              border=2, reader="NibabelIOWithReorient"),
@@ -332,6 +338,12 @@ def compare(kind, folder_ref, folder_ms, file_ending, reoriented_from=None):
         if ref.shape != got.shape:
             raise RuntimeError(f"{kind}/{case}: probabilities of shape {got.shape}, nnU-Net's {ref.shape}")
         diff = np.abs(ref - got)
+        npy = f"{folder_ms}/{case}_probabilities.npy"  # medseg's own format (--probabilities_format both)
+        if os.path.exists(npy):
+            mine = np.load(npy).astype(np.float64)
+            if mine.shape != ref.shape:
+                raise RuntimeError(f"{kind}/{case}: {npy} has shape {mine.shape}, nnU-Net's probabilities {ref.shape}")
+            diff = np.maximum(diff, np.abs(ref - mine))
         i = np.unravel_index(int(np.argmax(diff)), diff.shape)
         if diff[i] >= worst[0]:
             worst = (float(diff[i]), case, tuple(int(v) for v in i))
@@ -424,8 +436,9 @@ def predict_stage(kind, name, folder, tag="", prev=None):
     results, outputs = {}, {"nnunet": ref_out}
     for mode, extra in (("exact", ["--exact_nnunet"]), ("default", [])):
         ms_out = os.path.join(WORK, f"out_medseg_{mode}", name + tag)
+        # both probability formats: nnU-Net's .npz and medseg's _probabilities.npy, each compared with nnU-Net's
         cmd = [f"{ARGS.bin}/medseg_predict", "-i", images, "-o", ms_out, "-m", ms_model, "--save_probabilities",
-               "--probabilities_format", "nnunet", "--threads", str(ARGS.threads), "-npp", "0", "-nps", "0",
+               "--probabilities_format", "both", "--threads", str(ARGS.threads), "-npp", "0", "-nps", "0",
                "--disable_progress_bar"] + ([] if kind.mirroring else ["--disable_tta"])
         if prev:  # medseg's cascade runs on medseg's own first stage
             cmd += ["-prev_stage_predictions", prev[mode]]
@@ -434,6 +447,39 @@ def predict_stage(kind, name, folder, tag="", prev=None):
                                 images if kind.reader == "NibabelIOWithReorient" else None)
         outputs[mode] = ms_out
     return results, outputs
+
+
+def check_postprocessing(kind, name, predictions):
+    """nnU-Net's apply_postprocessing_to_folder and medseg_apply_postprocessing on the same segmentations
+    (nnU-Net's predictions), with the same two steps: keep the largest component of all foreground, then of
+    the last label (region). The results must be equal voxel for voxel; returns the cases compared."""
+    from nnunetv2.postprocessing.remove_connected_components import (
+        apply_postprocessing_to_folder, remove_all_but_largest_component_from_segmentation)
+    ds = json.load(open(f"{predictions}/dataset.json"))
+    values = kind.regions_class_order or sorted(v for v in ds["labels"].values()
+                                               if isinstance(v, int) and v > 0 and not
+                                               (kind.labels.get("ignore") == v))
+    kwargs = [{"labels_or_regions": list(values)}, {"labels_or_regions": values[-1]}]
+    ref_pp = os.path.join(WORK, "pp_nnunet", name)
+    apply_postprocessing_to_folder(predictions, ref_pp, [remove_all_but_largest_component_from_segmentation] * 2,
+                                   kwargs, f"{predictions}/plans.json", f"{predictions}/dataset.json", 1)
+    ending = ds["file_ending"]
+    pp_json = os.path.join(WORK, f"{name}_postprocessing.json")
+    with open(pp_json, "w") as f:
+        json.dump({"postprocessing_fns": ["remove_all_but_largest_component_from_segmentation"] * 2,
+                   "postprocessing_kwargs": kwargs, "file_ending": ending}, f)
+    ms_pp = os.path.join(WORK, "pp_medseg", name)
+    run([f"{ARGS.bin}/medseg_apply_postprocessing", "-i", predictions, "-o", ms_pp, "--pp_json", pp_json, "--np", "1"])
+    cases = sorted(f for f in os.listdir(predictions) if f.endswith(ending))
+    changed = 0
+    for case in cases:
+        a, b = read_seg(f"{ref_pp}/{case}"), read_seg(f"{ms_pp}/{case}")
+        if a.shape != b.shape or not np.array_equal(a, b):
+            n = int((a != b).sum()) if a.shape == b.shape else "all"
+            raise RuntimeError(f"{kind.name}/{case}: postprocessed segmentations differ in {n} voxel(s)")
+        changed += int((a != read_seg(f"{predictions}/{case}")).sum())
+    print(f"  {kind.name}: postprocessing equal to nnU-Net's on {len(cases)} case(s) ({changed} voxels removed)")
+    return len(cases)
 
 
 def add_cascade(name, plans_name):
@@ -476,7 +522,8 @@ def check_kind(did, kind, rng):
         configuration = "2d" if kind.png else "3d_fullres"
         folder = make_model(did, name, rng, configuration, kind.plans)
         pp = check_preprocessing(did, name, configuration, kind.plans)
-        results, _ = predict_stage(kind, name, folder)
+        results, outputs = predict_stage(kind, name, folder)
+        check_postprocessing(kind, name, outputs["nnunet"])
     print(f"  {kind.name}: training preprocessing, largest difference from nnU-Net's {pp:.3g}")
     print(f"{kind.name}: worst exact {results['exact'][0][0]:.3g}, default {results['default'][0][0]:.3g}, "
           f"preprocessing {pp:.3g}, {time.time() - t0:.1f} s")
