@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/zip_archive.h"
+#include "sharing/pickle_opcodes.h"
 
 namespace medseg::sharing {
 
@@ -58,118 +59,138 @@ class Machine {
 
   PickleRef run() {
     while (true) {
-      const unsigned char op = byte();
-      switch (op) {
-        case 0x80: byte(); break;                          // PROTO
-        case 0x95: take(8); break;                         // FRAME
-        case '.': return pop();                            // STOP
-        case '(': marks_.push_back(stack_.size()); break;  // MARK
-        case '}': push(make(Kind::Dict)); break;           // EMPTY_DICT
-        case ']': push(make(Kind::List)); break;           // EMPTY_LIST
-        case ')': push(make(Kind::Tuple)); break;          // EMPTY_TUPLE
-        case 'N': push(make(Kind::None)); break;
-        case 0x88:
-        case 0x89: {
-          auto v = make(Kind::Bool);
-          v->b = op == 0x88;
-          push(v);
-          break;
-        }
-        case 'J': push(integer(static_cast<int32_t>(u32()))); break;  // BININT
-        case 'K': push(integer(byte())); break;                       // BININT1
-        case 'M': push(integer(u16())); break;                        // BININT2
-        case 0x8a: push(long1()); break;                              // LONG1
-        case 'G': push(binfloat()); break;                            // BINFLOAT
-        case 'X': push(text(Kind::String, u32())); break;             // BINUNICODE
-        case 0x8c: push(text(Kind::String, byte())); break;           // SHORT_BINUNICODE
-        case 0x8d: push(text(Kind::String, u64())); break;            // BINUNICODE8
-        case 'U': push(text(Kind::String, byte())); break;            // SHORT_BINSTRING
-        case 'T': push(text(Kind::String, u32())); break;             // BINSTRING
-        case 'C': push(text(Kind::Bytes, byte())); break;             // SHORT_BINBYTES
-        case 'B': push(text(Kind::Bytes, u32())); break;              // BINBYTES
-        case 'q': put(byte()); break;                                 // BINPUT
-        case 'r': put(u32()); break;                                  // LONG_BINPUT
-        case 0x94: put(static_cast<uint32_t>(memo_.size())); break;   // MEMOIZE
-        case 'h': push(memo(byte())); break;                          // BINGET
-        case 'j': push(memo(u32())); break;                           // LONG_BINGET
-        case 't': {
-          auto v = make(Kind::Tuple);
-          v->items = pop_mark();
-          push(v);
-          break;
-        }
-        case 0x85:
-        case 0x86:
-        case 0x87: {  // TUPLE1..3
-          auto v = make(Kind::Tuple);
-          v->items.resize(op - 0x84);
-          for (size_t k = v->items.size(); k-- > 0;) v->items[k] = pop();
-          push(v);
-          break;
-        }
-        case 'l': {
-          auto v = make(Kind::List);
-          v->items = pop_mark();
-          push(v);
-          break;
-        }
-        case 'a': {
-          auto x = pop();
-          container(Kind::List)->items.push_back(x);
-          break;
-        }  // APPEND
-        case 'e': {
-          auto xs = pop_mark();
-          auto& l = container(Kind::List)->items;
-          l.insert(l.end(), xs.begin(), xs.end());
-          break;
-        }
-        case 'd': {
-          auto v = make(Kind::Dict);
-          set_items(*v, pop_mark());
-          push(v);
-          break;
-        }  // DICT
-        case 's': {
-          auto val = pop();
-          auto key = pop();
-          container(Kind::Dict)->dict.emplace_back(key, val);
-          break;
-        }
-        case 'u': {
-          auto xs = pop_mark();
-          set_items(*container(Kind::Dict), xs);
-          break;
-        }  // SETITEMS
-        case 'c': {
-          const std::string m = line();
-          push(global(m + "." + line()));
-          break;
-        }  // GLOBAL
-        case 0x93: {
-          auto name = pop();
-          auto mod = pop();
-          push(global(mod->s + "." + name->s));
-          break;
-        }                                          // STACK_GLOBAL
-        case 'Q': push(persistent(pop())); break;  // BINPERSID
-        case 'R': {
-          auto args = pop();
-          auto fn = pop();
-          push(reduce(*fn, *args));
-          break;
-        }  // REDUCE
-        case 'b': {
-          auto state = pop();
-          build(*top(), *state);
-          break;
-        }  // BUILD
-        default: fail(concat("pickle opcode 0x", hex(op), " at byte ", pos_ - 1, " is not one medseg reads"));
-      }
+      const unsigned char code = byte();
+      const auto op = static_cast<PickleOp>(code);
+      if (op == PickleOp::Stop) return pop();
+      if (!push_value(op) && !stack_op(op))
+        fail(concat("pickle opcode 0x", hex(code), " at byte ", pos_ - 1, " is not one medseg reads"));
     }
   }
 
  private:
+  // Opcodes that push one new value: constants, numbers, strings, memo reads, globals. False for any other.
+  bool push_value(PickleOp op) {
+    switch (op) {
+      case PickleOp::EmptyDict: push(make(Kind::Dict)); return true;
+      case PickleOp::EmptyList: push(make(Kind::List)); return true;
+      case PickleOp::EmptyTuple: push(make(Kind::Tuple)); return true;
+      case PickleOp::None: push(make(Kind::None)); return true;
+      case PickleOp::NewTrue:
+      case PickleOp::NewFalse: {
+        auto v = make(Kind::Bool);
+        v->b = op == PickleOp::NewTrue;
+        push(v);
+        return true;
+      }
+      case PickleOp::BinInt: push(integer(static_cast<int32_t>(u32()))); return true;
+      case PickleOp::BinInt1: push(integer(byte())); return true;
+      case PickleOp::BinInt2: push(integer(u16())); return true;
+      case PickleOp::Long1: push(long1()); return true;
+      case PickleOp::BinFloat: push(binfloat()); return true;
+      case PickleOp::BinUnicode: push(text(Kind::String, u32())); return true;
+      case PickleOp::ShortBinUnicode: push(text(Kind::String, byte())); return true;
+      case PickleOp::BinUnicode8: push(text(Kind::String, u64())); return true;
+      case PickleOp::ShortBinString: push(text(Kind::String, byte())); return true;
+      case PickleOp::BinString: push(text(Kind::String, u32())); return true;
+      case PickleOp::ShortBinBytes: push(text(Kind::Bytes, byte())); return true;
+      case PickleOp::BinBytes: push(text(Kind::Bytes, u32())); return true;
+      case PickleOp::BinGet: push(memo(byte())); return true;
+      case PickleOp::LongBinGet: push(memo(u32())); return true;
+      case PickleOp::Global: {
+        const std::string m = line();
+        push(global(m + "." + line()));
+        return true;
+      }
+      default: return false;
+    }
+  }
+
+  // Framing, marks and the memo, and the opcodes that combine values already on the stack. False for any other.
+  bool stack_op(PickleOp op) {
+    switch (op) {
+      case PickleOp::Proto: byte(); return true;
+      case PickleOp::Frame: take(8); return true;
+      case PickleOp::Mark: marks_.push_back(stack_.size()); return true;
+      case PickleOp::BinPut: put(byte()); return true;
+      case PickleOp::LongBinPut: put(u32()); return true;
+      case PickleOp::Memoize: put(static_cast<uint32_t>(memo_.size())); return true;
+      case PickleOp::Tuple: push(sequence(Kind::Tuple)); return true;
+      case PickleOp::List: push(sequence(Kind::List)); return true;
+      case PickleOp::Tuple1: push(small_tuple(1)); return true;
+      case PickleOp::Tuple2: push(small_tuple(2)); return true;
+      case PickleOp::Tuple3: push(small_tuple(3)); return true;
+      case PickleOp::Append: {
+        auto x = pop();
+        container(Kind::List)->items.push_back(x);
+        return true;
+      }
+      case PickleOp::Appends: {
+        auto xs = pop_mark();
+        auto& l = container(Kind::List)->items;
+        l.insert(l.end(), xs.begin(), xs.end());
+        return true;
+      }
+      case PickleOp::Dict: {
+        auto v = make(Kind::Dict);
+        set_items(*v, pop_mark());
+        push(v);
+        return true;
+      }
+      case PickleOp::SetItem: {
+        auto val = pop();
+        auto key = pop();
+        container(Kind::Dict)->dict.emplace_back(key, val);
+        return true;
+      }
+      case PickleOp::SetItems: {
+        auto xs = pop_mark();
+        set_items(*container(Kind::Dict), xs);
+        return true;
+      }
+      default: return call_op(op);
+    }
+  }
+
+  // The opcodes that call: STACK_GLOBAL, BINPERSID, REDUCE, BUILD (each checked by what it names).
+  bool call_op(PickleOp op) {
+    switch (op) {
+      case PickleOp::StackGlobal: {
+        auto name = pop();
+        auto mod = pop();
+        push(global(mod->s + "." + name->s));
+        return true;
+      }
+      case PickleOp::BinPersId: push(persistent(pop())); return true;
+      case PickleOp::Reduce: {
+        auto args = pop();
+        auto fn = pop();
+        push(reduce(*fn, *args));
+        return true;
+      }
+      case PickleOp::Build: {
+        auto state = pop();
+        build(*top(), *state);
+        return true;
+      }
+      default: return false;
+    }
+  }
+
+  // TUPLE and LIST: the items above the last mark.
+  PickleRef sequence(Kind kind) {
+    auto v = make(kind);
+    v->items = pop_mark();
+    return v;
+  }
+
+  // TUPLE1..3: the top n items.
+  PickleRef small_tuple(std::size_t n) {
+    auto v = make(Kind::Tuple);
+    v->items.resize(n);
+    for (size_t k = n; k-- > 0;) v->items[k] = pop();
+    return v;
+  }
+
   [[noreturn]] void fail(const std::string& why) const { throw FileError(path_, why + "; nothing was executed"); }
   static std::string hex(unsigned v) {
     const char* d = "0123456789abcdef";

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/zip_archive.h"
+#include "sharing/pickle_opcodes.h"
 
 namespace medseg::sharing {
 namespace {
@@ -31,14 +32,14 @@ const char* storage_type(at::ScalarType t) {
 // Pickle protocol 2, the opcodes of Python's pickle module (Lib/pickle.py).
 class Pickler {
  public:
-  std::string out = "\x80\x02";      // PROTO 2
-  std::vector<at::Tensor> storages;  // by key: "0", "1", ...
+  std::string out{op_char(PickleOp::Proto), '\x02'};  // protocol 2
+  std::vector<at::Tensor> storages;                   // by key: "0", "1", ...
 
   void value(const c10::IValue& v) {
     if (v.isNone()) {
-      out += 'N';
+      op(PickleOp::None);
     } else if (v.isBool()) {
-      out += v.toBool() ? '\x88' : '\x89';  // NEWTRUE, NEWFALSE
+      op(v.toBool() ? PickleOp::NewTrue : PickleOp::NewFalse);
     } else if (v.isInt()) {
       integer(v.toInt());
     } else if (v.isDouble()) {
@@ -48,12 +49,12 @@ class Pickler {
     } else if (v.isTuple()) {
       tuple(v.toTupleRef().elements());
     } else if (v.isList()) {
-      out += ']';  // EMPTY_LIST, then MARK items APPENDS
+      op(PickleOp::EmptyList);  // then MARK items APPENDS
       const c10::List<c10::IValue> l = v.toList();
       if (l.empty()) return;
-      out += '(';
+      op(PickleOp::Mark);
       for (const c10::IValue& x : l) value(x);
-      out += 'e';
+      op(PickleOp::Appends);
     } else if (v.isGenericDict()) {
       dict(v.toGenericDict());
     } else if (v.isTensor()) {
@@ -64,18 +65,20 @@ class Pickler {
   }
 
  private:
+  void op(PickleOp o) { out += op_char(o); }
   void integer(int64_t x) {
     if (x >= 0 && x < 256) {
-      out += 'K';  // BININT1
+      op(PickleOp::BinInt1);
       out += static_cast<char>(x);
     } else if (x >= 0 && x < 65536) {
-      out += 'M';  // BININT2
+      op(PickleOp::BinInt2);
       little(static_cast<uint64_t>(x), 2);
     } else if (x >= INT32_MIN && x <= INT32_MAX) {
-      out += 'J';  // BININT
+      op(PickleOp::BinInt);
       little(static_cast<uint64_t>(static_cast<uint32_t>(static_cast<int32_t>(x))), 4);
     } else {
-      out += "\x8a\x08";  // LONG1 of 8 bytes, two's complement
+      op(PickleOp::Long1);  // of 8 bytes, two's complement
+      out += '\x08';
       little(static_cast<uint64_t>(x), 8);
     }
   }
@@ -85,16 +88,16 @@ class Pickler {
   void binfloat(double d) {
     uint64_t bits;
     std::memcpy(&bits, &d, 8);
-    out += 'G';  // big-endian
+    op(PickleOp::BinFloat);  // big-endian
     for (int k = 7; k >= 0; --k) out += static_cast<char>((bits >> (8 * k)) & 0xff);
   }
   void text(const std::string& s) {
-    out += 'X';  // BINUNICODE
+    op(PickleOp::BinUnicode);
     little(s.size(), 4);
     out += s;
   }
   void global(const char* module, const char* name) {
-    out += 'c';
+    op(PickleOp::Global);
     out += module;
     out += '\n';
     out += name;
@@ -103,23 +106,24 @@ class Pickler {
   template <class Items>
   void tuple(const Items& items) {
     if (items.empty()) {
-      out += ')';
+      op(PickleOp::EmptyTuple);
       return;
     }
-    if (items.size() > 3) out += '(';
+    if (items.size() > 3) op(PickleOp::Mark);
     for (const auto& x : items) value(x);
-    out += items.size() > 3 ? 't' : static_cast<char>(0x84 + items.size());  // TUPLE, TUPLE1..3
+    const PickleOp small[] = {PickleOp::Tuple1, PickleOp::Tuple2, PickleOp::Tuple3};
+    op(items.size() > 3 ? PickleOp::Tuple : small[items.size() - 1]);
   }
   void dict(const c10::Dict<c10::IValue, c10::IValue>& d) {
-    out += '}';  // EMPTY_DICT, then MARK key value ... SETITEMS
+    op(PickleOp::EmptyDict);  // then MARK key value ... SETITEMS
     if (d.empty()) return;
-    out += '(';
+    op(PickleOp::Mark);
     for (const auto& kv : d) {
       if (!kv.key().isString()) throw Error("torch_save: dict keys must be strings");
       value(kv.key());
       value(kv.value());
     }
-    out += 'u';
+    op(PickleOp::SetItems);
   }
   // torch.save's tensor: _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict()).
   void tensor(const at::Tensor& t) {
@@ -132,22 +136,25 @@ class Pickler {
     }
     const at::Tensor& whole = storages[it->second];
     global("torch._utils", "_rebuild_tensor_v2");
-    out += '(';
-    out += '(';  // the persistent id
+    op(PickleOp::Mark);
+    op(PickleOp::Mark);  // the persistent id
     text("storage");
     global("torch", storage_type(t.scalar_type()));
     text(std::to_string(it->second));
     text("cpu");
     integer(whole.numel());
-    out += "tQ";  // TUPLE, BINPERSID
+    op(PickleOp::Tuple);
+    op(PickleOp::BinPersId);
     integer(t.storage_offset());
     std::vector<c10::IValue> size(t.sizes().begin(), t.sizes().end()), stride(t.strides().begin(), t.strides().end());
     tuple(size);
     tuple(stride);
-    out += '\x89';  // requires_grad False
+    op(PickleOp::NewFalse);  // requires_grad
     global("collections", "OrderedDict");
-    out += ")R";  // OrderedDict()
-    out += "tR";  // the arguments' TUPLE, REDUCE
+    op(PickleOp::EmptyTuple);  // OrderedDict()
+    op(PickleOp::Reduce);
+    op(PickleOp::Tuple);  // the arguments
+    op(PickleOp::Reduce);
   }
 
   std::map<const void*, size_t> keys_;
@@ -158,7 +165,7 @@ class Pickler {
 void torch_save(const c10::IValue& value, const std::string& path) {
   Pickler p;
   p.value(value);
-  p.out += '.';  // STOP
+  p.out += op_char(PickleOp::Stop);
   ZipWriter z(path, true);
   z.add_bytes("archive/data.pkl", std::move(p.out), false);
   z.add_bytes("archive/byteorder", "little", false);

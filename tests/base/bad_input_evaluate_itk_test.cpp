@@ -10,9 +10,12 @@
 #include "core/volume.h"
 #include "io/image_io.h"
 #include "support/test_support.h"
+#include "support/output_lines.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
+
+using medseg::test::line_naming;
 
 namespace {
 
@@ -51,13 +54,6 @@ const EvalRow kRows[] = {
     {"UndeclaredLabelInReference", [](Geometry&, auto&, auto& ref) { ref[7] = 9; }, "gt",
      "label value(s) 9 not declared in dataset.json"},
 };
-
-std::string line_naming(const std::string& output, const std::string& what) {
-  std::istringstream in(output);
-  for (std::string line; std::getline(in, line);)
-    if (line.find(what) != std::string::npos) return line;
-  return "";
-}
 
 void write_dataset_json(const std::string& path, const json& labels) {
   write_json(

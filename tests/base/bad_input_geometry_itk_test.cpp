@@ -20,10 +20,13 @@
 #include "io/synthetic_dataset.h"
 #include "support/nifti_patch.h"
 #include "support/test_support.h"
+#include "support/output_lines.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
 namespace nii = medseg::test::nifti;
+
+using medseg::test::line_naming;
 
 namespace {
 
@@ -196,14 +199,6 @@ const Base& base(const std::string& ending) {
   if (r.exit_code == 0) r = test::run_cli("medseg_plan_experiment", "-d 950", env);
   if (r.exit_code != 0) throw std::runtime_error("planning the base dataset failed: " + r.output);
   return made.emplace(ending, b).first->second;
-}
-
-// The output line that names `file`, or "" when none does.
-std::string line_naming(const std::string& output, const std::string& file) {
-  std::istringstream in(output);
-  for (std::string line; std::getline(in, line);)
-    if (line.find(file) != std::string::npos) return line;
-  return "";
 }
 
 class BadGeometry : public ::testing::TestWithParam<GeoRow> {

@@ -16,9 +16,12 @@
 #include "io/synthetic_dataset.h"
 #include "support/nifti_patch.h"
 #include "support/test_support.h"
+#include "support/output_lines.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
+
+using medseg::test::line_naming;
 
 namespace {
 
@@ -66,13 +69,6 @@ struct Copy {
     io::write_image(label(id), Volume::from_values(type, l.shape(), l.geometry(), v));
   }
 };
-
-std::string line_naming(const std::string& output, const std::string& what) {
-  std::istringstream in(output);
-  for (std::string line; std::getline(in, line);)
-    if (line.find(what) != std::string::npos) return line;
-  return "";
-}
 
 struct LabelRow {
   const char* name;

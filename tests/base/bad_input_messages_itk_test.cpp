@@ -12,10 +12,13 @@
 #include "io/image_io.h"
 #include "support/nifti_patch.h"
 #include "support/test_support.h"
+#include "support/output_lines.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
 namespace nii = medseg::test::nifti;
+
+using medseg::test::line_naming;
 
 namespace {
 
@@ -43,13 +46,6 @@ const CutRow kRows[] = {
     {"PlainCutInsideHeader", ".nii", [](const std::string&, const std::string& n) { return n.substr(0, 3); },
      "truncated NIfTI header (3 bytes)"},
 };
-
-std::string line_naming(const std::string& output, const std::string& what) {
-  std::istringstream in(output);
-  for (std::string line; std::getline(in, line);)
-    if (line.find(what) != std::string::npos) return line;
-  return "";
-}
 
 }  // namespace
 

@@ -8,20 +8,17 @@
 #include "planning_fixtures.h"
 #include "support/bad_input.h"
 #include "support/test_support.h"
+#include "support/output_lines.h"
 
 using namespace medseg;
 using medseg::test::run_cli;
 using medseg::test::TempDir;
 
+using medseg::test::count_lines;
+
 namespace {
 
 const char* kApp = "medseg_plan_experiment";
-
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
 
 struct Files {
   TempDir dir{"plan_cli"};

@@ -8,6 +8,7 @@
 #include "core/json_io.h"
 #include "planning_fixtures.h"
 #include "support/test_support.h"
+#include "support/output_lines.h"
 
 using namespace medseg;
 using medseg::test::run_cli;
@@ -15,15 +16,11 @@ using medseg::test::TempDir;
 
 namespace fs = std::filesystem;
 
+using medseg::test::count_lines;
+
 namespace {
 
 const char* kApp = "medseg_plan_experiment";
-
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
 
 json shipped(const std::string& name) { return read_json(test::source_path("plans/" + name + ".json")); }
 

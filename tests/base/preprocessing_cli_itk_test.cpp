@@ -13,10 +13,13 @@
 #include "io/image_io.h"
 #include "preprocessing/case_store.h"
 #include "support/test_support.h"
+#include "support/output_lines.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
 using namespace medseg::preprocessing;
+
+using medseg::test::count_lines;
 
 namespace {
 
@@ -28,12 +31,6 @@ struct Env {
   std::string raw() const { return dir / "raw/Dataset901_Synthetic"; }
   std::string pp() const { return dir / "pp/Dataset901_Synthetic"; }
 };
-
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
 
 }  // namespace
 

@@ -12,10 +12,13 @@
 #include "io/image_io.h"
 #include "support/nifti_patch.h"
 #include "support/test_support.h"
+#include "support/output_lines.h"
 
 using namespace medseg;
 namespace fs = std::filesystem;
 namespace nii = medseg::test::nifti;
+
+using medseg::test::line_naming;
 
 namespace {
 
@@ -86,13 +89,6 @@ Volume blob(float base) {
   float* p = v.data<float>();
   for (int64_t i = 0; i < v.numel(); ++i) p[i] = base + static_cast<float>((i * 7) % 11);
   return v;
-}
-
-std::string line_naming(const std::string& output, const std::string& what) {
-  std::istringstream in(output);
-  for (std::string line; std::getline(in, line);)
-    if (line.find(what) != std::string::npos) return line;
-  return "";
 }
 
 }  // namespace
