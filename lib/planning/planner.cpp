@@ -7,6 +7,7 @@
 #include "core/numeric.h"
 #include "core/path_component.h"
 #include "core/paths.h"
+#include "planning/normalization_names.h"
 #include "planning/planner_internal.h"
 #include "planning/spatial_parallel.h"
 
@@ -182,14 +183,7 @@ ConfigOut plan_config(Ctx& c, const std::vector<double>& spacing, const std::vec
 }  // namespace
 
 std::string normalization_scheme_for(const std::string& channel_name) {
-  std::string k;
-  for (unsigned char ch : channel_name) k += static_cast<char>(std::tolower(ch));
-  if (k == "ct") return "CTNormalization";
-  if (k == "nonorm") return "NoNormalization";
-  if (k == "zscore") return "ZScoreNormalization";
-  if (k == "rescale_to_0_1") return "RescaleTo01Normalization";
-  if (k == "rgb_to_0_1") return "RGBTo01Normalization";
-  return "ZScoreNormalization";
+  return normalization_class_name(normalization_for_channel(channel_name));
 }
 
 std::string reader_writer_for(const DatasetJsonInput& ds, bool is_3d) {

@@ -8,6 +8,7 @@
 #include "core/json_object_reader.h"
 #include "core/path_component.h"
 #include "core/paths.h"
+#include "planning/normalization_names.h"
 #include "planning/plan_limits.h"
 
 namespace medseg::planning {
@@ -274,14 +275,6 @@ void check_transpose(const std::vector<int>& fwd, const std::vector<int>& bwd, c
 
 }  // namespace
 
-// nnU-Net's normalization scheme names (preprocessing/normalization.cpp reads the same names).
-static const std::vector<std::string>& normalization_scheme_names() {
-  static const std::vector<std::string> names{"CTNormalization",       "ZScoreNormalization",
-                                              "NoNormalization",       "RescaleTo01Normalization",
-                                              "RGBTo0_1Normalization", "RGBTo01Normalization"};
-  return names;
-}
-
 // A configuration's patch and batch against its network: 1..max per value, and each patch axis
 // divisible by the network's total stride on that axis (else the decoder cannot meet the skips).
 static void check_patch_and_batch(const std::vector<int>& patch, int batch, const ArchitecturePlan& arch,
@@ -381,14 +374,10 @@ ConfigurationPlan configuration_from_json(const json& c, const std::string& name
     if (!(p.spacing[i] > 0))
       w.fail(concat(w.key("spacing"), "[", i, "] is ", json(p.spacing[i]).dump(), " (must be > 0)"));
   p.normalization_schemes = get<std::vector<std::string>>(c, "normalization_schemes", w);
-  const auto& known = normalization_scheme_names();
   for (std::size_t i = 0; i < p.normalization_schemes.size(); ++i)
-    if (std::find(known.begin(), known.end(), p.normalization_schemes[i]) == known.end()) {
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    if (!normalization_scheme(p.normalization_schemes[i]))
       w.fail(concat(w.key("normalization_schemes"), "[", i, "] '", p.normalization_schemes[i],
-                    "' is not a normalization scheme (known: ", list, ")"));
-    }
+                    "' is not a normalization scheme (known: ", known_normalization_names(), ")"));
   p.use_mask_for_norm = get<std::vector<bool>>(c, "use_mask_for_norm", w);
   if (p.use_mask_for_norm.size() != p.normalization_schemes.size())
     w.fail("use_mask_for_norm and normalization_schemes differ in length");

@@ -12,6 +12,17 @@ namespace medseg::preprocessing {
 
 namespace {
 
+// The schemes as nnU-Net spells them: records written before 2026-11-28 say RGBTo0_1Normalization.
+json canonical_schemes(const json& names) {
+  if (!names.is_array()) return names;
+  json out = json::array();
+  for (const json& n : names) {
+    const auto s = n.is_string() ? planning::normalization_scheme(n.get<std::string>()) : std::nullopt;
+    out.push_back(s ? json(planning::normalization_class_name(*s)) : n);
+  }
+  return out;
+}
+
 bool same_spacing(const json& a, const json& b) {
   if (!a.is_array() || !b.is_array() || a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -58,7 +69,7 @@ void check_data_record(const std::string& folder, const PreprocessPlan& plan) {
   if (old.value("plans_name", std::string()) == plan.plans_name) return;
   const bool same = same_spacing(old.value("spacing", json()), now["spacing"]) &&
                     old.value("transpose_forward", json()) == now["transpose_forward"] &&
-                    old.value("normalization_schemes", json()) == now["normalization_schemes"] &&
+                    canonical_schemes(old.value("normalization_schemes", json())) == now["normalization_schemes"] &&
                     old.value("use_mask_for_norm", json()) == now["use_mask_for_norm"];
   if (same) return;
   throw FileError(folder, "holds the data of " + describe(old) + ", which " + describe(now) +

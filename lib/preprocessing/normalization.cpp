@@ -114,7 +114,7 @@ void rescale01(float* x, int64_t n) {
 
 void rgb01(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
-    MEDSEG_CHECK(x[i] >= 0.0f && x[i] <= 255.0f, "RGBTo0_1Normalization: value ", x[i],
+    MEDSEG_CHECK(x[i] >= 0.0f && x[i] <= 255.0f, "RGBTo01Normalization: value ", x[i],
                  " outside [0, 255]; the images do not look like 8-bit RGB");
   for (int64_t i = 0; i < n; ++i) x[i] /= 255.0f;
 }
@@ -122,26 +122,11 @@ void rgb01(float* x, int64_t n) {
 }  // namespace
 
 NormScheme parse_norm_scheme(const std::string& name) {
-  if (name == "CTNormalization") return NormScheme::CT;
-  if (name == "ZScoreNormalization") return NormScheme::ZScore;
-  if (name == "NoNormalization") return NormScheme::None;
-  if (name == "RescaleTo01Normalization") return NormScheme::RescaleTo01;
-  if (name == "RGBTo0_1Normalization" || name == "RGBTo01Normalization") return NormScheme::RGBTo01;
-  throw Error("unknown normalization scheme '" + name +
-              "' (known: CTNormalization, ZScoreNormalization, NoNormalization, RescaleTo01Normalization, "
-              "RGBTo0_1Normalization)");
+  if (const auto s = planning::normalization_scheme(name)) return *s;
+  throw Error("unknown normalization scheme '" + name + "' (known: " + planning::known_normalization_names() + ")");
 }
 
-const char* norm_scheme_name(NormScheme s) {
-  switch (s) {
-    case NormScheme::CT: return "CTNormalization";
-    case NormScheme::ZScore: return "ZScoreNormalization";
-    case NormScheme::None: return "NoNormalization";
-    case NormScheme::RescaleTo01: return "RescaleTo01Normalization";
-    case NormScheme::RGBTo01: return "RGBTo0_1Normalization";
-  }
-  return "?";
-}
+const char* norm_scheme_name(NormScheme s) { return planning::normalization_class_name(s); }
 
 IntensityProps intensity_props_from_json(const json& per_channel, int channel, const std::string& source) {
   const std::string key = std::to_string(channel);

@@ -9,7 +9,7 @@
 //    std). With use_mask_for_norm the statistics come from voxels with seg >= 0 and only those are
 //    changed; the others keep their value, which is 0 after crop-to-nonzero (nnU-Net relies on that).
 //  * NoNormalization: unchanged. RescaleTo01Normalization: (x - min) / max(max - min, 1e-8).
-//  * RGBTo0_1Normalization: x / 255, values must lie in [0, 255].
+//  * RGBTo01Normalization: x / 255, values must lie in [0, 255].
 #include <cstdint>
 #include <string>
 
@@ -17,14 +17,13 @@
 
 #include "core/grid.h"
 #include "core/json_io.h"
+#include "planning/normalization_names.h"
 
 namespace medseg::preprocessing {
 
-enum class NormScheme { CT, ZScore, None, RescaleTo01, RGBTo01 };
+using NormScheme = planning::NormalizationScheme;
 
-// nnU-Net's class names: CTNormalization, ZScoreNormalization, NoNormalization,
-// RescaleTo01Normalization, RGBTo0_1Normalization (RGBTo01Normalization also accepted).
-// Throws Error listing the known names.
+// nnU-Net's class names (planning/normalization_names.h). Throws Error listing the known names.
 NormScheme parse_norm_scheme(const std::string& class_name);
 const char* norm_scheme_name(NormScheme s);
 

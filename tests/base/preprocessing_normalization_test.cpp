@@ -80,8 +80,14 @@ TEST(PreprocessingNormalization, RescaleRgbAndNone) {
 
 TEST(PreprocessingNormalization, SchemeNamesAndProperties) {
   EXPECT_EQ(parse_norm_scheme("CTNormalization"), NormScheme::CT);
-  EXPECT_EQ(parse_norm_scheme("RGBTo0_1Normalization"), NormScheme::RGBTo01);
+  EXPECT_EQ(parse_norm_scheme("RGBTo0_1Normalization"), NormScheme::RGBTo01);  // medseg's old spelling
+  EXPECT_EQ(parse_norm_scheme("RGBTo01Normalization"), NormScheme::RGBTo01);
   EXPECT_STREQ(norm_scheme_name(NormScheme::ZScore), "ZScoreNormalization");
+  // nnU-Net's class names (default_normalization_schemes.py), written back as nnU-Net spells them
+  EXPECT_STREQ(norm_scheme_name(NormScheme::RGBTo01), "RGBTo01Normalization");
+  EXPECT_STREQ(norm_scheme_name(NormScheme::RescaleTo01), "RescaleTo01Normalization");
+  EXPECT_STREQ(norm_scheme_name(NormScheme::None), "NoNormalization");
+  EXPECT_STREQ(norm_scheme_name(NormScheme::CT), "CTNormalization");
   EXPECT_THROW(parse_norm_scheme("MyNormalization"), Error);
   const json per_channel = json::parse(
       R"({"0": {"mean": 1.5, "std": 2.0, "percentile_00_5": -3.0, "percentile_99_5": 9.0, "median": 1.0}})");
