@@ -30,13 +30,14 @@ int main(int argc, char** argv) {
     std::vector<medseg::Volume> image;
     for (const auto& path : channels) image.push_back(medseg::io::read_image(path));
     int shown = -1;
-    const auto progress = [&](double fraction) {
+    medseg::api::SegmentOptions so;  // the labels only (so.probabilities = false)
+    so.progress = [&](double fraction) {
       const int percent = static_cast<int>(fraction * 100);
       if (percent / 10 != shown / 10) std::fprintf(stderr, "\rpredicting: %3d %%", percent);
       shown = percent;
       return true;
     };
-    const medseg::api::Segmentation s = model.segment(image, /*probabilities=*/false, progress);
+    const medseg::api::Segmentation s = model.segment(image, so);
     std::fprintf(stderr, "\n");
     medseg::io::write_image(args[1], s.labels);
     std::printf("wrote %s\n", args[1].c_str());

@@ -39,7 +39,9 @@ int64_t Segmenter::channels() const { return impl_->predictor->image_channels();
 
 const std::string& Segmenter::configuration() const { return impl_->configuration; }
 
-Segmentation Segmenter::segment(const std::vector<Volume>& image, bool probabilities, const Progress& progress) {
+Segmentation Segmenter::segment(const std::vector<Volume>& image, const SegmentOptions& options) {
+  const bool probabilities = options.probabilities;
+  const Progress& progress = options.progress;
   inference::Predictor& p = *impl_->predictor;
   MEDSEG_CHECK(static_cast<int64_t>(image.size()) == channels(), "the image has ", image.size(),
                " channel(s), the model expects ", channels());

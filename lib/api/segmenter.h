@@ -8,7 +8,9 @@
 //
 //   medseg::api::Segmenter model("/models/Dataset003_Liver/nnUNetTrainer__nnUNetPlans__3d_fullres");
 //   medseg::Volume ct = medseg::io::read_image("ct.nii.gz");      // or a buffer + Geometry
-//   medseg::api::Segmentation s = model.segment({ct}, false, [](double f) { return !cancel_pressed; });
+//   medseg::api::SegmentOptions so;
+//   so.progress = [](double f) { return !cancel_pressed; };
+//   medseg::api::Segmentation s = model.segment({ct}, so);
 //
 // Errors are medseg::Error (medseg::FileError for a bad model folder) with the CLIs' messages;
 // a progress callback that returns false stops the prediction with medseg::Cancelled.
@@ -42,6 +44,12 @@ struct Segmentation {
 // Called as the prediction advances with the fraction done (0..1]; return false to cancel.
 using Progress = std::function<bool(double fraction)>;
 
+// What one segment() call returns and reports, beside the labels.
+struct SegmentOptions {
+  bool probabilities = false;  // also return the probabilities (Segmentation::probabilities)
+  Progress progress;           // empty: no reports
+};
+
 class Segmenter {
  public:
   explicit Segmenter(const std::string& model_folder, const SegmenterOptions& options = {});
@@ -54,7 +62,7 @@ class Segmenter {
 
   // `image`: one volume per channel, all on one grid. Throws Error for a wrong channel count or grid,
   // Cancelled when `progress` returns false (the Segmenter stays usable).
-  Segmentation segment(const std::vector<Volume>& image, bool probabilities = false, const Progress& progress = {});
+  Segmentation segment(const std::vector<Volume>& image, const SegmentOptions& options = {});
 
  private:
   struct Impl;

@@ -58,7 +58,7 @@ TEST(Api, SegmenterWritesWhatMedsegPredictWrites) {
   EXPECT_EQ(seg.channels(), 1);
   EXPECT_EQ(seg.configuration(), "3d_fullres");
   // The image as the file holds it (the NIfTI round trip decides the geometry's last bits).
-  const api::Segmentation s = seg.segment({io::read_image(d / "in/img_0000.nii.gz")}, true);
+  const api::Segmentation s = seg.segment({io::read_image(d / "in/img_0000.nii.gz")}, {true, {}});
   ASSERT_EQ(s.labels.shape(), expected.shape());
   ASSERT_EQ(s.labels.pixel_type(), PixelType::UInt8);
   EXPECT_TRUE(
@@ -79,17 +79,17 @@ TEST(Api, ProgressRisesToOneAndCancelStopsAndBadImagesAreOneError) {
   api::Segmenter seg(tiny_model(d), o);
   const Volume img = image_with_geometry();
   std::vector<double> seen;
-  const api::Segmentation first = seg.segment({img}, false, [&](double f) {
-    seen.push_back(f);
-    return true;
-  });
+  const api::Segmentation first = seg.segment({img}, {false, [&](double f) {
+                                                        seen.push_back(f);
+                                                        return true;
+                                                      }});
   ASSERT_GE(seen.size(), 2u);  // 30 x 26 x 21 at 16^3, step 8: 3 x 3 x 2 tiles
   EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
   EXPECT_DOUBLE_EQ(seen.back(), 1.0);
   EXPECT_GT(seen.front(), 0.0);
 
   int calls = 0;
-  EXPECT_THROW(seg.segment({img}, false, [&](double) { return ++calls < 2; }), Cancelled);
+  EXPECT_THROW(seg.segment({img}, {false, [&](double) { return ++calls < 2; }}), Cancelled);
   EXPECT_EQ(calls, 2);
   const api::Segmentation again = seg.segment({img});  // still usable, no callback left behind
   EXPECT_TRUE(std::equal(again.labels.data<uint8_t>(), again.labels.data<uint8_t>() + again.labels.numel(),
