@@ -5,6 +5,34 @@
 
 namespace medseg::models {
 
+namespace {
+
+// The stages' stacks (StackedConvBlocks, StackedResidualBlocks): `n` blocks of one kind, the first taking the
+// stage's input channels and stride, the others out_channels and stride 1.
+template <class Block, class BlockOpts, class StackOpts>
+torch::nn::Sequential stack_blocks(const StackOpts& o, int64_t n) {
+  torch::nn::Sequential seq;
+  for (int64_t i = 0; i < n; ++i)
+    seq->push_back(
+        Block(BlockOpts(i == 0 ? o.in_channels() : o.out_channels(), o.out_channels(), o.kernel_size(), o.layers())
+                  .stride(i == 0 ? o.initial_stride() : Shape{1})));
+  return seq;
+}
+
+template <class StackOpts>
+void print_stack(std::ostream& stream, const char* name, const char* count_key, int64_t count, const StackOpts& o) {
+  stream << "medseg::models::" << name << "(" << o.in_channels() << ", " << o.out_channels() << ", " << count_key << "="
+         << count << ", kernel_size=";
+  print_shape(stream, o.kernel_size());
+  stream << ", initial_stride=";
+  print_shape(stream, o.initial_stride());
+  stream << ", ";
+  print_layer_options(stream, o.layers());
+  stream << ")";
+}
+
+}  // namespace
+
 ConvDropoutNormReLUImpl::ConvDropoutNormReLUImpl(ConvDropoutNormReLUOptions options_) : options(std::move(options_)) {
   reset();
 }
@@ -94,24 +122,12 @@ StackedConvBlocksImpl::StackedConvBlocksImpl(StackedConvBlocksOptions options_) 
 }
 
 void StackedConvBlocksImpl::reset() {
-  convs_ = torch::nn::Sequential();
-  for (int64_t i = 0; i < options.num_convs(); ++i)
-    convs_->push_back(
-        ConvDropoutNormReLU(ConvDropoutNormReLUOptions(i == 0 ? options.in_channels() : options.out_channels(),
-                                                       options.out_channels(), options.kernel_size(), options.layers())
-                                .stride(i == 0 ? options.initial_stride() : Shape{1})));
+  convs_ = stack_blocks<ConvDropoutNormReLU, ConvDropoutNormReLUOptions>(options, options.num_convs());
   register_module("convs", convs_);
 }
 
 void StackedConvBlocksImpl::pretty_print(std::ostream& stream) const {
-  stream << "medseg::models::StackedConvBlocks(" << options.in_channels() << ", " << options.out_channels()
-         << ", num_convs=" << options.num_convs() << ", kernel_size=";
-  print_shape(stream, options.kernel_size());
-  stream << ", initial_stride=";
-  print_shape(stream, options.initial_stride());
-  stream << ", ";
-  print_layer_options(stream, options.layers());
-  stream << ")";
+  print_stack(stream, "StackedConvBlocks", "num_convs", options.num_convs(), options);
 }
 
 BasicBlockDImpl::BasicBlockDImpl(BasicBlockDOptions options_) : options(std::move(options_)) { reset(); }
@@ -177,23 +193,12 @@ StackedResidualBlocksImpl::StackedResidualBlocksImpl(StackedResidualBlocksOption
 }
 
 void StackedResidualBlocksImpl::reset() {
-  blocks_ = torch::nn::Sequential();
-  for (int64_t i = 0; i < options.n_blocks(); ++i)
-    blocks_->push_back(BasicBlockD(BasicBlockDOptions(i == 0 ? options.in_channels() : options.out_channels(),
-                                                      options.out_channels(), options.kernel_size(), options.layers())
-                                       .stride(i == 0 ? options.initial_stride() : Shape{1})));
+  blocks_ = stack_blocks<BasicBlockD, BasicBlockDOptions>(options, options.n_blocks());
   register_module("blocks", blocks_);
 }
 
 void StackedResidualBlocksImpl::pretty_print(std::ostream& stream) const {
-  stream << "medseg::models::StackedResidualBlocks(" << options.in_channels() << ", " << options.out_channels()
-         << ", n_blocks=" << options.n_blocks() << ", kernel_size=";
-  print_shape(stream, options.kernel_size());
-  stream << ", initial_stride=";
-  print_shape(stream, options.initial_stride());
-  stream << ", ";
-  print_layer_options(stream, options.layers());
-  stream << ")";
+  print_stack(stream, "StackedResidualBlocks", "n_blocks", options.n_blocks(), options);
 }
 
 void shard_conv_blocks(torch::nn::Module& root, const std::optional<distributed::SpatialShard>& shard) {
