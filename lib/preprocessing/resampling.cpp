@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/numeric.h"
 #include "io/resample.h"
+#include "preprocessing/label_values.h"
 #include "preprocessing/resampling_torch.h"
 
 namespace medseg::preprocessing {
@@ -33,15 +34,6 @@ Shape3 inplane_shape(const Shape3& in, const Shape3& out, int axis) {
   Shape3 s = out;
   s[axis] = in[axis];
   return s;
-}
-
-std::vector<int16_t> sorted_labels(const std::vector<int16_t>& seg) {
-  std::vector<uint8_t> present(65536, 0);  // sorted unique labels without a per-voxel set insert
-  for (int16_t v : seg) present[static_cast<std::size_t>(v + 32768)] = 1;
-  std::vector<int16_t> labels;
-  for (int v = -32768; v <= 32767; ++v)
-    if (present[static_cast<std::size_t>(v + 32768)]) labels.push_back(static_cast<int16_t>(v));
-  return labels;
 }
 
 // nnU-Net's rounded z pass (order_z >= 1): one-hot per label (ascending), resized, above 0.5 takes the label,
@@ -203,6 +195,15 @@ std::vector<int16_t> resample_seg_with(const ResampleSpec& spec, const std::vect
                                        const Shape3& out, const SeparateZ& sep) {
   if (spec.kernel == ResampleKernel::Torch) return resample_seg_torch(seg, in, out, sep, spec.memefficient_seg);
   return resample_seg(seg, in, out, sep, spec.orders);
+}
+
+std::vector<int16_t> sorted_labels(const std::vector<int16_t>& seg) {
+  std::vector<uint8_t> present(65536, 0);  // sorted unique labels without a per-voxel set insert
+  for (int16_t v : seg) present[static_cast<std::size_t>(v + 32768)] = 1;
+  std::vector<int16_t> labels;
+  for (int v = -32768; v <= 32767; ++v)
+    if (present[static_cast<std::size_t>(v + 32768)]) labels.push_back(static_cast<int16_t>(v));
+  return labels;
 }
 
 }  // namespace medseg::preprocessing

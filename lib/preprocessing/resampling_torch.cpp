@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/numeric.h"
+#include "preprocessing/label_values.h"
 
 // Compiled with -ffp-contract=off (lib/CMakeLists.txt): torch rounds each product and sum on its own.
 namespace medseg::preprocessing {
@@ -126,15 +127,6 @@ std::vector<float> interpolate(std::vector<float> cur, int channels, const Shape
       if (a != sep.axis) cur = linear_pass(cur, channels, shape, a, out[a]);
   if (in[sep.axis] != out[sep.axis]) cur = nearest_pass(cur, channels, shape, sep.axis, out[sep.axis]);
   return cur;
-}
-
-std::vector<int16_t> sorted_labels(const std::vector<int16_t>& seg) {
-  std::vector<uint8_t> present(65536, 0);
-  for (int16_t v : seg) present[static_cast<std::size_t>(v + 32768)] = 1;
-  std::vector<int16_t> labels;
-  for (int v = -32768; v <= 32767; ++v)
-    if (present[static_cast<std::size_t>(v + 32768)]) labels.push_back(static_cast<int16_t>(v));
-  return labels;
 }
 
 }  // namespace
