@@ -8,6 +8,7 @@
 #include "io/resample.h"
 #include "preprocessing/label_values.h"
 #include "preprocessing/resampling_torch.h"
+#include "preprocessing/zoom_linear.h"
 
 namespace medseg::preprocessing {
 
@@ -53,7 +54,8 @@ std::vector<int16_t> threshold_labels(const std::vector<int16_t>& seg, const Sha
 }
 
 // batchgenerators 0.25.5's resize_segmentation (orders >= 1; _resample_seg_by_argmax, seg_tiebreak
-// 'nearest'), what nnU-Net 2.8.1 installs: each label's one-hot resized by `resize`, the voxel takes the label
+// 'nearest'), what nnU-Net 2.8.1 installs: each label's one-hot resized by `resize` (float64, as skimage
+// scores it: ties and near ties are decided on these values), the voxel takes the label
 // with the largest value (the smaller label on ties), except where the label of the nearest-neighbour resize
 // (`nearest`, order 0) shares the top value: then that label. A label that takes the lead strictly decides
 // afresh whether the nearest label is on top; one that draws level (with a value above 0) can only add to it.
@@ -65,20 +67,20 @@ std::vector<int16_t> argmax_labels(const std::vector<int16_t>& seg, const Shape3
   if (labels.size() == 1) return std::vector<int16_t>(n, labels[0]);
   std::vector<float> values(seg.begin(), seg.end()), nn(n);
   nearest(values.data(), in, nn.data(), out);  // label values: small integers, exact floats
-  std::vector<float> onehot(seg.size()), score(n), best(n);
+  std::vector<double> onehot(seg.size()), score(n), best(n);
   std::vector<int16_t> win(n, 0);
   std::vector<uint8_t> nn_top(n, 0);
   for (std::size_t k = 0; k < labels.size(); ++k) {
     const int16_t label = labels[k];
-    for (std::size_t i = 0; i < seg.size(); ++i) onehot[i] = seg[i] == label ? 1.0f : 0.0f;
+    for (std::size_t i = 0; i < seg.size(); ++i) onehot[i] = seg[i] == label ? 1.0 : 0.0;
     resize(onehot.data(), in, k == 0 ? best.data() : score.data(), out);
     for (std::size_t i = 0; i < n; ++i) {
       const bool is_nn = nn[i] == static_cast<float>(label);
       if (k == 0) {
-        nn_top[i] = is_nn && best[i] > 0.0f;
+        nn_top[i] = is_nn && best[i] > 0.0;
         continue;
       }
-      if (is_nn && score[i] == best[i] && score[i] > 0.0f) nn_top[i] = 1;
+      if (is_nn && score[i] == best[i] && score[i] > 0.0) nn_top[i] = 1;
       if (score[i] > best[i]) best[i] = score[i], win[i] = static_cast<int16_t>(k), nn_top[i] = is_nn;
     }
   }
@@ -86,6 +88,21 @@ std::vector<int16_t> argmax_labels(const std::vector<int16_t>& seg, const Shape3
   for (std::size_t i = 0; i < n; ++i)
     result[i] = nn_top[i] ? static_cast<int16_t>(nn[i]) : labels[static_cast<std::size_t>(win[i])];
   return result;
+}
+
+// A one-hot mask resized at `order` in float64 (whole volume, or slice by slice along `slice_axis`):
+// order 1, what nnU-Net plans use for labels, in scipy's own arithmetic (zoom_linear.h); higher orders
+// through ITK's splines, which agree with scipy's to a float step.
+auto mask_resize(int order, int slice_axis) {
+  return [order, slice_axis](const double* s, const Shape3& i, double* d, const Shape3& o) {
+    if (order == 1) return zoom_linear(s, i, d, o, slice_axis);
+    std::vector<float> fs(s, s + numel(i)), fd(static_cast<std::size_t>(numel(o)));
+    if (slice_axis < 0)
+      io::resize_3d(fs.data(), i, fd.data(), o, order, true);
+    else
+      io::resize_slices(fs.data(), i, slice_axis, fd.data(), o, order, true);
+    std::copy(fd.begin(), fd.end(), d);
+  };
 }
 
 // Label values through a nearest-neighbour resize (exact: small integers are exact floats).
@@ -165,7 +182,7 @@ std::vector<int16_t> resample_seg(const std::vector<int16_t>& seg, const Shape3&
   };
   if (!sep.enabled) {
     if (orders.order == 0) return resize_nearest_labels(seg, in, out, full(0, true));
-    return argmax_labels(seg, in, out, full(orders.order, true), full(0, true));
+    return argmax_labels(seg, in, out, mask_resize(orders.order, -1), full(0, true));
   }
   const int axis = sep.axis, order = orders.order;
   auto slices = [axis](int o_) {
@@ -175,7 +192,7 @@ std::vector<int16_t> resample_seg(const std::vector<int16_t>& seg, const Shape3&
   };
   const Shape3 mid = inplane_shape(in, out, axis);
   std::vector<int16_t> tmp = order == 0 ? resize_nearest_labels(seg, in, mid, slices(0))
-                                        : argmax_labels(seg, in, mid, slices(order), slices(0));
+                                        : argmax_labels(seg, in, mid, mask_resize(order, axis), slices(0));
   if (mid == out) return tmp;
   if (orders.order_z == 0) return resize_nearest_labels(tmp, mid, out, full(0, false));
   return threshold_labels(tmp, mid, out, full(orders.order_z, false));
