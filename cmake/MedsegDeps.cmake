@@ -130,6 +130,8 @@ if(MEDSEG_WITH_ITK)
   # ITK's TIFF reader cannot read samples kept in separate planes, which is how tifffile stores a stack of
   # 3 or 4 slices (lib/io/tiff_planes_itk.cpp reads those with libtiff itself).
   find_package(TIFF REQUIRED)
+  # DICOM series (lib/io/dicom_series_dcmtk.cpp, docs/dicom.md); Debian's ITK package depends on DCMTK.
+  find_package(DCMTK CONFIG REQUIRED)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     include(MedsegItkClang)
   endif()

@@ -7,7 +7,7 @@
 # makes the static library medseg_stage_<name> (alias medseg::<name>, file libmedseg_<name>.a) from lib/<folder>/**.cpp (folder: the name).
 # DEPENDS are the stages its headers include (public), PRIVATE_DEPENDS those only its .cpp files include;
 # TORCH links LibTorch (through core_torch, the torch half of lib/core). LIBS/PRIVATE_LIBS are third-party
-# targets; the word ITK stands for ${ITK_LIBRARIES} and libtiff, and drops out when MEDSEG_WITH_ITK=OFF.
+# targets; the word ITK stands for ${ITK_LIBRARIES}, libtiff and DCMTK, and drops out when MEDSEG_WITH_ITK=OFF.
 #
 # Why an undeclared include fails the build: a stage's sources do not see lib/. They see one folder per
 # stage, stage_include/<stage>/, holding a link named <stage> to lib/<stage> and nothing else, added to the
@@ -29,7 +29,7 @@ endfunction()
 function(medseg_stage_sources folder out)
   file(GLOB_RECURSE files CONFIGURE_DEPENDS "${MEDSEG_LIB_DIR}/${folder}/*.cpp")
   if(NOT MEDSEG_WITH_ITK)
-    list(FILTER files EXCLUDE REGEX "_itk\\.cpp$")
+    list(FILTER files EXCLUDE REGEX "_(itk|dcmtk)\\.cpp$")
   endif()
   if(MEDSEG_WITH_CAIRO)
     list(FILTER files EXCLUDE REGEX "_cairo_off\\.cpp$")
@@ -43,8 +43,10 @@ function(medseg_stage_libs out)
   set(libs)
   foreach(lib ${ARGN})
     if(lib STREQUAL "ITK")
-      if(MEDSEG_WITH_ITK)  # with libtiff, for the TIFF stacks ITK cannot read (io/tiff_planes_itk.cpp)
-        list(APPEND libs ${ITK_LIBRARIES} TIFF::TIFF)
+      # With libtiff, for the TIFF stacks ITK cannot read (io/tiff_planes_itk.cpp), and DCMTK, which reads
+      # DICOM (io/dicom_series_dcmtk.cpp; Debian's ITK depends on it).
+      if(MEDSEG_WITH_ITK)
+        list(APPEND libs ${ITK_LIBRARIES} TIFF::TIFF DCMTK::dcmdata DCMTK::dcmjpeg DCMTK::dcmjpls)
       endif()
     else()
       list(APPEND libs ${lib})

@@ -8,6 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libgloo-dev
   libinsighttoolkit5-dev libtiff-dev   # libtiff: TIFF stacks kept as sample planes (lib/io/tiff_planes_itk.cpp)
+  libdcmtk-dev libgdcm-dev   # DICOM: DCMTK reads it (lib/io/dicom_series_dcmtk.cpp), GDCM writes the tests' series
   nlohmann-json3-dev libcli11-dev libgtest-dev
   libspdlog-dev libfmt-dev
   libpng-dev zlib1g-dev

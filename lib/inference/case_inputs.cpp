@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/strings.h"
 #include "io/image_folder.h"
+#include "io/dicom_series.h"
 #include "io/image_formats.h"
 #include "io/image_io.h"
 
@@ -42,6 +43,27 @@ void add_file(std::map<std::string, Scanned>& cases, const fs::path& p, const st
     cases[m[1].str()].channels[std::stoi(m[2].str())].push_back(p.string());
   else
     cases[stem].plain.push_back(p.string());
+}
+
+// A DICOM case (docs/dicom.md): a folder that holds one series is channel 0 of a case named after the
+// folder; a folder whose subfolders 0000, 0001, ... hold series is a case of those channels. False when
+// `dir` is neither.
+bool add_dicom_case(std::map<std::string, Scanned>& cases, const fs::path& dir) {
+  const std::string id = dir.filename().string();
+  if (io::is_dicom_folder(dir.string())) {
+    cases[id].plain.push_back(dir.string());
+    return true;
+  }
+  static const std::regex channel("^\\d{4}$");
+  bool any = false;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_directory() && std::regex_match(name, channel) && io::is_dicom_folder(e.path().string())) {
+      cases[id].channels[std::stoi(name)].push_back(e.path().string());
+      any = true;
+    }
+  }
+  return any;
 }
 
 std::string channel_name(const std::string& id, int c, const std::string& ending) {
@@ -125,10 +147,16 @@ std::vector<CaseInput> collect_case_inputs(const std::vector<std::string>& input
                                            int num_channels) {
   std::map<std::string, Scanned> cases;
   for (const std::string& in : inputs) {
-    if (fs::is_directory(in)) {
+    if (io::is_dicom_folder(in)) {
+      fs::path dir(in);
+      if (dir.filename().empty()) dir = dir.parent_path();  // "series/": the case is named "series"
+      add_dicom_case(cases, dir);
+    } else if (fs::is_directory(in)) {
       for (const auto& e : fs::directory_iterator(in)) {
         const std::string name = e.path().filename().string();
-        if (e.is_regular_file() && name[0] != '.' && named_with_ending(name, ending)) add_file(cases, e.path(), ending);
+        if (name[0] == '.') continue;
+        if (e.is_regular_file() && named_with_ending(name, ending)) add_file(cases, e.path(), ending);
+        if (e.is_directory()) add_dicom_case(cases, e.path());
       }
     } else if (fs::is_regular_file(in)) {
       add_file(cases, in, ending);
@@ -136,7 +164,7 @@ std::vector<CaseInput> collect_case_inputs(const std::vector<std::string>& input
       throw FileError(in, "input not found");
     }
   }
-  if (cases.empty()) throw Error("no input images ending in '" + ending + "' found");
+  if (cases.empty()) throw Error("no input images ending in '" + ending + "' and no DICOM series folders found");
   std::vector<CaseInput> out;
   for (const auto& [id, s] : cases) {
     try {

@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/strings.h"
+#include "io/dicom_series.h"
 #include "io/image_formats.h"
 #include "io/image_io.h"
 #include "io/itk_globals.h"
@@ -410,16 +411,19 @@ std::vector<Volume> read_checked(const std::string& path, itk::ImageIOBase* io, 
 }
 
 Volume read_image(const std::string& path) {
+  if (fs::is_directory(path) || is_dicom_file(path)) return read_dicom_series(path);
   const itk::ImageIOBase::Pointer io = open_checked(path, false);
   return std::move(read_checked(path, io, false).at(0));
 }
 
 std::vector<Volume> read_image_volumes(const std::string& path) {
+  if (fs::is_directory(path) || is_dicom_file(path)) return {read_dicom_series(path)};
   const itk::ImageIOBase::Pointer io = open_checked(path, true);
   return read_checked(path, io, true);
 }
 
 int image_file_channels(const std::string& path) {
+  if (fs::is_directory(path) || is_dicom_file(path)) return 1;  // a DICOM series is one channel
   const itk::ImageIOBase::Pointer io = open_checked(path, true);
   if (io->GetNumberOfComponents() > 1 && !tiff_planar_separate(path))
     return static_cast<int>(io->GetNumberOfComponents());

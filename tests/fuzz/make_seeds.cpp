@@ -17,6 +17,7 @@
 #include "io/image_io.h"
 #include "preprocessing/case_store.h"
 #include "sharing/torch_save.h"
+#include "support/dicom_writer.h"
 #include "training/splits.h"
 
 namespace fs = std::filesystem;
@@ -155,6 +156,21 @@ void torch_pickle_seeds(const std::string& tmp) {
 
 }  // namespace
 
+// One-slice series as GDCM writes them (tests/support/dicom_writer.h): signed CT with rescale, MONOCHROME1.
+void dicom_seeds(const std::string& tmp) {
+  test::DicomSeriesSpec ct;
+  ct.slices = 1;
+  ct.slope = 2;
+  ct.intercept = -1024;
+  seed("dicom", "ct_slice.dcm", slurp(test::write_dicom_series(tmp + "/ct", ct).at(0)));
+  test::DicomSeriesSpec cr;
+  cr.slices = 1;
+  cr.photometric = "MONOCHROME1";
+  cr.is_signed = false;
+  cr.bits_stored = 12;
+  seed("dicom", "cr_slice.dcm", slurp(test::write_dicom_series(tmp + "/cr", cr).at(0)));
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     std::cerr << "usage: medseg_fuzz_seeds OUT_DIR SOURCE_DIR\n";
@@ -170,6 +186,7 @@ int main(int argc, char** argv) {
     image_seeds(tmp);
     json_seeds(argv[2]);
     torch_pickle_seeds(tmp);
+    dicom_seeds(tmp);
   } catch (const std::exception& e) {
     std::cerr << "medseg_fuzz_seeds: " << e.what() << "\n";
     return 1;

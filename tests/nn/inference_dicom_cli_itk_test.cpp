@@ -1,0 +1,124 @@
+// DICOM series as prediction input (docs/dicom.md): a series GDCM wrote (support/dicom_writer.h) predicts
+// with medseg_predict and api::Segmenter exactly as the same volume given as NIfTI, whose geometry is
+// built here by hand from the writer's positions and cosines; a bad series fails its case by name while
+// the others still run.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "api/segmenter.h"
+#include "inference_test_util.h"
+#include "io/image_io.h"
+#include "support/dicom_writer.h"
+#include "support/test_support.h"
+
+using namespace medseg;
+namespace fs = std::filesystem;
+
+namespace {
+
+test::DicomSeriesSpec ct_series() {
+  test::DicomSeriesSpec s;
+  s.rows = 18;
+  s.columns = 16;
+  s.slices = 17;
+  const double a = 25 * M_PI / 180;
+  s.orientation = {std::cos(a), 0, -std::sin(a), 0, 1, 0};  // oblique about y
+  s.pixel_spacing = {1.1, 0.9};
+  s.slice_step = 1.3;
+  s.slope = 0.5;
+  s.intercept = -100;
+  s.raw = [](int k, int r, int c) {
+    return 40 * ((k * 7 + r * 3 + c * 5) % 11) + (r > 6 && r < 12 && c > 5 ? 300 : 0);
+  };
+  return s;
+}
+
+// The NIfTI twin: the same values and the geometry the DICOM standard gives the series.
+Volume twin(const test::DicomSeriesSpec& s) {
+  Geometry g;
+  g.spacing = {s.pixel_spacing[1], s.pixel_spacing[0], s.slice_step};
+  g.origin = s.first_position;
+  const auto n = test::slice_normal(s);
+  for (int i = 0; i < 3; ++i) {
+    g.direction[i * 3 + 0] = s.orientation[i];
+    g.direction[i * 3 + 1] = s.orientation[3 + i];
+    g.direction[i * 3 + 2] = n[i];
+  }
+  std::vector<float> v;
+  for (int k = 0; k < s.slices; ++k)
+    for (int r = 0; r < s.rows; ++r)
+      for (int c = 0; c < s.columns; ++c) v.push_back(static_cast<float>(s.slope * s.raw(k, r, c) + s.intercept));
+  return Volume::from_float({s.slices, s.rows, s.columns}, g, std::move(v));
+}
+
+std::string tiny_model(const test::TempDir& d) {
+  test::TinyModelSpec spec;
+  spec.labels = {"background", "a", "b"};
+  auto net = test::tiny_network(spec, 17);
+  const std::string folder = d / "model";
+  test::write_model_folder(folder, spec, net, {"0"});
+  return folder;
+}
+
+void expect_same_prediction(const std::string& a, const std::string& b) {
+  const Volume x = io::read_image(a), y = io::read_image(b);
+  ASSERT_EQ(x.shape(), y.shape());
+  EXPECT_EQ(geometry_mismatch(x.geometry(), x.shape(), y.geometry(), y.shape()), "");
+  int64_t differ = 0;
+  for (int64_t z = 0; z < x.shape()[0]; ++z)
+    for (int64_t r = 0; r < x.shape()[1]; ++r)
+      for (int64_t c = 0; c < x.shape()[2]; ++c) differ += x.at(z, r, c) != y.at(z, r, c);
+  EXPECT_EQ(differ, 0) << a << " vs " << b;
+}
+
+}  // namespace
+
+TEST(DicomPredict, ASeriesPredictsAsItsNiftiTwin) {
+  test::TempDir d("dcmp");
+  const std::string model = tiny_model(d);
+  const auto s = ct_series();
+  test::write_dicom_series(d / "in/ct", s);
+  fs::create_directories(d / "twin");
+  io::write_image(d / "twin/ct_0000.nii.gz", twin(s));
+  const std::string common = " -m " + model + " -npp 1 -nps 1 --disable_tta --disable_progress_bar";
+  auto r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out_dcm" + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_cli("medseg_predict", "-i " + d / "twin" + " -o " + d / "out_nii" + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_same_prediction(d / "out_dcm/ct.nii.gz", d / "out_nii/ct.nii.gz");
+
+  // The series folder itself as the input: one case named after it.
+  r = test::run_cli("medseg_predict", "-i " + d / "in/ct/" + " -o " + d / "out_one" + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_same_prediction(d / "out_one/ct.nii.gz", d / "out_nii/ct.nii.gz");
+
+  // The API on the series read by io::read_image.
+  api::SegmenterOptions o;
+  o.mirroring = false;
+  api::Segmenter seg(model, o);
+  const Volume labels = seg.segment({io::read_image(d / "in/ct")}).labels;
+  io::write_image(d / "api.nii.gz", labels);
+  expect_same_prediction(d / "api.nii.gz", d / "out_nii/ct.nii.gz");
+}
+
+TEST(DicomPredict, ABadSeriesFailsItsCaseByNameAndTheOthersRun) {
+  test::TempDir d("dcmp");
+  const std::string model = tiny_model(d);
+  auto s = ct_series();
+  s.slices = 5;
+  test::write_dicom_series(d / "in/good", s);
+  const auto files = test::write_dicom_series(d / "in/gap", s);
+  fs::remove(files[2]);
+  fs::create_directories(d / "in/notes");  // a folder without DICOM is no case
+  const auto r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out -m " + model +
+                                                     " -npp 1 -nps 1 --disable_tta --disable_progress_bar");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(d / "out/good.nii.gz")) << r.output;
+  EXPECT_FALSE(fs::exists(d / "out/gap.nii.gz"));
+  EXPECT_NE(r.output.find("a slice is missing between"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 case(s) failed"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("notes"), std::string::npos) << r.output;
+}
