@@ -20,6 +20,7 @@
 #include "inference/model_folder.h"
 #include "inference/predict_folder.h"
 #include "inference/predictor.h"
+#include "sharing/manifest.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
@@ -69,6 +70,10 @@ void declare(CLI::App& app, PredictArgs& a) {
                "Also write the probabilities: CASE_probabilities.npy (class, z, y, x) and CASE_probabilities.json");
   app.add_option("--probabilities_format", a.probabilities_format,
                  "With --save_probabilities: medseg (npy + json), nnunet (nnU-Net's CASE.npz) or both")
+      ->capture_default_str();
+  app.add_option("--output_format", a.ro.output_format,
+                 "auto (a DICOM series' case as CASE.dcm, a DICOM SEG; others in file_ending), nifti (file_ending for "
+                 "every case) or dicom_seg (docs/dicom.md)")
       ->capture_default_str();
   app.add_flag(
       "--overlays", a.ro.overlays,
@@ -182,6 +187,7 @@ int predict(PredictArgs& a, const distributed::World& world) {
   a.po.slabs = inference::parse_slab_mode(a.slabs);
   a.po.progress = false;
   a.ro.progress = !a.no_progress;
+  a.ro.dicom_seg.version = sharing::medseg_version();  // a DICOM SEG names the software that made it
   set_progress_bars_enabled(!a.no_progress);
 
   inference::ModelFolder model = inference::load_model_folder(a.model_folder, a.folds, a.chk);

@@ -44,9 +44,9 @@ function(medseg_stage_libs out)
   foreach(lib ${ARGN})
     if(lib STREQUAL "ITK")
       # With libtiff, for the TIFF stacks ITK cannot read (io/tiff_planes_itk.cpp), and DCMTK, which reads
-      # DICOM (io/dicom_series_dcmtk.cpp; Debian's ITK depends on it).
+      # DICOM and writes DICOM SEG (io/dicom_series_dcmtk.cpp, io/dicom_seg_dcmtk.cpp; Debian's ITK depends on it).
       if(MEDSEG_WITH_ITK)
-        list(APPEND libs ${ITK_LIBRARIES} TIFF::TIFF DCMTK::dcmdata DCMTK::dcmjpeg DCMTK::dcmjpls)
+        list(APPEND libs ${ITK_LIBRARIES} TIFF::TIFF DCMTK::dcmdata DCMTK::dcmjpeg DCMTK::dcmjpls DCMTK::dcmseg)
       endif()
     else()
       list(APPEND libs ${lib})

@@ -8,7 +8,8 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libgloo-dev
   libinsighttoolkit5-dev libtiff-dev   # libtiff: TIFF stacks kept as sample planes (lib/io/tiff_planes_itk.cpp)
-  libdcmtk-dev libgdcm-dev   # DICOM: DCMTK reads it (lib/io/dicom_series_dcmtk.cpp), GDCM writes the tests' series
+  libdcmtk-dev libgdcm-dev   # DICOM: DCMTK reads and writes it (lib/io/dicom_*_dcmtk.cpp), GDCM writes the tests' series
+  dicom3tools   # dciodvfy checks the DICOM SEG output (tests/nn/inference_dicom_seg_cli_itk_test.cpp)
   nlohmann-json3-dev libcli11-dev libgtest-dev
   libspdlog-dev libfmt-dev
   libpng-dev zlib1g-dev

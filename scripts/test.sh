@@ -47,6 +47,10 @@ start=$(date +%s)
 bash "$root/scripts/check_tidy.sh" "$build"
 elapsed "clang-tidy" "$start"
 "$build/bin/medseg_version"
+# highdicom reads the DICOM SEG output back in the suite (tests/nn/inference_dicom_seg_cli_itk_test.cpp):
+# a venv outside the checkout (scripts/dicom_reference.sh), as for nnU-Net below.
+MEDSEG_DICOM_PYTHON=$(bash "$root/scripts/dicom_reference.sh")
+export MEDSEG_DICOM_PYTHON
 start=$(date +%s)
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900
 elapsed "the LibTorch 2.11 suite" "$start"

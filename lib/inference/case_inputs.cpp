@@ -66,6 +66,16 @@ bool add_dicom_case(std::map<std::string, Scanned>& cases, const fs::path& dir) 
   return any;
 }
 
+// A DICOM case's inputs are its series' files too: no output may overwrite one (-o inside a series folder).
+void add_series_files(std::vector<std::string>& files) {
+  const std::size_t n = files.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!fs::is_directory(files[i])) continue;
+    for (const auto& e : fs::directory_iterator(files[i]))
+      if (e.is_regular_file()) files.push_back(e.path().string());
+  }
+}
+
 std::string channel_name(const std::string& id, int c, const std::string& ending) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "_%04d", c);
@@ -178,6 +188,7 @@ std::vector<CaseInput> collect_case_inputs(const std::vector<std::string>& input
     out.back().files = s.plain;
     for (const auto& [k, files] : s.channels)
       out.back().files.insert(out.back().files.end(), files.begin(), files.end());
+    add_series_files(out.back().files);
   }
   return out;
 }

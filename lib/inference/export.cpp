@@ -238,7 +238,7 @@ Volume write_prediction(Volume seg, const std::vector<float>* probs, const Label
     }
   }
   if (!opts.postprocessing.empty()) seg = postprocessing::apply_postprocessing(seg, opts.postprocessing);
-  io::write_image(base + file_ending, seg);
+  if (opts.write_segmentation) io::write_image(base + file_ending, seg);
   return seg;
 }
 

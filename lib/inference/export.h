@@ -49,6 +49,9 @@ struct ExportOptions {
   bool half_logits = false;
   // Applied to the written segmentation only (probabilities stay the network's), as nnU-Net does.
   std::vector<postprocessing::KeepLargestComponent> postprocessing;
+  // false: write_prediction returns the segmentation without writing base + file_ending (the caller
+  // writes it in another format: a DICOM SEG, inference/predict_cases.cpp).
+  bool write_segmentation = true;
 };
 
 // A resampled logit rounded to fp16 (ExportOptions::half_logits). One beyond fp16's range stays as it is:

@@ -39,8 +39,8 @@ void refuse_overwriting_inputs(const std::vector<CaseInput>& inputs, const std::
   };
   for (const CaseInput& c : cases) {
     if (!c.error.empty()) continue;  // writes nothing
-    for (const std::string& out : output_files(o.output_folder, c.id, o.file_ending, o.save_probabilities, o.overlays,
-                                               o.probabilities_npy, o.probabilities_npz))
+    for (const std::string& out : output_files(o.output_folder, c.id, segmentation_ending(c, o), o.save_probabilities,
+                                               o.overlays, o.probabilities_npy, o.probabilities_npz))
       check(out, "the prediction of case '" + c.id + "'");
   }
   for (const std::string& out : more_outputs) check(out, "an output file");

@@ -16,6 +16,7 @@
 #include "inference/output_collisions.h"
 #include "inference/overlays.h"
 #include "io/case_loader.h"
+#include "io/dicom_series.h"
 
 namespace fs = std::filesystem;
 
@@ -32,6 +33,14 @@ std::vector<std::string> output_files(const std::string& folder, const std::stri
   if (save_probabilities && npz) f.push_back(base + ".npz");
   if (overlays) f.push_back(overlay_file(folder, id));
   return f;
+}
+
+bool writes_dicom_seg(const CaseInput& c, const RunOptions& o) {
+  return o.output_format != "nifti" && !c.images.empty() && io::is_dicom_folder(c.images[0]);
+}
+
+std::string segmentation_ending(const CaseInput& c, const RunOptions& o) {
+  return writes_dicom_seg(c, o) ? ".dcm" : o.file_ending;
 }
 
 namespace {
@@ -86,8 +95,8 @@ class Ledger {
   std::mutex mu_;
 };
 
-bool outputs_exist(const RunOptions& o, const std::string& id) {
-  for (const auto& f : output_files(o.output_folder, id, o.file_ending, o.save_probabilities, o.overlays,
+bool outputs_exist(const RunOptions& o, const CaseInput& c) {
+  for (const auto& f : output_files(o.output_folder, c.id, segmentation_ending(c, o), o.save_probabilities, o.overlays,
                                     o.probabilities_npy, o.probabilities_npz))
     if (!fs::exists(f)) return false;
   return true;
@@ -133,7 +142,11 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (!cases[i].error.empty()) {
       listing_errors.emplace_back(i, cases[i].error);
-    } else if (o.continue_prediction && outputs_exist(o, cases[i].id)) {
+    } else if (o.output_format == "dicom_seg" && !writes_dicom_seg(cases[i], o)) {
+      listing_errors.emplace_back(i, cases[i].images.at(0) +
+                                         ": not a DICOM series, so there is no series for a "
+                                         "DICOM SEG to reference (--output_format dicom_seg)");
+    } else if (o.continue_prediction && outputs_exist(o, cases[i])) {
       ++summary.skipped;
     } else {
       todo.push_back(i);
@@ -166,11 +179,15 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
   auto do_export = [&](Predicted p) {
     const auto t = Clock::now();
     try {
-      const std::string base = (fs::path(o.output_folder) / cases[p.index].id).string();
+      const CaseInput& c = cases[p.index];
+      const std::string base = (fs::path(o.output_folder) / c.id).string();
       std::vector<float> probs;
       std::vector<float>* wanted = eo.save_probabilities ? &probs : nullptr;
+      ExportOptions ceo = eo;
+      ceo.write_segmentation = !writes_dicom_seg(c, o);
       const Volume seg = write_prediction(predictor.segmentation(std::move(p.prediction), p.props, eo, wanted), wanted,
-                                          predictor.labels(), eo, base, o.file_ending);
+                                          predictor.labels(), ceo, base, o.file_ending);
+      if (!ceo.write_segmentation) io::write_dicom_seg(base + ".dcm", seg, c.images[0], "", o.dicom_seg);
       if (o.overlays)
         write_prediction_overlay(cases[p.index].images.at(0), seg, predictor.model().dataset, o.output_folder,
                                  cases[p.index].id);

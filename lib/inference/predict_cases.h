@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "inference/case_inputs.h"
+#include "io/dicom_seg.h"
 #include "inference/predictor.h"
 #include "postprocessing/postprocessing.h"
 
@@ -31,6 +32,11 @@ struct RunOptions {
   int export_threads = 1;  // classes resampled in parallel inside one export
   bool progress = true;
   std::vector<postprocessing::KeepLargestComponent> postprocessing;  // the model folder's postprocessing.json
+  // --output_format (inference/dicom_output.h): "auto" writes a DICOM series' case as CASE.dcm, a DICOM
+  // SEG described by dicom_seg; "nifti" writes every case in file_ending; "dicom_seg" fails cases that
+  // are not series.
+  std::string output_format = "auto";
+  io::DicomSegInfo dicom_seg;
 };
 
 struct RunSummary {
@@ -42,6 +48,12 @@ struct RunSummary {
 };
 
 RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cases, const RunOptions& opts);
+
+// True when case `c`'s segmentation is written as a DICOM SEG (CASE.dcm) under `o`.
+bool writes_dicom_seg(const CaseInput& c, const RunOptions& o);
+
+// The segmentation's ending of case `c`: ".dcm" for a DICOM SEG, else o.file_ending.
+std::string segmentation_ending(const CaseInput& c, const RunOptions& o);
 
 // The files a case's prediction consists of (segmentation first).
 std::vector<std::string> output_files(const std::string& output_folder, const std::string& id,

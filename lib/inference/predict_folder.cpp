@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.h"
@@ -9,6 +10,7 @@
 #include "core/ordered_json_io.h"
 #include "distributed/same_everywhere.h"
 #include "inference/case_inputs.h"
+#include "inference/dicom_output.h"
 #include "inference/input_digest.h"
 #include "inference/output_collisions.h"
 #include "inference/overlays.h"
@@ -58,6 +60,9 @@ std::optional<RunSummary> predict_folder(ModelFolder model, const std::string& m
 
   ro.output_folder = run.output;
   ro.file_ending = ending;
+  check_output_format(ro.output_format);
+  if (std::any_of(cases.begin(), cases.end(), [&](const CaseInput& c) { return writes_dicom_seg(c, ro); }))
+    ro.dicom_seg = dicom_seg_info(predictor.model(), predictor.labels(), ro.dicom_seg.version);
   const std::string dataset_copy = (fs::path(run.output) / "dataset.json").string();
   const std::string plans_copy = (fs::path(run.output) / "plans.json").string();
   refuse_overwriting_inputs(all_cases, cases, ro, {dataset_copy, plans_copy});  // before any write

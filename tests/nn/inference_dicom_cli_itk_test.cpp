@@ -1,7 +1,7 @@
 // DICOM series as prediction input (docs/dicom.md): a series GDCM wrote (support/dicom_writer.h) predicts
-// with medseg_predict and api::Segmenter exactly as the same volume given as NIfTI, whose geometry is
-// built here by hand from the writer's positions and cosines; a bad series fails its case by name while
-// the others still run.
+// with medseg_predict (--output_format nifti) and api::Segmenter exactly as the same volume given as NIfTI, whose
+// geometry is built here by hand from the writer's positions and cosines; a bad series fails its case by name while the
+// others still run.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -83,7 +83,8 @@ TEST(DicomPredict, ASeriesPredictsAsItsNiftiTwin) {
   test::write_dicom_series(d / "in/ct", s);
   fs::create_directories(d / "twin");
   io::write_image(d / "twin/ct_0000.nii.gz", twin(s));
-  const std::string common = " -m " + model + " -npp 1 -nps 1 --disable_tta --disable_progress_bar";
+  const std::string common =
+      " -m " + model + " -npp 1 -nps 1 --disable_tta --disable_progress_bar --output_format nifti";
   auto r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out_dcm" + common);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_cli("medseg_predict", "-i " + d / "twin" + " -o " + d / "out_nii" + common);
@@ -114,7 +115,8 @@ TEST(DicomPredict, ABadSeriesFailsItsCaseByNameAndTheOthersRun) {
   fs::remove(files[2]);
   fs::create_directories(d / "in/notes");  // a folder without DICOM is no case
   const auto r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out -m " + model +
-                                                     " -npp 1 -nps 1 --disable_tta --disable_progress_bar");
+                                                     " -npp 1 -nps 1 --disable_tta --disable_progress_bar"
+                                                     " --output_format nifti");
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(d / "out/good.nii.gz")) << r.output;
   EXPECT_FALSE(fs::exists(d / "out/gap.nii.gz"));

@@ -1,0 +1,210 @@
+// medseg_predict's DICOM SEG output (docs/dicom.md): a series GDCM wrote (support/dicom_writer.h) predicts to
+// CASE.dcm, which is read back here with GDCM, not with DCMTK that wrote it: the object, its references to the
+// source study, frame of reference, series and each slice, and every frame's bits against the NIfTI
+// prediction of the same case. Where the runner provides them (scripts/test.sh does), highdicom
+// (scripts/check_dicom_seg.py) and dciodvfy (dicom3tools) read it too.
+#include <gdcmReader.h>
+#include <gdcmSequenceOfItems.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "inference_test_util.h"
+#include "io/image_io.h"
+#include "support/dicom_writer.h"
+#include "support/test_support.h"
+
+using namespace medseg;
+namespace fs = std::filesystem;
+
+namespace {
+
+test::DicomSeriesSpec ct_series() {
+  test::DicomSeriesSpec s;
+  s.rows = 18;
+  s.columns = 16;
+  s.slices = 17;
+  const double a = 25 * M_PI / 180;
+  s.orientation = {std::cos(a), 0, -std::sin(a), 0, 1, 0};
+  s.pixel_spacing = {1.1, 0.9};
+  s.slice_step = 1.3;
+  s.raw = [](int k, int r, int c) {
+    return 40 * ((k * 7 + r * 3 + c * 5) % 11) + (r > 6 && r < 12 && c > 5 ? 300 : 0);
+  };
+  return s;
+}
+
+std::string tiny_model(const test::TempDir& d) {
+  test::TinyModelSpec spec;
+  spec.labels = {"background", "a", "b"};
+  auto net = test::tiny_network(spec, 17);
+  const std::string folder = d / "model";
+  test::write_model_folder(folder, spec, net, {"0"});
+  return folder;
+}
+
+std::string text(const gdcm::DataSet& ds, uint16_t g, uint16_t e) {
+  const gdcm::Tag t(g, e);
+  if (!ds.FindDataElement(t) || ds.GetDataElement(t).GetByteValue() == nullptr) return "";
+  const gdcm::ByteValue* bv = ds.GetDataElement(t).GetByteValue();
+  std::string s(bv->GetPointer(), bv->GetLength());
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+int us(const gdcm::DataSet& ds, uint16_t g, uint16_t e) {
+  const std::string b = text(ds, g, e) + std::string(2, '\0');
+  return static_cast<uint8_t>(b[0]) | (static_cast<uint8_t>(b[1]) << 8);
+}
+
+std::vector<gdcm::DataSet> items(const gdcm::DataSet& ds, uint16_t g, uint16_t e) {
+  std::vector<gdcm::DataSet> out;
+  const gdcm::Tag t(g, e);
+  if (!ds.FindDataElement(t)) return out;
+  gdcm::SmartPointer<gdcm::SequenceOfItems> sq = ds.GetDataElement(t).GetValueAsSQ();
+  if (!sq) return out;
+  for (gdcm::SequenceOfItems::SizeType i = 1; i <= sq->GetNumberOfItems(); ++i)
+    out.push_back(sq->GetItem(i).GetNestedDataSet());
+  return out;
+}
+
+gdcm::DataSet read_dataset(const std::string& file) {
+  gdcm::Reader r;
+  r.SetFileName(file.c_str());
+  EXPECT_TRUE(r.Read()) << file;
+  return r.GetFile().GetDataSet();
+}
+
+std::string run_checked(const std::string& cmd) {
+  const std::string out = (fs::temp_directory_path() / ("medseg_dcm_check_" + std::to_string(::getpid()))).string();
+  const int rc = std::system((cmd + " > " + out + " 2>&1").c_str());
+  std::string text = test::read_text(out);
+  fs::remove(out);
+  return rc == 0 ? text : "FAILED (" + std::to_string(rc) + "): " + text;
+}
+
+}  // namespace
+
+TEST(DicomSegOutput, ASeriesPredictsToASegThatMatchesItsNiftiPrediction) {
+  test::TempDir d("dcmseg");
+  const std::string model = tiny_model(d);
+  const auto s = ct_series();
+  const auto files = test::write_dicom_series(d / "in/ct", s);
+  const std::string common = " -m " + model + " -npp 1 -nps 1 --disable_tta --disable_progress_bar";
+  auto r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "seg" + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(fs::exists(d / "seg/ct.dcm")) << r.output;
+  EXPECT_FALSE(fs::exists(d / "seg/ct.nii.gz"));
+  r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "nii --output_format nifti" + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Volume labels = io::read_image(d / "nii/ct.nii.gz");
+
+  const gdcm::DataSet seg = read_dataset(d / "seg/ct.dcm");
+  EXPECT_EQ(text(seg, 0x0008, 0x0016), "1.2.840.10008.5.1.4.1.1.66.4");  // Segmentation Storage
+  EXPECT_EQ(text(seg, 0x0020, 0x000d), s.study_uid);
+  EXPECT_EQ(text(seg, 0x0020, 0x0052), s.for_uid);
+  EXPECT_NE(text(seg, 0x0020, 0x000e), s.series_uid);  // a new series
+  const auto ref_series = items(seg, 0x0008, 0x1115);
+  ASSERT_EQ(ref_series.size(), 1u);
+  EXPECT_EQ(text(ref_series[0], 0x0020, 0x000e), s.series_uid);
+  EXPECT_EQ(items(ref_series[0], 0x0008, 0x114a).size(), files.size());  // every source instance
+
+  std::map<int, std::string> segment_names;
+  for (const auto& item : items(seg, 0x0062, 0x0002))
+    segment_names[us(item, 0x0062, 0x0004)] = text(item, 0x0062, 0x0005);
+  const std::map<std::string, int> value{{"a", 1}, {"b", 2}};
+  std::map<std::string, int> source_slice;  // SOP Instance UID -> k
+  for (std::size_t k = 0; k < files.size(); ++k)
+    source_slice[text(read_dataset(files[k]), 0x0008, 0x0018)] = static_cast<int>(k);
+
+  const int rows = us(seg, 0x0028, 0x0010), cols = us(seg, 0x0028, 0x0011);
+  ASSERT_EQ(rows, s.rows);
+  ASSERT_EQ(cols, s.columns);
+  const std::string bits = text(seg, 0x7fe0, 0x0010) + std::string(8, '\0');
+  const auto frames = items(seg, 0x5200, 0x9230);
+  ASSERT_EQ(std::stoi(text(seg, 0x0028, 0x0008)), static_cast<int>(frames.size()));
+  int64_t expected_frames = 0;
+  for (int number = 1; number <= static_cast<int>(segment_names.size()); ++number)
+    for (int z = 0; z < s.slices; ++z) {
+      bool any = false;
+      for (int i = 0; i < rows * cols; ++i)
+        any = any || labels.at(z, i / cols, i % cols) == value.at(segment_names[number]);
+      expected_frames += any;
+    }
+  EXPECT_EQ(static_cast<int64_t>(frames.size()), expected_frames) << "empty frames are left out";
+  EXPECT_GT(frames.size(), 0u);
+  for (std::size_t f = 0; f < frames.size(); ++f) {
+    const int number = us(items(frames[f], 0x0062, 0x000a).at(0), 0x0062, 0x000b);
+    const auto derivation = items(frames[f], 0x0008, 0x9124).at(0);
+    const std::string source_uid = text(items(derivation, 0x0008, 0x2112).at(0), 0x0008, 0x1155);
+    ASSERT_TRUE(source_slice.count(source_uid)) << "frame " << f << " references an unknown instance";
+    const int z = source_slice[source_uid];
+    // The frame's position is its source slice's.
+    const std::string ipp = text(items(frames[f], 0x0020, 0x9113).at(0), 0x0020, 0x0032);
+    const auto p = test::slice_position(s, z);
+    double x = 0, y = 0, w = 0;
+    ASSERT_EQ(std::sscanf(ipp.c_str(), "%lf\\%lf\\%lf", &x, &y, &w), 3) << ipp;
+    EXPECT_NEAR(x, p[0], 1e-4);
+    EXPECT_NEAR(y, p[1], 1e-4);
+    EXPECT_NEAR(w, p[2], 1e-4);
+    for (int i = 0; i < rows * cols; ++i) {
+      const std::size_t bit = f * static_cast<std::size_t>(rows * cols) + static_cast<std::size_t>(i);
+      const bool on = (static_cast<uint8_t>(bits[bit / 8]) >> (bit % 8)) & 1u;
+      ASSERT_EQ(on, labels.at(z, i / cols, i % cols) == value.at(segment_names[number]))
+          << "frame " << f << " (segment " << number << ", slice " << z << ") pixel " << i;
+    }
+  }
+
+  // The independent readers, where the runner has them (scripts/test.sh provides both).
+  if (const char* py = std::getenv("MEDSEG_DICOM_PYTHON")) {
+    const std::string out = run_checked(std::string(py) + " " + test::source_path("scripts/check_dicom_seg.py") + " " +
+                                        d / "seg/ct.dcm" + " " + d / "in/ct" + " " + d / "nii/ct.nii.gz");
+    EXPECT_EQ(out.find("FAILED"), std::string::npos) << out;
+    EXPECT_NE(out.find("equal to"), std::string::npos) << out;
+  }
+  if (std::system("command -v dciodvfy > /dev/null 2>&1") == 0) {
+    const std::string out = run_checked("dciodvfy " + d / "seg/ct.dcm");
+    EXPECT_EQ(out.find("Error"), std::string::npos) << out;
+  }
+}
+
+TEST(DicomSegOutput, CodesComeFromTheModelFolderAndNiftiInputIsRefused) {
+  test::TempDir d("dcmseg");
+  const std::string model = tiny_model(d);
+  std::ofstream(model + "/dicom_codes.json")
+      << R"({"labels": {"a": {"category": ["123037004", "SCT", "Anatomical Structure"],
+                             "type": ["10200004", "SCT", "Liver"], "color": [221, 130, 101]}}})";
+  test::write_dicom_series(d / "in/ct", ct_series());
+  io::write_image(d / "in/plain_0000.nii.gz", io::read_image(d / "in/ct"));
+  const auto r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out -m " + model +
+                                                     " -npp 1 -nps 1 --disable_tta --disable_progress_bar"
+                                                     " --output_format dicom_seg");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("not a DICOM series, so there is no series for a DICOM SEG to reference"), std::string::npos)
+      << r.output;
+  ASSERT_TRUE(fs::exists(d / "out/ct.dcm")) << r.output;
+  EXPECT_FALSE(fs::exists(d / "out/plain.nii.gz"));
+  const gdcm::DataSet seg = read_dataset(d / "out/ct.dcm");
+  bool liver = false;
+  for (const auto& item : items(seg, 0x0062, 0x0002)) {
+    const std::string type = text(items(item, 0x0062, 0x000f).at(0), 0x0008, 0x0100);
+    if (text(item, 0x0062, 0x0005) == "a") liver = type == "10200004";
+    if (text(item, 0x0062, 0x0005) == "b") {
+      EXPECT_EQ(type, "85756007");  // the generic Tissue
+    }
+  }
+  EXPECT_TRUE(liver);
+
+  std::ofstream(model + "/dicom_codes.json") << R"({"labels": {"kidney": {"category": [], "type": []}}})";
+  const auto bad = test::run_cli("medseg_predict", "-i " + d / "in/ct" + " -o " + d / "out2 -m " + model +
+                                                       " -npp 1 -nps 1 --disable_tta --disable_progress_bar");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("dicom_codes.json: 'labels' names 'kidney', which the model does not segment"),
+            std::string::npos)
+      << bad.output;
+}
