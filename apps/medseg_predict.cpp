@@ -73,7 +73,7 @@ void declare(CLI::App& app, PredictArgs& a) {
       ->capture_default_str();
   app.add_option("--output_format", a.ro.output_format,
                  "auto (a DICOM series' case as CASE.dcm, a DICOM SEG; others in file_ending), nifti (file_ending for "
-                 "every case) or dicom_seg (docs/dicom.md)")
+                 "every case), dicom_seg, or rtstruct (CASE_rtstruct.dcm, an RT Structure Set; docs/dicom.md)")
       ->capture_default_str();
   app.add_flag(
       "--overlays", a.ro.overlays,

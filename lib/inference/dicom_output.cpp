@@ -72,8 +72,8 @@ std::vector<std::pair<int, std::string>> foreground(const ModelFolder& model, co
 }  // namespace
 
 void check_output_format(const std::string& format) {
-  if (format != "auto" && format != "nifti" && format != "dicom_seg")
-    throw Error("--output_format: '" + format + "' is not auto, nifti or dicom_seg");
+  if (format != "auto" && format != "nifti" && format != "dicom_seg" && format != "rtstruct")
+    throw Error("--output_format: '" + format + "' is not auto, nifti, dicom_seg or rtstruct");
 }
 
 io::DicomSegInfo dicom_seg_info(const ModelFolder& model, const LabelMapping& labels, const std::string& version) {

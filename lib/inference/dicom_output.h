@@ -1,5 +1,5 @@
 #pragma once
-// What a DICOM SEG of a model's prediction says about itself (docs/dicom.md, "DICOM SEG output"): one
+// What a DICOM SEG or RTSTRUCT of a model's prediction says about itself (docs/dicom.md, "DICOM SEG output"): one
 // segment per foreground label or region, named as dataset.json names it, with the concept codes and
 // colour of the model folder's dicom_codes.json when it has one, generic ones otherwise.
 #include <string>
@@ -12,7 +12,8 @@
 namespace medseg::inference {
 
 // --output_format: "auto" (a DICOM series' case gets a SEG, the others file_ending), "nifti" (file_ending
-// for every case) or "dicom_seg" (a SEG for every case; a case that is not a series fails). Error otherwise.
+// for every case), "dicom_seg" or "rtstruct" (that object for every case; a case that is not a series
+// fails). Error otherwise.
 void check_output_format(const std::string& format);
 
 // The segments and algorithm description of `model`'s SEG. `version`: medseg's version. Throws FileError

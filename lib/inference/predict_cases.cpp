@@ -35,12 +35,18 @@ std::vector<std::string> output_files(const std::string& folder, const std::stri
   return f;
 }
 
-bool writes_dicom_seg(const CaseInput& c, const RunOptions& o) {
-  return o.output_format != "nifti" && !c.images.empty() && io::is_dicom_folder(c.images[0]);
+DicomOutput dicom_output(const CaseInput& c, const RunOptions& o) {
+  if (o.output_format == "nifti" || c.images.empty() || !io::is_dicom_folder(c.images[0])) return DicomOutput::None;
+  return o.output_format == "rtstruct" ? DicomOutput::RtStruct : DicomOutput::Seg;
 }
 
 std::string segmentation_ending(const CaseInput& c, const RunOptions& o) {
-  return writes_dicom_seg(c, o) ? ".dcm" : o.file_ending;
+  switch (dicom_output(c, o)) {
+    case DicomOutput::Seg: return ".dcm";
+    case DicomOutput::RtStruct: return "_rtstruct.dcm";
+    case DicomOutput::None: break;
+  }
+  return o.file_ending;
 }
 
 namespace {
@@ -142,10 +148,12 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (!cases[i].error.empty()) {
       listing_errors.emplace_back(i, cases[i].error);
-    } else if (o.output_format == "dicom_seg" && !writes_dicom_seg(cases[i], o)) {
+    } else if ((o.output_format == "dicom_seg" || o.output_format == "rtstruct") &&
+               dicom_output(cases[i], o) == DicomOutput::None) {
       listing_errors.emplace_back(i, cases[i].images.at(0) +
                                          ": not a DICOM series, so there is no series for a "
-                                         "DICOM SEG to reference (--output_format dicom_seg)");
+                                         "DICOM object to reference (--output_format " +
+                                         o.output_format + ")");
     } else if (o.continue_prediction && outputs_exist(o, cases[i])) {
       ++summary.skipped;
     } else {
@@ -183,11 +191,14 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
       const std::string base = (fs::path(o.output_folder) / c.id).string();
       std::vector<float> probs;
       std::vector<float>* wanted = eo.save_probabilities ? &probs : nullptr;
+      const DicomOutput dicom = dicom_output(c, o);
       ExportOptions ceo = eo;
-      ceo.write_segmentation = !writes_dicom_seg(c, o);
+      ceo.write_segmentation = dicom == DicomOutput::None;
       const Volume seg = write_prediction(predictor.segmentation(std::move(p.prediction), p.props, eo, wanted), wanted,
                                           predictor.labels(), ceo, base, o.file_ending);
-      if (!ceo.write_segmentation) io::write_dicom_seg(base + ".dcm", seg, c.images[0], "", o.dicom_seg);
+      if (dicom == DicomOutput::Seg) io::write_dicom_seg(base + ".dcm", seg, c.images[0], "", o.dicom_seg);
+      if (dicom == DicomOutput::RtStruct)
+        io::write_dicom_rtstruct(base + "_rtstruct.dcm", seg, c.images[0], "", o.dicom_seg);
       if (o.overlays)
         write_prediction_overlay(cases[p.index].images.at(0), seg, predictor.model().dataset, o.output_folder,
                                  cases[p.index].id);

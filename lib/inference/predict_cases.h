@@ -33,8 +33,8 @@ struct RunOptions {
   bool progress = true;
   std::vector<postprocessing::KeepLargestComponent> postprocessing;  // the model folder's postprocessing.json
   // --output_format (inference/dicom_output.h): "auto" writes a DICOM series' case as CASE.dcm, a DICOM
-  // SEG described by dicom_seg; "nifti" writes every case in file_ending; "dicom_seg" fails cases that
-  // are not series.
+  // SEG described by dicom_seg; "nifti" writes every case in file_ending; "dicom_seg" and "rtstruct"
+  // (CASE_rtstruct.dcm) fail cases that are not series.
   std::string output_format = "auto";
   io::DicomSegInfo dicom_seg;
 };
@@ -49,10 +49,12 @@ struct RunSummary {
 
 RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cases, const RunOptions& opts);
 
-// True when case `c`'s segmentation is written as a DICOM SEG (CASE.dcm) under `o`.
-bool writes_dicom_seg(const CaseInput& c, const RunOptions& o);
+// How case `c`'s segmentation is written under `o`: in file_ending, as a DICOM SEG (CASE.dcm) or as an
+// RT Structure Set (CASE_rtstruct.dcm). Only a case read from a DICOM series gets DICOM output.
+enum class DicomOutput { None, Seg, RtStruct };
+DicomOutput dicom_output(const CaseInput& c, const RunOptions& o);
 
-// The segmentation's ending of case `c`: ".dcm" for a DICOM SEG, else o.file_ending.
+// The segmentation's ending of case `c`: ".dcm" (SEG), "_rtstruct.dcm" (RTSTRUCT), else o.file_ending.
 std::string segmentation_ending(const CaseInput& c, const RunOptions& o);
 
 // The files a case's prediction consists of (segmentation first).

@@ -61,7 +61,8 @@ std::optional<RunSummary> predict_folder(ModelFolder model, const std::string& m
   ro.output_folder = run.output;
   ro.file_ending = ending;
   check_output_format(ro.output_format);
-  if (std::any_of(cases.begin(), cases.end(), [&](const CaseInput& c) { return writes_dicom_seg(c, ro); }))
+  if (std::any_of(cases.begin(), cases.end(),
+                  [&](const CaseInput& c) { return dicom_output(c, ro) != DicomOutput::None; }))
     ro.dicom_seg = dicom_seg_info(predictor.model(), predictor.labels(), ro.dicom_seg.version);
   const std::string dataset_copy = (fs::path(run.output) / "dataset.json").string();
   const std::string plans_copy = (fs::path(run.output) / "plans.json").string();

@@ -1,7 +1,8 @@
 #pragma once
-// A label map as a DICOM Segmentation object (SEG) that references the series it was predicted from,
-// written with DCMTK's dcmseg (docs/dicom.md, "DICOM SEG output"). Binary segments, one per label that
-// occurs; empty frames are left out (an empty label map keeps the first segment's frame of slice 1).
+// A label map as a DICOM Segmentation object (SEG) or RT Structure Set (RTSTRUCT) that references the series
+// it was predicted from, written with DCMTK (docs/dicom.md, "DICOM output"). The SEG (dcmseg) has binary
+// segments, one per label that occurs; empty frames are left out (an empty label map keeps the first
+// segment's frame of slice 1). The RTSTRUCT (dcmdata) is io/dicom_rtstruct_dcmtk.cpp.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -43,5 +44,11 @@ DicomCode generic_type();
 // integer, or a DCMTK failure.
 void write_dicom_seg(const std::string& path, const Volume& labels, const std::string& source,
                      const std::string& series_uid, const DicomSegInfo& info);
+
+// The same label map as an RT Structure Set (RTSTRUCT): one ROI per segment of `info` that has a voxel,
+// named and coloured likewise, its outlines on each slice closed planar contours in patient coordinates
+// (io/mask_contours.h), each referencing its source slice. Written atomically; FileError as above.
+void write_dicom_rtstruct(const std::string& path, const Volume& labels, const std::string& source,
+                          const std::string& series_uid, const DicomSegInfo& info);
 
 }  // namespace medseg::io

@@ -19,6 +19,10 @@ void write_dicom_seg(const std::string& path, const Volume&, const std::string&,
                      const DicomSegInfo&) {
   throw no_itk(path);
 }
+void write_dicom_rtstruct(const std::string& path, const Volume&, const std::string&, const std::string&,
+                          const DicomSegInfo&) {
+  throw no_itk(path);
+}
 
 }  // namespace medseg::io
 #endif

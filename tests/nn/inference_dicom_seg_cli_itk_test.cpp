@@ -173,6 +173,59 @@ TEST(DicomSegOutput, ASeriesPredictsToASegThatMatchesItsNiftiPrediction) {
   }
 }
 
+// The same case as an RT Structure Set: its structure read with GDCM here; filled back by pydicom
+// (scripts/check_dicom_rtstruct.py) it must overlap the NIfTI prediction with Dice >= 0.98 per label.
+TEST(DicomSegOutput, ASeriesPredictsToAnRtstructThatFillsBackToItsNiftiPrediction) {
+  test::TempDir d("dcmrt");
+  const std::string model = tiny_model(d);
+  const auto s = ct_series();
+  const auto files = test::write_dicom_series(d / "in/ct", s);
+  const std::string common = " -m " + model + " -npp 1 -nps 1 --disable_tta --disable_progress_bar";
+  auto r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "rt --output_format rtstruct" + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(fs::exists(d / "rt/ct_rtstruct.dcm")) << r.output;
+  r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "nii --output_format nifti" + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Volume labels = io::read_image(d / "nii/ct.nii.gz");
+
+  const gdcm::DataSet rt = read_dataset(d / "rt/ct_rtstruct.dcm");
+  EXPECT_EQ(text(rt, 0x0008, 0x0016), "1.2.840.10008.5.1.4.1.1.481.3");  // RT Structure Set Storage
+  EXPECT_EQ(text(rt, 0x0020, 0x000d), s.study_uid);
+  const auto frame = items(rt, 0x3006, 0x0010).at(0);
+  EXPECT_EQ(text(frame, 0x0020, 0x0052), s.for_uid);
+  std::map<std::string, int> source_slice;
+  for (std::size_t k = 0; k < files.size(); ++k)
+    source_slice[text(read_dataset(files[k]), 0x0008, 0x0018)] = static_cast<int>(k);
+  std::map<std::string, bool> present;
+  for (int64_t i = 0; i < labels.numel(); ++i) {
+    const double v = labels.at(i / (s.rows * s.columns), (i / s.columns) % s.rows, i % s.columns);
+    if (v == 1) present["a"] = true;
+    if (v == 2) present["b"] = true;
+  }
+  const auto rois = items(rt, 0x3006, 0x0020);
+  EXPECT_EQ(rois.size(), present.size());
+  for (const auto& roi : rois) EXPECT_TRUE(present.count(text(roi, 0x3006, 0x0026))) << text(roi, 0x3006, 0x0026);
+  int contours = 0;
+  for (const auto& roi : items(rt, 0x3006, 0x0039))
+    for (const auto& c : items(roi, 0x3006, 0x0040)) {
+      EXPECT_EQ(text(c, 0x3006, 0x0042), "CLOSED_PLANAR");
+      EXPECT_TRUE(source_slice.count(text(items(c, 0x3006, 0x0016).at(0), 0x0008, 0x1155)));
+      ++contours;
+    }
+  EXPECT_GT(contours, 0);
+
+  if (const char* py = std::getenv("MEDSEG_DICOM_PYTHON")) {
+    const std::string out = run_checked(std::string(py) + " " + test::source_path("scripts/check_dicom_rtstruct.py") +
+                                        " " + d / "rt/ct_rtstruct.dcm" + " " + d / "in/ct" + " " + d / "nii/ct.nii.gz");
+    EXPECT_EQ(out.find("FAILED"), std::string::npos) << out;
+    EXPECT_NE(out.find("Dice per label"), std::string::npos) << out;
+  }
+  if (std::system("command -v dciodvfy > /dev/null 2>&1") == 0) {
+    const std::string out = run_checked("dciodvfy " + d / "rt/ct_rtstruct.dcm");
+    EXPECT_EQ(out.find("Error"), std::string::npos) << out;
+  }
+}
+
 TEST(DicomSegOutput, CodesComeFromTheModelFolderAndNiftiInputIsRefused) {
   test::TempDir d("dcmseg");
   const std::string model = tiny_model(d);
@@ -185,7 +238,8 @@ TEST(DicomSegOutput, CodesComeFromTheModelFolderAndNiftiInputIsRefused) {
                                                      " -npp 1 -nps 1 --disable_tta --disable_progress_bar"
                                                      " --output_format dicom_seg");
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("not a DICOM series, so there is no series for a DICOM SEG to reference"), std::string::npos)
+  EXPECT_NE(r.output.find("not a DICOM series, so there is no series for a DICOM object to reference"),
+            std::string::npos)
       << r.output;
   ASSERT_TRUE(fs::exists(d / "out/ct.dcm")) << r.output;
   EXPECT_FALSE(fs::exists(d / "out/plain.nii.gz"));
