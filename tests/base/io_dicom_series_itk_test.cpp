@@ -87,6 +87,22 @@ TEST(DicomSeries, SortsSlicesAlongTheNormal) {
   EXPECT_NEAR(v.geometry().spacing[2], 3, 1e-6);
 }
 
+// Rows running right to left and columns bottom to top (a flipped acquisition): the direction says so,
+// the voxels stay in the files' row and column order.
+TEST(DicomSeries, ReadsAFlippedSeries) {
+  test::TempDir d("dcm");
+  test::DicomSeriesSpec s;
+  s.orientation = {-1, 0, 0, 0, -1, 0};
+  s.slice_step = 2;
+  test::write_dicom_series(d / "flip", s);
+  const Volume v = io::read_image(d / "flip");
+  expect_voxels(v, s, [](int z) { return z; });
+  const std::array<double, 9> want{-1, 0, 0, 0, -1, 0, 0, 0, 1};  // normal = row x column = +z
+  for (int i = 0; i < 9; ++i)
+    EXPECT_NEAR(v.geometry().direction[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)], 1e-12) << i;
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(v.geometry().origin[i], s.first_position[i], 1e-9);
+}
+
 TEST(DicomSeries, ReadsUnsignedTwelveBitPixels) {
   test::TempDir d("dcm");
   test::DicomSeriesSpec s;
