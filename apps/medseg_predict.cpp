@@ -75,6 +75,8 @@ void declare(CLI::App& app, PredictArgs& a) {
                  "auto (a DICOM series' case as CASE.dcm, a DICOM SEG; others in file_ending), nifti (file_ending for "
                  "every case), dicom_seg, or rtstruct (CASE_rtstruct.dcm, an RT Structure Set; docs/dicom.md)")
       ->capture_default_str();
+  app.add_option("--series_uid", a.ro.series_uid,
+                 "Of a DICOM case folder holding several series, the Series Instance UID to read (docs/dicom.md)");
   app.add_flag(
       "--overlays", a.ro.overlays,
       "Also write overlays/CASE.png: axial, coronal and sagittal slices with the segmentation drawn over the image");

@@ -179,8 +179,9 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     p.index = i;
     try {
       const CaseInput& c = cases[i];
-      p.data = predictor.preprocess(io::load_case({c.id, c.images, c.previous_stage}, predictor.reorients_to_ras()),
-                                    c.previous_stage);
+      p.data = predictor.preprocess(
+          io::load_case({c.id, c.images, c.previous_stage}, predictor.reorients_to_ras(), o.series_uid),
+          c.previous_stage);
     } catch (const std::exception& e) { p.error = one_line(e.what()); }
     return p;
   };
@@ -196,9 +197,9 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
       ceo.write_segmentation = dicom == DicomOutput::None;
       const Volume seg = write_prediction(predictor.segmentation(std::move(p.prediction), p.props, eo, wanted), wanted,
                                           predictor.labels(), ceo, base, o.file_ending);
-      if (dicom == DicomOutput::Seg) io::write_dicom_seg(base + ".dcm", seg, c.images[0], "", o.dicom_seg);
+      if (dicom == DicomOutput::Seg) io::write_dicom_seg(base + ".dcm", seg, c.images[0], o.series_uid, o.dicom_seg);
       if (dicom == DicomOutput::RtStruct)
-        io::write_dicom_rtstruct(base + "_rtstruct.dcm", seg, c.images[0], "", o.dicom_seg);
+        io::write_dicom_rtstruct(base + "_rtstruct.dcm", seg, c.images[0], o.series_uid, o.dicom_seg);
       if (o.overlays)
         write_prediction_overlay(cases[p.index].images.at(0), seg, predictor.model().dataset, o.output_folder,
                                  cases[p.index].id);

@@ -36,6 +36,9 @@ struct RunOptions {
   // SEG described by dicom_seg; "nifti" writes every case in file_ending; "dicom_seg" and "rtstruct"
   // (CASE_rtstruct.dcm) fail cases that are not series.
   std::string output_format = "auto";
+  // --series_uid: of a case folder holding several DICOM series, the one to read and reference ("": the
+  // folder's only series).
+  std::string series_uid;
   io::DicomSegInfo dicom_seg;
 };
 

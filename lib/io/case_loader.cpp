@@ -1,6 +1,7 @@
 #include "io/case_loader.h"
 
 #include "core/error.h"
+#include "io/dicom_series.h"
 #include "io/image_formats.h"
 #include "io/image_io.h"
 
@@ -23,14 +24,16 @@ void reorient_case(LoadedCase& c) {
 
 }  // namespace
 
-LoadedCase load_case(const CaseFiles& files, bool reorient_to_ras) {
+LoadedCase load_case(const CaseFiles& files, bool reorient_to_ras, const std::string& dicom_series_uid) {
   if (files.images.empty()) throw Error("case '" + files.id + "' has no image files");
   LoadedCase c;
   c.id = files.id;
   for (const auto& f : files.images) {
     // A natural image may hold several channels (RGB: io/image_formats.h); other files hold one.
     std::vector<Volume> vs;
-    if (image_family(f) == ImageFamily::Medical)
+    if (!dicom_series_uid.empty() && is_dicom_folder(f))
+      vs.push_back(read_dicom_series(f, dicom_series_uid));
+    else if (image_family(f) == ImageFamily::Medical)
       vs.push_back(read_image(f));
     else
       vs = read_image_volumes(f);

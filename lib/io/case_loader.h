@@ -26,7 +26,9 @@ struct LoadedCase {
 // when a channel or the label differs in shape, spacing (1e-4 relative), origin or direction.
 // reorient_to_ras: nnU-Net's NibabelIOWithReorient; every volume is brought to the closest canonical
 // orientation of the first channel's geometry after the grid checks (which see the files as they are).
-LoadedCase load_case(const CaseFiles& files, bool reorient_to_ras = false);
+// dicom_series_uid: of a case folder that holds several DICOM series, the one to read (--series_uid;
+// io/dicom_series.h); "" reads the folder's only series.
+LoadedCase load_case(const CaseFiles& files, bool reorient_to_ras = false, const std::string& dicom_series_uid = "");
 
 // The same from volumes already in memory (an embedding program's image, api/segmenter.h): every
 // channel converted to float32; throws Error naming the channel that does not share channel 0's grid.

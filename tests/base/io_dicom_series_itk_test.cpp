@@ -103,6 +103,19 @@ TEST(DicomSeries, ReadsAFlippedSeries) {
   for (int i = 0; i < 3; ++i) EXPECT_NEAR(v.geometry().origin[i], s.first_position[i], 1e-9);
 }
 
+// An Enhanced CT object (one file, positions and rescale per frame in functional groups, frames in the
+// reverse of spatial order) reads as the classic series of the same slices.
+TEST(DicomSeries, ReadsAnEnhancedMultiFrameObjectAsItsClassicSeries) {
+  test::TempDir d("dcm");
+  const auto s = oblique_ct();
+  test::write_dicom_series(d / "classic", s);
+  test::write_enhanced_dicom(d / "enhanced/ct.dcm", s);
+  const Volume classic = io::read_image(d / "classic"), enhanced = io::read_image(d / "enhanced");
+  expect_voxels(enhanced, s, [](int z) { return z; });
+  EXPECT_EQ(geometry_mismatch(enhanced.geometry(), enhanced.shape(), classic.geometry(), classic.shape()), "");
+  EXPECT_EQ(io::read_image(d / "enhanced/ct.dcm").shape(), enhanced.shape());  // the file itself
+}
+
 TEST(DicomSeries, ReadsUnsignedTwelveBitPixels) {
   test::TempDir d("dcm");
   test::DicomSeriesSpec s;

@@ -124,3 +124,31 @@ TEST(DicomPredict, ABadSeriesFailsItsCaseByNameAndTheOthersRun) {
   EXPECT_NE(r.output.find("1 case(s) failed"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("notes"), std::string::npos) << r.output;
 }
+
+// A case folder holding two series fails naming both; --series_uid picks one, which then predicts (and is
+// referenced by the SEG) as that series alone.
+TEST(DicomPredict, SeriesUidPicksOneOfSeveralSeries) {
+  test::TempDir d("dcmp");
+  const std::string model = tiny_model(d);
+  auto a = ct_series(), b = ct_series();
+  a.slices = b.slices = 9;
+  b.series_uid = "1.2.826.0.1.3680043.10.543.1.7";
+  b.raw = [](int k, int r, int c) { return 30 * ((k * 5 + r * 7 + c * 3) % 13); };
+  test::write_dicom_series(d / "in/two", a, "a");
+  test::write_dicom_series(d / "in/two", b, "b");
+  test::write_dicom_series(d / "alone/two", b);
+  const std::string common = " -m " + model + " -npp 1 -nps 1 --disable_tta --disable_progress_bar";
+  auto r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out0" + common);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("holds 2 series; keep one per case folder or pick one with --series_uid"), std::string::npos)
+      << r.output;
+  r = test::run_cli("medseg_predict",
+                    "-i " + d / "in" + " -o " + d / "out1 --output_format nifti --series_uid " + b.series_uid + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_cli("medseg_predict", "-i " + d / "alone" + " -o " + d / "out2 --output_format nifti" + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_same_prediction(d / "out1/two.nii.gz", d / "out2/two.nii.gz");
+  r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out3 --series_uid " + b.series_uid + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(d / "out3/two.dcm")) << r.output;
+}

@@ -1,6 +1,8 @@
 #include "support/dicom_writer.h"
 
 #include <gdcmDataElement.h>
+#include <gdcmItem.h>
+#include <gdcmSequenceOfItems.h>
 #include <gdcmFile.h>
 #include <gdcmTag.h>
 #include <gdcmUIDGenerator.h>
@@ -82,7 +84,92 @@ void write_slice(const std::string& file, const DicomSeriesSpec& s, int k) {
   if (!w.Write()) throw std::runtime_error("dicom_writer: cannot write " + file);
 }
 
+gdcm::DataElement sequence(uint16_t group, uint16_t element, const std::vector<gdcm::DataSet>& items) {
+  gdcm::SmartPointer<gdcm::SequenceOfItems> sq = new gdcm::SequenceOfItems;
+  sq->SetLengthToUndefined();
+  for (const gdcm::DataSet& d : items) {
+    gdcm::Item item;
+    item.SetVLToUndefined();
+    item.SetNestedDataSet(d);
+    sq->AddItem(item);
+  }
+  gdcm::DataElement de(gdcm::Tag(group, element));
+  de.SetVR(gdcm::VR::SQ);
+  de.SetValue(*sq);
+  de.SetVLToUndefined();
+  return de;
+}
+
+// One functional group: a sequence of one item holding `fill`'s elements.
+gdcm::DataElement group(uint16_t g, uint16_t e, const std::function<void(gdcm::DataSet&)>& fill) {
+  gdcm::DataSet d;
+  fill(d);
+  return sequence(g, e, {d});
+}
+
 }  // namespace
+
+std::string write_enhanced_dicom(const std::string& file, const DicomSeriesSpec& s) {
+  gdcm::Writer w;
+  gdcm::File& out = w.GetFile();
+  out.GetHeader().SetDataSetTransferSyntax(gdcm::TransferSyntax::ExplicitVRLittleEndian);
+  gdcm::DataSet& ds = out.GetDataSet();
+  gdcm::UIDGenerator uids;
+  put(ds, 0x0008, 0x0016, gdcm::VR::UI, "1.2.840.10008.5.1.4.1.1.2.1");  // Enhanced CT Image Storage
+  put(ds, 0x0008, 0x0018, gdcm::VR::UI, uids.Generate());
+  put(ds, 0x0008, 0x0060, gdcm::VR::CS, s.modality);
+  put(ds, 0x0008, 0x103e, gdcm::VR::LO, s.description);
+  put(ds, 0x0020, 0x000d, gdcm::VR::UI, s.study_uid);
+  put(ds, 0x0020, 0x000e, gdcm::VR::UI, s.series_uid);
+  put(ds, 0x0020, 0x0052, gdcm::VR::UI, s.for_uid);
+  put_us(ds, 0x0028, 0x0002, 1);
+  put(ds, 0x0028, 0x0004, gdcm::VR::CS, s.photometric);
+  put(ds, 0x0028, 0x0008, gdcm::VR::IS, std::to_string(s.slices));
+  put_us(ds, 0x0028, 0x0010, s.rows);
+  put_us(ds, 0x0028, 0x0011, s.columns);
+  put_us(ds, 0x0028, 0x0100, 16);
+  put_us(ds, 0x0028, 0x0101, s.bits_stored);
+  put_us(ds, 0x0028, 0x0102, s.bits_stored - 1);
+  put_us(ds, 0x0028, 0x0103, s.is_signed ? 1 : 0);
+  // Shared: pixel measures and orientation. Per frame: position and rescale. Frame f holds slice
+  // slices - 1 - f, so a reader must sort the frames by position.
+  gdcm::DataSet shared;
+  shared.Replace(group(0x0028, 0x9110, [&](gdcm::DataSet& d) {
+    put(d, 0x0028, 0x0030, gdcm::VR::DS, ds_list(s.pixel_spacing.data(), 2));
+    put(d, 0x0018, 0x0050, gdcm::VR::DS, ds_list(&s.slice_step, 1));
+  }));
+  shared.Replace(group(0x0020, 0x9116, [&](gdcm::DataSet& d) {
+    put(d, 0x0020, 0x0037, gdcm::VR::DS, ds_list(s.orientation.data(), 6));
+  }));
+  ds.Replace(sequence(0x5200, 0x9229, {shared}));
+  std::vector<gdcm::DataSet> frames;
+  std::string px;
+  for (int f = 0; f < s.slices; ++f) {
+    const int k = s.slices - 1 - f;
+    gdcm::DataSet frame;
+    const std::array<double, 3> p = slice_position(s, k);
+    frame.Replace(
+        group(0x0020, 0x9113, [&](gdcm::DataSet& d) { put(d, 0x0020, 0x0032, gdcm::VR::DS, ds_list(p.data(), 3)); }));
+    frame.Replace(group(0x0028, 0x9145, [&](gdcm::DataSet& d) {
+      put(d, 0x0028, 0x1052, gdcm::VR::DS, ds_list(&s.intercept, 1));
+      put(d, 0x0028, 0x1053, gdcm::VR::DS, ds_list(&s.slope, 1));
+      put(d, 0x0028, 0x1054, gdcm::VR::LO, "HU");
+    }));
+    frames.push_back(frame);
+    for (int r = 0; r < s.rows; ++r)
+      for (int c = 0; c < s.columns; ++c) {
+        const int v = s.raw(k, r, c);
+        px += static_cast<char>(v & 0xff);
+        px += static_cast<char>((v >> 8) & 0xff);
+      }
+  }
+  ds.Replace(sequence(0x5200, 0x9230, frames));
+  put(ds, 0x7fe0, 0x0010, gdcm::VR::OW, px);
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+  w.SetFileName(file.c_str());
+  if (!w.Write()) throw std::runtime_error("dicom_writer: cannot write " + file);
+  return file;
+}
 
 std::array<double, 3> slice_normal(const DicomSeriesSpec& s) {
   const auto& o = s.orientation;

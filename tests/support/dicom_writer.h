@@ -38,4 +38,9 @@ std::array<double, 3> slice_position(const DicomSeriesSpec& s, int k);
 std::vector<std::string> write_dicom_series(const std::string& folder, const DicomSeriesSpec& s,
                                             const std::string& prefix = "im");
 
+// The same slices as one Enhanced CT multi-frame object at `file`: pixel measures and orientation shared,
+// each frame's position and rescale in the Per-frame Functional Groups. Frame f holds slice slices - 1 - f
+// (the reverse of spatial order). Returns `file`.
+std::string write_enhanced_dicom(const std::string& file, const DicomSeriesSpec& s);
+
 }  // namespace medseg::test
