@@ -3,15 +3,12 @@
 #include <dcmtk/dcmdata/dctk.h>
 
 #include <ctime>
-#include <filesystem>
-#include <sstream>
 
 #include "core/error.h"
 #include "io/dicom_seg.h"
 #include "io/dicom_series.h"
+#include "io/dicom_write.h"
 #include "io/mask_contours.h"
-
-namespace fs = std::filesystem;
 
 namespace medseg::io {
 
@@ -19,13 +16,6 @@ namespace {
 
 void check(const OFCondition& c, const std::string& path, const std::string& what) {
   if (c.bad()) throw FileError(path, "cannot write the RTSTRUCT: " + what + " (" + c.text() + ")");
-}
-
-std::string ds(double v) {
-  std::ostringstream out;
-  out.precision(std::abs(v) >= 1e5 ? 8 : 10);
-  out << v;
-  return out.str();
 }
 
 void put(DcmItem& item, const DcmTagKey& key, const std::string& value, const std::string& path) {
@@ -37,10 +27,6 @@ DcmItem& append(DcmItem& parent, const DcmTagKey& sequence, const std::string& p
   check(parent.findOrCreateSequenceItem(sequence, item, -2), path, DcmTag(sequence).getTagName());
   return *item;
 }
-
-struct Slice {
-  std::string sop_class, sop_instance;
-};
 
 // The source's patient and study (type 2 attributes written empty where the source has none).
 void copy_patient_study(DcmDataset& from, DcmDataset& to, const std::string& path) {
@@ -54,8 +40,8 @@ void copy_patient_study(DcmDataset& from, DcmDataset& to, const std::string& pat
   }
 }
 
-void add_contour_images(DcmItem& item, const std::vector<Slice>& slices, const std::string& path) {
-  for (const Slice& s : slices) {
+void add_contour_images(DcmItem& item, const std::vector<SourceInstance>& slices, const std::string& path) {
+  for (const SourceInstance& s : slices) {
     DcmItem& ref = append(item, DCM_ContourImageSequence, path);
     put(ref, DCM_ReferencedSOPClassUID, s.sop_class, path);
     put(ref, DCM_ReferencedSOPInstanceUID, s.sop_instance, path);
@@ -64,7 +50,7 @@ void add_contour_images(DcmItem& item, const std::vector<Slice>& slices, const s
 
 // Slice z's outlines of `label` as contours in patient coordinates; false when the slice has none.
 bool add_slice_contours(DcmItem& roi, const std::vector<double>& values, int64_t z, const std::array<int64_t, 3>& shape,
-                        const Geometry& g, double label, const Slice& slice, const std::string& path) {
+                        const Geometry& g, double label, const SourceInstance& slice, const std::string& path) {
   const int64_t rows = shape[1], cols = shape[2], n = rows * cols;
   std::vector<uint8_t> mask(static_cast<std::size_t>(n));
   bool any = false;
@@ -78,7 +64,8 @@ bool add_slice_contours(DcmItem& roi, const std::vector<double>& values, int64_t
       // index (column, row, z) -> patient: origin + direction * (index * spacing)
       const double i = v[0] * g.spacing[0], j = v[1] * g.spacing[1], k = static_cast<double>(z) * g.spacing[2];
       for (int a = 0; a < 3; ++a)
-        data += (data.empty() ? "" : "\\") + ds(g.origin[a] + d[a * 3] * i + d[a * 3 + 1] * j + d[a * 3 + 2] * k);
+        data += (data.empty() ? "" : "\\") +
+                decimal_string(g.origin[a] + d[a * 3] * i + d[a * 3 + 1] * j + d[a * 3 + 2] * k);
     }
     DcmItem& item = append(roi, DCM_ContourSequence, path);
     add_contour_images(item, {slice}, path);
@@ -102,16 +89,7 @@ void write_dicom_rtstruct(const std::string& path, const Volume& labels, const s
                                DCM_PixelData),
         src.files[0], "reading the source");
   DcmDataset& head = *first.getDataset();
-  std::vector<Slice> slices;
-  for (const std::string& f : src.files) {
-    DcmFileFormat ff;
-    check(ff.loadFileUntilTag(f.c_str(), EXS_Unknown, EGL_noChange, DCM_MaxReadLength, ERM_autoDetect, DCM_PixelData),
-          f, "reading the source");
-    OFString cls, inst;
-    ff.getDataset()->findAndGetOFString(DCM_SOPClassUID, cls);
-    ff.getDataset()->findAndGetOFString(DCM_SOPInstanceUID, inst);
-    slices.push_back({cls.c_str(), inst.c_str()});
-  }
+  const std::vector<SourceInstance> slices = source_instances(src.files);
   OFString for_uid, study_uid, source_series;
   head.findAndGetOFString(DCM_FrameOfReferenceUID, for_uid);
   head.findAndGetOFString(DCM_StudyInstanceUID, study_uid);
@@ -184,14 +162,7 @@ void write_dicom_rtstruct(const std::string& path, const Volume& labels, const s
     check(out.insertEmptyElement(DCM_ROIContourSequence), path, "ROI Contour Sequence");
     check(out.insertEmptyElement(DCM_RTROIObservationsSequence), path, "RT ROI Observations Sequence");
   }
-  const std::string tmp = path + ".tmp-medseg";
-  const OFCondition saved = file.saveFile(tmp.c_str(), EXS_LittleEndianExplicit);
-  if (saved.bad()) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    check(saved, path, "saving");
-  }
-  fs::rename(tmp, path);
+  save_atomically(file, path, "RTSTRUCT");
 }
 
 }  // namespace medseg::io

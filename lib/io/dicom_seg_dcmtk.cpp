@@ -11,15 +11,12 @@
 #include <dcmtk/dcmseg/segment.h>
 
 #include <cmath>
-#include <filesystem>
 #include <memory>
-#include <sstream>
 
 #include "core/error.h"
 #include "io/dicom_seg.h"
 #include "io/dicom_series.h"
-
-namespace fs = std::filesystem;
+#include "io/dicom_write.h"
 
 namespace medseg::io {
 
@@ -27,21 +24,6 @@ namespace {
 
 void check(const OFCondition& c, const std::string& path, const std::string& what) {
   if (c.bad()) throw FileError(path, "cannot write the DICOM SEG: " + what + " (" + c.text() + ")");
-}
-
-// DICOM's decimal strings: at most 16 characters.
-std::string ds(double v) {
-  std::ostringstream out;
-  out.precision(10);
-  out << v;
-  std::string s = out.str();
-  if (s.size() > 16) {
-    out.str("");
-    out.precision(8);
-    out << v;
-    s = out.str();
-  }
-  return s;
 }
 
 // sRGB (0..255) -> CIELab (D65) scaled as DICOM's Recommended Display CIELab Value (PS3.3 C.10.7.1.1).
@@ -61,22 +43,6 @@ std::array<Uint16, 3> cielab(const std::array<uint8_t, 3>& rgb) {
   return {scale(L, 0, 100), scale(A, -128, 127), scale(B, -128, 127)};
 }
 
-struct SourceSlice {
-  std::string file, sop_class, sop_instance;
-};
-
-SourceSlice source_slice(const std::string& file) {
-  DcmFileFormat ff;
-  if (ff.loadFileUntilTag(file.c_str(), EXS_Unknown, EGL_noChange, DCM_MaxReadLength, ERM_autoDetect, DCM_PixelData)
-          .bad())
-    throw FileError(file, "the source slice cannot be read again");
-  OFString cls, inst;
-  ff.getDataset()->findAndGetOFString(DCM_SOPClassUID, cls);
-  ff.getDataset()->findAndGetOFString(DCM_SOPInstanceUID, inst);
-  if (cls.empty() || inst.empty()) throw FileError(file, "no SOP Class/Instance UID to reference");
-  return {file, cls.c_str(), inst.c_str()};
-}
-
 std::unique_ptr<DcmSegmentation> create(const std::string& path, int64_t rows, int64_t columns,
                                         const DicomSegInfo& info) {
   if (rows > 65535 || columns > 65535) throw FileError(path, "cannot write the DICOM SEG: slices over 65535 pixels");
@@ -93,14 +59,16 @@ std::unique_ptr<DcmSegmentation> create(const std::string& path, int64_t rows, i
 // and position, as viewers expect.
 void add_shared(DcmSegmentation& seg, const std::string& path, const Geometry& g) {
   FGPixelMeasures meas;
-  check(meas.setPixelSpacing((ds(g.spacing[1]) + "\\" + ds(g.spacing[0])).c_str()), path, "Pixel Spacing");
-  check(meas.setSliceThickness(ds(g.spacing[2]).c_str()), path, "Slice Thickness");
-  check(meas.setSpacingBetweenSlices(ds(g.spacing[2]).c_str()), path, "Spacing Between Slices");
+  check(meas.setPixelSpacing((decimal_string(g.spacing[1]) + "\\" + decimal_string(g.spacing[0])).c_str()), path,
+        "Pixel Spacing");
+  check(meas.setSliceThickness(decimal_string(g.spacing[2]).c_str()), path, "Slice Thickness");
+  check(meas.setSpacingBetweenSlices(decimal_string(g.spacing[2]).c_str()), path, "Spacing Between Slices");
   check(seg.addForAllFrames(meas), path, "the pixel measures");
   FGPlaneOrientationPatient planor;
   const auto& d = g.direction;
-  check(planor.setImageOrientationPatient(ds(d[0]).c_str(), ds(d[3]).c_str(), ds(d[6]).c_str(), ds(d[1]).c_str(),
-                                          ds(d[4]).c_str(), ds(d[7]).c_str()),
+  check(planor.setImageOrientationPatient(decimal_string(d[0]).c_str(), decimal_string(d[3]).c_str(),
+                                          decimal_string(d[6]).c_str(), decimal_string(d[1]).c_str(),
+                                          decimal_string(d[4]).c_str(), decimal_string(d[7]).c_str()),
         path, "Image Orientation (Patient)");
   check(seg.addForAllFrames(planor), path, "the orientation");
   char uid[100];
@@ -135,11 +103,11 @@ Uint16 add_segment(DcmSegmentation& seg, const std::string& path, const DicomSeg
 
 // One frame: slice z's mask of segment `number`, its position and the source slice it derives from.
 void add_frame(DcmSegmentation& seg, const std::string& path, std::vector<Uint8>& mask, Uint16 number, int64_t z,
-               const Geometry& g, const SourceSlice& src) {
+               const Geometry& g, const SourceInstance& src) {
   std::array<double, 3> p{};
   for (int i = 0; i < 3; ++i) p[i] = g.origin[i] + static_cast<double>(z) * g.spacing[2] * g.direction[i * 3 + 2];
-  std::unique_ptr<FGPlanePosPatient> pos(
-      FGPlanePosPatient::createMinimal(ds(p[0]).c_str(), ds(p[1]).c_str(), ds(p[2]).c_str()));
+  std::unique_ptr<FGPlanePosPatient> pos(FGPlanePosPatient::createMinimal(
+      decimal_string(p[0]).c_str(), decimal_string(p[1]).c_str(), decimal_string(p[2]).c_str()));
   FGFrameContent content;
   check(content.setDimensionIndexValues(number, 0), path, "a frame's segment index");
   check(content.setDimensionIndexValues(static_cast<Uint32>(z + 1), 1), path, "a frame's position index");
@@ -195,8 +163,7 @@ void write_dicom_seg(const std::string& path, const Volume& labels, const std::s
   seg->getSeries().setSeriesDescription(info.description.substr(0, 64).c_str());
   seg->getSeries().setSeriesNumber("901");
   add_shared(*seg, path, src.geometry);
-  std::vector<SourceSlice> slices;
-  for (const std::string& f : src.files) slices.push_back(source_slice(f));
+  const std::vector<SourceInstance> slices = source_instances(src.files);
   const std::vector<double> values = labels.to_double();
   const int64_t n = rows * columns;
   std::vector<Uint8> mask(static_cast<std::size_t>(n));
@@ -230,14 +197,7 @@ void write_dicom_seg(const std::string& path, const Volume& labels, const std::s
   DcmFileFormat file;
   check(seg->writeDataset(*file.getDataset()), path, "encoding");
   mark_spatial_locations_preserved(*file.getDataset());
-  const std::string tmp = path + ".tmp-medseg";
-  const OFCondition saved = file.saveFile(tmp.c_str(), EXS_LittleEndianExplicit);
-  if (saved.bad()) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    check(saved, path, "saving");
-  }
-  fs::rename(tmp, path);
+  save_atomically(file, path, "DICOM SEG");
 }
 
 }  // namespace medseg::io

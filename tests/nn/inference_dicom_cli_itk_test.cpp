@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "api/segmenter.h"
+#include "dicom_test_util.h"
 #include "inference_test_util.h"
 #include "io/image_io.h"
 #include "support/dicom_writer.h"
@@ -18,23 +19,6 @@ using namespace medseg;
 namespace fs = std::filesystem;
 
 namespace {
-
-test::DicomSeriesSpec ct_series() {
-  test::DicomSeriesSpec s;
-  s.rows = 18;
-  s.columns = 16;
-  s.slices = 17;
-  const double a = 25 * M_PI / 180;
-  s.orientation = {std::cos(a), 0, -std::sin(a), 0, 1, 0};  // oblique about y
-  s.pixel_spacing = {1.1, 0.9};
-  s.slice_step = 1.3;
-  s.slope = 0.5;
-  s.intercept = -100;
-  s.raw = [](int k, int r, int c) {
-    return 40 * ((k * 7 + r * 3 + c * 5) % 11) + (r > 6 && r < 12 && c > 5 ? 300 : 0);
-  };
-  return s;
-}
 
 // The NIfTI twin: the same values and the geometry the DICOM standard gives the series.
 Volume twin(const test::DicomSeriesSpec& s) {
@@ -54,15 +38,6 @@ Volume twin(const test::DicomSeriesSpec& s) {
   return Volume::from_float({s.slices, s.rows, s.columns}, g, std::move(v));
 }
 
-std::string tiny_model(const test::TempDir& d) {
-  test::TinyModelSpec spec;
-  spec.labels = {"background", "a", "b"};
-  auto net = test::tiny_network(spec, 17);
-  const std::string folder = d / "model";
-  test::write_model_folder(folder, spec, net, {"0"});
-  return folder;
-}
-
 void expect_same_prediction(const std::string& a, const std::string& b) {
   const Volume x = io::read_image(a), y = io::read_image(b);
   ASSERT_EQ(x.shape(), y.shape());
@@ -78,8 +53,8 @@ void expect_same_prediction(const std::string& a, const std::string& b) {
 
 TEST(DicomPredict, ASeriesPredictsAsItsNiftiTwin) {
   test::TempDir d("dcmp");
-  const std::string model = tiny_model(d);
-  const auto s = ct_series();
+  const std::string model = test::dicom_tiny_model(d);
+  const auto s = test::ct_series();
   test::write_dicom_series(d / "in/ct", s);
   fs::create_directories(d / "twin");
   io::write_image(d / "twin/ct_0000.nii.gz", twin(s));
@@ -107,8 +82,8 @@ TEST(DicomPredict, ASeriesPredictsAsItsNiftiTwin) {
 
 TEST(DicomPredict, ABadSeriesFailsItsCaseByNameAndTheOthersRun) {
   test::TempDir d("dcmp");
-  const std::string model = tiny_model(d);
-  auto s = ct_series();
+  const std::string model = test::dicom_tiny_model(d);
+  auto s = test::ct_series();
   s.slices = 5;
   test::write_dicom_series(d / "in/good", s);
   const auto files = test::write_dicom_series(d / "in/gap", s);
@@ -129,8 +104,8 @@ TEST(DicomPredict, ABadSeriesFailsItsCaseByNameAndTheOthersRun) {
 // referenced by the SEG) as that series alone.
 TEST(DicomPredict, SeriesUidPicksOneOfSeveralSeries) {
   test::TempDir d("dcmp");
-  const std::string model = tiny_model(d);
-  auto a = ct_series(), b = ct_series();
+  const std::string model = test::dicom_tiny_model(d);
+  auto a = test::ct_series(), b = test::ct_series();
   a.slices = b.slices = 9;
   b.series_uid = "1.2.826.0.1.3680043.10.543.1.7";
   b.raw = [](int k, int r, int c) { return 30 * ((k * 5 + r * 7 + c * 3) % 13); };

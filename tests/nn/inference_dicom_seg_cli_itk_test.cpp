@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 
+#include "dicom_test_util.h"
 #include "inference_test_util.h"
 #include "io/image_io.h"
 #include "support/dicom_writer.h"
@@ -23,30 +24,6 @@ using namespace medseg;
 namespace fs = std::filesystem;
 
 namespace {
-
-test::DicomSeriesSpec ct_series() {
-  test::DicomSeriesSpec s;
-  s.rows = 18;
-  s.columns = 16;
-  s.slices = 17;
-  const double a = 25 * M_PI / 180;
-  s.orientation = {std::cos(a), 0, -std::sin(a), 0, 1, 0};
-  s.pixel_spacing = {1.1, 0.9};
-  s.slice_step = 1.3;
-  s.raw = [](int k, int r, int c) {
-    return 40 * ((k * 7 + r * 3 + c * 5) % 11) + (r > 6 && r < 12 && c > 5 ? 300 : 0);
-  };
-  return s;
-}
-
-std::string tiny_model(const test::TempDir& d) {
-  test::TinyModelSpec spec;
-  spec.labels = {"background", "a", "b"};
-  auto net = test::tiny_network(spec, 17);
-  const std::string folder = d / "model";
-  test::write_model_folder(folder, spec, net, {"0"});
-  return folder;
-}
 
 std::string text(const gdcm::DataSet& ds, uint16_t g, uint16_t e) {
   const gdcm::Tag t(g, e);
@@ -88,12 +65,29 @@ std::string run_checked(const std::string& cmd) {
   return rc == 0 ? text : "FAILED (" + std::to_string(rc) + "): " + text;
 }
 
+// The independent readers, where the runner has them (scripts/test.sh provides both): the Python check
+// `script` (scripts/check_dicom_*.py, whose success line holds `success`) and dciodvfy, which must report
+// no error.
+void expect_independent_readers_agree(const std::string& script, const std::string& object, const std::string& series,
+                                      const std::string& nifti, const std::string& success) {
+  if (const char* py = std::getenv("MEDSEG_DICOM_PYTHON")) {
+    const std::string out = run_checked(std::string(py) + " " + test::source_path("scripts/" + script) + " " + object +
+                                        " " + series + " " + nifti);
+    EXPECT_EQ(out.find("FAILED"), std::string::npos) << out;
+    EXPECT_NE(out.find(success), std::string::npos) << out;
+  }
+  if (std::system("command -v dciodvfy > /dev/null 2>&1") == 0) {
+    const std::string out = run_checked("dciodvfy " + object);
+    EXPECT_EQ(out.find("Error"), std::string::npos) << out;
+  }
+}
+
 }  // namespace
 
 TEST(DicomSegOutput, ASeriesPredictsToASegThatMatchesItsNiftiPrediction) {
   test::TempDir d("dcmseg");
-  const std::string model = tiny_model(d);
-  const auto s = ct_series();
+  const std::string model = test::dicom_tiny_model(d);
+  const auto s = test::ct_series();
   const auto files = test::write_dicom_series(d / "in/ct", s);
   const std::string common = " -m " + model + " -npp 1 -nps 1 --disable_tta --disable_progress_bar";
   auto r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "seg" + common);
@@ -160,25 +154,16 @@ TEST(DicomSegOutput, ASeriesPredictsToASegThatMatchesItsNiftiPrediction) {
     }
   }
 
-  // The independent readers, where the runner has them (scripts/test.sh provides both).
-  if (const char* py = std::getenv("MEDSEG_DICOM_PYTHON")) {
-    const std::string out = run_checked(std::string(py) + " " + test::source_path("scripts/check_dicom_seg.py") + " " +
-                                        d / "seg/ct.dcm" + " " + d / "in/ct" + " " + d / "nii/ct.nii.gz");
-    EXPECT_EQ(out.find("FAILED"), std::string::npos) << out;
-    EXPECT_NE(out.find("equal to"), std::string::npos) << out;
-  }
-  if (std::system("command -v dciodvfy > /dev/null 2>&1") == 0) {
-    const std::string out = run_checked("dciodvfy " + d / "seg/ct.dcm");
-    EXPECT_EQ(out.find("Error"), std::string::npos) << out;
-  }
+  expect_independent_readers_agree("check_dicom_seg.py", d / "seg/ct.dcm", d / "in/ct", d / "nii/ct.nii.gz",
+                                   "equal to");
 }
 
 // The same case as an RT Structure Set: its structure read with GDCM here; filled back by pydicom
 // (scripts/check_dicom_rtstruct.py) it must overlap the NIfTI prediction with Dice >= 0.98 per label.
 TEST(DicomSegOutput, ASeriesPredictsToAnRtstructThatFillsBackToItsNiftiPrediction) {
   test::TempDir d("dcmrt");
-  const std::string model = tiny_model(d);
-  const auto s = ct_series();
+  const std::string model = test::dicom_tiny_model(d);
+  const auto s = test::ct_series();
   const auto files = test::write_dicom_series(d / "in/ct", s);
   const std::string common = " -m " + model + " -npp 1 -nps 1 --disable_tta --disable_progress_bar";
   auto r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "rt --output_format rtstruct" + common);
@@ -214,25 +199,17 @@ TEST(DicomSegOutput, ASeriesPredictsToAnRtstructThatFillsBackToItsNiftiPredictio
     }
   EXPECT_GT(contours, 0);
 
-  if (const char* py = std::getenv("MEDSEG_DICOM_PYTHON")) {
-    const std::string out = run_checked(std::string(py) + " " + test::source_path("scripts/check_dicom_rtstruct.py") +
-                                        " " + d / "rt/ct_rtstruct.dcm" + " " + d / "in/ct" + " " + d / "nii/ct.nii.gz");
-    EXPECT_EQ(out.find("FAILED"), std::string::npos) << out;
-    EXPECT_NE(out.find("Dice per label"), std::string::npos) << out;
-  }
-  if (std::system("command -v dciodvfy > /dev/null 2>&1") == 0) {
-    const std::string out = run_checked("dciodvfy " + d / "rt/ct_rtstruct.dcm");
-    EXPECT_EQ(out.find("Error"), std::string::npos) << out;
-  }
+  expect_independent_readers_agree("check_dicom_rtstruct.py", d / "rt/ct_rtstruct.dcm", d / "in/ct",
+                                   d / "nii/ct.nii.gz", "Dice per label");
 }
 
 TEST(DicomSegOutput, CodesComeFromTheModelFolderAndNiftiInputIsRefused) {
   test::TempDir d("dcmseg");
-  const std::string model = tiny_model(d);
+  const std::string model = test::dicom_tiny_model(d);
   std::ofstream(model + "/dicom_codes.json")
       << R"({"labels": {"a": {"category": ["123037004", "SCT", "Anatomical Structure"],
                              "type": ["10200004", "SCT", "Liver"], "color": [221, 130, 101]}}})";
-  test::write_dicom_series(d / "in/ct", ct_series());
+  test::write_dicom_series(d / "in/ct", test::ct_series());
   io::write_image(d / "in/plain_0000.nii.gz", io::read_image(d / "in/ct"));
   const auto r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out -m " + model +
                                                      " -npp 1 -nps 1 --disable_tta --disable_progress_bar"

@@ -1,0 +1,54 @@
+#include <dcmtk/dcmdata/dctk.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "core/error.h"
+#include "io/dicom_write.h"
+
+namespace fs = std::filesystem;
+
+namespace medseg::io {
+
+std::string decimal_string(double v) {
+  std::ostringstream out;
+  out.precision(10);
+  out << v;
+  std::string s = out.str();
+  if (s.size() > 16) {  // a large or long-tailed value: fewer digits
+    out.str("");
+    out.precision(8);
+    out << v;
+    s = out.str();
+  }
+  return s;
+}
+
+std::vector<SourceInstance> source_instances(const std::vector<std::string>& files) {
+  std::vector<SourceInstance> out;
+  for (const std::string& f : files) {
+    DcmFileFormat ff;
+    if (ff.loadFileUntilTag(f.c_str(), EXS_Unknown, EGL_noChange, DCM_MaxReadLength, ERM_autoDetect, DCM_PixelData)
+            .bad())
+      throw FileError(f, "the source slice cannot be read again");
+    OFString cls, inst;
+    ff.getDataset()->findAndGetOFString(DCM_SOPClassUID, cls);
+    ff.getDataset()->findAndGetOFString(DCM_SOPInstanceUID, inst);
+    if (cls.empty() || inst.empty()) throw FileError(f, "no SOP Class/Instance UID to reference");
+    out.push_back({f, cls.c_str(), inst.c_str()});
+  }
+  return out;
+}
+
+void save_atomically(DcmFileFormat& file, const std::string& path, const std::string& what) {
+  const std::string tmp = path + ".tmp-medseg";
+  const OFCondition saved = file.saveFile(tmp.c_str(), EXS_LittleEndianExplicit);
+  if (saved.bad()) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw FileError(path, "cannot write the " + what + ": saving (" + saved.text() + ")");
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace medseg::io
