@@ -9,8 +9,10 @@
 #include <filesystem>
 
 #include "api/segmenter.h"
+#include "core/error.h"
 #include "dicom_test_util.h"
 #include "inference_test_util.h"
+#include "io/dicom_seg.h"
 #include "io/image_io.h"
 #include "support/dicom_writer.h"
 #include "support/test_support.h"
@@ -78,6 +80,18 @@ TEST(DicomPredict, ASeriesPredictsAsItsNiftiTwin) {
   const Volume labels = seg.segment({io::read_image(d / "in/ct")}).labels;
   io::write_image(d / "api.nii.gz", labels);
   expect_same_prediction(d / "api.nii.gz", d / "out_nii/ct.nii.gz");
+
+  // The embedding program writes the SEG itself, as docs/api.md shows; it reads back as the same labels
+  // through the series' grid (its frames are checked in inference_dicom_seg_cli_itk_test.cpp).
+  io::DicomSegInfo info;
+  info.segments.push_back({1, "a", io::generic_category(), io::generic_type(), {221, 130, 101}});
+  info.segments.push_back({2, "b", io::generic_category(), io::generic_type(), {31, 119, 180}});
+  io::write_dicom_seg(d / "api.dcm", labels, d / "in/ct", "", info);
+  EXPECT_GT(fs::file_size(d / "api.dcm"), 0u);
+  Volume shifted = labels;
+  shifted.geometry().origin[0] += 5;
+  EXPECT_THROW(io::write_dicom_seg(d / "bad.dcm", shifted, d / "in/ct", "", info), FileError);
+  EXPECT_FALSE(fs::exists(d / "bad.dcm"));
 }
 
 TEST(DicomPredict, ABadSeriesFailsItsCaseByNameAndTheOthersRun) {
