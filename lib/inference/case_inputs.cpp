@@ -9,6 +9,7 @@
 #include "core/strings.h"
 #include "io/image_folder.h"
 #include "io/dicom_series.h"
+#include "io/dicom_zip.h"
 #include "io/image_formats.h"
 #include "io/image_io.h"
 
@@ -107,6 +108,10 @@ CaseInput make_case(const std::string& id, const Scanned& s, const std::string& 
     c.images = s.plain;  // one RGB file without a channel suffix holds the model's channels
     return c;
   }
+  if (s.plain.size() == 1 && s.channels.empty() && io::is_zip_file(s.plain[0])) {
+    c.images = s.plain;  // a zipped DICOM case: its channels are counted once it is extracted
+    return c;
+  }
   if (!s.plain.empty()) {
     if (n != 1) {
       c.error = concat(s.plain[0], ": a file without the _XXXX channel suffix, but the model takes ", n,
@@ -166,6 +171,8 @@ std::vector<CaseInput> collect_case_inputs(const std::vector<std::string>& input
         const std::string name = e.path().filename().string();
         if (name[0] == '.') continue;
         if (e.is_regular_file() && named_with_ending(name, ending)) add_file(cases, e.path(), ending);
+        if (e.is_regular_file() && !named_with_ending(name, ending) && io::is_zip_file(e.path().string()))
+          add_file(cases, e.path(), ending);  // a zipped DICOM case (inference/zipped_cases.h)
         if (e.is_directory()) add_dicom_case(cases, e.path());
       }
     } else if (fs::is_regular_file(in)) {

@@ -14,6 +14,7 @@
 #include "inference/input_digest.h"
 #include "inference/output_collisions.h"
 #include "inference/overlays.h"
+#include "inference/zipped_cases.h"
 
 namespace fs = std::filesystem;
 
@@ -47,6 +48,8 @@ std::optional<RunSummary> predict_folder(ModelFolder model, const std::string& m
   const ordered_json dataset_json = model.dataset_json;  // the file's order: region outputs follow it
   Predictor predictor(std::move(model), po);
   auto all_cases = collect_case_inputs(run.inputs, ending, static_cast<int>(predictor.image_channels()));
+  ZippedCases zipped;  // lives until the cases are predicted
+  zipped.expand(all_cases, static_cast<int>(predictor.image_channels()));
   if (predictor.is_cascade()) {
     if (run.prev_stage.empty())
       throw Error("configuration '" + predictor.model().configuration +

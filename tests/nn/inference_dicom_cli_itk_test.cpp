@@ -6,7 +6,9 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "api/segmenter.h"
 #include "core/error.h"
@@ -140,4 +142,43 @@ TEST(DicomPredict, SeriesUidPicksOneOfSeveralSeries) {
   r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out3 --series_uid " + b.series_uid + common);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(d / "out3/two.dcm")) << r.output;
+}
+
+// A case folder as one .zip, written by Python's zipfile (another writer than libzip, which medseg reads
+// with), predicts as the folder. No name inside the zip becomes a path: an entry named ../../escape.txt
+// lands nowhere outside medseg's scratch folder, which is gone after the run. A damaged zip fails its case.
+TEST(DicomPredict, AZippedCaseFolderPredictsAsTheFolder) {
+  test::TempDir d("dcmp");
+  const std::string model = test::dicom_tiny_model(d);
+  auto s = test::ct_series();
+  s.slices = 7;
+  test::write_dicom_series(d / "folder/ct", s);
+  fs::create_directories(d / "zips/inner");
+  const std::string script = d / "zip.py";
+  std::ofstream(script) << "import os, sys, zipfile\n"
+                           "src, out = sys.argv[1], sys.argv[2]\n"
+                           "with zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as z:\n"
+                           "    for f in sorted(os.listdir(src)):\n"
+                           "        z.write(os.path.join(src, f), 'ct/' + f)\n"
+                           "    z.writestr('../../escape.txt', 'not a path')\n";
+  ASSERT_EQ(std::system(("python3 " + script + " " + d / "folder/ct" + " " + d / "zips/inner/ct.zip").c_str()), 0);
+  std::ofstream(d / "zips/inner/broken.zip") << "PK\3\4 and then nothing a zip needs";
+  const std::string common =
+      " -m " + model + " -npp 1 -nps 1 --disable_tta --disable_progress_bar --output_format nifti";
+  auto r = test::run_cli("medseg_predict", "-i " + d / "zips/inner" + " -o " + d / "out_zip" + common);
+  EXPECT_NE(r.exit_code, 0) << r.output;  // broken.zip
+  EXPECT_NE(r.output.find("broken.zip"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 case(s) failed"), std::string::npos) << r.output;
+  r = test::run_cli("medseg_predict", "-i " + d / "folder" + " -o " + d / "out_folder" + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_same_prediction(d / "out_zip/ct.nii.gz", d / "out_folder/ct.nii.gz");
+  EXPECT_FALSE(fs::exists(d / "escape.txt"));
+  EXPECT_FALSE(fs::exists(d / "zips/escape.txt"));
+  for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
+    EXPECT_EQ(e.path().filename().string().rfind("medseg_dicom_zip_", 0), std::string::npos) << e.path();
+  // The zip given itself, written as a SEG that references the extracted series.
+  r = test::run_cli("medseg_predict", "-i " + d / "zips/inner/ct.zip" + " -o " + d / "out_seg -m " + model +
+                                          " -npp 1 -nps 1 --disable_tta --disable_progress_bar");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(d / "out_seg/ct.dcm"));
 }
