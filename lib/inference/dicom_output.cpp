@@ -82,6 +82,9 @@ io::DicomSegInfo dicom_seg_info(const ModelFolder& model, const LabelMapping& la
   std::string folds;
   for (const FoldWeights& f : model.folds) folds += (folds.empty() ? "" : " ") + f.fold;
   info.description = concat(model.dataset.name, " ", model.configuration, " folds ", folds);
+  const fs::path folder = fs::path(model.folder).lexically_normal();
+  info.parameters =
+      concat("model ", folder.parent_path().filename().string(), "/", folder.filename().string(), ", folds ", folds);
   const std::string file = (fs::path(model.folder) / "dicom_codes.json").string();
   json codes = json::object();
   if (fs::exists(file)) {

@@ -30,6 +30,7 @@ struct DicomSegInfo {
   std::string algorithm = "medseg";  // Segment Algorithm Name
   std::string version;               // Algorithm Version and Software Versions
   std::string description;           // Series and Content Description: the model, its configuration and folds
+  std::string parameters;            // Algorithm Parameters: the model folder and its folds, in full
 };
 
 // The generic concepts a label gets without a dicom_codes.json: category Anatomical Structure

@@ -91,7 +91,11 @@ Uint16 add_segment(DcmSegmentation& seg, const std::string& path, const DicomSeg
   // The algorithm's family, CID 7162: Artificial Intelligence.
   AlgorithmIdentificationMacro& algo = segment->getSegmentationAlgorithmIdentification();
   algo.getAlgorithmFamilyCode().set("123110", "DCM", "Artificial Intelligence");
-  algo.setAlgorithmVersion(info.version.empty() ? "unknown" : info.version.c_str());
+  // dcmseg writes the Segmentation Algorithm Identification Sequence only when family, name and version
+  // are all set; a missing one drops it silently.
+  check(algo.setAlgorithmName(info.algorithm.c_str()), path, "Algorithm Name");
+  check(algo.setAlgorithmVersion(info.version.empty() ? "unknown" : info.version.c_str()), path, "Algorithm Version");
+  if (!info.parameters.empty()) algo.setAlgorithmParameters(info.parameters.c_str());
   const auto lab = cielab(s.rgb);
   segment->setRecommendedDisplayCIELabValue(lab[0], lab[1], lab[2]);
   Uint16 number = 0;

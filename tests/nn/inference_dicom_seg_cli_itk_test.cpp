@@ -108,6 +108,11 @@ TEST(DicomSegOutput, ASeriesPredictsToASegThatMatchesItsNiftiPrediction) {
   EXPECT_EQ(text(ref_series[0], 0x0020, 0x000e), s.series_uid);
   EXPECT_EQ(items(ref_series[0], 0x0008, 0x114a).size(), files.size());  // every source instance
 
+  // The algorithm: medseg, its version, and the model folder with its folds as parameters.
+  const auto algorithm = items(items(seg, 0x0062, 0x0002).at(0), 0x0062, 0x0007).at(0);
+  EXPECT_EQ(text(algorithm, 0x0066, 0x0036), "medseg");
+  EXPECT_EQ(text(algorithm, 0x0066, 0x0032),
+            "model " + fs::path(model).parent_path().filename().string() + "/model, folds 0");
   std::map<int, std::string> segment_names;
   for (const auto& item : items(seg, 0x0062, 0x0002))
     segment_names[us(item, 0x0062, 0x0004)] = text(item, 0x0062, 0x0005);
