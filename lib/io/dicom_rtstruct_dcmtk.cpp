@@ -40,8 +40,8 @@ void copy_patient_study(DcmDataset& from, DcmDataset& to, const std::string& pat
   }
 }
 
-void add_contour_images(DcmItem& item, const std::vector<SourceInstance>& slices, const std::string& path) {
-  for (const SourceInstance& s : slices) {
+void add_contour_images(DcmItem& item, const std::vector<DicomInstance>& slices, const std::string& path) {
+  for (const DicomInstance& s : slices) {
     DcmItem& ref = append(item, DCM_ContourImageSequence, path);
     put(ref, DCM_ReferencedSOPClassUID, s.sop_class, path);
     put(ref, DCM_ReferencedSOPInstanceUID, s.sop_instance, path);
@@ -50,7 +50,7 @@ void add_contour_images(DcmItem& item, const std::vector<SourceInstance>& slices
 
 // Slice z's outlines of `label` as contours in patient coordinates; false when the slice has none.
 bool add_slice_contours(DcmItem& roi, const std::vector<double>& values, int64_t z, const std::array<int64_t, 3>& shape,
-                        const Geometry& g, double label, const SourceInstance& slice, const std::string& path) {
+                        const Geometry& g, double label, const DicomInstance& slice, const std::string& path) {
   const int64_t rows = shape[1], cols = shape[2], n = rows * cols;
   std::vector<uint8_t> mask(static_cast<std::size_t>(n));
   bool any = false;
@@ -84,12 +84,12 @@ void write_dicom_rtstruct(const std::string& path, const Volume& labels, const s
   if (labels.shape() != src.shape ||
       !geometry_mismatch(labels.geometry(), labels.shape(), src.geometry, src.shape).empty())
     throw FileError(path, "cannot write the RTSTRUCT: the label map is not on the grid of the series in " + source);
+  const std::vector<DicomInstance>& slices = src.instances;
   DcmFileFormat first;
-  check(first.loadFileUntilTag(src.files[0].c_str(), EXS_Unknown, EGL_noChange, DCM_MaxReadLength, ERM_autoDetect,
+  check(first.loadFileUntilTag(slices[0].file.c_str(), EXS_Unknown, EGL_noChange, DCM_MaxReadLength, ERM_autoDetect,
                                DCM_PixelData),
-        src.files[0], "reading the source");
+        slices[0].file, "reading the source");
   DcmDataset& head = *first.getDataset();
-  const std::vector<SourceInstance> slices = source_instances(src.files);
   OFString for_uid, study_uid, source_series;
   head.findAndGetOFString(DCM_FrameOfReferenceUID, for_uid);
   head.findAndGetOFString(DCM_StudyInstanceUID, study_uid);

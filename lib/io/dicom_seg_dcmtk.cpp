@@ -107,7 +107,7 @@ Uint16 add_segment(DcmSegmentation& seg, const std::string& path, const DicomSeg
 
 // One frame: slice z's mask of segment `number`, its position and the source slice it derives from.
 void add_frame(DcmSegmentation& seg, const std::string& path, std::vector<Uint8>& mask, Uint16 number, int64_t z,
-               const Geometry& g, const SourceInstance& src) {
+               const Geometry& g, const DicomInstance& src) {
   std::array<double, 3> p{};
   for (int i = 0; i < 3; ++i) p[i] = g.origin[i] + static_cast<double>(z) * g.spacing[2] * g.direction[i * 3 + 2];
   std::unique_ptr<FGPlanePosPatient> pos(FGPlanePosPatient::createMinimal(
@@ -163,11 +163,12 @@ void write_dicom_seg(const std::string& path, const Volume& labels, const std::s
     throw FileError(path, "cannot write the DICOM SEG: labels must be integer");
   const auto [depth, rows, columns] = src.shape;
   std::unique_ptr<DcmSegmentation> seg = create(path, rows, columns, info);
-  check(seg->importFromSourceImage(OFString(src.files[0].c_str())), path, "the patient and study of " + src.files[0]);
+  const std::vector<DicomInstance>& slices = src.instances;
+  check(seg->importFromSourceImage(OFString(slices[0].file.c_str())), path,
+        "the patient and study of " + slices[0].file);
   seg->getSeries().setSeriesDescription(info.description.substr(0, 64).c_str());
   seg->getSeries().setSeriesNumber("901");
   add_shared(*seg, path, src.geometry);
-  const std::vector<SourceInstance> slices = source_instances(src.files);
   const std::vector<double> values = labels.to_double();
   const int64_t n = rows * columns;
   std::vector<Uint8> mask(static_cast<std::size_t>(n));
@@ -195,7 +196,7 @@ void write_dicom_seg(const std::string& path, const Volume& labels, const std::s
   }
   IODReferences refs;
   OFVector<OFString> files;
-  for (const std::string& f : src.files) files.push_back(f.c_str());
+  for (const DicomInstance& s : slices) files.push_back(s.file.c_str());
   refs.addFromFiles(files, IODReference::LEVEL_STUDY);
   seg->getCommonInstanceReference().addReferences(refs);
   DcmFileFormat file;

@@ -44,10 +44,16 @@ std::vector<DicomSeriesEntry> list_dicom_series(const std::string& folder);
 // `path` may also be one DICOM file: the series of that one file (a multi-frame object, or one slice).
 Volume read_dicom_series(const std::string& path, const std::string& series_uid = "");
 
+// A source slice as other objects reference it.
+struct DicomInstance {
+  std::string file, sop_class, sop_instance;
+};
+
 // The files of a classic (single-frame) series in the order read_dicom_series stacks them: slice z is
-// files[z]. For objects that reference the series (io/dicom_seg.h). A multi-frame object is refused.
+// instances[z], with the SOP Class and Instance UIDs read with its header. For objects that reference the
+// series (io/dicom_seg.h). A multi-frame object, or a slice without those UIDs, is refused.
 struct DicomSeriesFiles {
-  std::vector<std::string> files;
+  std::vector<DicomInstance> instances;
   Geometry geometry;
   std::array<int64_t, 3> shape{};  // (z, y, x), as the volume read_dicom_series returns
 };

@@ -83,7 +83,7 @@ std::string functional(DcmDataset* ds, unsigned long frame, const DcmTagKey& gro
 
 // What is read of each file before its pixels.
 struct Header {
-  std::string file, sop_class, modality, series_uid, description, transfer_syntax, photometric;
+  std::string file, sop_class, sop_instance, modality, series_uid, description, transfer_syntax, photometric;
   bool has_pixels = false, is_signed = false;
   long rows = 0, columns = 0, frames = 1, samples = 1, bits_allocated = 0, bits_stored = 0, high_bit = 0;
   std::vector<std::string> positions;      // per frame
@@ -136,6 +136,7 @@ Header read_header(const std::string& file) {
   h.file = file;
   h.transfer_syntax = DcmXfer(ds->getOriginalXfer()).getXferName();
   h.sop_class = text(ds, DCM_SOPClassUID);
+  h.sop_instance = text(ds, DCM_SOPInstanceUID);
   h.modality = text(ds, DCM_Modality);
   h.series_uid = text(ds, DCM_SeriesInstanceUID);
   h.description = text(ds, DCM_SeriesDescription);
@@ -408,8 +409,13 @@ DicomSeriesFiles dicom_series_files(const std::string& path, const std::string& 
   if (first.frames > 1)
     throw FileError(first.file, "a multi-frame object: objects that reference its frames are not written yet");
   DicomSeriesFiles out;
-  out.files.resize(p.headers.size());
-  for (std::size_t i = 0; i < p.headers.size(); ++i) out.files[static_cast<std::size_t>(p.z_of[i])] = p.headers[i].file;
+  out.instances.resize(p.headers.size());
+  for (std::size_t i = 0; i < p.headers.size(); ++i) {
+    const Header& h = p.headers[i];
+    if (h.sop_class.empty() || h.sop_instance.empty())
+      throw FileError(h.file, "no SOP Class/Instance UID to reference");
+    out.instances[static_cast<std::size_t>(p.z_of[i])] = {h.file, h.sop_class, h.sop_instance};
+  }
   out.geometry = p.geometry.geometry;
   out.shape = {p.frames, first.rows, first.columns};
   return out;

@@ -24,22 +24,6 @@ std::string decimal_string(double v) {
   return s;
 }
 
-std::vector<SourceInstance> source_instances(const std::vector<std::string>& files) {
-  std::vector<SourceInstance> out;
-  for (const std::string& f : files) {
-    DcmFileFormat ff;
-    if (ff.loadFileUntilTag(f.c_str(), EXS_Unknown, EGL_noChange, DCM_MaxReadLength, ERM_autoDetect, DCM_PixelData)
-            .bad())
-      throw FileError(f, "the source slice cannot be read again");
-    OFString cls, inst;
-    ff.getDataset()->findAndGetOFString(DCM_SOPClassUID, cls);
-    ff.getDataset()->findAndGetOFString(DCM_SOPInstanceUID, inst);
-    if (cls.empty() || inst.empty()) throw FileError(f, "no SOP Class/Instance UID to reference");
-    out.push_back({f, cls.c_str(), inst.c_str()});
-  }
-  return out;
-}
-
 void save_atomically(DcmFileFormat& file, const std::string& path, const std::string& what) {
   const std::string tmp = path + ".tmp-medseg";
   const OFCondition saved = file.saveFile(tmp.c_str(), EXS_LittleEndianExplicit);
