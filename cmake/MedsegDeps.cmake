@@ -16,6 +16,10 @@ if(MEDSEG_WITH_CAIRO)
   target_link_libraries(medseg_cairo INTERFACE PkgConfig::CAIRO)
 endif()
 pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)  # model zips (lib/sharing)
+# medseg_serve's HTTP (lib/serve): Debian's cpp-httplib, a compiled library whose flags come from pkg-config.
+# Optional: a machine without it (the GPU bundle's node) builds everything but the server.
+pkg_check_modules(HTTPLIB IMPORTED_TARGET cpp-httplib)
+set(MEDSEG_WITH_SERVE ${HTTPLIB_FOUND})
 
 # LibTorch: -DTorch_DIR selects any; by default the torch 2.11 wheel's (CUDA 13.0), unpacked by
 # scripts/install_libtorch.sh, when it is there; Debian's libtorch-dev otherwise (MEDSEG_TORCH=debian

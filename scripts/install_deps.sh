@@ -14,6 +14,8 @@ PACKAGES=(
   libspdlog-dev libfmt-dev
   libpng-dev zlib1g-dev
   libzip-dev   # model zips (medseg_export_model_zip, medseg_install_model_zip)
+  libcpp-httplib-dev   # medseg_serve's HTTP (lib/serve)
+  python3-requests chromium-headless-shell   # medseg_serve's client and page tests (tests/nn/serve_cli_itk_test.cpp)
   libcairo2-dev fonts-dejavu-core
   python3 python3-torch python3-pip unzip   # pip fetches the torch wheel (scripts/install_libtorch.sh)
   clang libclang-rt-14-dev   # sanitizer builds and libFuzzer targets (docs/hardening.md)

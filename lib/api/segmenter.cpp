@@ -1,11 +1,18 @@
 #include "api/segmenter.h"
 
+#include <filesystem>
+
 #include "core/error.h"
+#include "inference/case_inputs.h"
+#include "inference/dicom_output.h"
 #include "inference/model_folder.h"
+#include "inference/predict_cases.h"
 #include "inference/predict_folder.h"
 #include "inference/predictor.h"
 #include "io/case_loader.h"
+#include "inference/zipped_cases.h"
 #include "postprocessing/postprocessing.h"
+#include "sharing/manifest.h"
 
 namespace medseg::api {
 
@@ -39,6 +46,17 @@ int64_t Segmenter::channels() const { return impl_->predictor->image_channels();
 
 const std::string& Segmenter::configuration() const { return impl_->configuration; }
 
+ModelDescription Segmenter::description() const {
+  const inference::ModelFolder& m = impl_->predictor->model();
+  ModelDescription d;
+  d.configuration = m.configuration;
+  for (const inference::FoldWeights& f : m.folds) d.folds.push_back(f.fold);
+  d.channels = m.dataset.channel_names;
+  for (const io::LabelDef& l : m.dataset.labels) d.labels.emplace_back(l.name, l.values);
+  d.file_ending = m.dataset.file_ending;
+  return d;
+}
+
 Segmentation Segmenter::segment(const std::vector<Volume>& image, const SegmentOptions& options) {
   const bool probabilities = options.probabilities;
   const Progress& progress = options.progress;
@@ -65,6 +83,65 @@ Segmentation Segmenter::segment(const std::vector<Volume>& image, const SegmentO
                               probabilities ? &out.probabilities : nullptr);
   if (!eo.postprocessing.empty()) out.labels = postprocessing::apply_postprocessing(out.labels, eo.postprocessing);
   return out;
+}
+
+namespace {
+
+// The predictor reports tiles to `progress` while it lives and notes whether the callback asked to stop.
+class TileReports {
+ public:
+  TileReports(inference::Predictor& p, const Progress& progress) : p_(p) {
+    if (!progress) return;
+    p.set_tile_callback([this, &progress](int64_t done, int64_t total) {
+      cancelled_ = !progress(total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0);
+      return !cancelled_;
+    });
+  }
+  ~TileReports() { p_.set_tile_callback({}); }
+  TileReports(const TileReports&) = delete;
+  TileReports& operator=(const TileReports&) = delete;
+  bool cancelled() const { return cancelled_; }
+
+ private:
+  inference::Predictor& p_;
+  bool cancelled_ = false;
+};
+
+}  // namespace
+
+std::vector<std::string> Segmenter::segment_files(const std::vector<std::string>& inputs,
+                                                  const std::string& output_folder, const FileOptions& options) {
+  inference::Predictor& p = *impl_->predictor;
+  const int channels = static_cast<int>(p.image_channels());
+  std::vector<inference::CaseInput> cases =
+      inference::collect_case_inputs(inputs, p.model().dataset.file_ending, channels);
+  if (cases.size() != 1)
+    throw Error("the inputs hold " + std::to_string(cases.size()) + " cases, segment_files takes one");
+  inference::ZippedCases zipped;  // a zipped series is extracted until the case is written
+  zipped.expand(cases, channels);
+  if (!cases[0].error.empty()) throw Error(cases[0].error);
+
+  // medseg_predict's options for one case, run inline on this thread (predict_folder.cpp).
+  inference::RunOptions ro;
+  ro.output_folder = output_folder;
+  ro.file_ending = p.model().dataset.file_ending;
+  ro.npp = ro.nps = 0;
+  ro.progress = false;
+  ro.overlays = options.overlays;
+  ro.postprocessing = impl_->postprocessing;
+  ro.output_format = options.output_format;
+  ro.series_uid = options.series_uid;
+  inference::check_output_format(ro.output_format);
+  if (inference::dicom_output(cases[0], ro) != inference::DicomOutput::None)
+    ro.dicom_seg = inference::dicom_seg_info(p.model(), p.labels(), sharing::medseg_version());
+  std::filesystem::create_directories(output_folder);
+
+  TileReports reports(p, options.progress);
+  const inference::RunSummary s = inference::predict_cases(p, cases, ro);
+  if (reports.cancelled()) throw Cancelled("prediction cancelled");
+  if (!s.failed.empty()) throw Error(s.failed.front().second);
+  return inference::output_files(output_folder, cases[0].id, inference::segmentation_ending(cases[0], ro), false,
+                                 ro.overlays);
 }
 
 }  // namespace medseg::api

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -41,6 +42,15 @@ struct Segmentation {
   std::vector<int> classes;          // the label (or region) value of each probability channel
 };
 
+// What a loaded model takes and gives (a server's model listing, a viewer's label legend).
+struct ModelDescription {
+  std::string configuration;                                     // "3d_fullres", ...
+  std::vector<std::string> folds;                                // the folds loaded
+  std::vector<std::string> channels;                             // dataset.json's channel names, by channel
+  std::vector<std::pair<std::string, std::vector<int>>> labels;  // dataset.json's labels: name, value(s)
+  std::string file_ending;                                       // dataset.json's (".nii.gz")
+};
+
 // Called as the prediction advances with the fraction done (0..1]; return false to cancel.
 using Progress = std::function<bool(double fraction)>;
 
@@ -48,6 +58,14 @@ using Progress = std::function<bool(double fraction)>;
 struct SegmentOptions {
   bool probabilities = false;  // also return the probabilities (Segmentation::probabilities)
   Progress progress;           // empty: no reports
+};
+
+// What one segment_files() call writes, beside the segmentation.
+struct FileOptions {
+  std::string output_format = "auto";  // medseg_predict's --output_format: auto, nifti, dicom_seg, rtstruct
+  std::string series_uid;              // --series_uid: of a folder holding several DICOM series, the one to read
+  bool overlays = false;               // also overlays/CASE.png (--overlays)
+  Progress progress;                   // empty: no reports
 };
 
 class Segmenter {
@@ -59,10 +77,18 @@ class Segmenter {
 
   int64_t channels() const;  // image channels one case needs
   const std::string& configuration() const;
+  ModelDescription description() const;
 
   // `image`: one volume per channel, all on one grid. Throws Error for a wrong channel count or grid,
   // Cancelled when `progress` returns false (the Segmenter stays usable).
   Segmentation segment(const std::vector<Volume>& image, const SegmentOptions& options = {});
+
+  // medseg_predict for the one case that `inputs` hold (its image files in channel order, named CASE_XXXX or
+  // not; a DICOM series folder; a zip of one): read, predicted and written into `output_folder` as
+  // medseg_predict writes it, the same files byte for byte. Returns the written files, segmentation first.
+  // Throws Error with the case's error line, Cancelled when `progress` returns false.
+  std::vector<std::string> segment_files(const std::vector<std::string>& inputs, const std::string& output_folder,
+                                         const FileOptions& options = {});
 
  private:
   struct Impl;

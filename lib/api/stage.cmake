@@ -2,4 +2,4 @@
 # Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
 medseg_stage(api
   DEPENDS core
-  PRIVATE_DEPENDS io postprocessing inference training)
+  PRIVATE_DEPENDS io postprocessing inference training sharing)

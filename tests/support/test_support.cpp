@@ -102,15 +102,14 @@ bool read_output(int fd, std::string& out, const std::string& until, int timeout
 
 }  // namespace
 
-PausedCli start_paused_cli(const std::string& app, const std::vector<std::string>& args, const std::string& point,
-                           const std::vector<std::string>& env) {
+PausedCli start_cli_until(const std::string& app, const std::vector<std::string>& args, const std::string& marker,
+                          const std::vector<std::string>& env) {
   // Everything the child needs is built before fork(): after it, only exec-safe calls.
   const std::string exe = bin_dir() + "/" + app;
   std::vector<std::string> argv_s = {exe};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<std::string> env_s;
   for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
-  env_s.push_back("MEDSEG_TEST_PAUSE_AT=" + point);
   env_s.insert(env_s.end(), env.begin(), env.end());
   std::vector<char*> argv, envp;
   for (auto& a : argv_s) argv.push_back(a.data());
@@ -136,8 +135,15 @@ PausedCli start_paused_cli(const std::string& app, const std::vector<std::string
   }
   cli.pid = pid;
   cli_pipes()[pid] = fds[0];
-  cli.paused = read_output(fds[0], cli.output, "medseg: paused at " + point, 60000);
+  cli.paused = read_output(fds[0], cli.output, marker, 60000);
   return cli;
+}
+
+PausedCli start_paused_cli(const std::string& app, const std::vector<std::string>& args, const std::string& point,
+                           const std::vector<std::string>& env) {
+  std::vector<std::string> e = {"MEDSEG_TEST_PAUSE_AT=" + point};
+  e.insert(e.end(), env.begin(), env.end());
+  return start_cli_until(app, args, "medseg: paused at " + point, e);
 }
 
 int signal_and_wait(PausedCli& cli, int signal) {

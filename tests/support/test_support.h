@@ -43,6 +43,11 @@ struct PausedCli {
 PausedCli start_paused_cli(const std::string& app, const std::vector<std::string>& args, const std::string& point,
                            const std::vector<std::string>& env = {});
 
+// Starts `app` likewise (without the pause) and returns once its output holds `marker` (a server's
+// "listening on"); `paused` says whether it did within a minute.
+PausedCli start_cli_until(const std::string& app, const std::vector<std::string>& args, const std::string& marker,
+                          const std::vector<std::string>& env = {});
+
 // Sends `signal` to it and waits: the exit code as run_cli reports it (128 + the signal when it
 // died of one). Also gathers the rest of its output.
 int signal_and_wait(PausedCli& cli, int signal);

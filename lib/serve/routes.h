@@ -1,0 +1,29 @@
+#pragma once
+// The HTTP API of medseg_serve (docs/serve.md, docs/serve_openapi.json) on a cpp-httplib server.
+#include <httplib.h>
+
+#include <atomic>
+#include <map>
+#include <string>
+
+#include "api/segmenter.h"
+#include "serve/jobs.h"
+#include "serve/options.h"
+
+namespace medseg::serve {
+
+struct RouteContext {
+  const ServeOptions& options;
+  JobStore& store;
+  std::map<std::string, api::ModelDescription> models;  // by served name
+  std::string scratch;                                  // the private scratch folder
+  std::atomic<bool> stopping{false};                    // set by Service::stop: new jobs get 503
+};
+
+// Authorization, JSON errors for every failing status, and every route.
+void add_routes(httplib::Server& server, RouteContext& c);
+
+// {"error": "..."} with the status.
+void json_error(httplib::Response& res, int status, const std::string& message);
+
+}  // namespace medseg::serve

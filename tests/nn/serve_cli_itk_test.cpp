@@ -1,0 +1,170 @@
+// medseg_serve driven by a real client (scripts/check_serve.py: Python's requests and plain sockets) on a free
+// loopback port: two models, uploads as a body and as multipart, concurrent jobs, the queue bound, cancels,
+// every error status of docs/serve.md, 1000 idle connections, a dropped upload; each result byte for byte what
+// medseg_predict writes for the same file. Then a token-protected server, the refusal of a token-less
+// non-loopback bind, and SIGTERM with a job running (exit 0, nothing left in the scratch folder).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "inference_test_util.h"
+#include "io/image_io.h"
+#include "support/test_support.h"
+
+using namespace medseg;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kModel1Name = "Dataset901_One/nnUNetTrainer__nnUNetPlans__3d_fullres";
+
+struct ServeFixture {
+  std::string model1, model2, image1, slow, expect1, expect2;
+  std::vector<std::string> image2;
+};
+
+// Two model folders (one and two channels), their inputs, and medseg_predict's outputs for them.
+ServeFixture make_fixture(const test::TempDir& d) {
+  ServeFixture f;
+  test::TinyModelSpec one;
+  one.labels = {"background", "a", "b"};
+  auto net1 = test::tiny_network(one, 17);
+  f.model1 = d / ("results/" + std::string(kModel1Name));
+  test::write_model_folder(f.model1, one, net1, {"0"});
+  test::TinyModelSpec two;
+  two.channels = 2;
+  auto net2 = test::tiny_network(two, 23);
+  f.model2 = d / "results/two";
+  test::write_model_folder(f.model2, two, net2, {"0", "1"});
+
+  fs::create_directories(d / "in1");
+  fs::create_directories(d / "in2");
+  f.image1 = d / "in1/case_0000.nii.gz";
+  io::write_image(f.image1, test::wavy_image({19, 23, 27}, 1));  // odd sizes: edge tiles
+  for (int c = 0; c < 2; ++c) {
+    f.image2.push_back(d / ("in2/case_000" + std::to_string(c) + ".nii.gz"));
+    io::write_image(f.image2.back(), test::wavy_image({17, 21, 25}, 5 + c));
+  }
+  f.slow = d / "slow_0000.nii.gz";
+  io::write_image(f.slow, test::wavy_image({64, 96, 96}, 3));
+  for (const auto& [model, in, out] :
+       {std::tuple{f.model1, d / "in1", d / "out1"}, {f.model2, d / "in2", d / "out2"}}) {
+    const auto r = test::run_cli("medseg_predict",
+                                 "-i " + in + " -o " + out + " -m " + model + " --threads 1 --disable_progress_bar");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  }
+  f.expect1 = d / "out1/case.nii.gz";
+  f.expect2 = d / "out2/case.nii.gz";
+  return f;
+}
+
+std::string python() {
+  const char* py = std::getenv("MEDSEG_SERVE_PYTHON");
+  return py ? py : "/usr/bin/python3";
+}
+
+test::CmdResult client(const std::string& args) {
+  return test::run_cli(python(), test::source_path("scripts/check_serve.py") + " " + args);
+}
+
+int port_of(const std::string& output) {
+  std::smatch m;
+  static const std::regex re("listening on http://[^:]+:(\\d+)/");
+  return std::regex_search(output, m, re) ? std::stoi(m[1].str()) : -1;
+}
+
+// The server's private folder inside `parent` ("" when there is none).
+std::string scratch_in(const std::string& parent) {
+  for (const auto& e : fs::directory_iterator(parent)) return e.path().string();
+  return "";
+}
+
+}  // namespace
+
+TEST(ServeCli, AClientGetsMedsegPredictsSegmentationsAndEveryErrorAsOneJsonLine) {
+  test::TempDir d("serve");
+  const ServeFixture f = make_fixture(d);
+  fs::create_directories(d / "scratch");
+  test::PausedCli server = test::start_cli_until("medseg_serve",
+                                                 {"-m",
+                                                  f.model1,
+                                                  "-m",
+                                                  "two=" + f.model2,
+                                                  "--port",
+                                                  "0",
+                                                  "--threads",
+                                                  "1",
+                                                  "--max_queue",
+                                                  "2",
+                                                  "--result_ttl_s",
+                                                  "1",
+                                                  "--read_timeout_s",
+                                                  "3",
+                                                  "--upload_timeout_s",
+                                                  "4",
+                                                  "--stop_grace_s",
+                                                  "1",
+                                                  "--scratch",
+                                                  d / "scratch"},
+                                                 "listening on");
+  ASSERT_TRUE(server.paused) << server.output;
+  const int port = port_of(server.output);
+  ASSERT_GT(port, 0) << server.output;
+  const std::string scratch = scratch_in(d / "scratch");
+  struct stat st {};
+  ASSERT_EQ(::stat(scratch.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u) << "the scratch folder is private";
+
+  const std::string url = "--url http://127.0.0.1:" + std::to_string(port);
+  std::string image2 = f.image2[0] + " " + f.image2[1];
+  const auto r = client(url + " --phase main --model1 " + kModel1Name + " --model2 two --image1 " + f.image1 +
+                        " --image2 " + image2 + " --expect1 " + f.expect1 + " --expect2 " + f.expect2 + " --slow " +
+                        f.slow + " --scratch " + scratch);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+
+  // SIGTERM with a job running: it is cancelled after --stop_grace_s, the server exits 0 and leaves nothing.
+  const auto running = client(url + " --phase running --model1 " + std::string(kModel1Name) + " --slow " + f.slow);
+  EXPECT_EQ(running.exit_code, 0) << running.output;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(test::signal_and_wait(server, SIGTERM), 0) << server.output;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+  EXPECT_NE(server.output.find("medseg_serve: stopped"), std::string::npos) << server.output;
+  EXPECT_FALSE(fs::exists(scratch)) << "the scratch folder outlived the server";
+}
+
+TEST(ServeCli, ATokenGuardsEveryRequestAndOnlyLoopbackIsServedWithoutOne) {
+  test::TempDir d("servetok");
+  test::TinyModelSpec one;
+  one.labels = {"background", "a", "b"};
+  auto net = test::tiny_network(one, 17);
+  const std::string model = d / ("results/" + std::string(kModel1Name));
+  test::write_model_folder(model, one, net, {"0"});
+
+  const auto open = test::run_cli("medseg_serve", "-m " + model + " --host 0.0.0.0 --port 0");
+  EXPECT_NE(open.exit_code, 0);
+  EXPECT_NE(open.output.find("not a loopback address: serving it needs --token_file"), std::string::npos)
+      << open.output;
+
+  const std::string token = "0123456789abcdef-test-token";
+  const std::string token_file = d / "token";
+  std::ofstream(token_file) << token << "\n";
+  fs::permissions(token_file, fs::perms::owner_read | fs::perms::owner_write);
+  fs::permissions(token_file, fs::perms::group_read, fs::perm_options::add);
+  const auto loose = test::run_cli("medseg_serve", "-m " + model + " --token_file " + token_file + " --port 0");
+  EXPECT_NE(loose.exit_code, 0);
+  EXPECT_NE(loose.output.find("readable by others"), std::string::npos) << loose.output;
+  fs::permissions(token_file, fs::perms::group_read, fs::perm_options::remove);
+
+  test::PausedCli server = test::start_cli_until(
+      "medseg_serve", {"-m", model, "--port", "0", "--threads", "1", "--token_file", token_file}, "listening on");
+  ASSERT_TRUE(server.paused) << server.output;
+  const auto r = client("--url http://127.0.0.1:" + std::to_string(port_of(server.output)) +
+                        " --phase token --model1 " + kModel1Name + " --token " + token);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(test::signal_and_wait(server, SIGINT), 0) << server.output;
+}
