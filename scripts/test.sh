@@ -51,6 +51,9 @@ elapsed "clang-tidy" "$start"
 # a venv outside the checkout (scripts/dicom_reference.sh), as for nnU-Net below.
 MEDSEG_DICOM_PYTHON=$(bash "$root/scripts/dicom_reference.sh")
 export MEDSEG_DICOM_PYTHON
+# schemathesis checks medseg_serve against its OpenAPI document (tests/nn/serve_cli_itk_test.cpp), from its venv.
+MEDSEG_SERVE_PYTHON=$(bash "$root/scripts/serve_reference.sh")
+export MEDSEG_SERVE_PYTHON
 start=$(date +%s)
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900
 elapsed "the LibTorch 2.11 suite" "$start"

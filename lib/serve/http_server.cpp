@@ -12,6 +12,8 @@ namespace medseg::serve {
 
 namespace {
 
+thread_local bool t_close_after_answer = false;
+
 using Clock = std::chrono::steady_clock;
 
 // Waits up to `timeout_ms` for `events`; true when they came.
@@ -79,7 +81,31 @@ class DeadlineStream : public httplib::Stream {
 
 }  // namespace
 
+void close_connection_after_answer() { t_close_after_answer = true; }
+
 void HttpServer::widen_backlog(int backlog) { ::listen(svr_sock_, backlog); }
+
+// httplib 0.11 knows these methods; another one it answers 400 ("malformed") where HTTP wants 405 or 501.
+bool HttpServer::refused_unknown_method(int sock) {
+  char buf[512];
+  const ssize_t n = ::recv(sock, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+  if (n <= 0) return false;
+  const std::string line(buf, static_cast<std::size_t>(n));
+  const auto sp = line.find(' ');
+  if (sp == std::string::npos) return false;  // too short to tell: httplib decides
+  const std::string method = line.substr(0, sp);
+  for (const char* known : {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "PATCH", "PRI"})
+    if (method == known) return false;
+  const auto end = line.find_first_of(" ?\r\n", sp + 1);
+  const std::string allow = allowed_(line.substr(sp + 1, end == std::string::npos ? std::string::npos : end - sp - 1));
+  const std::string body = allow.empty() ? "{\"error\":\"no such path\"}\n" : "{\"error\":\"method not allowed\"}\n";
+  const std::string answer = std::string(allow.empty() ? "HTTP/1.1 404 Not Found" : "HTTP/1.1 405 Method Not Allowed") +
+                             "\r\nContent-Type: application/json\r\nConnection: close\r\n" +
+                             (allow.empty() ? "" : "Allow: " + allow + "\r\n") +
+                             "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ::send(sock, answer.data(), answer.size(), MSG_NOSIGNAL);
+  return true;
+}
 
 bool HttpServer::process_and_close_socket(socket_t sock) {
   const int64_t read_ms = read_timeout_sec_ * 1000 + read_timeout_usec_ / 1000;
@@ -88,10 +114,12 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
   for (size_t count = keep_alive_max_count_; count > 0 && svr_sock_ != INVALID_SOCKET; --count) {
     // The next request (the first one too) must start within the keep-alive timeout: one sleeping poll().
     if (!wait_for(sock, POLLIN, keep_alive_timeout_sec_ * 1000)) break;
+    if (refused_unknown_method(sock)) break;
     DeadlineStream strm(sock, read_ms, write_ms, Clock::now() + std::chrono::seconds(request_timeout_s_));
     bool connection_closed = false;
+    t_close_after_answer = false;
     ret = process_request(strm, count == 1, connection_closed, nullptr);
-    if (!ret || connection_closed) break;
+    if (!ret || connection_closed || t_close_after_answer) break;
   }
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);

@@ -7,11 +7,22 @@
 // Parsing, routing and answering stay httplib's (Server::process_request).
 #include <httplib.h>
 
+#include <functional>
+#include <string>
+
 namespace medseg::serve {
+
+// A handler that answers before reading the request's body (a refusal) calls this: the connection is closed
+// after the answer, since the unread body would otherwise be taken for the next request. Handlers run on the
+// connection's thread, so the mark is thread-local.
+void close_connection_after_answer();
 
 class HttpServer : public httplib::Server {
  public:
-  explicit HttpServer(int request_timeout_s) : request_timeout_s_(request_timeout_s) {}
+  // `allowed(path)`: the methods a path takes ("" for no such path), for the 405 of a method httplib cannot
+  // parse (TRACE, ...: it would answer 400).
+  HttpServer(int request_timeout_s, std::function<std::string(const std::string&)> allowed)
+      : request_timeout_s_(request_timeout_s), allowed_(std::move(allowed)) {}
 
   // After bind_to_port: httplib 0.11 listens with a backlog of 5, so a burst of connections overflows it and
   // each one over waits for the client's SYN retry (1 s, then 3 s, ...). Linux takes a second listen() as the
@@ -20,7 +31,9 @@ class HttpServer : public httplib::Server {
 
  private:
   bool process_and_close_socket(socket_t sock) override;
+  bool refused_unknown_method(int sock);
   int request_timeout_s_;
+  std::function<std::string(const std::string&)> allowed_;
 };
 
 }  // namespace medseg::serve

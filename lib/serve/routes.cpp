@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <regex>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "serve/assets.h"
@@ -175,6 +177,15 @@ void add_guards(httplib::Server& s, RouteContext& c) {
   // A status without a JSON body (no route, a malformed request, a body over the limit) gets one.
   s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404) {
+      if (const std::string allow = allowed_methods(req.path); !allow.empty()) {
+        res.status = 405;
+        res.set_header("Allow", allow);
+        json_error(res, 405,
+                   req.method.substr(0, 20) + " is not a method of " + req.path.substr(0, 200) + " (" + allow + ")");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
     std::string why = status_reason(res.status);
     if (res.status == 404) why = "no route " + req.method + " " + req.path.substr(0, 200);
     json_error(res, res.status, why);
@@ -191,6 +202,19 @@ void add_guards(httplib::Server& s, RouteContext& c) {
 }
 
 }  // namespace
+
+// The methods each path takes (docs/serve_openapi.json): another method on it is answered 405 with Allow.
+std::string allowed_methods(const std::string& path) {
+  static const std::vector<std::pair<std::regex, std::string>> routes = {
+      {std::regex("^/$"), "GET"},
+      {std::regex("^/v1/(health|models|metrics|openapi\\.json)$"), "GET"},
+      {std::regex("^/v1/models/.+/jobs$"), "POST"},
+      {std::regex("^/v1/jobs/[0-9a-f]{32}$"), "GET, DELETE"},
+      {std::regex("^/v1/jobs/[0-9a-f]{32}/(result|overlay)$"), "GET"}};
+  for (const auto& [re, methods] : routes)
+    if (std::regex_match(path, re)) return methods;
+  return "";
+}
 
 void add_routes(httplib::Server& s, RouteContext& c) {
   add_guards(s, c);

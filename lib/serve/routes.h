@@ -23,6 +23,9 @@ struct RouteContext {
 // Authorization, JSON errors for every failing status, and every route.
 void add_routes(httplib::Server& server, RouteContext& c);
 
+// The methods `path` takes ("GET", "GET, DELETE", ...), or "" when no route has it.
+std::string allowed_methods(const std::string& path);
+
 // {"error": "..."} with the status.
 void json_error(httplib::Response& res, int status, const std::string& message);
 

@@ -68,7 +68,7 @@ struct Service::Impl {
       : o(std::move(opts)),
         scratch(make_scratch(o.scratch_parent)),
         store(store_options(o)),
-        http(o.upload_timeout_s) {}
+        http(o.upload_timeout_s, allowed_methods) {}
   ~Impl() {
     store.close();
     store.stop_running();

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "io/nifti_check.h"
+#include "serve/http_server.h"
 #include "serve/upload.h"
 
 namespace fs = std::filesystem;
@@ -150,7 +151,10 @@ Refusal check_upload(const std::vector<std::string>& files, const api::ModelDesc
   return {};
 }
 
+// Also closes the connection: the body may be partly or not at all read.
 void refuse(httplib::Response& res, const Refusal& r) {
+  close_connection_after_answer();
+  res.set_header("Connection", "close");
   json_error(res, r.status, r.message);
   if (r.retry_after_s > 0) res.set_header("Retry-After", std::to_string(r.retry_after_s));
 }

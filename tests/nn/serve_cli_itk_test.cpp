@@ -8,7 +8,12 @@
 #include <sys/stat.h>
 #include <torch/torch.h>
 
+#include <png.h>
+
+#include <algorithm>
+#include <array>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <regex>
 
@@ -167,4 +172,109 @@ TEST(ServeCli, ATokenGuardsEveryRequestAndOnlyLoopbackIsServedWithoutOne) {
                         " --phase token --model1 " + kModel1Name + " --token " + token);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(test::signal_and_wait(server, SIGINT), 0) << server.output;
+}
+
+namespace {
+
+struct Rgb {
+  int width = 0, height = 0;
+  std::vector<uint8_t> px;  // r, g, b per pixel
+};
+
+Rgb read_rgb(const std::string& path) {
+  Rgb out;
+  png_image img{};
+  img.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&img, path.c_str())) return out;
+  img.format = PNG_FORMAT_RGB;
+  out.px.resize(PNG_IMAGE_SIZE(img));
+  if (!png_image_finish_read(&img, nullptr, out.px.data(), 0, nullptr)) return {};
+  out.width = static_cast<int>(img.width);
+  out.height = static_cast<int>(img.height);
+  return out;
+}
+
+// The most frequent strongly coloured pixel value of `p` (a label's colour, not the grey image), and its count.
+std::pair<std::array<int, 3>, int64_t> main_label_colour(const Rgb& p) {
+  std::map<std::array<int, 3>, int64_t> n;
+  for (std::size_t i = 0; i + 2 < p.px.size(); i += 3) {
+    const int r = p.px[i], g = p.px[i + 1], b = p.px[i + 2];
+    if (std::max({r, g, b}) - std::min({r, g, b}) > 80) ++n[{r, g, b}];
+  }
+  std::pair<std::array<int, 3>, int64_t> best{{0, 0, 0}, 0};
+  for (const auto& [c, k] : n)
+    if (k > best.second) best = {c, k};
+  return best;
+}
+
+int64_t pixels_near(const Rgb& p, const std::array<int, 3>& c, int tolerance) {
+  int64_t n = 0;
+  for (std::size_t i = 0; i + 2 < p.px.size(); i += 3)
+    n += std::abs(p.px[i] - c[0]) <= tolerance && std::abs(p.px[i + 1] - c[1]) <= tolerance &&
+         std::abs(p.px[i + 2] - c[2]) <= tolerance;
+  return n;
+}
+
+}  // namespace
+
+// The page for people, in Debian's headless Chromium: a user's path (choose the model, set the file, press
+// Segment) ends with the job done and its overlay picture on screen, seen in the screenshot's pixels.
+TEST(ServeCli, ThePageUploadsWatchesAndShowsTheOverlay) {
+  const std::string chromium = "/usr/bin/chromium-headless-shell";
+  if (!fs::exists(chromium)) GTEST_SKIP() << "no " << chromium << " (scripts/install_deps.sh installs it)";
+  test::TempDir d("servepage");
+  test::TinyModelSpec one;
+  one.labels = {"background", "a", "b"};
+  auto net = test::tiny_network(one, 17);
+  const std::string model = d / ("results/" + std::string(kModel1Name));
+  test::write_model_folder(model, one, net, {"0"});
+  const std::string image = d / "page_0000.nii.gz";
+  io::write_image(image, test::wavy_image({20, 40, 44}, 2));
+
+  test::PausedCli server =
+      test::start_cli_until("medseg_serve", {"-m", model, "--port", "0", "--threads", "1"}, "listening on");
+  ASSERT_TRUE(server.paused) << server.output;
+  const std::string shot = d / "page.png", overlay = d / "overlay.png";
+  const auto r = test::run_cli(python(), test::source_path("scripts/check_serve_page.py") +
+                                             " --url http://127.0.0.1:" + std::to_string(port_of(server.output)) +
+                                             " --model " + kModel1Name + " --image " + image + " --chromium " +
+                                             chromium + " --screenshot " + shot + " --overlay " + overlay);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(test::signal_and_wait(server, SIGTERM), 0) << server.output;
+
+  // The overlay's main label colour covers on screen about what it covers in the picture (the page may scale
+  // the picture down to its width: 1000 px into about 936).
+  const Rgb page = read_rgb(shot), picture = read_rgb(overlay);
+  ASSERT_GT(page.width, 0) << shot;
+  ASSERT_GT(picture.width, 0) << overlay;
+  const auto [colour, count] = main_label_colour(picture);
+  ASSERT_GT(count, 200) << "the overlay shows no label";
+  const double scale = std::min(1.0, 936.0 / picture.width);
+  EXPECT_GT(pixels_near(page, colour, 40), static_cast<int64_t>(0.5 * count * scale * scale))
+      << "the screenshot does not show the overlay's label colour (" << colour[0] << "," << colour[1] << ","
+      << colour[2] << ")";
+}
+
+// The contract check: schemathesis (scripts/check_serve_contract.sh, from its venv: MEDSEG_SERVE_PYTHON, set by
+// scripts/test.sh) generates requests from the served OpenAPI document and checks every answer against it.
+TEST(ServeCli, EveryAnswerMatchesTheServedOpenApiDocument) {
+  if (!std::getenv("MEDSEG_SERVE_PYTHON")) GTEST_SKIP() << "MEDSEG_SERVE_PYTHON unset (scripts/test.sh sets it)";
+  test::TempDir d("servecontract");
+  test::TinyModelSpec one;
+  one.labels = {"background", "a", "b"};
+  auto net = test::tiny_network(one, 17);
+  const std::string model = d / ("results/" + std::string(kModel1Name));
+  test::write_model_folder(model, one, net, {"0"});
+  const std::string token = "contract-token-0123456789abcdef";
+  const std::string token_file = d / "token";
+  std::ofstream(token_file) << token << "\n";
+  fs::permissions(token_file, fs::perms::owner_read | fs::perms::owner_write);
+  test::PausedCli server = test::start_cli_until(
+      "medseg_serve", {"-m", model, "--port", "0", "--threads", "1", "--token_file", token_file}, "listening on");
+  ASSERT_TRUE(server.paused) << server.output;
+  const auto r = test::run_cli("/bin/bash", test::source_path("scripts/check_serve_contract.sh") +
+                                                " http://127.0.0.1:" + std::to_string(port_of(server.output)) + " " +
+                                                token + " 20");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(test::signal_and_wait(server, SIGTERM), 0) << server.output;
 }
