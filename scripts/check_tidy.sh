@@ -29,6 +29,8 @@ if [[ $all == 1 ]]; then
 else
   mapfile -t files < <(ls lib/{core,io,fingerprint,planning,preprocessing,evaluation,postprocessing,selection,visualization}/*.cpp |
     grep -v -e '_itk\.cpp$' -e '/core/torch_')
+  # lib/serve includes no torch header either; it is built only where cpp-httplib is found.
+  if grep -qF "\"file\": \"$root/lib/serve/" "$build/compile_commands.json"; then files+=(lib/serve/*.cpp); fi
 fi
 log=$(mktemp "${TMPDIR:-/tmp}/medseg-tidy.XXXXXX")
 trap 'rm -f "$log"' EXIT
