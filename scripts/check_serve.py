@@ -164,6 +164,8 @@ def phase_predictions(args):
     r = submit(args, args.model2, args.image2)
     if check(r.status_code == 202, f"multipart submit: {r.status_code} {r.text[:200]}"):
         expect_result(args, r.json()["id"], args.expect2, "two-channel multipart job")
+    if args.dicom_zip:
+        phase_dicom(args)
     # Concurrent clients, both models: every result is still medseg_predict's.
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         subs = [(pool.submit(submit_retrying, args, args.model1, args.image1), args.expect1) for _ in range(3)]
@@ -172,6 +174,36 @@ def phase_predictions(args):
     for k, (r, e) in enumerate(ids):
         if check(r.status_code == 202, f"concurrent submit {k}: {r.status_code} {r.text[:200]}"):
             expect_result(args, r.json()["id"], e, f"concurrent job {k}")
+
+
+def phase_dicom(args):
+    """A zip of a DICOM series: a DICOM SEG by default, the NIfTI and an RTSTRUCT on asking."""
+    with open(args.dicom_zip, "rb") as f:
+        r = requests.post(url_of(args, jobs_path(args.model1)), data=f.read())
+    if not check(r.status_code == 202, f"DICOM zip submit: {r.status_code} {r.text[:200]}"):
+        return
+    job = r.json()["id"]
+    j = wait_state(args, job, {"done", "failed", "cancelled"})
+    if not check(j["state"] == "done", f"DICOM zip job ended {j}"):
+        return
+    seg = requests.get(url_of(args, f"/v1/jobs/{job}/result"))
+    check(seg.status_code == 200 and seg.headers.get("Content-Type") == "application/dicom"
+          and seg.content[128:132] == b"DICM", f"the DICOM job's default result is no DICOM object: {seg.status_code}")
+    check(seg.headers.get("Content-Disposition", "").endswith(f'filename="{job}.dcm"'),
+          f"the SEG's download name: {seg.headers.get('Content-Disposition')}")
+    nifti = requests.get(url_of(args, f"/v1/jobs/{job}/result"), params={"format": "nifti"})
+    with open(args.expect_dicom_nifti, "rb") as f:
+        check(nifti.status_code == 200 and nifti.content == f.read(),
+              "the DICOM job's NIfTI differs from medseg_predict --output_format nifti's")
+    rt = requests.get(url_of(args, f"/v1/jobs/{job}/result"), params={"format": "rtstruct"})
+    check(rt.status_code == 200 and rt.content[128:132] == b"DICM", f"no RTSTRUCT: {rt.status_code}")
+    one_line_error(requests.get(url_of(args, f"/v1/jobs/{job}/result"), params={"format": "png"}), 400,
+                   "an unknown result format")
+    image = submit(args, args.model1, args.image1)
+    if check(image.status_code == 202, "image submit"):
+        wait_state(args, image.json()["id"], {"done", "failed"})
+        one_line_error(requests.get(url_of(args, f"/v1/jobs/{image.json()['id']}/result"),
+                                    params={"format": "dicom_seg"}), 409, "a DICOM SEG of an image's job")
 
 
 def phase_queue_and_cancel(args):
@@ -309,6 +341,8 @@ def main():
     ap.add_argument("--expect1")
     ap.add_argument("--expect2")
     ap.add_argument("--slow")
+    ap.add_argument("--dicom_zip")
+    ap.add_argument("--expect_dicom_nifti")
     ap.add_argument("--scratch")
     ap.add_argument("--token")
     ap.add_argument("--ttl", type=float, default=1.0)

@@ -1,5 +1,6 @@
 #include "api/segmenter.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.h"
@@ -131,8 +132,9 @@ std::vector<std::string> Segmenter::segment_files(const std::vector<std::string>
   ro.postprocessing = impl_->postprocessing;
   ro.output_format = options.output_format;
   ro.series_uid = options.series_uid;
+  ro.every_format = options.every_format;
   inference::check_output_format(ro.output_format);
-  if (inference::dicom_output(cases[0], ro) != inference::DicomOutput::None)
+  if (inference::dicom_output(cases[0], ro) != inference::DicomOutput::None || ro.every_format)
     ro.dicom_seg = inference::dicom_seg_info(p.model(), p.labels(), sharing::medseg_version());
   std::filesystem::create_directories(output_folder);
 
@@ -140,8 +142,14 @@ std::vector<std::string> Segmenter::segment_files(const std::vector<std::string>
   const inference::RunSummary s = inference::predict_cases(p, cases, ro);
   if (reports.cancelled()) throw Cancelled("prediction cancelled");
   if (!s.failed.empty()) throw Error(s.failed.front().second);
-  return inference::output_files(output_folder, cases[0].id, inference::segmentation_ending(cases[0], ro), false,
-                                 ro.overlays);
+  std::vector<std::string> files = inference::output_files(
+      output_folder, cases[0].id, inference::segmentation_ending(cases[0], ro), false, ro.overlays);
+  if (ro.every_format)
+    for (const std::string& ending : {ro.file_ending, std::string(".dcm"), std::string("_rtstruct.dcm")}) {
+      const std::string f = (std::filesystem::path(output_folder) / (cases[0].id + ending)).string();
+      if (std::filesystem::exists(f) && std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
+    }
+  return files;
 }
 
 }  // namespace medseg::api

@@ -65,6 +65,7 @@ struct FileOptions {
   std::string output_format = "auto";  // medseg_predict's --output_format: auto, nifti, dicom_seg, rtstruct
   std::string series_uid;              // --series_uid: of a folder holding several DICOM series, the one to read
   bool overlays = false;               // also overlays/CASE.png (--overlays)
+  bool every_format = false;           // a DICOM series' case also in the other formats (file_ending, SEG, RTSTRUCT)
   Progress progress;                   // empty: no reports
 };
 

@@ -193,12 +193,14 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
       std::vector<float> probs;
       std::vector<float>* wanted = eo.save_probabilities ? &probs : nullptr;
       const DicomOutput dicom = dicom_output(c, o);
+      const bool every = o.every_format && !c.images.empty() && io::is_dicom_folder(c.images[0]);
       ExportOptions ceo = eo;
-      ceo.write_segmentation = dicom == DicomOutput::None;
+      ceo.write_segmentation = dicom == DicomOutput::None || every;
       const Volume seg = write_prediction(predictor.segmentation(std::move(p.prediction), p.props, eo, wanted), wanted,
                                           predictor.labels(), ceo, base, o.file_ending);
-      if (dicom == DicomOutput::Seg) io::write_dicom_seg(base + ".dcm", seg, c.images[0], o.series_uid, o.dicom_seg);
-      if (dicom == DicomOutput::RtStruct)
+      if (dicom == DicomOutput::Seg || every)
+        io::write_dicom_seg(base + ".dcm", seg, c.images[0], o.series_uid, o.dicom_seg);
+      if (dicom == DicomOutput::RtStruct || every)
         io::write_dicom_rtstruct(base + "_rtstruct.dcm", seg, c.images[0], o.series_uid, o.dicom_seg);
       if (o.overlays)
         write_prediction_overlay(cases[p.index].images.at(0), seg, predictor.model().dataset, o.output_folder,

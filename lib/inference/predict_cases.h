@@ -39,6 +39,9 @@ struct RunOptions {
   // --series_uid: of a case folder holding several DICOM series, the one to read and reference ("": the
   // folder's only series).
   std::string series_uid;
+  // A DICOM series' case is also written in the formats output_format did not choose: file_ending, DICOM SEG and
+  // RTSTRUCT side by side (medseg_serve, which lets a client pick the format when it fetches the result).
+  bool every_format = false;
   io::DicomSegInfo dicom_seg;
 };
 

@@ -118,12 +118,15 @@ void JobStore::end(Job& j, JobState s) {
   cv_.notify_all();
 }
 
-void JobStore::done(const std::string& id, const std::string& result_file, const std::string& overlay_file) {
+void JobStore::done(const std::string& id, const std::string& result_file,
+                    const std::map<std::string, std::string>& results, const std::string& overlay_file) {
   std::lock_guard<std::mutex> l(m_);
   Job& j = find(id);
   j.result_file = result_file;
+  j.results = results;
   j.overlay_file = overlay_file;
-  j.result_bytes = file_bytes(result_file) + file_bytes(overlay_file);
+  j.result_bytes = file_bytes(overlay_file);
+  for (const auto& [format, file] : results) j.result_bytes += file_bytes(file);
   scratch_ += j.result_bytes;
   j.progress = 1;
   end(j, JobState::Done);
@@ -161,6 +164,7 @@ JobView JobStore::view_of(const std::string& id, const Job& j) const {
   v.progress = j.progress;
   v.error = j.error;
   v.result_file = j.result_file;
+  v.results = j.results;
   v.overlay_file = j.overlay_file;
   if (j.started != Clock::time_point{})
     v.seconds = std::chrono::duration<double>((ended(j.state) ? j.ended : Clock::now()) - j.started).count();

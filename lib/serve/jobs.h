@@ -35,10 +35,11 @@ struct JobView {
   std::string id, model;
   JobState state = JobState::Queued;
   double progress = 0;
-  std::string error;         // one line, Failed only
-  std::string result_file;   // Done: the segmentation
-  std::string overlay_file;  // Done: its overlay picture ("" when none was drawn)
-  double seconds = 0;        // time running (so far)
+  std::string error;                           // one line, Failed only
+  std::string result_file;                     // Done: the segmentation in the format asked at submission
+  std::map<std::string, std::string> results;  // Done: every format written ("nifti", "dicom_seg", "rtstruct") -> file
+  std::string overlay_file;                    // Done: its overlay picture ("" when none was drawn)
+  double seconds = 0;                          // time running (so far)
 };
 
 // Refusals a handler turns into an HTTP status.
@@ -87,7 +88,9 @@ class JobStore {
   std::optional<std::pair<std::string, JobInput>> next();
   // Records progress; false when the job was asked to stop (DELETE): the worker cancels it.
   bool progress(const std::string& id, double fraction);
-  void done(const std::string& id, const std::string& result_file, const std::string& overlay_file);
+  // `results`: format -> file; `result_file` (one of them) is the one asked at submission.
+  void done(const std::string& id, const std::string& result_file, const std::map<std::string, std::string>& results,
+            const std::string& overlay_file);
   void failed(const std::string& id, const std::string& error);
   void cancelled(const std::string& id);
 
@@ -119,6 +122,7 @@ class JobStore {
     double progress = 0;
     bool stop = false;
     std::string error, result_file, overlay_file;
+    std::map<std::string, std::string> results;
     Clock::time_point started, ended;
     std::optional<Clock::time_point> fetched;
     int64_t result_bytes = 0;

@@ -103,7 +103,18 @@ void add_job_routes(httplib::Server& s, RouteContext& c) {
   });
   s.Get(job + "/result", [&c](const httplib::Request& req, httplib::Response& res) {
     guarded(res, [&] {
-      const JobView v = c.store.fetch(req.matches[1]);
+      JobView v = c.store.fetch(req.matches[1]);
+      const std::string format = req.has_param("format") ? req.get_param_value("format") : "auto";
+      if (format != "auto" && format != "nifti" && format != "dicom_seg" && format != "rtstruct")
+        return json_error(res, 400, "format '" + format.substr(0, 50) + "': use auto, nifti, dicom_seg or rtstruct");
+      if (format != "auto") {
+        const auto it = v.results.find(format);
+        if (it == v.results.end())
+          return json_error(
+              res, 409,
+              "job '" + v.id + "' has no " + format + " result: DICOM objects are made for a DICOM series' job only");
+        v.result_file = it->second;
+      }
       send_file(res, v.result_file, result_type(v.result_file), result_name(v));
     });
   });

@@ -36,6 +36,20 @@ std::string find_ending(const std::string& dir, const std::string& ending) {
   return "";
 }
 
+// The segmentation files by format: "_rtstruct.dcm" is an RT Structure Set, ".dcm" a DICOM SEG, the rest the
+// model's file_ending ("nifti"); the overlay picture is not among them.
+std::map<std::string, std::string> formats_of(const std::vector<std::string>& files) {
+  std::map<std::string, std::string> m;
+  const auto ends = [](const std::string& f, const std::string& e) {
+    return f.size() >= e.size() && f.compare(f.size() - e.size(), e.size(), e) == 0;
+  };
+  for (const std::string& f : files) {
+    if (fs::path(f).parent_path().filename() == "overlays") continue;
+    m[ends(f, "_rtstruct.dcm") ? "rtstruct" : ends(f, ".dcm") ? "dicom_seg" : "nifti"] = f;
+  }
+  return m;
+}
+
 // The error line a client sees: the first line, without the server's scratch paths (a client never learns
 // the server's file system); the uploaded file keeps its name (case_0000.nii.gz).
 std::string scrub(std::string why, const std::string& folder) {
@@ -74,6 +88,7 @@ void Workers::run(Loaded& w) {
     const JobInput& in = job->second;
     api::FileOptions fo;
     fo.output_format = in.output_format;
+    fo.every_format = true;  // a DICOM series' job: the client picks NIfTI, SEG or RTSTRUCT when fetching
     fo.overlays = visualization::overlays_available();  // the page shows it; a build without cairo has none
     fo.progress = [&](double f) { return store_.progress(id, f); };
     const std::string out = (fs::path(in.folder) / "output").string();
@@ -81,7 +96,7 @@ void Workers::run(Loaded& w) {
       const std::vector<std::string> files = w.models.at(in.model)->segment_files(in.files, out, fo);
       std::error_code ec;
       fs::remove_all(fs::path(in.folder) / "input", ec);  // the upload is no longer needed
-      store_.done(id, files.front(), find_ending((fs::path(out) / "overlays").string(), ".png"));
+      store_.done(id, files.front(), formats_of(files), find_ending((fs::path(out) / "overlays").string(), ".png"));
     } catch (const Cancelled&) { store_.cancelled(id); } catch (const std::exception& e) {
       const std::string why = scrub(e.what(), in.folder);
       spdlog::warn("job {} failed: {}", id, why);

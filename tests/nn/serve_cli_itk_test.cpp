@@ -17,6 +17,7 @@
 #include <fstream>
 #include <regex>
 
+#include "dicom_test_util.h"
 #include "inference_test_util.h"
 #include "io/image_io.h"
 #include "support/test_support.h"
@@ -28,19 +29,25 @@ namespace {
 
 const char* kModel1Name = "Dataset901_One/nnUNetTrainer__nnUNetPlans__3d_fullres";
 
+// The one-channel model (labels background, a, b; seed 17) in d/results/<kModel1Name>.
+std::string one_channel_model(const test::TempDir& d) {
+  test::TinyModelSpec one;
+  one.labels = {"background", "a", "b"};
+  auto net = test::tiny_network(one, 17);
+  const std::string folder = d / ("results/" + std::string(kModel1Name));
+  test::write_model_folder(folder, one, net, {"0"});
+  return folder;
+}
+
 struct ServeFixture {
-  std::string model1, model2, image1, slow, expect1, expect2;
+  std::string model1, model2, image1, slow, expect1, expect2, dicom_zip, expect_dicom;
   std::vector<std::string> image2;
 };
 
 // Two model folders (one and two channels), their inputs, and medseg_predict's outputs for them.
 ServeFixture make_fixture(const test::TempDir& d) {
   ServeFixture f;
-  test::TinyModelSpec one;
-  one.labels = {"background", "a", "b"};
-  auto net1 = test::tiny_network(one, 17);
-  f.model1 = d / ("results/" + std::string(kModel1Name));
-  test::write_model_folder(f.model1, one, net1, {"0"});
+  f.model1 = one_channel_model(d);
   test::TinyModelSpec two;
   two.channels = 2;
   auto net2 = test::tiny_network(two, 23);
@@ -63,6 +70,17 @@ ServeFixture make_fixture(const test::TempDir& d) {
                                  "-i " + in + " -o " + out + " -m " + model + " --threads 1 --disable_progress_bar");
     EXPECT_EQ(r.exit_code, 0) << r.output;
   }
+  // A DICOM series, zipped by Python's zipfile, and medseg_predict's NIfTI of it.
+  test::write_dicom_series(d / "ct", test::ct_series());
+  f.dicom_zip = d / "ct.zip";
+  const auto z = test::run_cli("/usr/bin/python3",
+                               "-c 'import shutil, sys; shutil.make_archive(sys.argv[1], \"zip\", sys.argv[2])' " +
+                                   (d / "ct") + " " + (d / "ct"));
+  EXPECT_EQ(z.exit_code, 0) << z.output;
+  const auto p = test::run_cli("medseg_predict", "-i " + f.dicom_zip + " -o " + (d / "outdcm") + " -m " + f.model1 +
+                                                     " --threads 1 --output_format nifti --disable_progress_bar");
+  EXPECT_EQ(p.exit_code, 0) << p.output;
+  f.expect_dicom = d / "outdcm/ct.nii.gz";
   f.expect1 = d / "out1/case.nii.gz";
   f.expect2 = d / "out2/case.nii.gz";
   return f;
@@ -127,9 +145,10 @@ TEST(ServeCli, AClientGetsMedsegPredictsSegmentationsAndEveryErrorAsOneJsonLine)
 
   const std::string url = "--url http://127.0.0.1:" + std::to_string(port);
   std::string image2 = f.image2[0] + " " + f.image2[1];
-  const auto r = client(url + " --phase main --model1 " + kModel1Name + " --model2 two --image1 " + f.image1 +
-                        " --image2 " + image2 + " --expect1 " + f.expect1 + " --expect2 " + f.expect2 + " --slow " +
-                        f.slow + " --scratch " + scratch);
+  const auto r =
+      client(url + " --phase main --model1 " + kModel1Name + " --model2 two --image1 " + f.image1 + " --image2 " +
+             image2 + " --expect1 " + f.expect1 + " --expect2 " + f.expect2 + " --slow " + f.slow + " --scratch " +
+             scratch + " --dicom_zip " + f.dicom_zip + " --expect_dicom_nifti " + f.expect_dicom);
   EXPECT_EQ(r.exit_code, 0) << r.output;
 
   // SIGTERM with a job running: it is cancelled after --stop_grace_s, the server exits 0 and leaves nothing.
@@ -144,11 +163,7 @@ TEST(ServeCli, AClientGetsMedsegPredictsSegmentationsAndEveryErrorAsOneJsonLine)
 
 TEST(ServeCli, ATokenGuardsEveryRequestAndOnlyLoopbackIsServedWithoutOne) {
   test::TempDir d("servetok");
-  test::TinyModelSpec one;
-  one.labels = {"background", "a", "b"};
-  auto net = test::tiny_network(one, 17);
-  const std::string model = d / ("results/" + std::string(kModel1Name));
-  test::write_model_folder(model, one, net, {"0"});
+  const std::string model = one_channel_model(d);
 
   const auto open = test::run_cli("medseg_serve", "-m " + model + " --host 0.0.0.0 --port 0");
   EXPECT_NE(open.exit_code, 0);
@@ -223,11 +238,7 @@ TEST(ServeCli, ThePageUploadsWatchesAndShowsTheOverlay) {
   const std::string chromium = "/usr/bin/chromium-headless-shell";
   if (!fs::exists(chromium)) GTEST_SKIP() << "no " << chromium << " (scripts/install_deps.sh installs it)";
   test::TempDir d("servepage");
-  test::TinyModelSpec one;
-  one.labels = {"background", "a", "b"};
-  auto net = test::tiny_network(one, 17);
-  const std::string model = d / ("results/" + std::string(kModel1Name));
-  test::write_model_folder(model, one, net, {"0"});
+  const std::string model = one_channel_model(d);
   const std::string image = d / "page_0000.nii.gz";
   io::write_image(image, test::wavy_image({20, 40, 44}, 2));
 
@@ -260,11 +271,7 @@ TEST(ServeCli, ThePageUploadsWatchesAndShowsTheOverlay) {
 TEST(ServeCli, EveryAnswerMatchesTheServedOpenApiDocument) {
   if (!std::getenv("MEDSEG_SERVE_PYTHON")) GTEST_SKIP() << "MEDSEG_SERVE_PYTHON unset (scripts/test.sh sets it)";
   test::TempDir d("servecontract");
-  test::TinyModelSpec one;
-  one.labels = {"background", "a", "b"};
-  auto net = test::tiny_network(one, 17);
-  const std::string model = d / ("results/" + std::string(kModel1Name));
-  test::write_model_folder(model, one, net, {"0"});
+  const std::string model = one_channel_model(d);
   const std::string token = "contract-token-0123456789abcdef";
   const std::string token_file = d / "token";
   std::ofstream(token_file) << token << "\n";

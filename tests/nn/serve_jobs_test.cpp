@@ -63,7 +63,7 @@ TEST(ServeJobs, TheScratchBoundCountsUploadsAndResults) {
   auto job = s.next();
   const std::string result = d / "a/result.bin";
   std::ofstream(result) << std::string(30, 'x');
-  s.done(a, result, "");
+  s.done(a, result, {{"nifti", result}}, "");
   EXPECT_EQ(s.counts().scratch_bytes, 30);  // the upload's 60 went with the run; the result's 30 stay
   EXPECT_NO_THROW(s.reserve(70));
 }
@@ -94,7 +94,7 @@ TEST(ServeJobs, AResultStaysUntilFetchedPlusItsTimeToLive) {
   const auto t0 = JobStore::Clock::now();
   for (const std::string& id : {fetched, unfetched}) {
     s.next();
-    s.done(id, d / (id == fetched ? "f/r" : "u/r"), "");
+    s.done(id, d / (id == fetched ? "f/r" : "u/r"), {}, "");
   }
   s.next();
   s.failed(failed, "bad input");
@@ -231,8 +231,7 @@ TEST(ServeConnections, ThePoolGrowsToItsBoundAndRunsEveryConnection) {
     for (int i = 0; i < 12; ++i)
       pool.enqueue([&] {
         const int now = ++running;
-        for (int m = most; now > m && !most.compare_exchange_weak(m, now);) {
-        }
+        for (int m = most; now > m && !most.compare_exchange_weak(m, now);) {}
         while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         --running;
         ++ran;
