@@ -165,7 +165,8 @@ TEST(Layering, ArchitectureDocumentMatchesTheDeclarations) {
 
 TEST(Layering, DeclarationsAreRead) {
   // Hand-checked against lib/api/stage.cmake and lib/io/stage.cmake.
-  EXPECT_EQ(allowed().at("api"), (std::set<std::string>{"core", "io", "postprocessing", "inference", "training", "sharing"}));
+  EXPECT_EQ(allowed().at("api"),
+            (std::set<std::string>{"core", "io", "postprocessing", "inference", "training", "sharing"}));
   EXPECT_EQ(allowed().at("io"), (std::set<std::string>{"core"}));
   EXPECT_TRUE(allowed().at("core").empty());
 }
