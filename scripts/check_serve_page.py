@@ -33,7 +33,7 @@ class DevTools:
             os.dup2(out_w, 4)
 
         self.proc = subprocess.Popen(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--remote-debugging-pipe",
              "--user-data-dir=" + profile, "--window-size=1000,1100", "about:blank"],
             pass_fds=tuple(sorted({3, 4, cmd_r, out_w})), preexec_fn=wire, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(cmd_r)
