@@ -1,6 +1,7 @@
 // medseg-app: itk
 // medseg_serve: segmentation as a service (docs/serve.md): trained model folders loaded once, jobs over HTTP.
 #include <pthread.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -81,6 +82,19 @@ sigset_t block_stop_signals() {
   return set;
 }
 
+// Each connection is a socket: the soft limit on open files (often 1024) is raised to the hard one, and a hard
+// limit too small for --max_connections is said at start rather than found as refused connections.
+void raise_open_file_limit(int max_connections) {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  r.rlim_cur = r.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &r);
+  const rlim_t wanted = static_cast<rlim_t>(max_connections) + 256;  // + model files, logs, uploads
+  if (r.rlim_max != RLIM_INFINITY && r.rlim_max < wanted)
+    spdlog::warn("open files are limited to {} (ulimit -n): fewer than --max_connections {} needs", r.rlim_max,
+                 max_connections);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,6 +103,7 @@ int main(int argc, char** argv) {
   declare(app, a);
   return cli::run(argc, argv, app, [&] {
     const sigset_t stop_signals = block_stop_signals();
+    raise_open_file_limit(a.o.max_connections);
     a.o.models = parse_models(a.models);
     if (!a.token_file.empty()) a.o.token = serve::read_token_file(a.token_file);
     a.o.max_upload_bytes = static_cast<int64_t>(a.max_upload_mb * 1024 * 1024);
