@@ -45,6 +45,7 @@ struct PredictArgs {
   std::string output, dataset, configuration, plans = "nnUNetPlans", trainer = "nnUNetTrainer", model_folder;
   std::string chk = "checkpoint_final", amp = "auto", probabilities_format = "medseg", slabs = "auto";
   std::string accumulators = "fp16";
+  std::vector<std::string> series_uids;
   std::string prev_stage, prev_model_opt;
   inference::PredictorOptions po;
   inference::RunOptions ro;
@@ -75,8 +76,9 @@ void declare(CLI::App& app, PredictArgs& a) {
                  "auto (a DICOM series' case as CASE.dcm, a DICOM SEG; others in file_ending), nifti (file_ending for "
                  "every case), dicom_seg, or rtstruct (CASE_rtstruct.dcm, an RT Structure Set; docs/dicom.md)")
       ->capture_default_str();
-  app.add_option("--series_uid", a.ro.series_uid,
-                 "Of a DICOM case folder holding several series, the Series Instance UID to read (docs/dicom.md)");
+  app.add_option("--series_uid", a.series_uids,
+                 "Of a DICOM case folder holding several series, the Series Instance UID to read: UID for every case, "
+                 "CASE=UID for one (repeat; docs/dicom.md)");
   app.add_flag(
       "--overlays", a.ro.overlays,
       "Also write overlays/CASE.png: axial, coronal and sagittal slices with the segmentation drawn over the image");
@@ -135,6 +137,7 @@ void check_arguments(PredictArgs& a) {
     MEDSEG_CHECK(n <= max_worker_threads(), flag, " ", n, ": more than this machine's bound of ", max_worker_threads(),
                  " (4 per core)");
   inference::parse_probabilities_format(a.probabilities_format, &a.ro.probabilities_npy, &a.ro.probabilities_npz);
+  inference::parse_series_uids(a.series_uids, a.ro);
   inference::check_step_size(a.po.step_size, "-step_size");  // once, not once per case
   inference::check_part(a.num_parts, a.part_id);
 }

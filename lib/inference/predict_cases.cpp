@@ -1,5 +1,6 @@
 #include "inference/predict_cases.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <mutex>
@@ -33,6 +34,34 @@ std::vector<std::string> output_files(const std::string& folder, const std::stri
   if (save_probabilities && npz) f.push_back(base + ".npz");
   if (overlays) f.push_back(overlay_file(folder, id));
   return f;
+}
+
+void parse_series_uids(const std::vector<std::string>& values, RunOptions& o) {
+  for (const std::string& v : values) {
+    const auto eq = v.find('=');
+    if (eq == std::string::npos) {
+      MEDSEG_CHECK(o.series_uid.empty(), "--series_uid ", v, ": a second UID for every case (the first was ",
+                   o.series_uid, "); name the case: --series_uid CASE=UID");
+      MEDSEG_CHECK(!v.empty(), "--series_uid: an empty UID");
+      o.series_uid = v;
+      continue;
+    }
+    const std::string id = v.substr(0, eq), uid = v.substr(eq + 1);
+    MEDSEG_CHECK(!id.empty() && !uid.empty(), "--series_uid ", v, ": expected CASE=UID");
+    MEDSEG_CHECK(o.case_series_uid.emplace(id, uid).second, "--series_uid names case '", id, "' twice");
+  }
+}
+
+const std::string& series_uid_of(const RunOptions& o, const std::string& id) {
+  const auto it = o.case_series_uid.find(id);
+  return it == o.case_series_uid.end() ? o.series_uid : it->second;
+}
+
+void check_series_uid_cases(const RunOptions& o, const std::vector<CaseInput>& cases) {
+  for (const auto& [id, uid] : o.case_series_uid) {
+    const bool held = std::any_of(cases.begin(), cases.end(), [&](const CaseInput& c) { return c.id == id; });
+    MEDSEG_CHECK(held, "--series_uid ", id, "=", uid, ": the input holds no case '", id, "'");
+  }
 }
 
 DicomOutput dicom_output(const CaseInput& c, const RunOptions& o) {
@@ -180,7 +209,7 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
     try {
       const CaseInput& c = cases[i];
       p.data = predictor.preprocess(
-          io::load_case({c.id, c.images, c.previous_stage}, predictor.reorients_to_ras(), o.series_uid),
+          io::load_case({c.id, c.images, c.previous_stage}, predictor.reorients_to_ras(), series_uid_of(o, c.id)),
           c.previous_stage);
     } catch (const std::exception& e) { p.error = one_line(e.what()); }
     return p;
@@ -199,9 +228,9 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
       const Volume seg = write_prediction(predictor.segmentation(std::move(p.prediction), p.props, eo, wanted), wanted,
                                           predictor.labels(), ceo, base, o.file_ending);
       if (dicom == DicomOutput::Seg || every)
-        io::write_dicom_seg(base + ".dcm", seg, c.images[0], o.series_uid, o.dicom_seg);
+        io::write_dicom_seg(base + ".dcm", seg, c.images[0], series_uid_of(o, c.id), o.dicom_seg);
       if (dicom == DicomOutput::RtStruct || every)
-        io::write_dicom_rtstruct(base + "_rtstruct.dcm", seg, c.images[0], o.series_uid, o.dicom_seg);
+        io::write_dicom_rtstruct(base + "_rtstruct.dcm", seg, c.images[0], series_uid_of(o, c.id), o.dicom_seg);
       if (o.overlays)
         write_prediction_overlay(cases[p.index].images.at(0), seg, predictor.model().dataset, o.output_folder,
                                  cases[p.index].id);

@@ -9,6 +9,7 @@
 // the others run. With the predictor's process group (sharded prediction) every rank runs this
 // with the same cases: they take rank 0's listing, predict in listing order, skip a case that failed
 // to load on any rank, and only rank 0 exports.
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,8 +38,9 @@ struct RunOptions {
   // (CASE_rtstruct.dcm) fail cases that are not series.
   std::string output_format = "auto";
   // --series_uid: of a case folder holding several DICOM series, the one to read and reference ("": the
-  // folder's only series).
+  // folder's only series); case_series_uid: per case (--series_uid CASE=UID), before series_uid.
   std::string series_uid;
+  std::map<std::string, std::string> case_series_uid;
   // A DICOM series' case is also written in the formats output_format did not choose: file_ending, DICOM SEG and
   // RTSTRUCT side by side (medseg_serve, which lets a client pick the format when it fetches the result).
   bool every_format = false;
@@ -52,6 +54,17 @@ struct RunSummary {
   double seconds = 0;
   double predict_seconds = 0;  // time in the sliding window (the device stage)
 };
+
+// --series_uid's values: "UID" (every case; at most one) or "CASE=UID" (that case), into o. Throws Error for
+// two plain UIDs, a case named twice or an empty part.
+void parse_series_uids(const std::vector<std::string>& values, RunOptions& o);
+
+// The Series Instance UID to read for case `id` ("": its folder's only series).
+const std::string& series_uid_of(const RunOptions& o, const std::string& id);
+
+// Throws Error when case_series_uid names a case that `cases` does not hold (a misspelt name would
+// otherwise read a folder's several series as an error).
+void check_series_uid_cases(const RunOptions& o, const std::vector<CaseInput>& cases);
 
 RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cases, const RunOptions& opts);
 

@@ -64,6 +64,7 @@ std::optional<RunSummary> predict_folder(ModelFolder model, const std::string& m
   ro.output_folder = run.output;
   ro.file_ending = ending;
   check_output_format(ro.output_format);
+  check_series_uid_cases(ro, all_cases);
   if (std::any_of(cases.begin(), cases.end(),
                   [&](const CaseInput& c) { return dicom_output(c, ro) != DicomOutput::None; }))
     ro.dicom_seg = dicom_seg_info(predictor.model(), predictor.labels(), ro.dicom_seg.version);

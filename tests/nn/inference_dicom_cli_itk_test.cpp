@@ -117,7 +117,7 @@ TEST(DicomPredict, ABadSeriesFailsItsCaseByNameAndTheOthersRun) {
 }
 
 // A case folder holding two series fails naming both; --series_uid picks one, which then predicts (and is
-// referenced by the SEG) as that series alone.
+// referenced by the SEG) as that series alone; --series_uid CASE=UID picks per case.
 TEST(DicomPredict, SeriesUidPicksOneOfSeveralSeries) {
   test::TempDir d("dcmp");
   const std::string model = test::dicom_tiny_model(d);
@@ -142,6 +142,22 @@ TEST(DicomPredict, SeriesUidPicksOneOfSeveralSeries) {
   r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out3 --series_uid " + b.series_uid + common);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(d / "out3/two.dcm")) << r.output;
+
+  // Per case: CASE=UID picks each folder's own series; a case the input does not hold is refused by name.
+  test::write_dicom_series(d / "in/three", a, "a");
+  test::write_dicom_series(d / "in/three", b, "b");
+  test::write_dicom_series(d / "alone_a/three", a);
+  r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out4 --output_format nifti --series_uid two=" +
+                                          b.series_uid + " --series_uid three=" + a.series_uid + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_cli("medseg_predict", "-i " + d / "alone_a" + " -o " + d / "out5 --output_format nifti" + common);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_same_prediction(d / "out4/two.nii.gz", d / "out2/two.nii.gz");
+  expect_same_prediction(d / "out4/three.nii.gz", d / "out5/three.nii.gz");
+  r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out6 --series_uid tow=" + b.series_uid + common);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("the input holds no case 'tow'"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d / "out6")) << "nothing is written before the refusal";
 }
 
 // A case folder as one .zip, written by Python's zipfile (another writer than libzip, which medseg reads
