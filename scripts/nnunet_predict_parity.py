@@ -26,6 +26,7 @@ Fails when a probability differs by more than --tol (1e-4; --exact_nnunet) or --
 defaults), naming the kind, the mode, the case and the voxel, or when a label differs where nnU-Net's
 top-two probability margin exceeds 1e-3.
 """
+import atexit
 import argparse
 import json
 import os
@@ -55,6 +56,8 @@ def parse_args():
 
 ARGS = parse_args()
 WORK = ARGS.keep or tempfile.mkdtemp(prefix="medseg-nnunet-parity.")
+if not ARGS.keep:  # a work folder of its own: gone when the check ends, however it ends
+    atexit.register(shutil.rmtree, WORK, True)
 os.makedirs(WORK, exist_ok=True)
 for v in ("raw", "preprocessed", "results"):
     os.makedirs(os.path.join(WORK, v), exist_ok=True)
