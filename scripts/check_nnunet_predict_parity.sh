@@ -15,4 +15,8 @@ if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then build=$1; shift; fi
 py=$(bash "$root/scripts/nnunet_reference.sh")
 # One thread each way: nnU-Net's and medseg's network then run the same kernels in the same order.
 export OMP_NUM_THREADS=1 nnUNet_def_n_proc=1
-exec timeout 1200 "$py" "$root/scripts/nnunet_predict_parity.py" --bin "$build/bin" --threads 1 "$@"
+# Everything the check and its worker processes put in the temp folder (nnU-Net's spawned workers re-run the
+# script's top level and make folders of their own) goes into one folder removed at the end.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/medseg-parity-run.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+TMPDIR=$scratch timeout 1200 "$py" "$root/scripts/nnunet_predict_parity.py" --bin "$build/bin" --threads 1 "$@"
