@@ -19,6 +19,10 @@ using json = nlohmann::json;
 
 namespace medseg::serve {
 
+bool known_format(const std::string& format) {
+  return format == "auto" || format == "nifti" || format == "dicom_seg" || format == "rtstruct";
+}
+
 void json_error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
   std::string line = message.substr(0, message.find('\n'));
@@ -105,7 +109,7 @@ void add_job_routes(httplib::Server& s, RouteContext& c) {
     guarded(res, [&] {
       JobView v = c.store.fetch(req.matches[1]);
       const std::string format = req.has_param("format") ? req.get_param_value("format") : "auto";
-      if (format != "auto" && format != "nifti" && format != "dicom_seg" && format != "rtstruct")
+      if (!known_format(format))
         return json_error(res, 400, "format '" + format.substr(0, 50) + "': use auto, nifti, dicom_seg or rtstruct");
       if (format != "auto") {
         const auto it = v.results.find(format);

@@ -26,6 +26,10 @@ void add_routes(httplib::Server& server, RouteContext& c);
 // The methods `path` takes ("GET", "GET, DELETE", ...), or "" when no route has it.
 std::string allowed_methods(const std::string& path);
 
+// Whether `format` is one of a job's result formats: auto, nifti, dicom_seg, rtstruct (medseg_predict's
+// --output_format words), as POST .../jobs and GET .../result take them.
+bool known_format(const std::string& format);
+
 // {"error": "..."} with the status.
 void json_error(httplib::Response& res, int status, const std::string& message);
 

@@ -63,7 +63,7 @@ Refusal check_request(const httplib::Request& req, const RouteContext& c, const 
   if (c.stopping) return {503, "the server is stopping and takes no new jobs", 0};
   if (!c.models.count(model)) return {404, "no model '" + model.substr(0, 200) + "' (GET /v1/models lists them)", 0};
   const std::string format = req.has_param("format") ? req.get_param_value("format") : "auto";
-  if (format != "auto" && format != "nifti" && format != "dicom_seg" && format != "rtstruct")
+  if (!known_format(format))
     return {400, "format '" + format.substr(0, 50) + "': use auto, nifti, dicom_seg or rtstruct", 0};
   *declared = -1;
   if (req.has_header("Content-Length")) {

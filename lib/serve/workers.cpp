@@ -25,17 +25,6 @@ api::SegmenterOptions segmenter_options(const ServeOptions& o) {
   return so;  // threads: the process's torch setting, made once by the program
 }
 
-// The first file of `dir` whose name ends in `ending`, or "".
-std::string find_ending(const std::string& dir, const std::string& ending) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.size() > ending.size() && n.compare(n.size() - ending.size(), ending.size(), ending) == 0)
-      return e.path().string();
-  }
-  return "";
-}
-
 // The segmentation files by format: "_rtstruct.dcm" is an RT Structure Set, ".dcm" a DICOM SEG, the rest the
 // model's file_ending ("nifti"); the overlay picture is not among them.
 std::map<std::string, std::string> formats_of(const std::vector<std::string>& files) {
@@ -48,6 +37,13 @@ std::map<std::string, std::string> formats_of(const std::vector<std::string>& fi
     m[ends(f, "_rtstruct.dcm") ? "rtstruct" : ends(f, ".dcm") ? "dicom_seg" : "nifti"] = f;
   }
   return m;
+}
+
+// The overlay picture among the files segment_files wrote ("" when none was drawn).
+std::string overlay_of(const std::vector<std::string>& files) {
+  for (const std::string& f : files)
+    if (fs::path(f).parent_path().filename() == "overlays") return f;
+  return "";
 }
 
 // The error line a client sees: the first line, without the server's scratch paths (a client never learns
@@ -96,7 +92,7 @@ void Workers::run(Loaded& w) {
       const std::vector<std::string> files = w.models.at(in.model)->segment_files(in.files, out, fo);
       std::error_code ec;
       fs::remove_all(fs::path(in.folder) / "input", ec);  // the upload is no longer needed
-      store_.done(id, files.front(), formats_of(files), find_ending((fs::path(out) / "overlays").string(), ".png"));
+      store_.done(id, files.front(), formats_of(files), overlay_of(files));
     } catch (const Cancelled&) { store_.cancelled(id); } catch (const std::exception& e) {
       const std::string why = scrub(e.what(), in.folder);
       spdlog::warn("job {} failed: {}", id, why);
