@@ -58,7 +58,7 @@ std::string scrub(std::string why, const std::string& folder) {
 
 }  // namespace
 
-Workers::Workers(const ServeOptions& o, JobStore& store) : o_(o), store_(store) {
+Workers::Workers(const ServeOptions& o, JobStore& store) : store_(store) {
   // Loaded on this thread, one set per worker: a Segmenter runs one case at a time.
   for (int w = 0; w < o.workers; ++w) {
     auto l = std::make_unique<Loaded>();

@@ -31,7 +31,6 @@ class Workers {
   struct Loaded;
   void run(Loaded& w);
 
-  const ServeOptions& o_;
   JobStore& store_;
   std::vector<std::unique_ptr<Loaded>> loaded_;
   std::vector<std::thread> threads_;
