@@ -46,25 +46,18 @@ void add_file(std::map<std::string, Scanned>& cases, const fs::path& p, const st
     cases[stem].plain.push_back(p.string());
 }
 
-// A DICOM case (docs/dicom.md): a folder that holds one series is channel 0 of a case named after the
-// folder; a folder whose subfolders 0000, 0001, ... hold series is a case of those channels. False when
-// `dir` is neither.
+// A DICOM case (io::dicom_case_channels): a series folder, or a folder of channel series folders, is the
+// case named after the folder. False when `dir` is neither.
 bool add_dicom_case(std::map<std::string, Scanned>& cases, const fs::path& dir) {
-  const std::string id = dir.filename().string();
-  if (io::is_dicom_folder(dir.string())) {
-    cases[id].plain.push_back(dir.string());
+  const std::map<int, std::string> channels = io::dicom_case_channels(dir.string());
+  if (channels.empty()) return false;
+  Scanned& s = cases[dir.filename().string()];
+  if (channels.size() == 1 && channels.begin()->second == dir.string()) {
+    s.plain.push_back(dir.string());
     return true;
   }
-  static const std::regex channel("^\\d{4}$");
-  bool any = false;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_directory() && std::regex_match(name, channel) && io::is_dicom_folder(e.path().string())) {
-      cases[id].channels[std::stoi(name)].push_back(e.path().string());
-      any = true;
-    }
-  }
-  return any;
+  for (const auto& [k, folder] : channels) s.channels[k].push_back(folder);
+  return true;
 }
 
 // A DICOM case's inputs are its series' files too: no output may overwrite one (-o inside a series folder).

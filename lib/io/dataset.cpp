@@ -202,7 +202,8 @@ std::vector<CaseFiles> collect(const std::map<std::string, std::map<int, std::st
   for (const auto& [id, chans] : scanned) {
     check_path_component(id, "case id", chans.begin()->second);
     CaseFiles c{id, {}, ""};
-    if (multi_channel_ending(ending) && image_io_available()) {
+    const bool dicom = fs::is_directory(chans.begin()->second);  // a DICOM case folder (image_folder.h)
+    if (!dicom && multi_channel_ending(ending) && image_io_available()) {
       c.images = files_holding_channels(id, chans, folder, ending, n, "dataset.json declares");
       out.push_back(std::move(c));
       continue;
@@ -210,7 +211,8 @@ std::vector<CaseFiles> collect(const std::map<std::string, std::map<int, std::st
     for (int k = 0; k < n; ++k) {
       auto it = chans.find(k);
       if (it == chans.end())
-        throw FileError(channel_file(folder, id, k, ending), concat("missing channel ", k, " of case '", id, "'"));
+        throw FileError(dicom ? dicom_channel_folder(folder, id, k) : channel_file(folder, id, k, ending),
+                        concat("missing channel ", k, " of case '", id, "'"));
       c.images.push_back(it->second);
     }
     out.push_back(std::move(c));
@@ -223,6 +225,7 @@ std::vector<CaseFiles> collect(const std::map<std::string, std::map<int, std::st
 std::vector<CaseFiles> list_image_cases(const std::string& folder, const std::string& ending, int n) {
   if (!fs::is_directory(folder)) throw FileError(folder, "image folder not found");
   const ImageFolderScan scan = scan_image_folder(folder, ending, n == 1);
+  if (!scan.problems.empty()) throw Error(scan.problems[0]);
   if (scan.cases.empty() && !scan.stray.empty()) {
     // A file_ending that does not match the files (".nii.gz" in dataset.json, .nii on disk) is the
     // usual cause: say what was expected and what is there.
@@ -230,7 +233,8 @@ std::vector<CaseFiles> list_image_cases(const std::string& folder, const std::st
     for (std::size_t i = 0; i < scan.stray.size() && i < 3; ++i)
       found += (i ? ", " : "") + fs::path(scan.stray[i]).filename().string();
     if (scan.stray.size() > 3) found += concat(", ... (", scan.stray.size(), " entries)");
-    throw FileError(folder, "no CASE_XXXX" + ending + " images (file_ending is '" + ending + "'), found: " + found);
+    throw FileError(folder, "no CASE_XXXX" + ending + " images (file_ending is '" + ending +
+                                "') and no DICOM series folders, found: " + found);
   }
   return collect(scan.cases, folder, ending, n);
 }

@@ -7,18 +7,58 @@
 
 #include "core/error.h"
 #include "core/strings.h"
+#include "io/dicom_series.h"
 #include "io/image_formats.h"
 
 namespace fs = std::filesystem;
 
 namespace medseg::io {
 
+std::map<int, std::string> dicom_case_channels(const std::string& dir) {
+  std::map<int, std::string> channels;
+  if (is_dicom_folder(dir)) {
+    channels[0] = dir;
+    return channels;
+  }
+  if (!fs::is_directory(dir)) return channels;
+  static const std::regex channel("^\\d{4}$");
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_directory() && std::regex_match(name, channel) && is_dicom_folder(e.path().string()))
+      channels[std::stoi(name)] = e.path().string();
+  }
+  return channels;
+}
+
+namespace {
+
+// A DICOM case folder joins the scan unless files already named its case (or the other way round).
+bool add_dicom_case(ImageFolderScan& scan, const fs::path& dir) {
+  std::map<int, std::string> channels = dicom_case_channels(dir.string());
+  if (channels.empty()) return false;
+  const std::string id = dir.filename().string();
+  if (scan.cases.count(id)) {
+    scan.problems.push_back(dir.string() + ": case '" + id + "' is given both as this DICOM series folder and as " +
+                            scan.cases[id].begin()->second);
+    return true;
+  }
+  scan.cases[id] = std::move(channels);
+  return true;
+}
+
+}  // namespace
+
 ImageFolderScan scan_image_folder(const std::string& folder, const std::string& ending, bool allow_plain) {
   ImageFolderScan scan;
   const std::regex re("^(.+)_(\\d{4})$");
+  std::vector<fs::path> dirs;  // after the files, so that a case given both ways is found whatever the order
   for (const auto& e : fs::directory_iterator(folder)) {
     const std::string name = e.path().filename().string();
     if (name[0] == '.') continue;
+    if (e.is_directory()) {
+      dirs.push_back(e.path());
+      continue;
+    }
     const std::string stem =
         e.is_regular_file() && ends_with(name, ending) ? name.substr(0, name.size() - ending.size()) : "";
     std::smatch m;
@@ -29,6 +69,9 @@ ImageFolderScan scan_image_folder(const std::string& folder, const std::string& 
     else
       scan.stray.push_back(e.path().string());
   }
+  std::sort(dirs.begin(), dirs.end());
+  for (const fs::path& d : dirs)
+    if (!add_dicom_case(scan, d)) scan.stray.push_back(d.string());
   return scan;
 }
 
@@ -57,6 +100,12 @@ std::string channel_file(const std::string& folder, const std::string& id, int c
   char buf[16];
   std::snprintf(buf, sizeof buf, "_%04d", c);
   return (fs::path(folder) / (id + buf + ending)).string();
+}
+
+std::string dicom_channel_folder(const std::string& folder, const std::string& id, int c) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04d", c);
+  return (fs::path(folder) / id / buf).string();
 }
 
 std::vector<std::string> files_holding_channels(const std::string& id, const std::map<int, std::string>& files,

@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <set>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -27,8 +26,10 @@ bool tiff_sidecar(const DatasetInfo& info, const std::string& path) {
   return image_family("x" + info.file_ending) == ImageFamily::Tiff && ends_with(path, ".json");
 }
 
-// Folder-level problems: stray files, missing channels, labels without images and vice versa.
-void check_layout(const DatasetInfo& info, std::vector<std::string>& problems, std::set<std::string>& ids) {
+// Folder-level problems: stray files, missing channels, labels without images and vice versa. `found`
+// gets each case's channel files (or DICOM series folders) as the scan found them.
+void check_layout(const DatasetInfo& info, std::vector<std::string>& problems,
+                  std::map<std::string, std::map<int, std::string>>& found) {
   const fs::path images = fs::path(info.folder) / "imagesTr", labels = fs::path(info.folder) / "labelsTr";
   if (!fs::is_directory(images)) {
     problems.push_back(images.string() + ": folder not found");
@@ -38,21 +39,22 @@ void check_layout(const DatasetInfo& info, std::vector<std::string>& problems, s
   const ImageFolderScan scan = scan_image_folder(images.string(), info.file_ending, false);
   for (const auto& path : scan.stray)
     if (!tiff_sidecar(info, path))
-      problems.push_back(path + ": unexpected file (expected CASE_XXXX" + info.file_ending + ")");
-  std::map<std::string, std::set<int>> chans;
-  for (const auto& [id, files] : scan.cases)
-    for (const auto& [c, path] : files) {
+      problems.push_back(path + (fs::is_directory(path) ? ": unexpected folder (not a DICOM series folder)"
+                                                         : ": unexpected file (expected CASE_XXXX" +
+                                                               info.file_ending + " or a DICOM series folder)"));
+  problems.insert(problems.end(), scan.problems.begin(), scan.problems.end());
+  found = scan.cases;
+  for (const auto& [id, files] : scan.cases) {
+    const bool dicom = fs::is_directory(files.begin()->second);
+    for (const auto& [c, path] : files)
       if (c >= info.num_channels())
         problems.push_back(
             concat(path, ": channel ", c, " but dataset.json declares ", info.num_channels(), " channel(s)"));
-      chans[id].insert(c);
-    }
-  for (const auto& [id, cs] : chans) {
-    ids.insert(id);
     for (int c = 0; c < info.num_channels(); ++c)
-      if (!cs.count(c))
-        problems.push_back(concat(channel_file(images.string(), id, c, info.file_ending), ": missing channel ", c,
-                                  " of case '", id, "'"));
+      if (!files.count(c))
+        problems.push_back(concat(dicom ? dicom_channel_folder(images.string(), id, c)
+                                        : channel_file(images.string(), id, c, info.file_ending),
+                                  ": missing channel ", c, " of case '", id, "'"));
     if (!fs::exists(labels / (id + info.file_ending)))
       problems.push_back((labels / (id + info.file_ending)).string() + ": label file missing for case '" + id + "'");
   }
@@ -60,12 +62,12 @@ void check_layout(const DatasetInfo& info, std::vector<std::string>& problems, s
     for (const auto& e : fs::directory_iterator(labels)) {
       const std::string n = e.path().filename().string();
       if (n[0] == '.' || tiff_sidecar(info, n)) continue;
-      if (!ends_with(n, info.file_ending) || !chans.count(n.substr(0, n.size() - info.file_ending.size())))
+      if (!ends_with(n, info.file_ending) || !found.count(n.substr(0, n.size() - info.file_ending.size())))
         problems.push_back(e.path().string() + ": label without matching images in imagesTr");
     }
-  if (static_cast<int>(chans.size()) != info.num_training)
+  if (static_cast<int>(found.size()) != info.num_training)
     problems.push_back(concat((fs::path(info.folder) / "dataset.json").string(), ": numTraining is ", info.num_training,
-                              " but imagesTr holds ", chans.size(), " case(s)"));
+                              " but imagesTr holds ", found.size(), " case(s)"));
 }
 
 // Content problems of one case: unreadable files, bad geometry, grid mismatch, NaN/Inf, label
@@ -95,7 +97,7 @@ std::vector<std::string> check_case(const CaseFiles& c, const std::vector<int>& 
 
 std::vector<std::string> verify_dataset(const DatasetInfo& info, int threads) {
   std::vector<std::string> problems;
-  std::set<std::string> ids;
+  std::map<std::string, std::map<int, std::string>> found;
   if (info.raw.contains("dataset")) {
     try {
       list_training_cases(info);
@@ -104,7 +106,7 @@ std::vector<std::string> verify_dataset(const DatasetInfo& info, int threads) {
       return problems;
     }
   } else {
-    check_layout(info, problems, ids);
+    check_layout(info, problems, found);
   }
   // Check content of every case whose files are all present.
   std::vector<CaseFiles> cases;
@@ -112,12 +114,13 @@ std::vector<std::string> verify_dataset(const DatasetInfo& info, int threads) {
     cases = list_training_cases(info);
   } else {
     const fs::path root(info.folder);
-    for (const auto& id : ids) {
+    for (const auto& [id, files] : found) {
       CaseFiles c{id, {}, (root / "labelsTr" / (id + info.file_ending)).string()};
       bool ok = fs::exists(c.label);
       for (int k = 0; k < info.num_channels(); ++k) {
-        c.images.push_back(channel_file((root / "imagesTr").string(), id, k, info.file_ending));
-        ok = ok && fs::exists(c.images.back());
+        const auto it = files.find(k);
+        ok = ok && it != files.end();
+        if (ok) c.images.push_back(it->second);
       }
       if (ok) cases.push_back(c);
     }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "inference_test_util.h"
+#include "support/dicom_twin.h"
 #include "support/dicom_writer.h"
 #include "support/test_support.h"
 

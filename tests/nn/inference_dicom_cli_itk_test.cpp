@@ -24,24 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The NIfTI twin: the same values and the geometry the DICOM standard gives the series.
-Volume twin(const test::DicomSeriesSpec& s) {
-  Geometry g;
-  g.spacing = {s.pixel_spacing[1], s.pixel_spacing[0], s.slice_step};
-  g.origin = s.first_position;
-  const auto n = test::slice_normal(s);
-  for (int i = 0; i < 3; ++i) {
-    g.direction[i * 3 + 0] = s.orientation[i];
-    g.direction[i * 3 + 1] = s.orientation[3 + i];
-    g.direction[i * 3 + 2] = n[i];
-  }
-  std::vector<float> v;
-  for (int k = 0; k < s.slices; ++k)
-    for (int r = 0; r < s.rows; ++r)
-      for (int c = 0; c < s.columns; ++c) v.push_back(static_cast<float>(s.slope * s.raw(k, r, c) + s.intercept));
-  return Volume::from_float({s.slices, s.rows, s.columns}, g, std::move(v));
-}
-
 void expect_same_prediction(const std::string& a, const std::string& b) {
   const Volume x = io::read_image(a), y = io::read_image(b);
   ASSERT_EQ(x.shape(), y.shape());
@@ -61,7 +43,7 @@ TEST(DicomPredict, ASeriesPredictsAsItsNiftiTwin) {
   const auto s = test::ct_series();
   test::write_dicom_series(d / "in/ct", s);
   fs::create_directories(d / "twin");
-  io::write_image(d / "twin/ct_0000.nii.gz", twin(s));
+  io::write_image(d / "twin/ct_0000.nii.gz", test::nifti_twin(s));
   const std::string common =
       " -m " + model + " -npp 1 -nps 1 --disable_tta --disable_progress_bar --output_format nifti";
   auto r = test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / "out_dcm" + common);
