@@ -40,8 +40,8 @@ void check_layout(const DatasetInfo& info, std::vector<std::string>& problems,
   for (const auto& path : scan.stray)
     if (!tiff_sidecar(info, path))
       problems.push_back(path + (fs::is_directory(path) ? ": unexpected folder (not a DICOM series folder)"
-                                                         : ": unexpected file (expected CASE_XXXX" +
-                                                               info.file_ending + " or a DICOM series folder)"));
+                                                        : ": unexpected file (expected CASE_XXXX" + info.file_ending +
+                                                              " or a DICOM series folder)"));
   problems.insert(problems.end(), scan.problems.begin(), scan.problems.end());
   found = scan.cases;
   for (const auto& [id, files] : scan.cases) {

@@ -136,8 +136,9 @@ std::string nii_dataset(const test::TempDir& dir) {
 }
 
 const std::vector<std::string> kEndingFragments = {
-    "imagesTr", "no CASE_XXXX.nii.gz images (file_ending is '.nii.gz') and no DICOM series folders, found: "
-                "case_000_0000.nii, case_001_0000.nii"};
+    "imagesTr",
+    "no CASE_XXXX.nii.gz images (file_ending is '.nii.gz') and no DICOM series folders, found: "
+    "case_000_0000.nii, case_001_0000.nii"};
 
 }  // namespace
 
