@@ -18,7 +18,7 @@ import numpy as np
 import pydicom
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_dicom_seg import nifti_zyx  # noqa: E402
+from check_dicom_seg import nifti_zyx, source_slices  # noqa: E402
 
 
 def inside(polygon, rows, cols):
@@ -41,28 +41,24 @@ def main():
     min_dice = float(sys.argv[4]) if len(sys.argv) > 4 else 0.98
     problems = []
     rt = pydicom.dcmread(rt_path)
-    sources = [pydicom.dcmread(os.path.join(series_dir, f), stop_before_pixels=True)
-               for f in sorted(os.listdir(series_dir)) if not f.startswith(".")]
-    iop = np.array(sources[0].ImageOrientationPatient, dtype=float)
+    first, slices, iop, spacing = source_slices(series_dir)  # spacing: between rows, between columns
     row_dir, col_dir = iop[:3], iop[3:]
     normal = np.cross(row_dir, col_dir)
-    sources.sort(key=lambda d: float(np.dot(np.array(d.ImagePositionPatient, dtype=float), normal)))
-    z_of = {s.SOPInstanceUID: z for z, s in enumerate(sources)}
+    z_of = {(uid, frame): z for z, (uid, frame, _) in enumerate(slices)}
     if rt.SOPClassUID != "1.2.840.10008.5.1.4.1.1.481.3":
         problems.append("not an RT Structure Set")
-    if rt.StudyInstanceUID != sources[0].StudyInstanceUID:
+    if rt.StudyInstanceUID != first.StudyInstanceUID:
         problems.append("Study Instance UID differs from the source's")
     frame = rt.ReferencedFrameOfReferenceSequence[0]
-    if frame.FrameOfReferenceUID != sources[0].FrameOfReferenceUID:
+    if frame.FrameOfReferenceUID != first.FrameOfReferenceUID:
         problems.append("Frame of Reference UID differs from the source's")
     series = frame.RTReferencedStudySequence[0].RTReferencedSeriesSequence[0]
-    if series.SeriesInstanceUID != sources[0].SeriesInstanceUID:
+    if series.SeriesInstanceUID != first.SeriesInstanceUID:
         problems.append("the referenced series is not the source series")
     dataset = json.load(open(os.path.join(os.path.dirname(nifti_path), "dataset.json")))
     values = {name: v for name, v in dataset["labels"].items() if isinstance(v, int)}
     expected = nifti_zyx(nifti_path)
     rows, cols = expected.shape[1:]
-    spacing = np.array(sources[0].PixelSpacing, dtype=float)  # between rows, between columns
     names = {r.ROINumber: r.ROIName for r in rt.StructureSetROISequence}
     dice_text = []
     for roi in rt.ROIContourSequence:
@@ -72,12 +68,14 @@ def main():
             continue
         got = np.zeros(expected.shape, dtype=bool)
         for contour in roi.ContourSequence:
-            z = z_of.get(contour.ContourImageSequence[0].ReferencedSOPInstanceUID)
+            image = contour.ContourImageSequence[0]
+            frame = int(image.ReferencedFrameNumber) if "ReferencedFrameNumber" in image else None
+            z = z_of.get((image.ReferencedSOPInstanceUID, frame))
             if z is None:
-                problems.append(f"ROI '{name}': a contour references an instance outside the series")
+                problems.append(f"ROI '{name}': a contour references an instance (or frame) outside the series")
                 continue
             points = np.array(contour.ContourData, dtype=float).reshape(-1, 3)
-            offset = points - np.array(sources[z].ImagePositionPatient, dtype=float)
+            offset = points - slices[z][2]
             if np.abs(offset @ normal).max() > 1e-3:
                 problems.append(f"ROI '{name}': a contour is not in the plane of the slice it references")
             polygon = np.stack([offset @ row_dir / spacing[1], offset @ col_dir / spacing[0]], axis=1)

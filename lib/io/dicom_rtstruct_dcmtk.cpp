@@ -45,6 +45,7 @@ void add_contour_images(DcmItem& item, const std::vector<DicomInstance>& slices,
     DcmItem& ref = append(item, DCM_ContourImageSequence, path);
     put(ref, DCM_ReferencedSOPClassUID, s.sop_class, path);
     put(ref, DCM_ReferencedSOPInstanceUID, s.sop_instance, path);
+    if (s.frame > 0) put(ref, DCM_ReferencedFrameNumber, std::to_string(s.frame), path);  // a multi-frame source
   }
 }
 

@@ -118,6 +118,12 @@ void add_frame(DcmSegmentation& seg, const std::string& path, std::vector<Uint8>
   ImageSOPInstanceReferenceMacro* ref = nullptr;
   check(ImageSOPInstanceReferenceMacro::create(src.sop_class.c_str(), src.sop_instance.c_str(), ref), path,
         "a source reference");
+  // The frame of a multi-frame source (checked to fit in 16 bits in write_dicom_seg).
+  if (src.frame > 0) {
+    const OFCondition ok = ref->addReferencedFrameNumber(static_cast<Uint16>(src.frame));
+    if (ok.bad()) delete ref;
+    check(ok, path, "a source frame reference");
+  }
   OFVector<ImageSOPInstanceReferenceMacro> refs;
   refs.push_back(*ref);
   delete ref;
@@ -164,6 +170,9 @@ void write_dicom_seg(const std::string& path, const Volume& labels, const std::s
   const auto [depth, rows, columns] = src.shape;
   std::unique_ptr<DcmSegmentation> seg = create(path, rows, columns, info);
   const std::vector<DicomInstance>& slices = src.instances;
+  // dcmiod takes Referenced Frame Number as 16 bits
+  if (slices[0].frame > 0 && slices.size() > 65535)
+    throw FileError(path, "cannot write the DICOM SEG: a multi-frame source of more than 65535 frames");
   check(seg->importFromSourceImage(OFString(slices[0].file.c_str())), path,
         "the patient and study of " + slices[0].file);
   seg->getSeries().setSeriesDescription(info.description.substr(0, 64).c_str());
@@ -195,8 +204,9 @@ void write_dicom_seg(const std::string& path, const Volume& labels, const std::s
     add_frame(*seg, path, mask, add_segment(*seg, path, info.segments[0], info), 0, src.geometry, slices[0]);
   }
   IODReferences refs;
-  OFVector<OFString> files;
-  for (const DicomInstance& s : slices) files.push_back(s.file.c_str());
+  OFVector<OFString> files;  // each file once: a multi-frame source holds every slice
+  for (const DicomInstance& s : slices)
+    if (files.empty() || files.back() != s.file.c_str()) files.push_back(s.file.c_str());
   refs.addFromFiles(files, IODReference::LEVEL_STUDY);
   seg->getCommonInstanceReference().addReferences(refs);
   DcmFileFormat file;

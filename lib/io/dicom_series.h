@@ -47,11 +47,12 @@ Volume read_dicom_series(const std::string& path, const std::string& series_uid 
 // A source slice as other objects reference it.
 struct DicomInstance {
   std::string file, sop_class, sop_instance;
+  int64_t frame = 0;  // the frame (from 1) of an enhanced multi-frame object that holds the slice; 0: one slice
 };
 
-// The files of a classic (single-frame) series in the order read_dicom_series stacks them: slice z is
-// instances[z], with the SOP Class and Instance UIDs read with its header. For objects that reference the
-// series (io/dicom_seg.h). A multi-frame object, or a slice without those UIDs, is refused.
+// The slices of a series in the order read_dicom_series stacks them: slice z is instances[z], with the SOP
+// Class and Instance UIDs read with its header (and, for an enhanced multi-frame object, the frame that holds
+// it). For objects that reference the series (io/dicom_seg.h). A slice without those UIDs is refused.
 struct DicomSeriesFiles {
   std::vector<DicomInstance> instances;
   Geometry geometry;

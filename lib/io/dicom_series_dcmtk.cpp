@@ -406,15 +406,15 @@ Volume read_dicom_series(const std::string& path, const std::string& series_uid)
 DicomSeriesFiles dicom_series_files(const std::string& path, const std::string& series_uid) {
   const Placed p = place_series(path, series_uid);
   const Header& first = p.headers[0];
-  if (first.frames > 1)
-    throw FileError(first.file, "a multi-frame object: objects that reference its frames are not written yet");
   DicomSeriesFiles out;
-  out.instances.resize(p.headers.size());
-  for (std::size_t i = 0; i < p.headers.size(); ++i) {
-    const Header& h = p.headers[i];
+  out.instances.resize(static_cast<std::size_t>(p.frames));
+  std::size_t next = 0;  // slices in file order, frame order, as place_series numbers them
+  for (const Header& h : p.headers) {
     if (h.sop_class.empty() || h.sop_instance.empty())
       throw FileError(h.file, "no SOP Class/Instance UID to reference");
-    out.instances[static_cast<std::size_t>(p.z_of[i])] = {h.file, h.sop_class, h.sop_instance};
+    for (long f = 0; f < h.frames; ++f)
+      out.instances[static_cast<std::size_t>(p.z_of[next++])] = {h.file, h.sop_class, h.sop_instance,
+                                                                 h.frames > 1 ? f + 1 : 0};
   }
   out.geometry = p.geometry.geometry;
   out.shape = {p.frames, first.rows, first.columns};

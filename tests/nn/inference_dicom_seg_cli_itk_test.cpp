@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "dicom_test_util.h"
@@ -82,6 +83,55 @@ void expect_independent_readers_agree(const std::string& script, const std::stri
   }
 }
 
+// Every frame of `seg`: its segment's bits equal `labels` on the source slice it derives from (which
+// `slice_of(SOP Instance UID, Referenced Frame Number or 0)` gives, -1 for an unknown one), and its position is
+// that slice's; empty frames are left out.
+void expect_frames_match(const gdcm::DataSet& seg, const Volume& labels, const test::DicomSeriesSpec& s,
+                         const std::function<int(const std::string&, int)>& slice_of) {
+  std::map<int, std::string> segment_names;
+  for (const auto& item : items(seg, 0x0062, 0x0002))
+    segment_names[us(item, 0x0062, 0x0004)] = text(item, 0x0062, 0x0005);
+  const std::map<std::string, int> value{{"a", 1}, {"b", 2}};
+  const int rows = us(seg, 0x0028, 0x0010), cols = us(seg, 0x0028, 0x0011);
+  ASSERT_EQ(rows, s.rows);
+  ASSERT_EQ(cols, s.columns);
+  const std::string bits = text(seg, 0x7fe0, 0x0010) + std::string(8, '\0');
+  const auto frames = items(seg, 0x5200, 0x9230);
+  ASSERT_EQ(std::stoi(text(seg, 0x0028, 0x0008)), static_cast<int>(frames.size()));
+  int64_t expected_frames = 0;
+  for (int number = 1; number <= static_cast<int>(segment_names.size()); ++number)
+    for (int z = 0; z < s.slices; ++z) {
+      bool any = false;
+      for (int i = 0; i < rows * cols; ++i)
+        any = any || labels.at(z, i / cols, i % cols) == value.at(segment_names[number]);
+      expected_frames += any;
+    }
+  EXPECT_EQ(static_cast<int64_t>(frames.size()), expected_frames) << "empty frames are left out";
+  EXPECT_GT(frames.size(), 0u);
+  for (std::size_t f = 0; f < frames.size(); ++f) {
+    const int number = us(items(frames[f], 0x0062, 0x000a).at(0), 0x0062, 0x000b);
+    const auto derivation = items(frames[f], 0x0008, 0x9124).at(0);
+    const auto source = items(derivation, 0x0008, 0x2112).at(0);
+    const std::string frame_number = text(source, 0x0008, 0x1160);
+    const int z = slice_of(text(source, 0x0008, 0x1155), frame_number.empty() ? 0 : std::stoi(frame_number));
+    ASSERT_GE(z, 0) << "frame " << f << " references an unknown instance or frame";
+    // The frame's position is its source slice's.
+    const std::string ipp = text(items(frames[f], 0x0020, 0x9113).at(0), 0x0020, 0x0032);
+    const auto p = test::slice_position(s, z);
+    double x = 0, y = 0, w = 0;
+    ASSERT_EQ(std::sscanf(ipp.c_str(), "%lf\\%lf\\%lf", &x, &y, &w), 3) << ipp;
+    EXPECT_NEAR(x, p[0], 1e-4);
+    EXPECT_NEAR(y, p[1], 1e-4);
+    EXPECT_NEAR(w, p[2], 1e-4);
+    for (int i = 0; i < rows * cols; ++i) {
+      const std::size_t bit = f * static_cast<std::size_t>(rows * cols) + static_cast<std::size_t>(i);
+      const bool on = (static_cast<uint8_t>(bits[bit / 8]) >> (bit % 8)) & 1u;
+      ASSERT_EQ(on, labels.at(z, i / cols, i % cols) == value.at(segment_names[number]))
+          << "frame " << f << " (segment " << number << ", slice " << z << ") pixel " << i;
+    }
+  }
+}
+
 }  // namespace
 
 TEST(DicomSegOutput, ASeriesPredictsToASegThatMatchesItsNiftiPrediction) {
@@ -113,51 +163,13 @@ TEST(DicomSegOutput, ASeriesPredictsToASegThatMatchesItsNiftiPrediction) {
   EXPECT_EQ(text(algorithm, 0x0066, 0x0036), "medseg");
   EXPECT_EQ(text(algorithm, 0x0066, 0x0032),
             "model " + fs::path(model).parent_path().filename().string() + "/model, folds 0");
-  std::map<int, std::string> segment_names;
-  for (const auto& item : items(seg, 0x0062, 0x0002))
-    segment_names[us(item, 0x0062, 0x0004)] = text(item, 0x0062, 0x0005);
-  const std::map<std::string, int> value{{"a", 1}, {"b", 2}};
   std::map<std::string, int> source_slice;  // SOP Instance UID -> k
   for (std::size_t k = 0; k < files.size(); ++k)
     source_slice[text(read_dataset(files[k]), 0x0008, 0x0018)] = static_cast<int>(k);
-
-  const int rows = us(seg, 0x0028, 0x0010), cols = us(seg, 0x0028, 0x0011);
-  ASSERT_EQ(rows, s.rows);
-  ASSERT_EQ(cols, s.columns);
-  const std::string bits = text(seg, 0x7fe0, 0x0010) + std::string(8, '\0');
-  const auto frames = items(seg, 0x5200, 0x9230);
-  ASSERT_EQ(std::stoi(text(seg, 0x0028, 0x0008)), static_cast<int>(frames.size()));
-  int64_t expected_frames = 0;
-  for (int number = 1; number <= static_cast<int>(segment_names.size()); ++number)
-    for (int z = 0; z < s.slices; ++z) {
-      bool any = false;
-      for (int i = 0; i < rows * cols; ++i)
-        any = any || labels.at(z, i / cols, i % cols) == value.at(segment_names[number]);
-      expected_frames += any;
-    }
-  EXPECT_EQ(static_cast<int64_t>(frames.size()), expected_frames) << "empty frames are left out";
-  EXPECT_GT(frames.size(), 0u);
-  for (std::size_t f = 0; f < frames.size(); ++f) {
-    const int number = us(items(frames[f], 0x0062, 0x000a).at(0), 0x0062, 0x000b);
-    const auto derivation = items(frames[f], 0x0008, 0x9124).at(0);
-    const std::string source_uid = text(items(derivation, 0x0008, 0x2112).at(0), 0x0008, 0x1155);
-    ASSERT_TRUE(source_slice.count(source_uid)) << "frame " << f << " references an unknown instance";
-    const int z = source_slice[source_uid];
-    // The frame's position is its source slice's.
-    const std::string ipp = text(items(frames[f], 0x0020, 0x9113).at(0), 0x0020, 0x0032);
-    const auto p = test::slice_position(s, z);
-    double x = 0, y = 0, w = 0;
-    ASSERT_EQ(std::sscanf(ipp.c_str(), "%lf\\%lf\\%lf", &x, &y, &w), 3) << ipp;
-    EXPECT_NEAR(x, p[0], 1e-4);
-    EXPECT_NEAR(y, p[1], 1e-4);
-    EXPECT_NEAR(w, p[2], 1e-4);
-    for (int i = 0; i < rows * cols; ++i) {
-      const std::size_t bit = f * static_cast<std::size_t>(rows * cols) + static_cast<std::size_t>(i);
-      const bool on = (static_cast<uint8_t>(bits[bit / 8]) >> (bit % 8)) & 1u;
-      ASSERT_EQ(on, labels.at(z, i / cols, i % cols) == value.at(segment_names[number]))
-          << "frame " << f << " (segment " << number << ", slice " << z << ") pixel " << i;
-    }
-  }
+  expect_frames_match(seg, labels, s, [&](const std::string& uid, int frame) {
+    EXPECT_EQ(frame, 0) << "a single-frame source's reference names no frame";
+    return source_slice.count(uid) ? source_slice[uid] : -1;
+  });
 
   expect_independent_readers_agree("check_dicom_seg.py", d / "seg/ct.dcm", d / "in/ct", d / "nii/ct.nii.gz",
                                    "equal to");
@@ -206,6 +218,57 @@ TEST(DicomSegOutput, ASeriesPredictsToAnRtstructThatFillsBackToItsNiftiPredictio
 
   expect_independent_readers_agree("check_dicom_rtstruct.py", d / "rt/ct_rtstruct.dcm", d / "in/ct",
                                    d / "nii/ct.nii.gz", "Dice per label");
+}
+
+// A series kept as one enhanced multi-frame object (frame f holds slice slices - f, the reverse of spatial order):
+// the SEG's frames and the RTSTRUCT's contours reference the object and the frame of their slice.
+TEST(DicomSegOutput, AMultiFrameSourceIsReferencedFrameByFrame) {
+  test::TempDir d("dcmmf");
+  const std::string model = test::dicom_tiny_model(d);
+  const auto s = test::ct_series();
+  const std::string source = test::write_enhanced_dicom(d / "in/ct/ct.dcm", s);
+  const std::string uid = text(read_dataset(source), 0x0008, 0x0018);
+  const std::string common = " -m " + model + " -npp 1 -nps 1 --disable_tta --disable_progress_bar";
+  for (const char* format : {"dicom_seg", "rtstruct", "nifti"}) {
+    const auto r =
+        test::run_cli("medseg_predict", "-i " + d / "in" + " -o " + d / format + " --output_format " + format + common);
+    ASSERT_EQ(r.exit_code, 0) << format << ": " << r.output;
+  }
+  const Volume labels = io::read_image(d / "nifti/ct.nii.gz");
+  auto slice_of = [&](const std::string& u, int frame) {
+    return u == uid && frame >= 1 && frame <= s.slices ? s.slices - frame : -1;
+  };
+
+  const gdcm::DataSet seg = read_dataset(d / "dicom_seg/ct.dcm");
+  const auto ref_series = items(seg, 0x0008, 0x1115);
+  ASSERT_EQ(ref_series.size(), 1u);
+  EXPECT_EQ(items(ref_series[0], 0x0008, 0x114a).size(), 1u);  // the one object, once
+  expect_frames_match(seg, labels, s, slice_of);
+  expect_independent_readers_agree("check_dicom_seg.py", d / "dicom_seg/ct.dcm", d / "in/ct", d / "nifti/ct.nii.gz",
+                                   "equal to");
+
+  const gdcm::DataSet rt = read_dataset(d / "rtstruct/ct_rtstruct.dcm");
+  const auto series = items(items(items(rt, 0x3006, 0x0010).at(0), 0x3006, 0x0012).at(0), 0x3006, 0x0014).at(0);
+  EXPECT_EQ(items(series, 0x3006, 0x0016).size(), static_cast<std::size_t>(s.slices));  // each frame
+  const auto normal = test::slice_normal(s);
+  int contours = 0;
+  for (const auto& roi : items(rt, 0x3006, 0x0039))
+    for (const auto& c : items(roi, 0x3006, 0x0040)) {
+      const auto image = items(c, 0x3006, 0x0016).at(0);
+      const std::string frame = text(image, 0x0008, 0x1160);
+      ASSERT_FALSE(frame.empty()) << "a contour of a multi-frame source names its frame";
+      const int z = slice_of(text(image, 0x0008, 0x1155), std::stoi(frame));
+      ASSERT_GE(z, 0) << frame;
+      // Its first point lies in that slice's plane.
+      double p[3];
+      ASSERT_EQ(std::sscanf(text(c, 0x3006, 0x0050).c_str(), "%lf\\%lf\\%lf", &p[0], &p[1], &p[2]), 3);
+      const auto o = test::slice_position(s, z);
+      EXPECT_NEAR((p[0] - o[0]) * normal[0] + (p[1] - o[1]) * normal[1] + (p[2] - o[2]) * normal[2], 0, 1e-3);
+      ++contours;
+    }
+  EXPECT_GT(contours, 0);
+  expect_independent_readers_agree("check_dicom_rtstruct.py", d / "rtstruct/ct_rtstruct.dcm", d / "in/ct",
+                                   d / "nifti/ct.nii.gz", "Dice per label");
 }
 
 TEST(DicomSegOutput, CodesComeFromTheModelFolderAndNiftiInputIsRefused) {
