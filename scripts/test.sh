@@ -54,6 +54,10 @@ export MEDSEG_DICOM_PYTHON
 # schemathesis checks medseg_serve against its OpenAPI document (tests/nn/serve_cli_itk_test.cpp), from its venv.
 MEDSEG_SERVE_PYTHON=$(bash "$root/scripts/serve_reference.sh")
 export MEDSEG_SERVE_PYTHON
+# nnU-Net 2.8.1 and dynamic-network-architectures on the build's torch (scripts/nnunet_reference.sh): the
+# Primus forward-parity tests (tests/nn/models_primus_test.cpp) and, after the suite, the prediction parity.
+MEDSEG_NNUNET_PYTHON=$(bash "$root/scripts/nnunet_reference.sh")
+export MEDSEG_NNUNET_PYTHON
 start=$(date +%s)
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900
 elapsed "the LibTorch 2.11 suite" "$start"

@@ -11,6 +11,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -234,6 +235,24 @@ class ScopedTorchWarnings {
   Handler handler_;
   c10::WarningHandler* previous_ = nullptr;
 };
+
+}  // namespace medseg::compat
+
+// --- attention ------------------------------------------------------------------------------------
+// softmax(q k^T / sqrt(d)) v, no mask, no dropout. 2.0 added the fused kernel (flash / memory-efficient,
+// what timm's attention calls); 1.13 spells it out, which holds the (N, N) weights in memory.
+#include <ATen/Functions.h>
+
+namespace medseg::compat {
+
+inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+#if MEDSEG_TORCH_AT_LEAST(2, 0)
+  return at::scaled_dot_product_attention(q, k, v);
+#else
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  return at::matmul(at::softmax(at::matmul(q * scale, k.transpose(-2, -1)), -1), v);
+#endif
+}
 
 }  // namespace medseg::compat
 

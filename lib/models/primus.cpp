@@ -1,0 +1,229 @@
+#include "models/primus.h"
+
+#include <torch/nn/init.h>
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace medseg::models {
+
+PrimusOptions primus_trainer_options(const std::string& size, int64_t in_channels, int64_t num_classes,
+                                     const Shape& input_shape) {
+  struct Size {
+    const char* name;
+    int64_t embed, depth, heads;
+  };
+  static const Size sizes[] = {{"S", 396, 12, 6}, {"B", 792, 12, 12}, {"M", 864, 16, 12}, {"L", 1056, 24, 16}};
+  for (const Size& s : sizes)
+    if (size == s.name)
+      return PrimusOptions(in_channels, num_classes, s.embed, s.depth, s.heads, input_shape)
+          .drop_path_rate(0.2)
+          .init_values(0.1)
+          .scale_attn_inner(true);
+  throw Error("Primus: unknown size '" + size + "' (S, B, M or L)");
+}
+
+PrimusDecoderPlan primus_decoder_plan(const PrimusOptions& o) {
+  // PatchDecode: log2 of the largest patch side stages; stage n (counted from the tokens' side, reversed
+  // below) upsamples an axis by 2 where patch / 2^n is even; channels shrink geometrically to 2 * classes,
+  // rounded to multiples of 8 (numpy rounds halves to even, as nearbyint does), the last one is the classes.
+  int64_t largest = 1;
+  for (int64_t p : o.patch_embed_size()) largest = std::max(largest, p);
+  const auto stages = static_cast<int64_t>(std::log(static_cast<double>(largest)) / std::log(2.0));
+  PrimusDecoderPlan plan;
+  for (int64_t n = stages - 1; n >= 0; --n) {
+    Shape s;
+    for (int64_t p : o.patch_embed_size())
+      s.push_back(std::fmod(static_cast<double>(p) / std::pow(2.0, static_cast<double>(n)), 2.0) == 0 ? 2 : 1);
+    plan.strides.push_back(s);
+  }
+  const double embed = static_cast<double>(o.embed_dim());
+  const double reduction =
+      std::pow(embed / (2.0 * static_cast<double>(o.num_classes())), 1.0 / static_cast<double>(stages));
+  plan.channels.push_back(o.embed_dim());
+  for (int64_t x = 0; x < stages; ++x) {
+    const double c = embed / std::pow(reduction, static_cast<double>(x + 1));
+    plan.channels.push_back(static_cast<int64_t>(std::max(8.0, std::nearbyint((c + 1e-6) / 8) * 8)));
+  }
+  plan.channels.back() = o.num_classes();
+  return plan;
+}
+
+namespace {
+
+EvaOptions eva_options(const PrimusOptions& o) {
+  Shape grid;
+  for (size_t i = 0; i < o.input_shape().size(); ++i) grid.push_back(o.input_shape()[i] / o.patch_embed_size()[i]);
+  return EvaOptions(o.embed_dim(), o.depth(), o.num_heads(), grid)
+      .mlp_ratio(o.mlp_ratio())
+      .scale_attn_inner(o.scale_attn_inner())
+      .init_values(o.init_values())
+      .drop_path_rate(o.drop_path_rate())
+      .use_abs_pos_emb(o.use_abs_pos_emb())
+      .use_rot_pos_emb(o.use_rot_pos_emb())
+      .num_register_tokens(o.num_register_tokens());
+}
+
+int64_t product(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t v : s) n *= v;
+  return n;
+}
+
+void check_options(const PrimusOptions& o) {
+  MEDSEG_CHECK(o.input_shape().size() == 3 && o.patch_embed_size().size() == 3,
+               "Primus: input_shape and patch_embed_size must have 3 axes (Primus is 3D)");
+  for (size_t i = 0; i < 3; ++i) {
+    const int64_t p = o.patch_embed_size()[i];
+    MEDSEG_CHECK(p >= 1 && (p & (p - 1)) == 0, "Primus: patch_embed_size must be powers of two, got ", p);
+    MEDSEG_CHECK(o.input_shape()[i] >= p && o.input_shape()[i] % p == 0, "Primus: the patch size ", o.input_shape()[i],
+                 " is not a multiple of the patch embedding's ", p, " (axis ", i, ")");
+  }
+  MEDSEG_CHECK(o.in_channels() >= 1 && o.num_classes() >= 1 && o.depth() >= 1 && o.num_heads() >= 1,
+               "Primus: channels, classes, depth and heads must be positive");
+}
+
+}  // namespace
+
+int64_t primus_parameter_count(const PrimusOptions& o) {
+  check_options(o);
+  const EvaOptions eva = eva_options(o);
+  const int64_t e = o.embed_dim(), h = eva_mlp_hidden(eva), tokens = product(eva.grid());
+  int64_t n = o.in_channels() * e * product(o.patch_embed_size()) + e;  // down_projection
+  if (o.use_abs_pos_emb()) n += (tokens + o.num_register_tokens()) * e;
+  n += o.num_register_tokens() * e;
+  int64_t block = 2 * e + (e * e + e) + e * e + (e * e + e) + (e * e + e) + 2 * e;  // norms, q, k, v, proj
+  if (o.scale_attn_inner()) block += 2 * e;
+  if (o.init_values()) block += 2 * e;
+  block += 2 * (e * h + h) + 2 * h + (h * e + e);  // fc1_g, fc1_x, norm, fc2
+  n += o.depth() * block + 2 * e;                  // blocks, final norm
+  const PrimusDecoderPlan plan = primus_decoder_plan(o);
+  for (size_t s = 0; s + 1 < plan.channels.size(); ++s) {
+    n += plan.channels[s] * plan.channels[s + 1] * product(plan.strides[s]) + plan.channels[s + 1];
+    if (s + 2 < plan.channels.size()) n += 2 * plan.channels[s + 1];  // LayerNormNd
+  }
+  return n;
+}
+
+LayerNormNdImpl::LayerNormNdImpl(int64_t channels) : channels_(channels) { reset(); }
+
+void LayerNormNdImpl::reset() {
+  weight_ = register_parameter("weight", torch::ones({channels_}));
+  bias_ = register_parameter("bias", torch::zeros({channels_}));
+}
+
+torch::Tensor LayerNormNdImpl::forward(const torch::Tensor& x) {
+  const torch::Tensor u = x.mean(1, /*keepdim=*/true);
+  const torch::Tensor s = (x - u).pow(2).mean(1, /*keepdim=*/true);
+  std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
+  shape[1] = channels_;
+  return weight_.view(shape) * ((x - u) / torch::sqrt(s + 1e-6)) + bias_.view(shape);
+}
+
+PrimusDecodeStageImpl::PrimusDecodeStageImpl(int64_t in, int64_t out, Shape stride)
+    : in_(in), out_(out), stride_(std::move(stride)) {
+  reset();
+}
+
+void PrimusDecodeStageImpl::reset() {
+  up_ = register_module(
+      "0", torch::nn::ConvTranspose3d(torch::nn::ConvTranspose3dOptions(in_, out_, stride_).stride(stride_)));
+  norm_ = register_module("1", LayerNormNd(out_));
+}
+
+torch::Tensor PrimusDecodeStageImpl::forward(const torch::Tensor& x) { return torch::gelu(norm_(up_(x))); }
+
+PrimusImpl::PrimusImpl(PrimusOptions options_) : options(std::move(options_)) { reset(); }
+
+namespace {
+
+// InitWeights_He(1e-2) of the patch embedding and decoding: kaiming_normal_(a=0.01), biases zero.
+void init_he(torch::nn::Module& m) {
+  torch::NoGradGuard no_grad;
+  for (const auto& child : m.modules())
+    for (auto& p : child->named_parameters(/*recurse=*/false)) {
+      const bool conv = child->as<torch::nn::Conv3dImpl>() || child->as<torch::nn::ConvTranspose3dImpl>();
+      if (!conv) continue;
+      if (p.key() == "weight") torch::nn::init::kaiming_normal_(p.value(), 1e-2);
+      if (p.key() == "bias") p.value().zero_();
+    }
+}
+
+}  // namespace
+
+void PrimusImpl::reset() {
+  check_options(options);
+  const int64_t e = options.embed_dim();
+  down_projection_ = register_module("down_projection", std::make_shared<torch::nn::Module>());
+  proj_ = down_projection_->register_module(
+      "proj", torch::nn::Conv3d(torch::nn::Conv3dOptions(options.in_channels(), e, options.patch_embed_size())
+                                    .stride(options.patch_embed_size())));
+  const PrimusDecoderPlan plan = primus_decoder_plan(options);
+  decode_ = torch::nn::ModuleList();
+  stages_.clear();
+  const size_t last = plan.channels.size() - 2;
+  for (size_t s = 0; s < last; ++s) {
+    stages_.push_back(PrimusDecodeStage(plan.channels[s], plan.channels[s + 1], plan.strides[s]));
+    decode_->push_back(stages_.back());
+  }
+  head_ = torch::nn::ConvTranspose3d(
+      torch::nn::ConvTranspose3dOptions(plan.channels[last], plan.channels[last + 1], plan.strides[last])
+          .stride(plan.strides[last]));
+  decode_->push_back(head_);
+  up_projection_ = register_module("up_projection", std::make_shared<torch::nn::Module>());
+  up_projection_->register_module("decode", decode_);
+  eva_ = register_module("eva", Eva(eva_options(options)));
+  mask_token_ = register_buffer("mask_token", torch::zeros({1, 1, e}));
+  if (options.num_register_tokens() > 0) {
+    register_tokens_ = register_parameter("register_tokens", torch::zeros({1, options.num_register_tokens(), e}));
+    torch::NoGradGuard no_grad;
+    register_tokens_.normal_(0.0, 1e-6);
+  }
+  init_he(*down_projection_);
+  init_he(*up_projection_);
+}
+
+void PrimusImpl::pretty_print(std::ostream& stream) const {
+  stream << "medseg::models::Primus(embed_dim=" << options.embed_dim() << ", depth=" << options.depth()
+         << ", num_heads=" << options.num_heads()
+         << ", patch_embed_size=" << torch::IntArrayRef(options.patch_embed_size())
+         << ", input_shape=" << torch::IntArrayRef(options.input_shape()) << ")";
+}
+
+std::vector<torch::Tensor> PrimusImpl::forward(const torch::Tensor& x) {
+  torch::Tensor t = proj_(x);  // (B, C, W, H, D)
+  const auto sizes = t.sizes().vec();
+  t = t.flatten(2).transpose(1, 2);  // b (w h d) c
+  const int64_t prefix = options.num_register_tokens();
+  if (prefix > 0) t = torch::cat({register_tokens_.expand({t.size(0), -1, -1}), t}, 1);
+  t = eva_(t);
+  if (prefix > 0) t = t.narrow(1, prefix, t.size(1) - prefix);
+  t = t.transpose(1, 2).reshape(sizes);
+  for (auto& stage : stages_) t = stage(t);
+  return {head_(t)};
+}
+
+void PrimusImpl::set_deep_supervision(bool on) {
+  (void)on;  // one output whatever the trainer asks, as nnU-Net's AbstractPrimus
+}
+
+std::string PrimusImpl::segmentation_head_prefix() const {
+  return "up_projection.decode." + std::to_string(decode_->size() - 1) + ".";
+}
+
+std::shared_ptr<torch::nn::Module> PrimusImpl::clone(const torch::optional<torch::Device>& device) const {
+  torch::NoGradGuard no_grad;
+  auto copy = std::make_shared<PrimusImpl>(options);
+  auto into = copy->named_parameters();
+  for (const auto& p : named_parameters())
+    into[p.key()].set_data(device ? p.value().to(*device, true, true) : p.value().clone());
+  auto buffers = copy->named_buffers();
+  for (const auto& b : named_buffers())
+    buffers[b.key()].set_data(device ? b.value().to(*device, true, true) : b.value().clone());
+  copy->train(is_training());
+  copy->shard_ = shard_;
+  return copy;
+}
+
+}  // namespace medseg::models
