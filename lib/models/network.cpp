@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "models/arch_kwargs.h"
 #include "models/layers.h"
+#include "models/primus.h"
 #include "models/swin_unetr.h"
 #include "models/unet.h"
 
@@ -56,7 +57,7 @@ SegmentationNetwork build_network(const nlohmann::json& architecture, int64_t in
     throw Error("network: architecture block needs 'network_class_name' and 'arch_kwargs'");
   const std::string full = architecture.at("network_class_name").get<std::string>();
   const std::string name = short_class_name(full);
-  if (name != "PlainConvUNet" && name != "ResidualEncoderUNet" && name != "SwinUNETR")
+  if (name != "PlainConvUNet" && name != "ResidualEncoderUNet" && name != "SwinUNETR" && name.rfind("Primus", 0) != 0)
     throw Error("network: unknown network_class_name '" + full + "'");
   return build_network_from_plan(planning::architecture_from_json(architecture, source), in_channels, num_classes,
                                  opts);
@@ -77,6 +78,11 @@ SegmentationNetwork build_network_from_plan(const planning::ArchitecturePlan& pl
     o.inplace(opts.inplace);
     if (opts.use_checkpoint_override) o.use_checkpoint(*opts.use_checkpoint_override);
     return as_network(std::make_shared<SwinUNETRImpl>(o));
+  }
+  if (plan.is_primus()) {
+    auto net = std::make_shared<PrimusImpl>(primus_options(*plan.primus, in_channels, num_classes));
+    net->set_checkpointing(opts.checkpoint_encoder || opts.use_checkpoint_override.value_or(false));
+    return as_network(net);
   }
   throw Error("network: unknown network_class_name '" + plan.network_class_name + "'");
 }

@@ -24,6 +24,22 @@ PrimusOptions primus_trainer_options(const std::string& size, int64_t in_channel
   throw Error("Primus: unknown size '" + size + "' (S, B, M or L)");
 }
 
+PrimusOptions primus_options(const planning::PrimusPlan& plan, int64_t in_channels, int64_t num_classes) {
+  if (plan.input_shape.empty())
+    throw Error("Primus: arch_kwargs.input_shape (the patch size) is needed where no configuration gives it");
+  auto shape = [](const std::vector<int>& v) { return Shape(v.begin(), v.end()); };
+  return PrimusOptions(in_channels, num_classes, plan.embed_dim, plan.eva_depth, plan.eva_numheads,
+                       shape(plan.input_shape))
+      .patch_embed_size(shape(plan.patch_embed_size))
+      .mlp_ratio(plan.mlp_ratio)
+      .drop_path_rate(plan.drop_path_rate)
+      .init_values(plan.init_values)
+      .scale_attn_inner(plan.scale_attn_inner)
+      .use_rot_pos_emb(plan.use_rot_pos_emb)
+      .use_abs_pos_emb(plan.use_abs_pos_embed)
+      .num_register_tokens(plan.num_register_tokens);
+}
+
 PrimusDecoderPlan primus_decoder_plan(const PrimusOptions& o) {
   // PatchDecode: log2 of the largest patch side stages; stage n (counted from the tokens' side, reversed
   // below) upsamples an axis by 2 where patch / 2^n is even; channels shrink geometrically to 2 * classes,

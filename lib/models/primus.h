@@ -16,6 +16,7 @@
 #include "models/eva_blocks.h"
 #include "models/layers.h"
 #include "models/network.h"
+#include "planning/plans.h"
 
 namespace medseg::models {
 
@@ -49,6 +50,10 @@ struct PrimusOptions {
 // Throws medseg::Error for another size.
 PrimusOptions primus_trainer_options(const std::string& size, int64_t in_channels, int64_t num_classes,
                                      const Shape& input_shape);
+
+// The options of a plans.json Primus block (planning::PrimusPlan). Throws medseg::Error when it has no
+// input_shape (a block read outside a configuration must name it).
+PrimusOptions primus_options(const planning::PrimusPlan& plan, int64_t in_channels, int64_t num_classes);
 
 // PatchDecode's stages: channels (embed_dim, ..., num_classes) and each transposed convolution's stride.
 struct PrimusDecoderPlan {

@@ -23,7 +23,7 @@ bool wants_checkpointing(const ArchitecturePlan& a, const MemoryOptions& opt) {
 int64_t target_bytes(const ArchitecturePlan& a, const std::vector<int>& patch, int batch, const MemoryOptions& opt) {
   std::vector<int64_t> size(patch.begin(), patch.end());
   double voxels = static_cast<double>(detail::volume(size));
-  if (!a.swin && opt.deep_supervision) {
+  if (!a.swin && !a.primus && opt.deep_supervision) {
     for (int s = 1; s + 1 < a.n_stages; ++s) {
       for (std::size_t i = 0; i < size.size(); ++i) size[i] /= a.strides[s][i];
       voxels += static_cast<double>(detail::volume(size));
@@ -44,14 +44,16 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
   detail::StepSettings step{opt.amp ? 2 : 4, batch, cpu, cpu && opt.amp};
   if (opt.spatial_parallel > 1) {
     if (arch.swin) throw Error("memory model: SwinUNETR cannot be split into slabs (docs/spatial-parallel.md)");
+    if (arch.primus) throw Error("memory model: Primus cannot be split into slabs (docs/spatial-parallel.md)");
     step.halo_axis = spatial_shard_axis(full_patch, arch.strides, opt.spatial_parallel);
     MEDSEG_CHECK(step.halo_axis >= 0, "memory model: no axis of the patch splits into ", opt.spatial_parallel,
                  " slabs aligned with the network's strides");
   }
   const std::vector<int> patch =
       step.halo_axis < 0 ? full_patch : slab_patch(full_patch, step.halo_axis, opt.spatial_parallel);
-  const std::vector<Op> ops = arch.swin ? detail::swin_ops(arch, patch, in_channels, num_classes, opt, step, ckpt)
-                                        : detail::unet_ops(arch, patch, in_channels, num_classes, opt, step, ckpt);
+  const std::vector<Op> ops = arch.swin     ? detail::swin_ops(arch, patch, in_channels, num_classes, opt, step, ckpt)
+                              : arch.primus ? detail::primus_ops(arch, patch, in_channels, num_classes, opt, step, ckpt)
+                                            : detail::unet_ops(arch, patch, in_channels, num_classes, opt, step, ckpt);
   MemoryEstimate e;
   e.batch_size = batch;
   e.amp = opt.amp;
@@ -162,6 +164,12 @@ ForwardBytes forward_bytes_lower_bound(const ArchitecturePlan& arch, const std::
   double voxels = 1;
   for (int p : patch) voxels *= p;
   b.input = 4.0 * batch * in_channels * voxels;
+  if (arch.primus) {  // the tokens, and the decoder's first map at full resolution (at least 8 channels)
+    int64_t tokens = 1;
+    for (std::size_t i = 0; i < patch.size(); ++i) tokens *= patch[i] / arch.primus->patch_embed_size[i];
+    b.largest_feature_map = 4.0 * batch * std::max(static_cast<double>(arch.primus->embed_dim * tokens), 8.0 * voxels);
+    return b;
+  }
   if (arch.swin) {  // the first encoder block runs at full resolution with feature_size channels
     b.largest_feature_map = 4.0 * batch * arch.swin->feature_size * voxels;
     return b;

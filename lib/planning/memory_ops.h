@@ -1,6 +1,6 @@
 #pragma once
 // Internal to the memory model: the forward pass as a list of ops with their byte costs, built per
-// architecture (memory_unet_ops.cpp, memory_swin_ops.cpp) and simulated in memory_model.cpp.
+// architecture (memory_unet_ops.cpp, memory_swin_ops.cpp, memory_primus_ops.cpp) and simulated in memory_model.cpp.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,6 +40,10 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
 // Ops for MONAI's SwinUNETR (including the loss).
 std::vector<Op> swin_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
                          const MemoryOptions& opt, const StepSettings& step, bool checkpoint);
+
+// Ops for dynamic-network-architectures' Primus (including the loss; no deep supervision).
+std::vector<Op> primus_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
+                           const MemoryOptions& opt, const StepSettings& step, bool checkpoint);
 
 // Softmax + log-softmax (fp32) and a bool one-hot per scale, the DC+CE loss's saved tensors, and its
 // forward temporaries (fp32 logits copy, target as int64).

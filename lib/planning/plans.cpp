@@ -175,6 +175,42 @@ SwinPlan swin_from_json(const json& k, const Where& w) {
   return s;
 }
 
+PrimusPlan primus_from_json(const json& k, const Where& w) {
+  PrimusPlan p;
+  p.embed_dim = get<int>(k, "embed_dim", w);
+  p.eva_depth = get_or<int>(k, "eva_depth", p.eva_depth, w);
+  p.eva_numheads = get_or<int>(k, "eva_numheads", p.eva_numheads, w);
+  p.patch_embed_size = get_or<std::vector<int>>(k, "patch_embed_size", p.patch_embed_size, w);
+  if (k.contains("input_shape") && !k.at("input_shape").is_null())
+    p.input_shape = get<std::vector<int>>(k, "input_shape", w);
+  p.mlp_ratio = get_or<double>(k, "mlp_ratio", p.mlp_ratio, w);
+  p.drop_path_rate = get_or<double>(k, "drop_path_rate", p.drop_path_rate, w);
+  if (k.contains("init_values") && !k.at("init_values").is_null()) p.init_values = get<double>(k, "init_values", w);
+  p.scale_attn_inner = get_or<bool>(k, "scale_attn_inner", p.scale_attn_inner, w);
+  p.use_rot_pos_emb = get_or<bool>(k, "use_rot_pos_emb", p.use_rot_pos_emb, w);
+  p.use_abs_pos_embed = get_or<bool>(k, "use_abs_pos_embed", p.use_abs_pos_embed, w);
+  p.num_register_tokens = get_or<int>(k, "num_register_tokens", p.num_register_tokens, w);
+  w.range(p.embed_dim, 1, PlanLimits::max_features, w.key("embed_dim"));
+  w.range(p.eva_depth, 1, 64, w.key("eva_depth"));
+  w.range(p.eva_numheads, 1, p.embed_dim, w.key("eva_numheads"));
+  w.range(p.num_register_tokens, 0, 1024, w.key("num_register_tokens"));
+  if (!(p.mlp_ratio > 0 && p.mlp_ratio <= 64))
+    w.fail(w.key("mlp_ratio") + " is " + json(p.mlp_ratio).dump() + " (must be in (0, 64])");
+  // eva.py's rule for 3D tokens: the rotary embedding takes head_dim / 1.5, a whole multiple of 4.
+  if (p.embed_dim % p.eva_numheads != 0 || (p.embed_dim / p.eva_numheads) % 6 != 0)
+    w.fail(concat(w.key("embed_dim"), " / ", w.key("eva_numheads"), " is ", p.embed_dim, " / ", p.eva_numheads,
+                  " (each head must be a whole multiple of 6 wide for the 3D rotary embedding)"));
+  if (p.patch_embed_size.size() != 3) w.fail(w.key("patch_embed_size") + " needs 3 entries (Primus is 3D)");
+  for (std::size_t i = 0; i < 3; ++i) {
+    const int e = p.patch_embed_size[i];
+    if (e < 1 || e > 64 || (e & (e - 1)) != 0)
+      w.fail(concat(w.key("patch_embed_size"), "[", i, "] is ", e, " (must be a power of two up to 64)"));
+  }
+  if (!(p.drop_path_rate >= 0 && p.drop_path_rate < 1))
+    w.fail(w.key("drop_path_rate") + " is " + json(p.drop_path_rate).dump() + " (must be in [0, 1))");
+  return p;
+}
+
 // nnU-Net before 2.4 stored the U-Net as flat keys; rebuild the "architecture" block from them
 // the way nnU-Net's ConfigurationManager does.
 json convert_legacy_configuration(json c, const Where& w) {
@@ -288,6 +324,8 @@ static void check_patch_and_batch(const std::vector<int>& patch, int batch, cons
     int64_t total = 1;
     if (arch.swin)
       total = 32;  // patch embedding (2) and four patch mergings
+    else if (arch.primus)
+      total = arch.primus->patch_embed_size[i];  // the tokens
     else
       for (const auto& s : arch.strides) total = std::min<int64_t>(total * s[i], int64_t{1} << 40);
     if (patch[i] % total != 0)
@@ -311,6 +349,16 @@ ArchitecturePlan architecture_from_json(const json& arch, const std::string& sou
   const json& k = w.at(arch, "arch_kwargs");
   if (arch.contains("_kw_requires_import"))
     a.kw_requires_import = get<std::vector<std::string>>(arch, "_kw_requires_import", w);
+  if (a.short_name == "Primus") {
+    a.primus = primus_from_json(k, w);
+    a.dim = 3;
+    a.n_stages = 1;
+    return a;
+  }
+  if (a.short_name.rfind("Primus", 0) == 0)
+    w.fail("network_class_name " + a.network_class_name +
+           ": of dynamic-network-architectures' Primus classes only Primus itself is built (not the V2/V3 patch "
+           "embeddings or the preset subclasses; name Primus with embed_dim, eva_depth and eva_numheads)");
   if (a.short_name == "SwinUNETR") {
     a.swin = swin_from_json(k, w);
     a.dim = get_or<int>(k, "spatial_dims", 3, w);
@@ -402,6 +450,12 @@ ConfigurationPlan configuration_from_json(const json& c, const std::string& name
   p.architecture = architecture_from_json(w.at(c, "architecture"), file, w.scope);
   if (p.architecture.dim != p.dim()) w.fail("architecture rank differs from patch_size rank");
   check_patch_and_batch(p.patch_size, p.batch_size, p.architecture, file, w.scope);
+  if (p.architecture.primus) {  // Primus is built for tiles of the patch size
+    PrimusPlan& primus = *p.architecture.primus;
+    if (primus.input_shape.empty()) primus.input_shape = p.patch_size;
+    if (primus.input_shape != p.patch_size)
+      w.fail("architecture.arch_kwargs.input_shape differs from patch_size (Primus is built for its patch size)");
+  }
   if (c.contains("medseg") && c.at("medseg").is_object()) {
     const json& m = c.at("medseg");
     if (m.contains("estimated_peak_bytes") && m.at("estimated_peak_bytes").is_number())

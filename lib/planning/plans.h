@@ -27,6 +27,19 @@ struct SwinPlan {
   double drop_rate = 0.0, attn_drop_rate = 0.0, dropout_path_rate = 0.0;
 };
 
+// dynamic-network-architectures' Primus (the network of nnU-Net's Primus trainers; models/primus.h), named
+// ...architectures.primus.Primus. input_shape is the configuration's patch_size (the token grid the position
+// embedding is built for); arch_kwargs may name it too, then it must be the patch size.
+struct PrimusPlan {
+  int embed_dim = 0, eva_depth = 24, eva_numheads = 16;
+  std::vector<int> patch_embed_size{8, 8, 8};
+  std::vector<int> input_shape;
+  double mlp_ratio = 4.0 * 2 / 3, drop_path_rate = 0.0;
+  std::optional<double> init_values;
+  bool scale_attn_inner = false, use_rot_pos_emb = true, use_abs_pos_embed = true;
+  int num_register_tokens = 0;
+};
+
 struct ArchitecturePlan {
   std::string network_class_name;  // as written, e.g. dynamic_network_architectures.architectures.unet.PlainConvUNet
   std::string short_name;          // the part after the last '.', e.g. PlainConvUNet
@@ -49,12 +62,14 @@ struct ArchitecturePlan {
   std::optional<int> stem_channels;  // ResidualEncoderUNet; absent: features_per_stage[0]
   bool nonlin_first = false;
   std::vector<std::string> kw_requires_import;
-  std::optional<SwinPlan> swin;  // set for medseg.SwinUNETR
-  json raw;                      // the whole "architecture" object
+  std::optional<SwinPlan> swin;      // set for medseg.SwinUNETR
+  std::optional<PrimusPlan> primus;  // set for Primus
+  json raw;                          // the whole "architecture" object
 
   bool is_plain_unet() const { return short_name == "PlainConvUNet"; }
   bool is_residual_encoder_unet() const { return short_name == "ResidualEncoderUNet"; }
   bool is_swin_unetr() const { return swin.has_value(); }
+  bool is_primus() const { return primus.has_value(); }
   // Encoder blocks per stage, whichever of n_conv_per_stage / n_blocks_per_stage applies.
   const std::vector<int>& encoder_blocks() const {
     return n_blocks_per_stage.empty() ? n_conv_per_stage : n_blocks_per_stage;

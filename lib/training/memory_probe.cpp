@@ -31,6 +31,7 @@ std::vector<std::vector<int64_t>> output_sizes(const planning::ArchitecturePlan&
                                                bool deep_supervision) {
   std::vector<std::vector<int64_t>> out;
   std::vector<int64_t> size(patch.begin(), patch.end());
+  if (a.primus) return {size};  // one output, at full resolution
   for (int s = 0; s + 1 < a.n_stages; ++s) {
     for (std::size_t i = 0; i < size.size(); ++i) size[i] /= a.strides[static_cast<std::size_t>(s)][i];
     out.push_back(size);
@@ -96,7 +97,8 @@ planning::MemoryOptions memory_options_for(const MemoryProbeConfig& c) {
 
 MemoryProbeResult probe_training_step(const MemoryProbeConfig& c) {
   const planning::ArchitecturePlan arch = planning::architecture_from_json(c.architecture, "memory probe", c.name);
-  if (arch.is_swin_unetr()) throw Error("memory probe: only PlainConvUNet / ResidualEncoderUNet are supported");
+  if (arch.is_swin_unetr())
+    throw Error("memory probe: only PlainConvUNet / ResidualEncoderUNet / Primus are supported");
   if (static_cast<int>(c.patch.size()) != arch.dim) throw Error("memory probe: patch rank differs from the network");
   MemoryProbeResult r;
   r.config = c;

@@ -130,6 +130,20 @@ void use_batch_norm(RunInputs& in) {
   in.plans = planning::plans_from_json(in.plans_json, in.folders.plans_file);
 }
 
+void use_trainer_architecture(RunInputs& in, const json& architecture) {
+  const std::string& name = in.configuration;
+  json plans = in.plans_json;
+  plans["configurations"][name]["architecture"] = architecture;  // inherited configurations keep the rest
+  try {
+    in.plans = planning::plans_from_json(plans, in.folders.plans_file);
+  } catch (const Error& e) {
+    throw Error("trainer '" + in.trainer_name + "' builds its own network (" +
+                architecture.value("network_class_name", std::string("?")) + "), which configuration '" + name +
+                "' does not fit: " + e.what());
+  }
+  in.plans_json = std::move(plans);
+}
+
 std::string previous_stage_hint(const RunInputs& in) {
   return "rerun the final validation of '" + in.plans.configuration(in.configuration).previous_stage +
          "' (--val) to write it again";

@@ -60,6 +60,12 @@ planning::ConfigurationPlan read_run_plan(const std::string& dataset, const std:
 // norm_op (SwinUNETR), as nnU-Net's trainer does.
 void use_batch_norm(RunInputs& in);
 
+// A trainer that builds its own network (TrainerConfig::architecture, e.g. nnUNet_Primus_M_Trainer): the
+// configuration's architecture replaced by `architecture`, in in.plans_json and in.plans, so the model folder's
+// plans.json builds the same network at prediction. Throws Error naming the trainer when the configuration's
+// patch size does not fit it (Primus: a multiple of its patch embedding on every axis).
+void use_trainer_architecture(RunInputs& in, const json& architecture);
+
 // How to write a cascade stage's previous-stage segmentations again, for error messages.
 std::string previous_stage_hint(const RunInputs& in);
 

@@ -22,8 +22,9 @@ double cosine_lr(double initial_lr, int64_t epoch, int64_t max_epochs) {
 
 double scheduled_lr(const std::string& schedule, double initial_lr, int64_t epoch, int64_t max_epochs, double exponent,
                     int64_t warmup_epochs) {
-  MEDSEG_CHECK(warmup_epochs >= 0 && warmup_epochs < max_epochs, "warmup_epochs (", warmup_epochs,
-               ") must be at least 0 and below num_epochs (", max_epochs, ")");
+  // A warm-up that outlasts the run (--epochs below it) keeps rising to the end, as nnU-Net's
+  // Lin_incr_LRScheduler does; the schedule after it is then never reached.
+  MEDSEG_CHECK(warmup_epochs >= 0, "warmup_epochs (", warmup_epochs, ") must be at least 0");
   MEDSEG_CHECK(schedule == "poly" || schedule == "cosine", "unknown learning-rate schedule '", schedule,
                "' (poly or cosine)");
   MEDSEG_CHECK(epoch >= 0, "scheduled_lr: epoch ", epoch, " is negative");

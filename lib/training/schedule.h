@@ -16,8 +16,9 @@ double cosine_lr(double initial_lr, int64_t epoch, int64_t max_epochs);
 // The learning rate of `epoch` under a trainer config's schedule ("poly" or "cosine") with
 // `warmup_epochs` W of linear warm-up (nnUNetTrainer_warmup, W = 50): lr0 (1 + epoch) / W while
 // epoch < W (nnU-Net's Lin_incr_LRScheduler), then the schedule over epoch - W of max_epochs - W
-// (PolyLRScheduler_offset; the cosine likewise). W = 0 is poly_lr / cosine_lr. Throws Error for
-// W >= max_epochs or an unknown schedule.
+// (PolyLRScheduler_offset; the cosine likewise). W = 0 is poly_lr / cosine_lr. W >= max_epochs (a run
+// cut short with --epochs) warms up for the whole run, as nnU-Net does. Throws Error for W < 0 or an
+// unknown schedule.
 double scheduled_lr(const std::string& schedule, double initial_lr, int64_t epoch, int64_t max_epochs, double exponent,
                     int64_t warmup_epochs);
 

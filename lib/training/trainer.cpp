@@ -166,8 +166,10 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.cfg = std::move(config);
   s.opt = std::move(options);
   if (s.opt.amp) s.cfg.amp = *s.opt.amp;
-  MEDSEG_CHECK(s.cfg.warmup_epochs < s.cfg.num_epochs, "trainer '", s.cfg.name, "': warmup_epochs (",
-               s.cfg.warmup_epochs, ") must be below the number of epochs (", s.cfg.num_epochs, ")");
+  if (s.cfg.warmup_epochs >= s.cfg.num_epochs)
+    spdlog::warn("trainer '{}': the warm-up ({} epochs) outlasts the run's {} epochs; the learning rate rises "
+                 "for the whole run, as in nnU-Net",
+                 s.cfg.name, s.cfg.warmup_epochs, s.cfg.num_epochs);
   if (s.cfg.norm == "batch") {
     // Per-rank batch statistics would differ from one process's; nnU-Net syncs them (SyncBatchNorm).
     if (s.opt.group && s.opt.group->size() > 1)
@@ -176,6 +178,9 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
                   "SyncBatchNorm), which medseg does not implement; train it on one process");
     use_batch_norm(s.in);
   }
+  if (!s.cfg.architecture.is_null()) use_trainer_architecture(s.in, s.cfg.architecture);
+  // One output: nnU-Net's AbstractPrimus trains without deep supervision whatever the base trainer says.
+  if (s.in.plans.configuration(s.in.configuration).architecture.primus) s.cfg.deep_supervision = false;
 
   s.device = torch::Device(s.opt.device);
   s.cuda = s.device.is_cuda();

@@ -13,6 +13,7 @@
 #include "core/json_object_reader.h"
 #include "core/path_component.h"
 #include "core/paths.h"
+#include "planning/plans.h"
 #include "training/trainer_variants.h"
 
 namespace fs = std::filesystem;
@@ -65,6 +66,7 @@ json TrainerConfig::to_json() const {
             {"checkpoint_encoder", checkpoint_encoder},
             {"use_checkpoint", use_checkpoint ? (*use_checkpoint ? 1 : 0) : -1},
             {"inplace", to_string(inplace)}};
+  if (!architecture.is_null()) j["architecture"] = architecture;
   if (mirror_axes_2d || mirror_axes_3d) {
     j["mirror_axes"] = json::object();
     if (mirror_axes_2d) j["mirror_axes"]["2d"] = *mirror_axes_2d;
@@ -258,6 +260,7 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
                 "use_checkpoint",
                 "inplace",
                 "mirror_axes",
+                "architecture",
                 "description"});
   TrainerConfig c;
   c.source = src;
@@ -311,6 +314,11 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
     const json& raw = j.at("mirror_axes");
     if (m.has("2d")) c.mirror_axes_2d = distinct_axes(m, raw, "2d", 2);
     if (m.has("3d")) c.mirror_axes_3d = distinct_axes(m, raw, "3d", 3);
+  }
+  if (r.has("architecture")) {
+    // Checked here as plans.json's block is (names, ranges); its fit to a configuration's patch size when used.
+    (void)planning::architecture_from_json(j.at("architecture"), src, "key 'architecture'");
+    c.architecture = j.at("architecture");
   }
   return c;
 }

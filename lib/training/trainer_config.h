@@ -87,6 +87,11 @@ struct TrainerConfig {
   // default). Empty: no mirroring in training and none at inference (nnUNetTrainerNoMirroring,
   // which saves inference_allowed_mirroring_axes = None).
   std::optional<std::vector<int>> mirror_axes_2d, mirror_axes_3d;
+  // The network this trainer builds in place of the plans' (nnU-Net's trainers that override
+  // build_network_architecture, e.g. nnUNet_Primus_M_Trainer): a plans.json "architecture" block
+  // ({"network_class_name", "arch_kwargs"}), null for the plans' own. It replaces the configuration's in the
+  // run's plans (and so in the model folder's plans.json); training/run_folder.h use_trainer_architecture.
+  json architecture;
   std::string source;  // where it was read from
 
   // The mirroring axes of a `dim`-dimensional configuration (0..dim-1 when unset).

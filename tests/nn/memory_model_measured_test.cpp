@@ -57,3 +57,33 @@ TEST(MemoryModelMeasured, ResidualEncoderUNet3dFp32AndBf16) {
     expect_within(probe("nnUNetPlannerResEncM", "3d_fullres", amp, 2, 1));
   }
 }
+
+// Primus (the trainers' layer scale and inner norm) on 32^3 tiles of 8^3 patches (64 tokens) and on 16 x 64 x 64
+// (256 tokens), with the Primus trainers' AdamW and no deep supervision; checkpointing each EVA block too.
+TEST(MemoryModelMeasured, PrimusFp32AndBf16) {
+  for (const std::vector<int>& patch : {std::vector<int>{32, 32, 32}, std::vector<int>{16, 64, 64}})
+    for (bool amp : {false, true})
+      for (bool ckpt : {false, true}) {
+        training::MemoryProbeConfig c;
+        c.name = "Primus";
+        c.architecture = {{"network_class_name", "dynamic_network_architectures.architectures.primus.Primus"},
+                          {"arch_kwargs",
+                           {{"embed_dim", 96},
+                            {"eva_depth", 3},
+                            {"eva_numheads", 4},
+                            {"init_values", 0.1},
+                            {"scale_attn_inner", true},
+                            {"input_shape", patch}}}};
+        c.patch = patch;
+        c.batch = 2;
+        c.amp = amp;
+        c.optimizer = training::OptimizerType::AdamW;
+        c.deep_supervision = false;
+        c.checkpoint_encoder = ckpt;
+        const training::MemoryProbeResult r = training::probe_training_step(c);
+        SCOPED_TRACE(r.to_json().dump());
+        EXPECT_LE(std::fabs(r.ratio() - 1.0), 0.15);
+        EXPECT_NEAR(static_cast<double>(r.static_bytes), 12.0 * static_cast<double>(r.parameters),
+                    0.01 * 12.0 * static_cast<double>(r.parameters));  // weights and AdamW's two moments
+      }
+}

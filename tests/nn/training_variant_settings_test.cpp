@@ -114,7 +114,10 @@ TEST(ScheduleVariants, WarmupThenPolyFromTheWarmupEnd) {
   EXPECT_NEAR(scheduled_lr("poly", lr0, 525, 1000, 0.9, 50), lr0 * std::pow(0.5, 0.9), 1e-15);
   EXPECT_NEAR(scheduled_lr("cosine", lr0, 525, 1000, 0.9, 50), lr0 / 2, 1e-15);
   EXPECT_DOUBLE_EQ(scheduled_lr("poly", lr0, 10, 100, 0.9, 0), poly_lr(lr0, 10, 100, 0.9));
-  EXPECT_THROW(scheduled_lr("poly", lr0, 0, 50, 0.9, 50), Error);
+  // A run cut shorter than its warm-up (--epochs 10 with a Primus trainer) warms up to its end, as nnU-Net's
+  // Lin_incr_LRScheduler does.
+  EXPECT_DOUBLE_EQ(scheduled_lr("poly", lr0, 9, 10, 0.9, 50), lr0 * 10 / 50);
+  EXPECT_THROW(scheduled_lr("poly", lr0, 0, 50, 0.9, -1), Error);
   EXPECT_THROW(scheduled_lr("step", lr0, 0, 50, 0.9, 0), Error);
 }
 

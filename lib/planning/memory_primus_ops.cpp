@@ -1,0 +1,146 @@
+// Byte costs of dynamic-network-architectures' Primus (models/primus.h) in training: the patch embedding, the
+// EVA blocks on t = prod(patch / patch_embed_size) tokens of width E, and the transposed-convolution decoder.
+// The attention runs through the fused kernel (scaled_dot_product_attention), which keeps its output and one
+// log-sum-exp per head and token, not the t x t weights. Layer norms and softmax statistics are fp32 under
+// autocast.
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "planning/memory_ops.h"
+
+namespace medseg::planning::detail {
+namespace {
+
+struct Primus {
+  const StepSettings& step;
+  bool amp;
+  std::vector<Op> ops;
+
+  int64_t act(int64_t elems) const { return step.bytes_per_activation * step.batch * elems; }
+  int64_t fp32(int64_t elems) const { return 4 * step.batch * elems; }
+  int64_t half(int64_t w) const { return amp ? 2 * w : 0; }
+  Op& add(Op o) {
+    ops.push_back(std::move(o));
+    return ops.back();
+  }
+};
+
+// PatchDecode's channels and per-stage upsampling volumes, as models::primus_decoder_plan computes them.
+struct Decoder {
+  std::vector<int64_t> channels, up;  // up[s]: voxels gained by stage s's stride
+};
+
+Decoder decoder(const PrimusPlan& p, int classes) {
+  const int largest = *std::max_element(p.patch_embed_size.begin(), p.patch_embed_size.end());
+  const auto stages = static_cast<int64_t>(std::log(static_cast<double>(largest)) / std::log(2.0));
+  Decoder d;
+  for (int64_t n = stages - 1; n >= 0; --n) {
+    int64_t v = 1;
+    for (int e : p.patch_embed_size) v *= std::fmod(e / std::pow(2.0, static_cast<double>(n)), 2.0) == 0 ? 2 : 1;
+    d.up.push_back(v);
+  }
+  const double embed = p.embed_dim;
+  const double reduction = std::pow(embed / (2.0 * classes), 1.0 / static_cast<double>(stages));
+  d.channels.push_back(p.embed_dim);
+  for (int64_t x = 0; x < stages; ++x)
+    d.channels.push_back(static_cast<int64_t>(
+        std::max(8.0, std::nearbyint((embed / std::pow(reduction, static_cast<double>(x + 1)) + 1e-6) / 8) * 8)));
+  d.channels.back() = classes;
+  return d;
+}
+
+}  // namespace
+
+std::vector<Op> primus_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
+                           const MemoryOptions& opt, const StepSettings& step, bool checkpoint) {
+  if (!a.primus) throw Error("memory model: architecture is not Primus");
+  const PrimusPlan& p = *a.primus;
+  Primus w{step, step.bytes_per_activation == 2, {}};
+  std::vector<int64_t> full(patch.begin(), patch.end());
+  const int64_t voxels = volume(full), e = p.embed_dim, heads = p.eva_numheads;
+  int64_t t = 1, kernel = 1;
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    t *= full[i] / p.patch_embed_size[i];
+    kernel *= p.patch_embed_size[i];
+  }
+  const int64_t tokens = t + p.num_register_tokens;
+  const auto h = static_cast<int64_t>(static_cast<double>(e) * p.mlp_ratio);
+
+  Op embed;
+  embed.name = "down_projection";
+  embed.params = in_ch * e * kernel + e + (p.use_abs_pos_embed ? tokens * e : 0) + p.num_register_tokens * e;
+  embed.largest_param = std::max(in_ch * e * kernel, p.use_abs_pos_embed ? tokens * e : 0);
+  embed.half_weights = w.half(in_ch * e * kernel);
+  embed.saved = w.amp ? 2 * step.batch * in_ch * voxels : 0;  // the input's half copy
+  embed.fwd_work = w.act(e * t) + w.fp32(e * tokens);         // conv output, its tokens with the position added
+  embed.bwd_work = w.fp32(e * tokens) + w.act(in_ch * voxels);
+  w.add(embed);
+
+  int segment = -1;
+  for (int b = 0; b < p.eva_depth; ++b) {
+    const std::string name = "eva.blocks." + std::to_string(b);
+    Op at;
+    at.name = name + ".attn";
+    const int64_t wa = 4 * e * e + 3 * e;
+    at.params = wa + 2 * e + (p.scale_attn_inner ? 2 * e : 0) + (p.init_values ? e : 0);
+    at.largest_param = e * e;
+    at.half_weights = w.half(wa);
+    // norm1 input (fp32), q/k/v projection input, q, k, v, rotated q and k, the attention output and its
+    // log-sum-exp (fp32), the inner norm's input (fp32), the projection input, the layer-scale input.
+    at.saved = w.fp32(e * tokens) + w.act(e * tokens) + 3 * w.act(e * tokens) + 2 * w.act(e * tokens) +
+               w.act(e * tokens) + w.fp32(heads * tokens) + (p.scale_attn_inner ? w.fp32(e * tokens) : 0) +
+               w.act(e * tokens) + (p.init_values ? w.act(e * tokens) : 0);
+    at.fwd_work = 3 * w.act(e * tokens);  // rotary temporaries
+    at.bwd_work = 6 * w.act(e * tokens) + 2 * w.fp32(e * tokens);
+    Op mlp;
+    mlp.name = name + ".mlp";
+    const int64_t wm = 3 * e * h + 2 * h + e;
+    mlp.params = wm + 2 * e + 2 * h + (p.init_values ? e : 0);
+    mlp.largest_param = e * h;
+    mlp.half_weights = w.half(wm);
+    // norm2 input (fp32), fc1 input, the gate and its SiLU, the other branch, their product (the norm's fp32
+    // input), fc2 input, the layer-scale input.
+    mlp.saved = w.fp32(e * tokens) + w.act(e * tokens) + 3 * w.act(h * tokens) + w.fp32(h * tokens) +
+                w.act(h * tokens) + (p.init_values ? w.act(e * tokens) : 0);
+    mlp.fwd_work = w.act(h * tokens);
+    mlp.bwd_work = 3 * w.act(h * tokens) + w.fp32(h * tokens);
+    if (checkpoint) {
+      at.segment = mlp.segment = ++segment;  // one EVA block per segment: its input is kept
+      at.segment_input = w.act(e * tokens);
+    }
+    w.add(at);
+    w.add(mlp);
+  }
+  Op norm;
+  norm.name = "eva.norm";
+  norm.params = 2 * e;
+  norm.saved = w.fp32(e * tokens);
+  norm.bwd_work = 2 * w.fp32(e * tokens);
+  w.add(norm);
+
+  const Decoder d = decoder(p, classes);
+  int64_t v = t;
+  for (std::size_t s = 0; s + 1 < d.channels.size(); ++s) {
+    const int64_t cin = d.channels[s], cout = d.channels[s + 1], k = d.up[s];
+    const bool last = s + 2 == d.channels.size();
+    Op up;
+    up.name = "up_projection.decode." + std::to_string(s);
+    up.params = cin * cout * k + cout + (last ? 0 : 2 * cout);
+    up.largest_param = cin * cout * k;
+    up.half_weights = w.half(cin * cout * k);
+    const int64_t out = v * k;
+    up.saved = w.act(cin * v);  // the transposed convolution's input
+    if (!last)  // LayerNormNd in plain ops (mean, difference, square, variance, root, quotient) and GELU's input
+      up.saved += 4 * w.fp32(cout * out) + w.act(cout * out);
+    up.fwd_work = w.fp32(cout * out);
+    up.bwd_work = 2 * w.fp32(cout * out) + w.act(cin * v);
+    w.add(up);
+    v = out;
+  }
+  (void)opt;
+  w.add(loss_op({voxels}, classes, step));
+  return w.ops;
+}
+
+}  // namespace medseg::planning::detail
