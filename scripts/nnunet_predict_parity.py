@@ -22,8 +22,8 @@ For every input kind below, in a scratch folder:
      label): equal voxel for voxel;
   6. preprocesses the training cases with medseg_preprocess and with nnU-Net's DefaultPreprocessor.run_case:
      the .npy data and segmentations must be equal bit for bit.
-Fails when a probability differs by more than --tol (1e-4; --exact_nnunet) or --default_tol (1e-2; the
-defaults), naming the kind, the mode, the case and the voxel, or when a label differs where nnU-Net's
+Fails when a probability differs by more than --tol (1e-4; --exact_nnunet; a kind may set its own, primus
+1e-3) or --default_tol (1e-2; the defaults), naming the kind, the mode, the case and the voxel, or when a label differs where nnU-Net's
 top-two probability margin exceeds 1e-3.
 """
 import atexit
@@ -119,8 +119,11 @@ class Kind:
     def __init__(self, name, channels=("MR",), border=3, spacing=(1.0, 1.0, 1.0), test_spacings=None,
                  direction=None, reader=None, shapes=None, test_shapes=None, ct=False, intensity_offset=0.0,
                  labels=None, regions_class_order=None, mirroring=False, medseg_args=(), png=False,
-                 planner="ExperimentPlanner", plans="nnUNetPlans", train_spacings=None, cascade=False):
+                 planner="ExperimentPlanner", plans="nnUNetPlans", train_spacings=None, cascade=False,
+                 trainer="nnUNetTrainer", exact_tol=None):
         self.name = name
+        self.exact_tol = exact_tol  # replaces --tol for this kind's --exact_nnunet comparison
+        self.trainer = trainer  # a trainer that builds its own network (Primus) instead of the plans' one
         self.cascade = cascade  # 3d_lowres, then 3d_cascade_fullres on its segmentations
         self.train_spacings = train_spacings  # per training case (else all at `spacing`)
         self.planner = planner  # nnU-Net's planner class, and medseg's -pl preset of the same name
@@ -214,6 +217,13 @@ KINDS = {
     "png_2d": Kind("png_2d", channels=("R", "G", "B"), png=True,
                    shapes=[(1, 40, 44), (1, 42, 40), (1, 38, 41), (1, 40, 40)],
                    test_shapes=[(1, 40, 44), (1, 45, 37)]),
+    # nnU-Net's Primus S trainer (its own network, not the plans'): a 16 x 24 x 24 patch of 8^3 tokens; the
+    # model folder is nnUNet_Primus_S_Trainer's and medseg_import_nnunet must build its Primus. Its logits agree
+    # with Python's to about 1e-6, not bit for bit (docs/models.md, "Primus"), and nnU-Net's fp16 logit
+    # accumulators turn that into one fp16 step now and then (2e-3 in a logit of 2-4, up to 5e-4 in probability).
+    "primus": Kind("primus", border=1, trainer="nnUNet_Primus_S_Trainer",
+                   shapes=[(18, 26, 26), (18, 26, 26), (18, 26, 26), (18, 26, 26)],
+                   test_shapes=[(18, 26, 26), (21, 23, 29)], exact_tol=1e-3),
 }
 
 
@@ -267,8 +277,9 @@ def make_dataset(did, kind, rng):
     return name
 
 
-def make_model(did, name, rng, configuration="3d_fullres", plans_name="nnUNetPlans"):
-    """nnU-Net's plans for the dataset and a random checkpoint in nnU-Net's results layout."""
+def make_model(did, name, rng, configuration="3d_fullres", plans_name="nnUNetPlans", trainer="nnUNetTrainer"):
+    """nnU-Net's plans for the dataset and a random checkpoint in nnU-Net's results layout; `trainer` other than
+    nnUNetTrainer builds its own network with nnU-Net's trainer class (build_network_architecture)."""
     pre = os.path.join(WORK, "preprocessed", name)
     plans = json.load(open(f"{pre}/{plans_name}.json"))
     ds = json.load(open(os.path.join(WORK, "raw", name, "dataset.json")))
@@ -279,9 +290,17 @@ def make_model(did, name, rng, configuration="3d_fullres", plans_name="nnUNetPla
         n_in += len(pm.get_label_manager(ds).foreground_labels)
     n_out = pm.get_label_manager(ds).num_segmentation_heads
     torch.manual_seed(int(rng.integers(1 << 30)))
-    net = get_network_from_plans(cm.network_arch_class_name, cm.network_arch_init_kwargs,
-                                 cm.network_arch_init_kwargs_req_import, n_in, n_out, allow_init=True,
-                                 deep_supervision=True)
+    if trainer != "nnUNetTrainer":
+        from nnunetv2.training.nnUNetTrainer.primus import primus_trainers
+        assert all(p % 8 == 0 for p in cm.patch_size), f"{name}: patch {cm.patch_size} is not a multiple of 8"
+        net = getattr(primus_trainers, trainer).build_network_architecture(pm, cm, n_in, n_out, False)
+        with torch.no_grad():  # norms and layer scales away from their initial ones and zeros
+            for q in net.parameters():
+                q.add_(0.05 * torch.randn_like(q))
+    else:
+        net = get_network_from_plans(cm.network_arch_class_name, cm.network_arch_init_kwargs,
+                                     cm.network_arch_init_kwargs_req_import, n_in, n_out, allow_init=True,
+                                     deep_supervision=True)
     with torch.no_grad():
         for mod in net.modules():
             if isinstance(mod, (torch.nn.InstanceNorm3d, torch.nn.InstanceNorm2d)) and mod.affine:
@@ -289,7 +308,7 @@ def make_model(did, name, rng, configuration="3d_fullres", plans_name="nnUNetPla
                 mod.bias.add_(0.2 * torch.randn_like(mod.bias))
             if isinstance(mod, (torch.nn.Conv3d, torch.nn.Conv2d)):
                 mod.weight.mul_(1.5)
-    folder = os.path.join(WORK, "results", name, f"nnUNetTrainer__{plans_name}__{configuration}")
+    folder = os.path.join(WORK, "results", name, f"{trainer}__{plans_name}__{configuration}")
     os.makedirs(f"{folder}/fold_0", exist_ok=True)
     shutil.copy(f"{pre}/{plans_name}.json", f"{folder}/plans.json")
     shutil.copy(f"{pre}/dataset.json", f"{folder}/dataset.json")
@@ -297,7 +316,7 @@ def make_model(did, name, rng, configuration="3d_fullres", plans_name="nnUNetPla
           "logging": {}, "_best_ema": None, "current_epoch": 1,
           "init_args": {"plans": plans, "configuration": configuration, "fold": 0, "dataset_json": ds,
                         "device": "cpu"},
-          "trainer_name": "nnUNetTrainer",
+          "trainer_name": trainer,
           "inference_allowed_mirroring_axes": (0, 1) if configuration == "2d" else (0, 1, 2)}
     torch.save(ck, f"{folder}/fold_0/checkpoint_final.pth")
     return folder
@@ -449,7 +468,32 @@ def predict_stage(kind, name, folder, tag="", prev=None):
         results[mode] = compare(f"{kind.name}{tag} ({mode})", ref_out, ms_out, ending,
                                 images if kind.reader == "NibabelIOWithReorient" else None)
         outputs[mode] = ms_out
+    if kind.trainer != "nnUNetTrainer":
+        check_export_round_trip(kind, name + tag, ms_model, images, ref_out)
     return results, outputs
+
+
+def check_export_round_trip(kind, name, ms_model, images, ref_out):
+    """A trainer's own network (Primus) both ways: the imported model exported again with medseg_export_nnunet
+    must load in nnU-Net's predictor under that trainer and predict exactly what the original folder did."""
+    exported = os.path.join(WORK, "exported", name)
+    run([f"{ARGS.bin}/medseg_export_nnunet", "-m", ms_model, "-o", exported, "--overwrite"])
+    out = os.path.join(WORK, "out_nnunet_exported", name)
+    os.makedirs(out, exist_ok=True)
+    pred = nnUNetPredictor(tile_step_size=0.5, use_gaussian=True, use_mirroring=kind.mirroring,
+                           perform_everything_on_device=False, device=torch.device("cpu"),
+                           verbose=False, verbose_preprocessing=False, allow_tqdm=False)
+    pred.initialize_from_trained_model_folder(exported, use_folds=(0,), checkpoint_name="checkpoint_final.pth")
+    assert type(pred.network).__name__ == "Primus", type(pred.network).__name__
+    pred.predict_from_files_sequential(images, out, save_probabilities=True, overwrite=True)
+    for f in sorted(os.listdir(ref_out)):
+        if f.endswith(".npz"):
+            a = np.load(os.path.join(ref_out, f))["probabilities"]
+            b = np.load(os.path.join(out, f))["probabilities"]
+            if not np.array_equal(a, b):
+                raise SystemExit(f"{name}: nnU-Net's prediction from medseg's export differs from the original "
+                                 f"folder's on {f} by {np.abs(a - b).max():.3g}")
+    print(f"  {name}: exported again, nnU-Net ({kind.trainer}) predicts exactly as from the original folder")
 
 
 def check_postprocessing(kind, name, predictions):
@@ -523,7 +567,7 @@ def check_kind(did, kind, rng):
         results = {mode: worse(low[mode], casc[mode]) for mode in ("exact", "default")}
     else:
         configuration = "2d" if kind.png else "3d_fullres"
-        folder = make_model(did, name, rng, configuration, kind.plans)
+        folder = make_model(did, name, rng, configuration, kind.plans, kind.trainer)
         pp = check_preprocessing(did, name, configuration, kind.plans)
         results, outputs = predict_stage(kind, name, folder)
         check_postprocessing(kind, name, outputs["nnunet"])
@@ -545,7 +589,7 @@ def main():
         results = check_kind(900 + list(KINDS).index(n), KINDS[n], rng)
         if results["preprocessing"] > 0:
             failures.append(f"{n}: training preprocessing differs from nnU-Net's by {results['preprocessing']:.3g}")
-        for mode, tol in (("exact", ARGS.tol), ("default", ARGS.default_tol)):
+        for mode, tol in (("exact", KINDS[n].exact_tol or ARGS.tol), ("default", ARGS.default_tol)):
             worst, bad = results[mode]
             if worst[0] > tol:
                 failures.append(f"{n} ({mode}): probability differs by {worst[0]:.3g} > {tol} "
@@ -556,8 +600,9 @@ def main():
         for f in failures:
             print("  " + f)
         sys.exit(1)
-    print(f"nnU-Net prediction parity: {len(names)} kind(s): --exact_nnunet within {ARGS.tol}, "
-          f"the defaults within {ARGS.default_tol}")
+    own = ", ".join(f"{n} {KINDS[n].exact_tol}" for n in names if KINDS[n].exact_tol)
+    print(f"nnU-Net prediction parity: {len(names)} kind(s): --exact_nnunet within {ARGS.tol}"
+          f"{f' ({own})' if own else ''}, the defaults within {ARGS.default_tol}")
 
 
 if __name__ == "__main__":

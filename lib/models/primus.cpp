@@ -210,7 +210,9 @@ void PrimusImpl::pretty_print(std::ostream& stream) const {
 std::vector<torch::Tensor> PrimusImpl::forward(const torch::Tensor& x) {
   torch::Tensor t = proj_(x);  // (B, C, W, H, D)
   const auto sizes = t.sizes().vec();
-  t = t.flatten(2).transpose(1, 2);  // b (w h d) c
+  // b c w h d -> b (w h d) c as einops does it (a contiguous copy): the linear layers then see the same memory
+  // layout as in Python, so their kernels round the same way.
+  t = t.permute({0, 2, 3, 4, 1}).reshape({sizes[0], -1, sizes[1]});
   const int64_t prefix = options.num_register_tokens();
   if (prefix > 0) t = torch::cat({register_tokens_.expand({t.size(0), -1, -1}), t}, 1);
   t = eva_(t);

@@ -12,6 +12,7 @@
 #include "core/output_folder.h"
 #include "inference/model_folder.h"
 #include "sharing/torch_save.h"
+#include "training/trainer_config.h"
 
 namespace fs = std::filesystem;
 
@@ -28,6 +29,18 @@ bool nnunet_builds(const nlohmann::json& plans, const std::string& configuration
              !arch.at("arch_kwargs").at("dropout_op").is_null();
   return cls == "dynamic_network_architectures.architectures.unet.PlainConvUNet" ||
          cls == "dynamic_network_architectures.architectures.unet.ResidualEncoderUNet";
+}
+
+// A Primus configuration: nnU-Net builds it in its Primus trainers (build_network_architecture), not from the
+// plans, so it is exported under the trainer whose own network it is (the medseg run wrote that trainer's
+// architecture into the plans: training/run_folder.h), or refused.
+bool primus_of_its_trainer(const nlohmann::json& plans, const std::string& configuration, const std::string& trainer) {
+  const auto& arch = plans.at("configurations").at(configuration).value("architecture", nlohmann::json());
+  static const std::regex primus("^nnUNet_Primus_[SBML]_Trainer$");
+  if (!arch.is_object() || !std::regex_match(trainer, primus)) return false;
+  try {
+    return training::find_trainer_config(trainer).architecture == arch;
+  } catch (const Error&) { return false; }
 }
 
 // medseg trainer names that are nnU-Net classes (docs/trainer_variants.md); anything else trains the same
@@ -64,12 +77,14 @@ NnunetExportResult export_nnunet(const NnunetExportOptions& o) {
   check_output_apart(o.output, o.model_folder, "model folder being exported");
   const inference::ModelFolder m = inference::load_model_folder(o.model_folder, o.folds, o.checkpoint);
   bool dropout = false;
-  if (!nnunet_builds(m.plans_json, m.configuration, &dropout))
+  const bool primus = primus_of_its_trainer(m.plans_json, m.configuration, m.trainer_name);
+  if (!primus && !nnunet_builds(m.plans_json, m.configuration, &dropout))
     throw FileError(o.model_folder, "configuration '" + m.configuration +
                                         "' is not a network nnU-Net builds from plans (PlainConvUNet or "
-                                        "ResidualEncoderUNet); it cannot be exported to nnU-Net");
+                                        "ResidualEncoderUNet) nor the Primus of the nnU-Net trainer it was trained "
+                                        "with (nnUNet_Primus_{S,B,M,L}_Trainer); it cannot be exported to nnU-Net");
   NnunetExportResult r;
-  r.trainer_name = o.trainer_name.empty() ? nnunet_trainer(m.trainer_name) : o.trainer_name;
+  r.trainer_name = primus ? m.trainer_name : o.trainer_name.empty() ? nnunet_trainer(m.trainer_name) : o.trainer_name;
   StagedFolder out(o.output);
   write_json(out.path() + "/plans.json", m.plans_json);
   write_file_atomic(out.path() + "/dataset.json", m.dataset_json.dump(4));
@@ -81,7 +96,9 @@ NnunetExportResult export_nnunet(const NnunetExportOptions& o) {
     r.aliases = 0;
     for (const auto& [name, t] : f.weights) {
       const at::Tensor cpu = t.detach().to(at::kCPU).contiguous();
-      const std::vector<std::string> views = nnunet_state_dict_names(name, dropout);
+      // Primus's names are dynamic-network-architectures' already; the U-Nets' get nnU-Net's aliases.
+      const std::vector<std::string> views =
+          primus ? std::vector<std::string>{name} : nnunet_state_dict_names(name, dropout);
       for (const std::string& view : views) weights.insert(view, cpu);
       r.tensors += 1;
       r.aliases += static_cast<int64_t>(views.size()) - 1;

@@ -20,6 +20,7 @@
 #include "planning/plans.h"
 #include "sharing/nnunet_weights.h"
 #include "sharing/torch_pickle.h"
+#include "training/trainer_config.h"
 
 namespace fs = std::filesystem;
 
@@ -138,6 +139,19 @@ json mirror_axes(const PickleValue* axes, int dim, const std::string& pth) {
   return checked_mirror_axes(values, integral, dim, pth);
 }
 
+// The network a trainer builds in place of the plans' (training::TrainerConfig::architecture): null for
+// nnUNetTrainer, the variants that keep the plans' network, and trainers medseg does not know (their weights
+// are checked against the plans' network). `refused` gets why medseg refuses a trainer it knows (a V2/V3
+// Primus, a focal loss), for the message when the weights then do not fit the plans' network.
+json trainer_architecture(const std::string& trainer, std::string& refused) {
+  try {
+    return training::find_trainer_config(trainer).architecture;
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("not found") == std::string::npos) refused = e.what();
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 NnunetImportResult import_nnunet(const NnunetImportOptions& o) {
@@ -167,6 +181,8 @@ NnunetImportResult import_nnunet_into(const NnunetImportOptions& o, const std::s
   const auto parts =
       folder_name.find("__") == std::string::npos ? std::string() : folder_name.substr(folder_name.rfind("__") + 2);
   NnunetImportResult r;
+  planning::Plans trainer_plans;  // the plans with a trainer's own network, when it builds one
+  json written_plans = plans;     // what the medseg model folder's plans.json holds
   r.folds = o.folds.empty() ? folds_with(o.nnunet_folder, chk) : parse_folds(o.folds, "-f");
   for (const std::string& fold : r.folds) {
     const fs::path pth = src / ("fold_" + fold) / (chk + ".pth");
@@ -183,16 +199,39 @@ NnunetImportResult import_nnunet_into(const NnunetImportOptions& o, const std::s
     m.dataset = dataset;
     const PickleValue* init = ck->get("init_args");
     const std::string configuration = text_of(init ? init->get("configuration") : nullptr, parts);
+    const std::string trainer = trainer_name(ck->get("trainer_name"), folder_name, pth.string());
     const ImportedShape shape = imported_shape(parsed, info, configuration, pth.string());
-    const planning::ConfigurationPlan& cfg = parsed.configuration(configuration);
-    check_weights_fit(m.weights, cfg, shape, pth.string());
+    // A trainer that builds its own network (nnU-Net's Primus trainers) ignores the plans' architecture:
+    // its network goes into the configuration, as medseg's trainer writes it (training/run_folder.h).
+    std::string refused;
+    const json architecture = trainer_architecture(trainer, refused);
+    if (!architecture.is_null()) {
+      json own = plans;
+      own["configurations"][configuration]["architecture"] = architecture;
+      try {
+        trainer_plans = planning::plans_from_json(own, (src / "plans.json").string());
+      } catch (const Error& e) {
+        throw FileError(pth.string(), "trainer '" + trainer + "' builds its own network, which configuration '" +
+                                          configuration + "' does not fit: " + e.what());
+      }
+      m.plans = own;
+      written_plans = own;
+    }
+    const planning::ConfigurationPlan& cfg =
+        (architecture.is_null() ? parsed : trainer_plans).configuration(configuration);
+    try {
+      check_weights_fit(m.weights, cfg, shape, pth.string());
+    } catch (const FileError& e) {
+      if (refused.empty()) throw;
+      throw Error(std::string(e.what()) + " (the trainer's own network is not built by medseg: " + refused + ")");
+    }
     const json mirror = mirror_axes(ck->get("inference_allowed_mirroring_axes"), cfg.dim(), pth.string());
     const PickleValue* epoch = ck->get("current_epoch");
     m.epoch = epoch && epoch->kind == PickleValue::Kind::Int ? epoch->i : 0;
     m.extra = {{"configuration", configuration},
                {"in_channels", shape.in_channels},
                {"inference_allowed_mirroring_axes", mirror},
-               {"trainer_name", trainer_name(ck->get("trainer_name"), folder_name, pth.string())},
+               {"trainer_name", trainer},
                {"imported_from",
                 {{"tool", "medseg_import_nnunet"},
                  {"folder", fs::absolute(src).lexically_normal().string()},
@@ -207,7 +246,8 @@ NnunetImportResult import_nnunet_into(const NnunetImportOptions& o, const std::s
     fs::create_directories(dir);
     checkpoint::save_checkpoint((dir / (chk + ".ckpt")).string(), m);
   }
-  for (const char* f : {"plans.json", "dataset.json", "dataset_fingerprint.json"})
+  write_json((fs::path(folder) / "plans.json").string(), written_plans);
+  for (const char* f : {"dataset.json", "dataset_fingerprint.json"})
     if (fs::is_regular_file(src / f)) fs::copy_file(src / f, fs::path(folder) / f);
   return r;
 }
