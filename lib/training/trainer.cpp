@@ -167,9 +167,10 @@ Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) :
   s.opt = std::move(options);
   if (s.opt.amp) s.cfg.amp = *s.opt.amp;
   if (s.cfg.warmup_epochs >= s.cfg.num_epochs)
-    spdlog::warn("trainer '{}': the warm-up ({} epochs) outlasts the run's {} epochs; the learning rate rises "
-                 "for the whole run, as in nnU-Net",
-                 s.cfg.name, s.cfg.warmup_epochs, s.cfg.num_epochs);
+    spdlog::warn(
+        "trainer '{}': the warm-up ({} epochs) outlasts the run's {} epochs; the learning rate rises "
+        "for the whole run, as in nnU-Net",
+        s.cfg.name, s.cfg.warmup_epochs, s.cfg.num_epochs);
   if (s.cfg.norm == "batch") {
     // Per-rank batch statistics would differ from one process's; nnU-Net syncs them (SyncBatchNorm).
     if (s.opt.group && s.opt.group->size() > 1)

@@ -160,4 +160,3 @@ TEST(Primus, ForwardEqualsDynamicNetworkArchitecturesWithTheTrainersLayerScaleAn
       "--in 1 --out 2 --embed 96 --depth 3 --heads 4 --patch 8 8 8 --shape 16 32 24 --init_values 0.1 "
       "--scale_attn_inner");
 }
-
