@@ -94,6 +94,9 @@ int main(int argc, char** argv) {
       in = static_cast<int64_t>(io::channel_names_from_json(dataset, dataset_path).size());
       classes = io::network_outputs(io::labels_from_json(dataset, dataset_path));
       if (patch.empty()) patch = spec.patch_size;
+      // Primus is built for one tile size, the configuration's patch (or --patch), which its block leaves out.
+      if (planning::architecture_from_json(arch, plans_path).primus && !arch.at("arch_kwargs").contains("input_shape"))
+        arch["arch_kwargs"]["input_shape"] = patch;
       if (spec.batch_size > 0) plan_batch = spec.batch_size;
       medseg_block = spec.medseg;
     }

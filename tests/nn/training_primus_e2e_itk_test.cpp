@@ -63,6 +63,13 @@ TEST(PrimusTrainerE2E, TrainsByNameAndPredictsFromItsModelFolder) {
                           "down_projection.proj.weight", "mask_token"})
     EXPECT_TRUE(names.count(key)) << key;
   EXPECT_EQ(ck.optimizer.type, "AdamW");
+  r = test::run_cli("medseg_model_info",
+                    "--plans " + model + "/plans.json --dataset-json " + model + "/dataset.json -c 3d_fullres");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json info = json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(info.at("class"), "Primus");
+  EXPECT_EQ(info.at("parameter_count"), 23223783);
+  EXPECT_EQ(info.at("deep_supervision"), false);
 
   // The warm-up outlasts the 2 epochs: 3e-4 (e + 1) / 50.
   std::ifstream metrics(model + "/fold_0/metrics.jsonl");
