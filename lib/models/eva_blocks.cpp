@@ -55,6 +55,14 @@ int64_t eva_rope_dim(const EvaOptions& o) {
 
 namespace {
 
+// The input of a LayerNorm inside a block, in its weight's precision: under autocast a bf16 or fp16 product
+// reaches it, which LibTorch 2.x's autocast casts to fp32 itself (layer_norm is on its fp32 list) and 1.13's
+// CPU kernel refuses beside fp32 weights. The same arithmetic either way.
+torch::Tensor norm_input(const torch::Tensor& x, const torch::nn::LayerNorm& norm) {
+  const auto dtype = norm->weight.scalar_type();
+  return x.scalar_type() == dtype ? x : x.to(dtype);
+}
+
 // timm's trunc_normal_(std, a=-2, b=2) for Eva's Linear layers, biases zero.
 void init_linears(torch::nn::Module& m) {
   for (const auto& child : m.modules(/*include_self=*/false))
@@ -97,7 +105,7 @@ torch::Tensor EvaAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
     k = rotate(k);
   }
   torch::Tensor y = compat::scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape({b, n, dim_});
-  if (scale_norm_) y = norm_(y);
+  if (scale_norm_) y = norm_(norm_input(y, norm_));
   return proj_(y);
 }
 
@@ -110,7 +118,9 @@ void SwiGLUImpl::reset() {
   fc2_ = register_module("fc2", torch::nn::Linear(hidden_, dim_));
 }
 
-torch::Tensor SwiGLUImpl::forward(const torch::Tensor& x) { return fc2_(norm_(F::silu(fc1_g_(x)) * fc1_x_(x))); }
+torch::Tensor SwiGLUImpl::forward(const torch::Tensor& x) {
+  return fc2_(norm_(norm_input(F::silu(fc1_g_(x)) * fc1_x_(x), norm_)));
+}
 
 EvaBlockImpl::EvaBlockImpl(EvaOptions options_, double drop_path)
     : options(std::move(options_)), drop_path_(drop_path) {
@@ -129,10 +139,10 @@ void EvaBlockImpl::reset() {
 }
 
 torch::Tensor EvaBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& rope) {
-  torch::Tensor a = attn_(norm1_(x), rope);
+  torch::Tensor a = attn_(norm1_(norm_input(x, norm1_)), rope);
   if (gamma_1_.defined()) a = gamma_1_ * a;
   const torch::Tensor h = x + drop_path(a, drop_path_, is_training());
-  torch::Tensor m = mlp_(norm2_(h));
+  torch::Tensor m = mlp_(norm2_(norm_input(h, norm2_)));
   if (gamma_2_.defined()) m = gamma_2_ * m;
   return h + drop_path(m, drop_path_, is_training());
 }
@@ -193,7 +203,7 @@ torch::Tensor EvaImpl::forward(torch::Tensor x) {
       x = block->forward(x, rope);
     }
   }
-  return norm_(x);
+  return norm_(norm_input(x, norm_));
 }
 
 }  // namespace medseg::models

