@@ -80,8 +80,9 @@ ordered_json configuration_json(const Ctx& c, const std::string& data_identifier
   std::vector<std::string> schemes;
   std::vector<bool> mask;
   for (const auto& n : c.ds.channel_names) {
-    schemes.push_back(normalization_scheme_for(n));
-    mask.push_back(c.fp.median_relative_size_after_cropping < 0.75 && schemes.back() == "ZScoreNormalization");
+    const NormalizationScheme scheme = normalization_for_channel(n);
+    schemes.push_back(normalization_class_name(scheme));
+    mask.push_back(c.fp.median_relative_size_after_cropping < 0.75 && scheme == NormalizationScheme::ZScore);
   }
   ordered_json p;
   p["data_identifier"] = data_identifier;
