@@ -2,9 +2,8 @@
 
 #include <torch/nn/init.h>
 
-#include <cmath>
-
 #include "core/error.h"
+#include "planning/primus_decoder.h"
 
 namespace medseg::models {
 
@@ -41,29 +40,9 @@ PrimusOptions primus_options(const planning::PrimusPlan& plan, int64_t in_channe
 }
 
 PrimusDecoderPlan primus_decoder_plan(const PrimusOptions& o) {
-  // PatchDecode: log2 of the largest patch side stages; stage n (counted from the tokens' side, reversed
-  // below) upsamples an axis by 2 where patch / 2^n is even; channels shrink geometrically to 2 * classes,
-  // rounded to multiples of 8 (numpy rounds halves to even, as nearbyint does), the last one is the classes.
-  int64_t largest = 1;
-  for (int64_t p : o.patch_embed_size()) largest = std::max(largest, p);
-  const auto stages = static_cast<int64_t>(std::log(static_cast<double>(largest)) / std::log(2.0));
-  PrimusDecoderPlan plan;
-  for (int64_t n = stages - 1; n >= 0; --n) {
-    Shape s;
-    for (int64_t p : o.patch_embed_size())
-      s.push_back(std::fmod(static_cast<double>(p) / std::pow(2.0, static_cast<double>(n)), 2.0) == 0 ? 2 : 1);
-    plan.strides.push_back(s);
-  }
-  const double embed = static_cast<double>(o.embed_dim());
-  const double reduction =
-      std::pow(embed / (2.0 * static_cast<double>(o.num_classes())), 1.0 / static_cast<double>(stages));
-  plan.channels.push_back(o.embed_dim());
-  for (int64_t x = 0; x < stages; ++x) {
-    const double c = embed / std::pow(reduction, static_cast<double>(x + 1));
-    plan.channels.push_back(static_cast<int64_t>(std::max(8.0, std::nearbyint((c + 1e-6) / 8) * 8)));
-  }
-  plan.channels.back() = o.num_classes();
-  return plan;
+  planning::PrimusDecoderStages d =
+      planning::primus_decoder_stages(o.patch_embed_size(), o.embed_dim(), o.num_classes());
+  return {std::move(d.channels), std::move(d.strides)};
 }
 
 namespace {

@@ -4,10 +4,10 @@
 // log-sum-exp per head and token, not the t x t weights. Layer norms and softmax statistics are fp32 under
 // autocast.
 #include <algorithm>
-#include <cmath>
 
 #include "core/error.h"
 #include "planning/memory_ops.h"
+#include "planning/primus_decoder.h"
 
 namespace medseg::planning::detail {
 namespace {
@@ -25,30 +25,6 @@ struct Primus {
     return ops.back();
   }
 };
-
-// PatchDecode's channels and per-stage upsampling volumes, as models::primus_decoder_plan computes them.
-struct Decoder {
-  std::vector<int64_t> channels, up;  // up[s]: voxels gained by stage s's stride
-};
-
-Decoder decoder(const PrimusPlan& p, int classes) {
-  const int largest = *std::max_element(p.patch_embed_size.begin(), p.patch_embed_size.end());
-  const auto stages = static_cast<int64_t>(std::log(static_cast<double>(largest)) / std::log(2.0));
-  Decoder d;
-  for (int64_t n = stages - 1; n >= 0; --n) {
-    int64_t v = 1;
-    for (int e : p.patch_embed_size) v *= std::fmod(e / std::pow(2.0, static_cast<double>(n)), 2.0) == 0 ? 2 : 1;
-    d.up.push_back(v);
-  }
-  const double embed = p.embed_dim;
-  const double reduction = std::pow(embed / (2.0 * classes), 1.0 / static_cast<double>(stages));
-  d.channels.push_back(p.embed_dim);
-  for (int64_t x = 0; x < stages; ++x)
-    d.channels.push_back(static_cast<int64_t>(
-        std::max(8.0, std::nearbyint((embed / std::pow(reduction, static_cast<double>(x + 1)) + 1e-6) / 8) * 8)));
-  d.channels.back() = classes;
-  return d;
-}
 
 }  // namespace
 
@@ -119,10 +95,11 @@ std::vector<Op> primus_ops(const ArchitecturePlan& a, const std::vector<int>& pa
   norm.bwd_work = 2 * w.fp32(e * tokens);
   w.add(norm);
 
-  const Decoder d = decoder(p, classes);
+  const PrimusDecoderStages d = primus_decoder_stages(
+      std::vector<int64_t>(p.patch_embed_size.begin(), p.patch_embed_size.end()), p.embed_dim, classes);
   int64_t v = t;
   for (std::size_t s = 0; s + 1 < d.channels.size(); ++s) {
-    const int64_t cin = d.channels[s], cout = d.channels[s + 1], k = d.up[s];
+    const int64_t cin = d.channels[s], cout = d.channels[s + 1], k = volume(d.strides[s]);
     const bool last = s + 2 == d.channels.size();
     Op up;
     up.name = "up_projection.decode." + std::to_string(s);
