@@ -92,6 +92,20 @@ function(medseg_stage name)
       # One precompiled torch header for every torch stage: same flags (static, PIC, -O3) as core_torch's.
       target_precompile_headers(${target} REUSE_FROM medseg_stage_core_torch)
     endif()
+    # Batches of sources per translation unit: each torch file spends ~5 s loading the 690 MB precompiled
+    # header before its own code (CMakeLists.txt, MEDSEG_UNITY_BUILD). Their file-local names must differ.
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ${MEDSEG_UNITY_BUILD} UNITY_BUILD_BATCH_SIZE 8)
+    # A file that asks core/torch_compat.h for an optional part (#define MEDSEG_TORCH_COMPAT_... before its
+    # includes) compiles alone: in a batch, an earlier file would have included the header without it.
+    foreach(src ${sources})
+      file(STRINGS "${src}" opts_in REGEX "^#define MEDSEG_TORCH_COMPAT_")
+      if(opts_in)
+        set_source_files_properties(${src} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+      endif()
+    endforeach()
+    if(MEDSEG_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+      target_compile_options(${target} PRIVATE -Wno-subobject-linkage)  # as in a header (tests/CMakeLists.txt)
+    endif()
   endif()
   set_property(GLOBAL APPEND PROPERTY MEDSEG_STAGES ${name})
   set_property(GLOBAL PROPERTY MEDSEG_STAGE_DEPS_${name} ${S_DEPENDS} ${S_PRIVATE_DEPENDS})

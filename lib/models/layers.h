@@ -20,6 +20,13 @@ namespace medseg::models {
 
 using Shape = std::vector<int64_t>;
 
+// The number of elements of a shape (tokens of a patch grid, voxels of a window).
+inline int64_t product(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t v : s) n *= v;
+  return n;
+}
+
 enum class NormKind { kNone, kInstance, kBatch };
 enum class NonlinKind { kNone, kLeakyReLU, kReLU };
 

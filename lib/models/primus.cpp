@@ -60,12 +60,6 @@ EvaOptions eva_options(const PrimusOptions& o) {
       .num_register_tokens(o.num_register_tokens());
 }
 
-int64_t product(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t v : s) n *= v;
-  return n;
-}
-
 void check_options(const PrimusOptions& o) {
   MEDSEG_CHECK(o.input_shape().size() == 3 && o.patch_embed_size().size() == 3,
                "Primus: input_shape and patch_embed_size must have 3 axes (Primus is 3D)");

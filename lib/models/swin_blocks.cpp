@@ -2,8 +2,6 @@
 
 #include <torch/nn/functional/padding.h>
 
-#include <numeric>
-
 #include "models/activation_checkpoint.h"
 
 namespace medseg::models {
@@ -11,8 +9,6 @@ namespace {
 
 using torch::indexing::None;
 using torch::indexing::Slice;
-
-int64_t product(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
 
 // Python's slice(start, stop) on a length-n axis with None as nullopt: [begin, end) after clamping.
 std::pair<int64_t, int64_t> py_slice(int64_t n, c10::optional<int64_t> start, c10::optional<int64_t> stop) {

@@ -49,7 +49,7 @@ void transform_codes(std::string& b, int16_t qform, int16_t sform) {
 void sform_only(std::string& b) { transform_codes(b, 0, 1); }
 void qform_only(std::string& b) { transform_codes(b, 1, 0); }
 
-const GeoRow kRows[] = {
+const GeoRow kGeometryRows[] = {
     {"SformNaN_gz", ".nii.gz", false,
      [](std::string& b) {
        sform_only(b);
@@ -259,7 +259,7 @@ TEST_P(BadGeometry, PreprocessLeavesNoPartialOutput) {
   EXPECT_FALSE(fs::exists(pp_ + "/" + kName + "/nnUNetPlans_3d_fullres"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Rows, BadGeometry, ::testing::ValuesIn(kRows),
+INSTANTIATE_TEST_SUITE_P(Rows, BadGeometry, ::testing::ValuesIn(kGeometryRows),
                          [](const ::testing::TestParamInfo<GeoRow>& i) { return std::string(i.param.name); });
 
 }  // namespace

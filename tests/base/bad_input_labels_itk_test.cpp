@@ -25,13 +25,13 @@ using medseg::test::line_naming;
 
 namespace {
 
-constexpr const char* kName = "Dataset951_Lab";
+constexpr const char* kLabelsName = "Dataset951_Lab";
 
 // A tiny two-case dataset (labels 0, 1, 2) with its fingerprint and plans, made once.
-struct Base {
+struct LabelsBase {
   test::TempDir dir{"labbase"};
   std::string raw = dir / "raw", pp = dir / "pp";
-  Base() {
+  LabelsBase() {
     io::SyntheticDatasetOptions o;
     o.dataset_id = 951;
     o.name = "Lab";
@@ -45,8 +45,8 @@ struct Base {
   }
 };
 
-const Base& base() {
-  static Base b;
+const LabelsBase& labels_base() {
+  static LabelsBase b;
   return b;
 }
 
@@ -54,10 +54,10 @@ const Base& base() {
 struct Copy {
   test::TempDir dir{"lab"};
   std::string raw = dir / "raw", pp = dir / "pp";
-  std::string folder = raw + "/" + kName;
+  std::string folder = raw + "/" + kLabelsName;
   Copy() {
-    fs::copy(base().raw, raw, fs::copy_options::recursive);
-    fs::copy(base().pp, pp, fs::copy_options::recursive);
+    fs::copy(labels_base().raw, raw, fs::copy_options::recursive);
+    fs::copy(labels_base().pp, pp, fs::copy_options::recursive);
   }
   std::string env(const std::string& pp_root) const { return "MEDSEG_RAW=" + raw + " MEDSEG_PREPROCESSED=" + pp_root; }
   std::string label(const std::string& id) const { return folder + "/labelsTr/" + id + ".nii.gz"; }
@@ -79,7 +79,7 @@ struct LabelRow {
 // gtest prints a row by its name.
 void PrintTo(const LabelRow& r, std::ostream* os) { *os << r.name; }
 
-const LabelRow kRows[] = {
+const LabelRow kLabelsRows[] = {
     {"Undeclared7", PixelType::UInt8, 7, "label value(s) 7 not declared in dataset.json (declared: 0, 1, 2)"},
     {"Negative", PixelType::Int16, -1, "label value(s) -1 not declared in dataset.json"},
     {"NonInteger", PixelType::Float32, 2.5, "non-integer value(s) 2.5"},
@@ -111,18 +111,18 @@ TEST_P(BadLabel, VerifyDatasetNamesIt) {
 
 TEST_P(BadLabel, PreprocessRefusesItAndLeavesNoPartialOutput) {
   expect_refused(test::run_cli("medseg_preprocess", "-d 951 -c 3d_fullres --np 1 --no-progress", c_.env(c_.pp)));
-  EXPECT_FALSE(fs::exists(c_.pp + "/" + kName + "/nnUNetPlans_3d_fullres"));
+  EXPECT_FALSE(fs::exists(c_.pp + "/" + kLabelsName + "/nnUNetPlans_3d_fullres"));
 }
 
 TEST_P(BadLabel, PlanAndPreprocessRefusesItBeforeWritingAnything) {
   const std::string fresh = c_.dir / "pp_fresh";
   expect_refused(
       test::run_cli("medseg_plan_and_preprocess", "-d 951 -c 3d_fullres --npfp 1 -np 1 --no-progress", c_.env(fresh)));
-  EXPECT_FALSE(fs::exists(fresh + "/" + kName + "/dataset_fingerprint.json"));
-  EXPECT_FALSE(fs::exists(fresh + "/" + kName + "/nnUNetPlans.json"));
+  EXPECT_FALSE(fs::exists(fresh + "/" + kLabelsName + "/dataset_fingerprint.json"));
+  EXPECT_FALSE(fs::exists(fresh + "/" + kLabelsName + "/nnUNetPlans.json"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Rows, BadLabel, ::testing::ValuesIn(kRows),
+INSTANTIATE_TEST_SUITE_P(Rows, BadLabel, ::testing::ValuesIn(kLabelsRows),
                          [](const ::testing::TestParamInfo<LabelRow>& i) { return std::string(i.param.name); });
 
 // Valid label declarations that verify used to flag or must keep accepting: the values of a

@@ -31,7 +31,7 @@ struct CutRow {
 // gtest prints a row by its name.
 void PrintTo(const CutRow& r, std::ostream* os) { *os << r.name; }
 
-const CutRow kRows[] = {
+const CutRow kMessagesRows[] = {
     {"GzipHeaderOnly", ".nii.gz", [](const std::string& f, const std::string&) { return f.substr(0, 10); },
      "truncated: no NIfTI header (0 bytes after decompression)"},
     {"EmptyGzipStream", ".nii.gz", [](const std::string&, const std::string&) { return nii::gzip_bytes(""); },
@@ -75,5 +75,5 @@ TEST_P(TruncatedNifti, MessageSaysWhatIsMissing) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Rows, TruncatedNifti, ::testing::ValuesIn(kRows),
+INSTANTIATE_TEST_SUITE_P(Rows, TruncatedNifti, ::testing::ValuesIn(kMessagesRows),
                          [](const ::testing::TestParamInfo<CutRow>& i) { return std::string(i.param.name); });

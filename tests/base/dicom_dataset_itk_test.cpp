@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kName = "Dataset962_DicomTr";
+constexpr const char* kDicomName = "Dataset962_DicomTr";
 
 // Case k's series: flipped rows (exact cosines and float-exact spacings, so that the twin's NIfTI header holds the
 // same numbers); case 0 is CT with a rescale, the others have a zero border (cropping) and case 2 thicker slices
@@ -57,7 +57,7 @@ Volume case_label(const test::DicomSeriesSpec& s) {
   return Volume::from_values(PixelType::UInt8, twin.shape(), twin.geometry(), v);
 }
 
-void write_dataset_json(const std::string& folder, int channels, int cases) {
+void dicom_write_dataset_json(const std::string& folder, int channels, int cases) {
   std::ofstream f(folder + "/dataset.json");
   f << R"({"channel_names": {"0": "CT")" << (channels > 1 ? R"(, "1": "MR")" : "")
     << R"(}, "labels": {"background": 0, "a": 1, "b": 2}, "numTraining": )" << cases
@@ -66,7 +66,7 @@ void write_dataset_json(const std::string& folder, int channels, int cases) {
 
 // imagesTr/case_k/ as series folders (dicom) or imagesTr/case_k_0000.nii.gz (the twin), one label each.
 std::string write_raw(const std::string& raw, bool dicom) {
-  const std::string ds = raw + "/" + kName;
+  const std::string ds = raw + "/" + kDicomName;
   fs::create_directories(ds + "/imagesTr");
   fs::create_directories(ds + "/labelsTr");
   for (int k = 0; k < 3; ++k) {
@@ -78,7 +78,7 @@ std::string write_raw(const std::string& raw, bool dicom) {
       io::write_image(ds + "/imagesTr/" + id + "_0000.nii.gz", test::nifti_twin(s));
     io::write_image(ds + "/labelsTr/" + id + ".nii.gz", case_label(s));
   }
-  write_dataset_json(ds, 1, 3);
+  dicom_write_dataset_json(ds, 1, 3);
   return ds;
 }
 
@@ -107,7 +107,7 @@ TEST(DicomDataset, SeriesFoldersVerifyFingerprintAndPreprocessAsTheirNiftiTwins)
     r = test::run_cli("medseg_plan_and_preprocess", "-d 962 -c 3d_fullres --np 1 --no_pbar", env);
     ASSERT_EQ(r.exit_code, 0) << kind << ": " << r.output;
   }
-  const auto dcm = tree(d / "pre_dcm/" + kName), nii = tree(d / "pre_nii/" + kName);
+  const auto dcm = tree(d / "pre_dcm/" + kDicomName), nii = tree(d / "pre_nii/" + kDicomName);
   ASSERT_EQ(dcm.size(), nii.size());
   EXPECT_TRUE(dcm.count("dataset_fingerprint.json"));
   EXPECT_TRUE(dcm.count("gt_segmentations/case_2.nii.gz"));
@@ -122,7 +122,7 @@ TEST(DicomDataset, SeriesFoldersVerifyFingerprintAndPreprocessAsTheirNiftiTwins)
 
 TEST(DicomDataset, VerifyNamesEachProblemOfASeriesDataset) {
   test::TempDir d("dcmbad");
-  const std::string ds = d / kName, images = ds + "/imagesTr";
+  const std::string ds = d / kDicomName, images = ds + "/imagesTr";
   fs::create_directories(ds + "/labelsTr");
   auto add_case = [&](const std::string& id, int k, bool second_channel) {
     test::write_dicom_series(images + "/" + id + "/0000", case_series(k, 0));
@@ -139,7 +139,7 @@ TEST(DicomDataset, VerifyNamesEachProblemOfASeriesDataset) {
   io::write_image(ds + "/labelsTr/other_grid.nii.gz", case_label(shifted));
   fs::create_directories(images + "/notes");
   std::ofstream(images + "/notes/readme.txt") << "not a series";
-  write_dataset_json(ds, 2, 4);
+  dicom_write_dataset_json(ds, 2, 4);
 
   const auto r = test::run_cli("medseg_verify_dataset", "-i " + ds + " --np 1");
   EXPECT_NE(r.exit_code, 0) << r.output;

@@ -11,7 +11,7 @@ using namespace medseg::fingerprint;
 
 namespace {
 
-int64_t idx(const Shape3& s, int64_t z, int64_t y, int64_t x) { return (z * s[1] + y) * s[2] + x; }
+int64_t extract_idx(const Shape3& s, int64_t z, int64_t y, int64_t x) { return (z * s[1] + y) * s[2] + x; }
 
 // Shape (4,5,6); body (value 1 / 10) in [1,3)x[1,4)x[1,5); labels at three body voxels with
 // channel-0 values 2, 4, 6 (channel 1: 20, 40, 60), and one label in the empty region (cropped away).
@@ -25,18 +25,18 @@ io::LoadedCase make_case() {
   for (int64_t z = 1; z < 3; ++z)
     for (int64_t y = 1; y < 4; ++y)
       for (int64_t x = 1; x < 5; ++x) {
-        c.channels[0].data<float>()[idx(s, z, y, x)] = 1;
-        c.channels[1].data<float>()[idx(s, z, y, x)] = 10;
+        c.channels[0].data<float>()[extract_idx(s, z, y, x)] = 1;
+        c.channels[1].data<float>()[extract_idx(s, z, y, x)] = 10;
       }
   c.label = Volume(PixelType::Int16, s, g);
   const int64_t fg[3][3] = {{1, 1, 1}, {1, 1, 2}, {2, 3, 4}};
   for (int k = 0; k < 3; ++k) {
-    const int64_t i = idx(s, fg[k][0], fg[k][1], fg[k][2]);
+    const int64_t i = extract_idx(s, fg[k][0], fg[k][1], fg[k][2]);
     c.channels[0].data<float>()[i] = 2.0f * (k + 1);
     c.channels[1].data<float>()[i] = 20.0f * (k + 1);
     c.label.data<int16_t>()[i] = static_cast<int16_t>(k == 2 ? 2 : 1);
   }
-  c.label.data<int16_t>()[idx(s, 3, 0, 0)] = 1;  // outside the box: not foreground after cropping
+  c.label.data<int16_t>()[extract_idx(s, 3, 0, 0)] = 1;  // outside the box: not foreground after cropping
   return c;
 }
 

@@ -59,7 +59,7 @@ void expect_natural_geometry(const Volume& v) {
   EXPECT_EQ(g.file_dimension, 2);
 }
 
-std::string error_of(const std::function<void()>& f) {
+std::string natural_error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const std::exception& e) { return e.what(); }
@@ -98,7 +98,7 @@ TEST(NaturalImages, RgbAndRgbaFilesAreThreeAndFourChannelsInFileOrder) {
       expect_natural_geometry(ch[c]);
     }
     // One channel where one is expected (a label): refused, naming the file.
-    const std::string e = error_of([&] { io::read_label(d / f); });
+    const std::string e = natural_error_of([&] { io::read_label(d / f); });
     EXPECT_NE(e.find(f), std::string::npos) << e;
     EXPECT_NE(e.find("components"), std::string::npos) << e;
   }
@@ -132,7 +132,7 @@ TEST(NaturalImages, PalettesAreLookedUpAsPillowReadsThem) {
       ASSERT_EQ(pal[1].at(0, y, x), std::fmod(2 * k, 256));
       ASSERT_EQ(pal[2].at(0, y, x), 255 - k);
     }
-  EXPECT_NE(error_of([&] { io::read_image(d / "pal.png"); }).find("palette"), std::string::npos);
+  EXPECT_NE(natural_error_of([&] { io::read_image(d / "pal.png"); }).find("palette"), std::string::npos);
 }
 
 TEST(NaturalImages, SixteenBitPngAndTwoDimensionalTiffKeepTheirValues) {
@@ -183,11 +183,11 @@ TEST(Tiff3d, StacksTakeTheirSpacingFromTheCasesSidecar) {
 
   // A bad sidecar is named.
   write_file_atomic(d / "case.json", R"({"spacing": [2.5, 0.7]})");
-  const std::string e = error_of([&] { io::read_image(d / "case_0000.tif"); });
+  const std::string e = natural_error_of([&] { io::read_image(d / "case_0000.tif"); });
   EXPECT_NE(e.find("case.json"), std::string::npos) << e;
   EXPECT_NE(e.find("3 numbers"), std::string::npos) << e;
   write_file_atomic(d / "case.json", R"({"spacing": [2.5, 0.7, -1]})");
-  EXPECT_NE(error_of([&] { io::read_image(d / "case_0000.tif"); }).find("positive"), std::string::npos);
+  EXPECT_NE(natural_error_of([&] { io::read_image(d / "case_0000.tif"); }).find("positive"), std::string::npos);
 }
 
 TEST(NaturalImages, SegmentationsAreWrittenAsNnUNetWritesThemAndPillowReadsThemBack) {
@@ -225,13 +225,13 @@ TEST(NaturalImages, SegmentationsAreWrittenAsNnUNetWritesThemAndPillowReadsThemB
          "assert (s.ravel() == np.arange(60) % 5).all()\n"
          "assert json.load(open(d + '/seg.json')) == {'spacing': [2.5, 0.7, 0.8]}");
   // What the formats cannot hold is refused, naming the file; nothing is left behind.
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(natural_error_of([&] {
               io::write_image(d / "big.bmp", Volume::from_values(PixelType::Int16, {1, kH, kW}, g2, large));
             }).find("big.bmp"),
             std::string::npos);
   std::vector<double> neg(small);
   neg[0] = -1;
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(natural_error_of([&] {
               io::write_image(d / "neg.png", Volume::from_values(PixelType::Int16, {1, kH, kW}, g2, neg));
             }).find("negative"),
             std::string::npos);
@@ -290,9 +290,9 @@ TEST(NaturalImages, AnRgbCaseIsOneFileHoldingTheChannelsDatasetJsonDeclares) {
   ASSERT_EQ(m.channels.size(), 4u);
   for (int k = 0; k < 4; ++k) expect_pattern(m.channels[k], 5 + k);
   // A dataset.json that declares another count is named with what the files hold.
-  const std::string e = error_of([&] { io::list_image_cases(d / "one", ".png", 2); });
+  const std::string e = natural_error_of([&] { io::list_image_cases(d / "one", ".png", 2); });
   EXPECT_NE(e.find("road_0000.png"), std::string::npos) << e;
   EXPECT_NE(e.find("holds 3 channels in 1 file(s); dataset.json declares 2"), std::string::npos) << e;
-  const std::string missing = error_of([&] { io::list_image_cases(d / "imagesTr", ".png", 5); });
+  const std::string missing = natural_error_of([&] { io::list_image_cases(d / "imagesTr", ".png", 5); });
   EXPECT_NE(missing.find("mixed_0002.png"), std::string::npos) << missing;
 }

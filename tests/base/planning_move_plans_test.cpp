@@ -25,7 +25,7 @@ const char* kSourcePlans = R"({
   }
 })";
 
-void write_dataset_json(const std::string& path, const std::string& file_ending) {
+void move_write_dataset_json(const std::string& path, const std::string& file_ending) {
   write_json(path, json{{"labels", {{"background", 0}, {"x", 1}}},
                         {"file_ending", file_ending},
                         {"channel_names", {{"0", "CT"}}},
@@ -36,7 +36,7 @@ void write_dataset_json(const std::string& path, const std::string& file_ending)
 
 TEST(MovePlans, RenamesAsNnUNetDoes) {
   test::TempDir d("move_plans");
-  write_dataset_json(d / "dataset.json", ".png");
+  move_write_dataset_json(d / "dataset.json", ".png");
   const auto target = planning::load_dataset_json(d / "dataset.json");
   const ordered_json out = planning::move_plans(ordered_json::parse(kSourcePlans), "Dataset002_B", "nnUNetPlans",
                                                 "nnUNetPlansFrom1", target);
@@ -60,7 +60,7 @@ TEST(MovePlansCli, WritesTheTargetsPlansAndRefusesWhatIsMissing) {
   const std::string env = "MEDSEG_RAW=" + d / "raw" + " MEDSEG_PREPROCESSED=" + d / "pre";
   std::filesystem::create_directories(d / "pre/Dataset001_A");
   std::filesystem::create_directories(d / "raw/Dataset002_B");
-  write_dataset_json(d / "raw/Dataset002_B/dataset.json", ".nii.gz");
+  move_write_dataset_json(d / "raw/Dataset002_B/dataset.json", ".nii.gz");
   auto r = test::run_cli("medseg_move_plans_between_datasets", "-s 1 -t 2 -sp nnUNetPlans -tp nnUNetPlansFrom1", env);
   EXPECT_NE(r.exit_code, 0);  // no source plans yet
   EXPECT_NE(r.output.find("Dataset001_A/nnUNetPlans.json"), std::string::npos) << r.output;

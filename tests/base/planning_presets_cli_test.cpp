@@ -20,7 +20,7 @@ using medseg::test::count_lines;
 
 namespace {
 
-const char* kApp = "medseg_plan_experiment";
+const char* kPresetsApp = "medseg_plan_experiment";
 
 json shipped(const std::string& name) { return read_json(test::source_path("plans/" + name + ".json")); }
 
@@ -34,7 +34,7 @@ struct Hippocampus {
     write_json(ds, test::dataset_json({"MRI"}, 3, 260));
   }
   test::CmdResult plan(const std::string& extra, const std::string& env = "") const {
-    return run_cli(kApp, "--fingerprint " + fp + " --dataset-json " + ds + " -o " + out + " " + extra, env);
+    return run_cli(kPresetsApp, "--fingerprint " + fp + " --dataset-json " + ds + " -o " + out + " " + extra, env);
   }
   json fullres() const { return read_json(out)["configurations"]["3d_fullres"]; }
 };
@@ -209,8 +209,8 @@ INSTANTIATE_TEST_SUITE_P(Rows, BadPresetCli, ::testing::ValuesIn(kBadPresets),
 TEST(PlannerPresetCli, DemoExamplePlansAreWhatThePlannerWrites) {
   TempDir d("preset_demo");
   const std::string ex = test::source_path("plans/examples/Dataset900_Demo");
-  const auto r = run_cli(kApp, "--fingerprint " + ex + "/dataset_fingerprint.json --dataset-json " + ex +
-                                   "/dataset.json -pl ExperimentPlanner -o " + (d / "nnUNetPlans.json"));
+  const auto r = run_cli(kPresetsApp, "--fingerprint " + ex + "/dataset_fingerprint.json --dataset-json " + ex +
+                                          "/dataset.json -pl ExperimentPlanner -o " + (d / "nnUNetPlans.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(test::read_text(d / "nnUNetPlans.json"), test::read_text(ex + "/nnUNetPlans.json"))
       << "regenerate plans/examples/Dataset900_Demo (plans/README.md)";

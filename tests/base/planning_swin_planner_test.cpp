@@ -13,13 +13,13 @@ using namespace medseg::planning;
 
 namespace {
 
-constexpr double GiB = 1073741824.0;
+constexpr double SwinGiB = 1073741824.0;
 
 ConfigurationPlan config_of(const ordered_json& plans, const std::string& name) {
   return configuration_from_json(json::parse(plans["configurations"][name].dump()), name, "plans");
 }
 
-ordered_json plan(const json& fp, const json& ds, PlannerOptions o) {
+ordered_json swin_plan(const json& fp, const json& ds, PlannerOptions o) {
   o.dataset_name = "Dataset999_X";
   return plan_experiment(fingerprint_from_json(fp, "fp"), dataset_json_from_json(ds, "ds"), o);
 }
@@ -30,13 +30,13 @@ int64_t peak(const ConfigurationPlan& c, int batch, int in_ch, int classes, int 
   return estimate_training_memory(c.architecture, c.patch_size, batch, in_ch, classes, m).peak_bytes;
 }
 
-const json kIsoFp = test::uniform_fingerprint({1, 1, 1}, {400, 400, 400}, 50);
-const json kIsoDs = test::dataset_json({"CT"}, 14, 50);
+const json kSwinIsoFp = test::uniform_fingerprint({1, 1, 1}, {400, 400, 400}, 50);
+const json kSwinIsoDs = test::dataset_json({"CT"}, 14, 50);
 
 }  // namespace
 
 TEST(PlanningBytesModel, EveryConfigurationCarriesAnEstimate) {
-  const auto p = plan(kIsoFp, kIsoDs, PlannerOptions{});
+  const auto p = swin_plan(kSwinIsoFp, kSwinIsoDs, PlannerOptions{});
   for (const auto& [name, c] : p["configurations"].items()) {
     if (!c.contains("patch_size")) continue;  // 3d_cascade_fullres inherits
     ASSERT_TRUE(c.contains("medseg")) << name;
@@ -52,8 +52,8 @@ TEST(PlanningBytesModel, PatchAndBatchFitTheBudget) {
   PlannerOptions o;
   o.memory_model = MemoryModelKind::Bytes;
   o.gpu_memory_target_gb = 8;
-  const auto p = plan(kIsoFp, kIsoDs, o);
-  const double budget = 8 * GiB * 0.9;
+  const auto p = swin_plan(kSwinIsoFp, kSwinIsoDs, o);
+  const double budget = 8 * SwinGiB * 0.9;
   for (const char* name : {"3d_fullres", "2d"}) {
     const auto c = config_of(p, name);
     EXPECT_EQ(p["configurations"][name]["medseg"]["memory_model"], "bytes");
@@ -69,7 +69,7 @@ TEST(PlanningBytesModel, PatchAndBatchFitTheBudget) {
   }
   // A larger target never gives a smaller 3d patch.
   o.gpu_memory_target_gb = 40;
-  const auto big = config_of(plan(kIsoFp, kIsoDs, o), "3d_fullres");
+  const auto big = config_of(swin_plan(kSwinIsoFp, kSwinIsoDs, o), "3d_fullres");
   const auto small = config_of(p, "3d_fullres");
   EXPECT_GE(double(big.patch_size[0]) * big.patch_size[1] * big.patch_size[2],
             double(small.patch_size[0]) * small.patch_size[1] * small.patch_size[2]);
@@ -79,7 +79,7 @@ TEST(PlanningSwin, PatchDivisibleBy32AndFeatureSizeByTarget) {
   PlannerOptions o;
   o.planner = "SwinUNETRPlanner";
   o.gpu_memory_target_gb = 24;
-  const auto p = plan(kIsoFp, kIsoDs, o);
+  const auto p = swin_plan(kSwinIsoFp, kSwinIsoDs, o);
   EXPECT_FALSE(p["configurations"].contains("3d_lowres"));
   const auto c = config_of(p, "3d_fullres");
   ASSERT_TRUE(c.architecture.is_swin_unetr());
@@ -89,9 +89,9 @@ TEST(PlanningSwin, PatchDivisibleBy32AndFeatureSizeByTarget) {
   for (int x : c.patch_size) EXPECT_EQ(x % 32, 0);
   // Its own preprocessed data (issue 26): preprocessing it never rewrites nnUNetPlans' 3d_fullres data.
   EXPECT_EQ(c.data_identifier, "medsegSwinUNETRPlans_3d_fullres");
-  EXPECT_LE(peak(c, c.batch_size, 1, 14), 24 * GiB * 0.9);
+  EXPECT_LE(peak(c, c.batch_size, 1, 14), 24 * SwinGiB * 0.9);
   o.gpu_memory_target_gb = 8;
-  EXPECT_EQ(config_of(plan(kIsoFp, kIsoDs, o), "3d_fullres").architecture.swin->feature_size, 24);
+  EXPECT_EQ(config_of(swin_plan(kSwinIsoFp, kSwinIsoDs, o), "3d_fullres").architecture.swin->feature_size, 24);
 }
 
 // docs/plans.md, SwinUNETRPlanner: at each patch (starting from the median cube here, which is
@@ -104,12 +104,12 @@ TEST(PlanningSwin, CheckpointingOnlyWhenItIsWhatFits) {
   const json ds = test::dataset_json({"CT"}, 3, 50);
   PlannerOptions o;
   o.planner = "SwinUNETRPlanner";
-  const double usable = GiB * (1 - o.memory_headroom);
+  const double usable = SwinGiB * (1 - o.memory_headroom);
   for (int m : {32, 64}) {
     SCOPED_TRACE("median " + std::to_string(m) + "^3");
     const json fp = test::uniform_fingerprint({1, 1, 1}, {double(m), double(m), double(m)}, 50);
     o.gpu_memory_target_gb = 8;  // any target below 16 GB: feature size 24, as for the targets below
-    auto c = config_of(plan(fp, ds, o), "3d_fullres");
+    auto c = config_of(swin_plan(fp, ds, o), "3d_fullres");
     ASSERT_EQ(c.architecture.swin->feature_size, 24);
     c.patch_size = {m, m, m};
     const double off = double(peak(c, 2, 1, 3, 0)), on = double(peak(c, 2, 1, 3, 1));
@@ -126,7 +126,7 @@ TEST(PlanningSwin, CheckpointingOnlyWhenItIsWhatFits) {
       o.gpu_memory_target_gb = row.target_gb;
       ConfigurationPlan planned;
       try {
-        planned = config_of(plan(fp, ds, o), "3d_fullres");
+        planned = config_of(swin_plan(fp, ds, o), "3d_fullres");
       } catch (const Error& e) { FAIL() << "target " << row.target_gb << " GB: " << e.what(); }
       EXPECT_EQ(planned.patch_size, (std::vector<int>{m, m, m}));
       EXPECT_EQ(planned.architecture.swin->use_checkpoint, row.checkpointing);
@@ -137,7 +137,7 @@ TEST(PlanningSwin, CheckpointingOnlyWhenItIsWhatFits) {
   for (double gb : {8.0, 11.0, 16.0, 24.0, 40.0, 80.0}) {
     SCOPED_TRACE(gb);
     o.gpu_memory_target_gb = gb;
-    const auto c = config_of(plan(kIsoFp, kIsoDs, o), "3d_fullres");
+    const auto c = config_of(swin_plan(kSwinIsoFp, kSwinIsoDs, o), "3d_fullres");
     const double budget = gb * usable;
     if (c.architecture.swin->use_checkpoint) { EXPECT_GT(peak(c, 2, 1, 14, 0), budget); }
     EXPECT_LE(peak(c, 2, 1, 14), budget);
@@ -148,5 +148,5 @@ TEST(PlanningSwin, SmallTargetThatCannotFitIsAClearError) {
   PlannerOptions o;
   o.planner = "SwinUNETRPlanner";
   o.gpu_memory_target_gb = 0.05;
-  EXPECT_THROW(plan(kIsoFp, kIsoDs, o), Error);
+  EXPECT_THROW(swin_plan(kSwinIsoFp, kSwinIsoDs, o), Error);
 }

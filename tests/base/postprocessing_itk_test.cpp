@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::array<int64_t, 3> kShape{6, 10, 10};
+constexpr std::array<int64_t, 3> kPostShape{6, 10, 10};
 
 struct Drawing {
   std::vector<double> v = std::vector<double>(6 * 10 * 10, 0.0);
@@ -36,7 +36,7 @@ struct Drawing {
     Geometry g;
     g.spacing = {0.9, 0.9, 2.0};
     g.origin = {10, -20, 30};
-    io::write_image(path, Volume::from_values(PixelType::UInt8, kShape, g, v));
+    io::write_image(path, Volume::from_values(PixelType::UInt8, kPostShape, g, v));
   }
 };
 
@@ -45,7 +45,7 @@ Drawing reference() {
   return Drawing().box(1, {1, 1, 1}, {4, 4, 4}).box(1, {1, 6, 1}, {3, 8, 3}).box(2, {1, 6, 6}, {3, 8, 8});
 }
 
-void write_dataset_json(const std::string& folder) {
+void post_write_dataset_json(const std::string& folder) {
   write_json(folder + "/dataset.json", {{"labels", {{"background", 0}, {"liver", 1}, {"tumour", 2}}},
                                         {"channel_names", {{"0", "CT"}}},
                                         {"numTraining", 2},
@@ -60,7 +60,7 @@ double dice(const json& summary, const std::string& key) {
 void write_case_folders(const test::TempDir& d, const Drawing& pred) {
   fs::create_directories(d / "ref");
   fs::create_directories(d / "pred");
-  write_dataset_json(d / "pred");
+  post_write_dataset_json(d / "pred");
   reference().write(d / "ref/a.nii.gz");
   pred.write(d / "pred/a.nii.gz");
 }
@@ -86,7 +86,7 @@ TEST(DeterminePostprocessing, SpuriousComponentIsRemovedAndDiceRises) {
   test::TempDir d("ppdet");
   fs::create_directories(d / "ref");
   fs::create_directories(d / "pred");
-  write_dataset_json(d / "pred");
+  post_write_dataset_json(d / "pred");
   // Both labels hold one component each here; the predictions add one stray label-1 voxel.
   const Drawing ref = Drawing().box(1, {1, 1, 1}, {4, 4, 4}).box(2, {1, 4, 1}, {3, 6, 3});
   for (const char* c : {"a", "b"}) {
@@ -157,7 +157,7 @@ TEST(PostprocessingCli, DetermineThenApplyAsAUserWould) {
 TEST(PostprocessingCli, BadInputIsOneLineAndTouchesNothing) {
   test::TempDir d("ppbad");
   fs::create_directories(d / "pred");
-  write_dataset_json(d / "pred");
+  post_write_dataset_json(d / "pred");
   reference().write(d / "pred/a.nii.gz");
   write_json(d / "pred/postprocessing.json",
              {{"postprocessing_fns", {"fill_holes"}}, {"postprocessing_kwargs", {{{"labels_or_regions", 1}}}}});
@@ -246,7 +246,7 @@ TEST(PostprocessingCli, ModelFolderCrossValidationGivesPredictTheFile) {
   const std::string model = d / "results/Dataset123_Liver/nnUNetTrainer__nnUNetPlans__3d_fullres";
   const std::string gt = d / "pre/Dataset123_Liver/gt_segmentations";
   fs::create_directories(gt);
-  write_dataset_json(model);
+  post_write_dataset_json(model);
   const char* fold_of[] = {"0", "1", "0"};
   for (int i = 0; i < 3; ++i) {
     const std::string c = "case_" + std::to_string(i) + ".nii.gz";
@@ -285,7 +285,7 @@ TEST(AccumulateCrossvalCli, GathersTheFoldsAndScoresThem) {
   const std::string model = d / "results/Dataset123_Liver/nnUNetTrainer__nnUNetPlans__3d_fullres";
   const std::string gt = d / "pre/Dataset123_Liver/gt_segmentations";
   fs::create_directories(gt);
-  write_dataset_json(model);
+  post_write_dataset_json(model);
   const char* fold_of[] = {"0", "1", "0"};
   for (int i = 0; i < 4; ++i)
     reference().write(gt + "/case_" + std::to_string(i) + ".nii.gz");  // case_3: fold 2, not trained

@@ -18,17 +18,17 @@ using namespace medseg::preprocessing;
 namespace {
 
 int64_t numel(const Shape3& s) { return s[0] * s[1] * s[2]; }
-int64_t idx(const Shape3& s, int64_t z, int64_t y, int64_t x) { return (z * s[1] + y) * s[2] + x; }
+int64_t resample_idx(const Shape3& s, int64_t z, int64_t y, int64_t x) { return (z * s[1] + y) * s[2] + x; }
 double pos(int64_t o, int64_t n, int64_t m) { return (o + 0.5) * double(n) / double(m) - 0.5; }
 
 // f = 2 * index along `axis` + 1.
-std::vector<float> ramp(const Shape3& s, int axis) {
+std::vector<float> resample_ramp(const Shape3& s, int axis) {
   std::vector<float> v(static_cast<std::size_t>(numel(s)));
   for (int64_t z = 0; z < s[0]; ++z)
     for (int64_t y = 0; y < s[1]; ++y)
       for (int64_t x = 0; x < s[2]; ++x) {
         const int64_t i[3] = {z, y, x};
-        v[idx(s, z, y, x)] = static_cast<float>(2 * i[axis] + 1);
+        v[resample_idx(s, z, y, x)] = static_cast<float>(2 * i[axis] + 1);
       }
   return v;
 }
@@ -43,7 +43,8 @@ void expect_ramp(const std::vector<float>& out, const Shape3& in, const Shape3& 
         const int64_t o[3] = {z, y, x};
         const double c = pos(o[axis], in[axis], os[axis]);
         if (c < margin || c > in[axis] - 1 - margin) continue;
-        ASSERT_NEAR(out[idx(os, z, y, x)], 2 * c + 1, tol) << "axis " << axis << " at " << z << "," << y << "," << x;
+        ASSERT_NEAR(out[resample_idx(os, z, y, x)], 2 * c + 1, tol)
+            << "axis " << axis << " at " << z << "," << y << "," << x;
         ++checked;
       }
   EXPECT_GT(checked, 0);
@@ -76,7 +77,7 @@ TEST(PreprocessingResample, LinearAndCubicReproduceRampsInEachAxis) {
   const Shape3 outs[2] = {{31, 15, 37}, {13, 34, 17}};  // up- and downsampling mixed
   for (int axis = 0; axis < 3; ++axis)
     for (const Shape3& os : outs) {
-      const auto v = ramp(in, axis);
+      const auto v = resample_ramp(in, axis);
       const auto lin = resample_data(v, 1, in, os, {}, {1, 0});
       expect_ramp(lin, in, os, axis, 0.0, 1e-4);
       const auto cub = resample_data(v, 1, in, os, {}, {3, 0});
@@ -87,7 +88,7 @@ TEST(PreprocessingResample, LinearAndCubicReproduceRampsInEachAxis) {
 
 TEST(PreprocessingResample, LinearClampsAtTheBorderLikeEdgeMode) {
   const Shape3 in{1, 1, 4}, os{1, 1, 8};  // c(0) = -0.25, c(7) = 3.25: both outside the samples
-  const auto out = resample_data(ramp(in, 2), 1, in, os, {}, {1, 0});
+  const auto out = resample_data(resample_ramp(in, 2), 1, in, os, {}, {1, 0});
   EXPECT_NEAR(out[0], 1.0, 1e-6);
   EXPECT_NEAR(out[7], 7.0, 1e-6);
   EXPECT_NEAR(out[1], 2 * 0.25 + 1, 1e-6);
@@ -119,7 +120,7 @@ TEST(PreprocessingResample, OneVoxelLabelFollowsTheTentProduct) {
   };
   for (const Case& k : cases) {
     std::vector<int16_t> seg(static_cast<std::size_t>(numel(k.in)), 0);
-    seg[idx(k.in, k.voxel[0], k.voxel[1], k.voxel[2])] = 3;
+    seg[resample_idx(k.in, k.voxel[0], k.voxel[1], k.voxel[2])] = 3;
     const auto out = resample_seg(seg, k.in, k.out, {}, {1, 0});
     int64_t expected_count = 0, count = 0;
     for (int64_t z = 0; z < k.out[0]; ++z)
@@ -128,7 +129,7 @@ TEST(PreprocessingResample, OneVoxelLabelFollowsTheTentProduct) {
           const int64_t o[3] = {z, y, x};
           double w = 1;
           for (int a = 0; a < 3; ++a) w *= std::max(0.0, 1 - std::abs(pos(o[a], k.in[a], k.out[a]) - k.voxel[a]));
-          const int16_t v = out[idx(k.out, z, y, x)];
+          const int16_t v = out[resample_idx(k.out, z, y, x)];
           EXPECT_TRUE(v == 0 || v == 3);
           ASSERT_EQ(v == 3, w >= 0.5) << "weight " << w;
           expected_count += w >= 0.5;
@@ -157,18 +158,18 @@ TEST(PreprocessingResample, MinusOneIsKeptAsALabel) {
   const Shape3 in{3, 4, 4}, os{9, 12, 12};
   std::vector<int16_t> seg(static_cast<std::size_t>(numel(in)), 0);
   for (int64_t y = 0; y < 4; ++y)
-    for (int64_t x = 0; x < 4; ++x) seg[idx(in, 0, y, x)] = -1;  // first slice outside the mask
-  seg[idx(in, 2, 2, 2)] = 1;
+    for (int64_t x = 0; x < 4; ++x) seg[resample_idx(in, 0, y, x)] = -1;  // first slice outside the mask
+  seg[resample_idx(in, 2, 2, 2)] = 1;
   const auto out = resample_seg(seg, in, os, {}, {1, 0});
   // Output slices 0..2 map to c <= 0.33 along z: nearer to slice 0 than slice 1, so -1 wins there.
   for (int64_t z = 0; z < 9; ++z)
     for (int64_t y = 0; y < 12; ++y)
       for (int64_t x = 0; x < 12; ++x) {
-        const int16_t v = out[idx(os, z, y, x)];
+        const int16_t v = out[resample_idx(os, z, y, x)];
         if (z < 3) { ASSERT_EQ(v, -1); }
         if (z >= 3 && z < 6) { ASSERT_EQ(v, 0); }
       }
-  EXPECT_EQ(out[idx(os, 7, 7, 7)], 1);  // c = 2 exactly on the labelled voxel
+  EXPECT_EQ(out[resample_idx(os, 7, 7, 7)], 1);  // c = 2 exactly on the labelled voxel
 }
 
 TEST(PreprocessingResample, SeparateZCopiesWholeSlices) {
@@ -207,6 +208,6 @@ TEST(PreprocessingResample, NearestTiesRoundUpWhenDownsamplingByTwo) {
 
 TEST(PreprocessingResample, UnchangedShapeIsACopy) {
   const Shape3 s{3, 4, 5};
-  const auto v = ramp(s, 1);
+  const auto v = resample_ramp(s, 1);
   EXPECT_EQ(resample_data(v, 1, s, s, {}, {3, 0}), v);
 }

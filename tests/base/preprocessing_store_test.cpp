@@ -25,7 +25,7 @@ using namespace medseg::preprocessing;
 namespace {
 
 // Channel c, voxel (z, y, x) holds 1000 c + 100 z + 10 y + x; seg holds (z + y + x) % 3 - 1.
-CaseArrays hand_case(int channels, const Shape3& s) {
+CaseArrays store_hand_case(int channels, const Shape3& s) {
   CaseArrays a;
   a.channels = channels;
   a.shape = s;
@@ -65,7 +65,7 @@ void truncate_file(const std::string& path, std::size_t keep) {
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(b.data(), static_cast<std::streamsize>(keep));
 }
 
-std::string error_of(const std::string& folder, const std::string& id) {
+std::string store_error_of(const std::string& folder, const std::string& id) {
   try {
     open_preprocessed_case(folder, id);
   } catch (const FileError& e) { return e.what(); }
@@ -166,12 +166,12 @@ TEST(PreprocessingStore, CaseDeclaringMoreVoxelsThan64BitsHoldIsRefused) {
   const int64_t big = int64_t{1} << 40;
   const Shape3 s{2, 3, 4};
   CaseProperties p = hand_props("h", s);
-  write_preprocessed_case(dir.path(), p, hand_case(1, s));
+  write_preprocessed_case(dir.path(), p, store_hand_case(1, s));
   p.shape_after_resampling = {big, big, big};
   write_json(dir / "h.json", case_properties_to_json(p));
   write_npy(dir / "h.npy", "<f4", {1, big, big, big}, nullptr, 0);
   write_npy(dir / "h_seg.npy", "|i1", {1, big, big, big}, nullptr, 0);
-  const std::string e = error_of(dir.path(), "h");
+  const std::string e = store_error_of(dir.path(), "h");
   EXPECT_NE(e.find(dir / "h.npy"), std::string::npos) << e;
   EXPECT_NE(e.find("more than 2^56 elements"), std::string::npos) << e;
 }
@@ -179,7 +179,7 @@ TEST(PreprocessingStore, CaseDeclaringMoreVoxelsThan64BitsHoldIsRefused) {
 TEST(PreprocessingStore, RoundTripAndPatchesWithPadding) {
   test::TempDir dir("store");
   const Shape3 s{2, 3, 4};
-  const CaseArrays a = hand_case(2, s);
+  const CaseArrays a = store_hand_case(2, s);
   write_preprocessed_case(dir.path(), hand_props("c1", s), a);
   const PreprocessedCase c = open_preprocessed_case(dir.path(), "c1");
   EXPECT_EQ(c.id(), "c1");
@@ -220,7 +220,7 @@ TEST(PreprocessingStore, RoundTripAndPatchesWithPadding) {
 TEST(PreprocessingStore, LabelsAbove127AreStoredAsInt16) {
   test::TempDir dir("store16");
   const Shape3 s{1, 2, 2};
-  CaseArrays a = hand_case(1, s);
+  CaseArrays a = store_hand_case(1, s);
   a.seg[3] = 200;
   write_preprocessed_case(dir.path(), hand_props("big", s), a);
   const std::string b = bytes_of(dir / "big_seg.npy");
@@ -234,29 +234,29 @@ TEST(PreprocessingStore, LabelsAbove127AreStoredAsInt16) {
 TEST(PreprocessingStore, DamagedFilesAreErrorsNamingTheFile) {
   test::TempDir dir("storebad");
   const Shape3 s{2, 3, 4};
-  write_preprocessed_case(dir.path(), hand_props("t", s), hand_case(1, s));
+  write_preprocessed_case(dir.path(), hand_props("t", s), store_hand_case(1, s));
   const std::string npy = dir / "t.npy";
   truncate_file(npy, bytes_of(npy).size() - 5);
-  std::string e = error_of(dir.path(), "t");
+  std::string e = store_error_of(dir.path(), "t");
   EXPECT_NE(e.find(npy), std::string::npos) << e;
   EXPECT_NE(e.find("truncated"), std::string::npos) << e;
 
-  write_preprocessed_case(dir.path(), hand_props("f", s), hand_case(1, s));
+  write_preprocessed_case(dir.path(), hand_props("f", s), store_hand_case(1, s));
   std::ofstream(dir / "f_seg.npy", std::ios::trunc) << "this is not numpy";
-  e = error_of(dir.path(), "f");
+  e = store_error_of(dir.path(), "f");
   EXPECT_NE(e.find(dir / "f_seg.npy"), std::string::npos) << e;
 
-  write_preprocessed_case(dir.path(), hand_props("d", s), hand_case(1, s));
+  write_preprocessed_case(dir.path(), hand_props("d", s), store_hand_case(1, s));
   const std::vector<double> d(24, 0.0);
   write_npy(dir / "d.npy", "<f8", {1, 2, 3, 4}, d.data(), d.size() * 8);
-  e = error_of(dir.path(), "d");
+  e = store_error_of(dir.path(), "d");
   EXPECT_NE(e.find(dir / "d.npy"), std::string::npos) << e;
 
-  write_preprocessed_case(dir.path(), hand_props("e", s), hand_case(1, s));
+  write_preprocessed_case(dir.path(), hand_props("e", s), store_hand_case(1, s));
   std::ofstream(dir / "e.npy", std::ios::trunc).close();
-  EXPECT_NE(error_of(dir.path(), "e").find("empty"), std::string::npos);
+  EXPECT_NE(store_error_of(dir.path(), "e").find("empty"), std::string::npos);
 
-  EXPECT_NE(error_of(dir.path(), "missing").find("missing.json"), std::string::npos);
+  EXPECT_NE(store_error_of(dir.path(), "missing").find("missing.json"), std::string::npos);
 }
 
 TEST(PreprocessingStore, PropertiesJsonRoundTripAndVersion) {

@@ -46,7 +46,7 @@ std::vector<int16_t> labels_of(const std::string& s) {
   return v;
 }
 
-int64_t numel(const Shape3& s) { return s[0] * s[1] * s[2]; }
+int64_t zoom_numel(const Shape3& s) { return s[0] * s[1] * s[2]; }
 
 }  // namespace
 
@@ -54,7 +54,7 @@ TEST(PreprocessingZoomLinear, ScoresAreScipysBitForBit) {
   for (const NearTie& k : kCases) {
     std::vector<double> mask;
     for (char c : k.seg) mask.push_back(c == '0' ? 1.0 : 0.0);
-    std::vector<double> out(static_cast<std::size_t>(numel(k.out)));
+    std::vector<double> out(static_cast<std::size_t>(zoom_numel(k.out)));
     zoom_linear(mask.data(), k.in, out.data(), k.out);
     for (std::size_t i = 0; i < k.first_zero_scores.size(); ++i)
       EXPECT_EQ(out[i], k.first_zero_scores[i]) << "voxel " << i << ": " << std::hexfloat << out[i];
@@ -72,17 +72,17 @@ TEST(PreprocessingZoomLinear, NearTiesGoToTheLargerFloat64Score) {
 // a volume of one slice, and each clipped to its own slice's range.
 TEST(PreprocessingZoomLinear, SlicesAreZoomedAndClippedOneByOne) {
   const Shape3 in{3, 4, 5};
-  std::vector<double> v(static_cast<std::size_t>(numel(in)));
+  std::vector<double> v(static_cast<std::size_t>(zoom_numel(in)));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.7 * static_cast<double>(i)) * (1 + i / 20);
   for (int axis = 0; axis < 3; ++axis) {
     Shape3 out{7, 6, 2};
     out[axis] = in[axis];
-    std::vector<double> stacked(static_cast<std::size_t>(numel(out)));
+    std::vector<double> stacked(static_cast<std::size_t>(zoom_numel(out)));
     zoom_linear(v.data(), in, stacked.data(), out, axis);
     for (int64_t k = 0; k < in[axis]; ++k) {
       Shape3 in1 = in, out1 = out;
       in1[axis] = out1[axis] = 1;
-      std::vector<double> slice, zoomed(static_cast<std::size_t>(numel(out1)));
+      std::vector<double> slice, zoomed(static_cast<std::size_t>(zoom_numel(out1)));
       for (int64_t z = 0; z < in[0]; ++z)
         for (int64_t y = 0; y < in[1]; ++y)
           for (int64_t x = 0; x < in[2]; ++x)

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // 2 x 4 x 4 volumes; the reference has label 1 where x < 2 (16 voxels).
-constexpr std::array<int64_t, 3> kShape{2, 4, 4};
+constexpr std::array<int64_t, 3> kSelectionShape{2, 4, 4};
 constexpr int64_t kN = 32;
 
 Geometry geometry() {
@@ -32,7 +32,7 @@ Geometry geometry() {
   return g;
 }
 
-std::vector<double> reference() {
+std::vector<double> selection_reference() {
   std::vector<double> v(kN, 0.0);
   for (int64_t i = 0; i < kN; ++i) v[static_cast<size_t>(i)] = (i % 4) < 2;
   return v;
@@ -40,7 +40,7 @@ std::vector<double> reference() {
 
 // p1 per voxel: `fg` on reference foreground, `bg` elsewhere, then the exceptions.
 std::vector<float> foreground_probability(float fg, float bg, const std::vector<std::pair<int, float>>& except) {
-  const auto ref = reference();
+  const auto ref = selection_reference();
   std::vector<float> p(kN);
   for (int64_t i = 0; i < kN; ++i) p[static_cast<size_t>(i)] = ref[static_cast<size_t>(i)] ? fg : bg;
   for (const auto& [i, v] : except) p[static_cast<size_t>(i)] = v;
@@ -57,7 +57,7 @@ void write_prediction(const std::string& folder, const std::string& id, const st
     probs[static_cast<size_t>(kN + i)] = p1[static_cast<size_t>(i)];
     seg[static_cast<size_t>(i)] = p1[static_cast<size_t>(i)] > 0.5f;
   }
-  const std::vector<int64_t> shape{2, kShape[0], kShape[1], kShape[2]};
+  const std::vector<int64_t> shape{2, kSelectionShape[0], kSelectionShape[1], kSelectionShape[2]};
   const std::string base = folder + "/" + id;
   preprocessing::write_npy(base + "_probabilities.npy", "<f4", shape, probs.data(), probs.size() * sizeof(float));
   const Geometry g = geometry();
@@ -69,7 +69,7 @@ void write_prediction(const std::string& folder, const std::string& id, const st
                                             {"spacing", g.spacing},
                                             {"origin", g.origin},
                                             {"direction", g.direction}});
-  io::write_image(base + ".nii.gz", Volume::from_values(PixelType::UInt8, kShape, g, seg));
+  io::write_image(base + ".nii.gz", Volume::from_values(PixelType::UInt8, kSelectionShape, g, seg));
 }
 
 const json kDataset = {{"labels", {{"background", 0}, {"organ", 1}}},
@@ -92,8 +92,8 @@ TEST(Ensemble, AveragedProbabilitiesGiveTheReference) {
   const auto r = test::run_cli("medseg_ensemble", "-i " + d / "a" + " " + d / "b" + " -o " + d / "out --save_npz");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Volume seg = io::read_image(d / "out/c0.nii.gz");
-  EXPECT_EQ(seg.to_double(), reference());
-  EXPECT_EQ(geometry_mismatch(seg.geometry(), seg.shape(), geometry(), kShape), "");
+  EXPECT_EQ(seg.to_double(), selection_reference());
+  EXPECT_EQ(geometry_mismatch(seg.geometry(), seg.shape(), geometry(), kSelectionShape), "");
   std::vector<int64_t> shape;
   const auto avg = preprocessing::read_npy_float32(d / "out/c0_probabilities.npy", shape);
   EXPECT_FLOAT_EQ(avg[kN + 2], 0.4f);  // (0.6 + 0.2) / 2
@@ -149,7 +149,7 @@ struct TwoModels {
     for (int c = 0; c < 4; ++c) {
       const std::string id = "case_" + std::to_string(c);
       io::write_image(gt + "/" + id + ".nii.gz",
-                      Volume::from_values(PixelType::UInt8, kShape, geometry(), reference()));
+                      Volume::from_values(PixelType::UInt8, kSelectionShape, geometry(), selection_reference()));
       const std::string fold = "fold_" + std::to_string(c / 2) + "/validation";
       write_prediction(a + "/" + fold, id, foreground_probability(0.9f, 0.1f, kWrongA));
       write_prediction(b + "/" + fold, id, foreground_probability(0.7f, 0.1f, kWrongB));
@@ -176,7 +176,7 @@ TEST(FindBestConfiguration, PicksTheEnsembleAndWritesHowToRunIt) {
   EXPECT_EQ(info["folds"], json({"0", "1"}));
   for (int c = 0; c < 4; ++c)
     EXPECT_EQ(io::read_image(results + "/ensembles/" + best + "/case_" + std::to_string(c) + ".nii.gz").to_double(),
-              reference());
+              selection_reference());
   EXPECT_TRUE(fs::exists(results + "/ensembles/" + best + "/postprocessing.json"));
   const std::string txt = test::read_text(results + "/inference_instructions.txt");
   EXPECT_NE(txt.find("medseg_ensemble -i OUTPUT_FOLDER_MODEL_1 OUTPUT_FOLDER_MODEL_2"), std::string::npos) << txt;

@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool python(const std::string& dir, const std::string& body) {
+bool npz_python(const std::string& dir, const std::string& body) {
   write_file_atomic(dir + "/gen.py",
                     "import sys, json, os, numpy as np, nibabel as nib\nd = sys.argv[1]\n" + body + "\n");
   return std::system(("/usr/bin/python3 " + dir + "/gen.py " + dir + " 2>&1").c_str()) == 0;
@@ -35,7 +35,7 @@ TEST(Npz, WhatMedsegWritesNumpyLoadsAndTheOtherWayRound) {
   std::vector<float> v(2 * 3 * 4);
   for (size_t i = 0; i < v.size(); ++i) v[i] = 0.25f * static_cast<float>(i);
   preprocessing::write_npz_float32(d / "m.npz", "probabilities", {2, 3, 4}, v.data());
-  ASSERT_TRUE(python(d.path(), R"(
+  ASSERT_TRUE(npz_python(d.path(), R"(
 a = np.load(d + '/m.npz')['probabilities']
 assert a.dtype == np.float32 and a.shape == (2, 3, 4), (a.dtype, a.shape)
 assert (a.ravel() == 0.25 * np.arange(24)).all()
@@ -63,7 +63,7 @@ TEST(EnsembleNpz, NnUNetFoldersAloneOrMixedWithMedsegsAverageToNumpysArgmax) {
   test::TempDir d("ensnpz");
   // Folders A and B as nnUNetv2_predict --save_probabilities leaves them (the .pkl aside); C holds B's
   // probabilities in medseg's format. expected.npy: the label values of argmax((A + B) / 2).
-  ASSERT_TRUE(python(d.path(), R"(
+  ASSERT_TRUE(npz_python(d.path(), R"(
 rng = np.random.default_rng(4)
 shape = (3, 2, 3, 4)  # classes, z, y, x
 ds = {'channel_names': {'0': 'CT'}, 'labels': {'background': 0, 'liver': 1, 'tumor': 2}, 'numTraining': 1,

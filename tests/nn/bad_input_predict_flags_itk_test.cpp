@@ -30,7 +30,7 @@ void truncate_checkpoint(const Workspace& ws) {
   write_file_atomic(ck, bytes.substr(0, bytes.size() / 2));
 }
 
-struct Row {
+struct FlagsRow {
   std::string name;
   std::function<std::string(const Workspace&)> prepare;  // edits the row's copy, returns the extra arguments
   std::vector<std::string> fragments;
@@ -40,14 +40,14 @@ struct Row {
 
 TEST(BadInputPredictFlags, RefusedOnceNamingTheFlagOrFileAndWritingNothing) {
   const auto step = [](const std::string& value) {
-    return Row{"-step_size " + value,
-               [value](const Workspace& ws) {
-                 truncate_checkpoint(ws);
-                 return "-step_size " + value;
-               },
-               {"-step_size " + value + " is not in (0, 1]"}};
+    return FlagsRow{"-step_size " + value,
+                    [value](const Workspace& ws) {
+                      truncate_checkpoint(ws);
+                      return "-step_size " + value;
+                    },
+                    {"-step_size " + value + " is not in (0, 1]"}};
   };
-  const std::vector<Row> rows = {
+  const std::vector<FlagsRow> rows = {
       step("0"),
       step("-0.5"),
       step("1.5"),
@@ -80,7 +80,7 @@ TEST(BadInputPredictFlags, RefusedOnceNamingTheFlagOrFileAndWritingNothing) {
        {"plans.json", "previous_stage '../../outside/x' is not a valid name"}},
   };
   const Workspace base({false, true});
-  for (const Row& row : rows) {
+  for (const FlagsRow& row : rows) {
     SCOPED_TRACE(row.name);
     const Workspace ws = base.copy();
     const std::string extra = row.prepare(ws);

@@ -33,7 +33,7 @@ using namespace medseg::data::augment;
 
 namespace {
 
-at::Tensor random_volume(int64_t c, int64_t z, int64_t y, int64_t x, uint64_t seed) {
+at::Tensor da5_random_volume(int64_t c, int64_t z, int64_t y, int64_t x, uint64_t seed) {
   Rng rng(seed);
   std::vector<float> v;
   for (int64_t i = 0; i < c * z * y * x; ++i) v.push_back(static_cast<float>(rng.uniform(-2, 2)));
@@ -78,15 +78,15 @@ TEST(DA5Median, OneLineByHand) {
 
 TEST(DA5Median, EverySizeEqualsTheBruteForceWindow) {
   for (int64_t s = 2; s <= 7; ++s) {
-    const at::Tensor v = random_volume(1, 6, 7, 5, 10 + static_cast<uint64_t>(s))[0];
+    const at::Tensor v = da5_random_volume(1, 6, 7, 5, 10 + static_cast<uint64_t>(s))[0];
     EXPECT_TRUE(median_filter(v, s).equal(brute_median(v, s))) << "size " << s;
-    const at::Tensor flat = random_volume(1, 1, 9, 8, 20 + static_cast<uint64_t>(s))[0];  // a 2D patch
+    const at::Tensor flat = da5_random_volume(1, 1, 9, 8, 20 + static_cast<uint64_t>(s))[0];  // a 2D patch
     EXPECT_TRUE(median_filter(flat, s).equal(brute_median(flat, s))) << "2D, size " << s;
   }
 }
 
 TEST(DA5Sharpening, IsTheSixNeighbourLaplacianWithReplicatedBorders) {
-  const at::Tensor v = random_volume(1, 4, 5, 6, 3);
+  const at::Tensor v = da5_random_volume(1, 4, 5, 6, 3);
   at::Tensor d = v.clone();
   apply_sharpening(d, ChannelValues{{0}, {0.25}});
   const auto a = v.accessor<float, 4>();
@@ -105,7 +105,7 @@ TEST(DA5Sharpening, IsTheSixNeighbourLaplacianWithReplicatedBorders) {
       }
   EXPECT_LT(worst, 1e-5);
   // A 2D patch: BG2's 4-neighbour kernel (centre 4).
-  const at::Tensor f = random_volume(1, 1, 5, 5, 4);
+  const at::Tensor f = da5_random_volume(1, 1, 5, 5, 4);
   at::Tensor g = f.clone();
   apply_sharpening(g, ChannelValues{{0}, {1.0}});
   const double c = f[0][0][2][2].item<double>();
@@ -180,7 +180,7 @@ TEST(DA5LocalTransforms, GradientAddsAndLocalGammaBlendsByTheKernel) {
   k.centre = {1.0, 2.0, 3.0};
   k.sigma = {2.0, 2.0, 2.0};
   k.value = -2.5;
-  const at::Tensor v = random_volume(1, 3, 5, 6, 8);
+  const at::Tensor v = da5_random_volume(1, 3, 5, 6, 8);
   const at::Tensor kernel = local_kernel(k, {3, 5, 6}, at::kCPU);
   at::Tensor g = v.clone();
   apply_brightness_gradient(g, {k});
@@ -197,7 +197,7 @@ TEST(DA5LocalTransforms, GradientAddsAndLocalGammaBlendsByTheKernel) {
 // nnU-Net runs rectangles, gradient, local gamma and sharpening after mirroring; medseg runs them
 // before the flip on reflected positions. Both orders must give the same image.
 TEST(DA5Mirror, StepsOnReflectedPositionsThenTheFlipEqualTheFlipThenTheSteps) {
-  const at::Tensor v = random_volume(2, 6, 7, 8, 12);
+  const at::Tensor v = da5_random_volume(2, 6, 7, 8, 12);
   const Shape3 patch{6, 7, 8};
   const std::vector<int64_t> axes{0, 2};
   std::vector<BlankRect> rects(1);
@@ -322,7 +322,7 @@ TEST(DA5Spatial, NearestResamplingIsTorchsNearestGridSample) {
     const SpatialPlan plan = plan_spatial(loader, cfg.patch, sample_spatial(cfg, rng), false);
     ASSERT_TRUE(plan.map.nearest_image && plan.map.nearest_seg);
     const Shape3& c = plan.map.crop;
-    const at::Tensor img = random_volume(2, c[0], c[1], c[2], 40 + static_cast<uint64_t>(t));
+    const at::Tensor img = da5_random_volume(2, c[0], c[1], c[2], 40 + static_cast<uint64_t>(t));
     const at::Tensor seg = img[0].mul(2).round().clamp(-1, 3).to(at::kShort).unsqueeze(0);
     const Sample out = apply_spatial(Sample{img, seg}, plan);
     const at::Tensor grid = torch_grid(plan.map);
@@ -352,7 +352,7 @@ TEST(DA5Pipeline, ASampleKeepsItsShapeAndItsLabels) {
   cfg.da5();
   cfg.p_rotation = cfg.p_scaling = cfg.p_smoothing = cfg.p_blank = cfg.p_gradient = cfg.p_local_gamma = 1;
   cfg.p_sharpen = cfg.p_additive_brightness = cfg.p_contrast = cfg.p_lowres = 1;
-  Sample in{random_volume(2, 20, 20, 20, 2), at::zeros({1, 20, 20, 20}, at::kShort)};
+  Sample in{da5_random_volume(2, 20, 20, 20, 2), at::zeros({1, 20, 20, 20}, at::kShort)};
   in.seg.slice(1, 6, 14).slice(2, 6, 14).slice(3, 6, 14).fill_(2);
   for (uint64_t seed = 0; seed < 6; ++seed) {
     Rng rng(seed);

@@ -30,7 +30,7 @@ using namespace medseg::data::augment;
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
+constexpr double kDevicePi = 3.14159265358979323846;
 
 // A training pipeline as training_pipeline builds one from a plan: rotation range, dummy-2D,
 // mirror axes and loader patch from the final patch; two deep-supervision scales below full.
@@ -43,12 +43,12 @@ PipelineConfig pipeline(const Shape3& patch, bool is_2d, int64_t batch) {
   a.patch = patch;
   a.is_2d = is_2d;
   if (is_2d) {
-    a.rotation_max = kPi;
+    a.rotation_max = kDevicePi;
     a.mirror_axes = {1, 2};
     cfg.ds_scales = {{1, 1, 1}, {1, 0.5, 0.5}, {1, 0.25, 0.25}};
   } else {
     a.dummy_2d = static_cast<double>(std::max({patch[0], patch[1], patch[2]})) / static_cast<double>(patch[0]) > 3;
-    a.rotation_max = (a.dummy_2d ? kPi : kPi / 6);
+    a.rotation_max = (a.dummy_2d ? kDevicePi : kDevicePi / 6);
     cfg.ds_scales = {{1, 1, 1}, {a.dummy_2d ? 1 : 0.5, 0.5, 0.5}, {a.dummy_2d ? 1 : 0.25, 0.25, 0.25}};
   }
   cfg.loader_patch = initial_patch_size(patch, a.rotation_max, a.dummy_2d, is_2d);
@@ -240,7 +240,7 @@ TEST(DeviceAugment, RotationAndScalingRatesAndRangesFollowTheConfig) {
   EXPECT_NEAR(static_cast<double>(rotated), 0.2 * n, 4.5 * sd);
   EXPECT_NEAR(static_cast<double>(scaled), 0.2 * n, 4.5 * sd);
   // U(-30, 30) degrees: mean 0, sd 30 / sqrt(3); U(0.7, 1.4): mean 1.05, sd 0.7 / sqrt(12).
-  const double amax = kPi / 6;
+  const double amax = kDevicePi / 6;
   for (double a : angles) ASSERT_LE(std::abs(a), amax);
   for (double s : scales) ASSERT_TRUE(s >= 0.7 && s <= 1.4) << s;
   const Moments ma = moments(angles), ms = moments(scales);

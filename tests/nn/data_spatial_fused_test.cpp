@@ -20,7 +20,7 @@ using namespace medseg::data::augment;
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
+constexpr double kFusedPi = 3.14159265358979323846;
 
 // Image: smooth ramp plus noise. Labels: blobs of 0..3 with a -1 border (as nnU-Net's preprocessed
 // segmentations have outside the nonzero mask), or, with `noisy`, a random label per voxel, which
@@ -50,14 +50,14 @@ SpatialParams random_params(Rng& rng, bool in_plane) {
   SpatialParams p;
   p.rotate = rng.bernoulli(0.8);
   p.scale = !p.rotate || rng.bernoulli(0.5);
-  const double amax = in_plane ? kPi : kPi / 6;
+  const double amax = in_plane ? kFusedPi : kFusedPi / 6;
   if (p.rotate)
     for (int d = 0; d < (in_plane ? 1 : 3); ++d) p.angles[d] = rng.uniform(-amax, amax);
   if (p.scale) p.scales.fill(rng.uniform(0.7, 1.4));
   return p;
 }
 
-void expect_same(const Sample& fused, const Sample& ref, const std::string& what) {
+void fused_expect_same(const Sample& fused, const Sample& ref, const std::string& what) {
   ASSERT_EQ(fused.data.sizes(), ref.data.sizes()) << what;
   ASSERT_EQ(fused.seg.sizes(), ref.seg.sizes()) << what;
   const double err = (fused.data - ref.data).abs().max().item<double>();
@@ -74,7 +74,7 @@ void compare_many(const Shape3& loader, const Shape3& patch, bool in_plane, int 
     const std::string what = "trial " + std::to_string(t) + " angles " + std::to_string(p.angles[0]) + "," +
                              std::to_string(p.angles[1]) + "," + std::to_string(p.angles[2]) + " scale " +
                              std::to_string(p.scales[0]);
-    expect_same(apply_spatial(in, patch, p, in_plane), reference_spatial(in, patch, p, in_plane), what);
+    fused_expect_same(apply_spatial(in, patch, p, in_plane), reference_spatial(in, patch, p, in_plane), what);
   }
 }
 
@@ -99,19 +99,19 @@ TEST(SpatialFused, EqualsGridSampleInPlaneForDummy2DAnd2D) {
 TEST(SpatialFused, EqualsGridSampleOnExactRightAnglesAndPureScaling) {
   const Sample in = random_patch(1, {18, 18, 18}, 9, true);
   for (int axis = 0; axis < 3; ++axis)
-    for (double a : {kPi / 2, -kPi / 2, kPi}) {
+    for (double a : {kFusedPi / 2, -kFusedPi / 2, kFusedPi}) {
       SpatialParams p;
       p.rotate = true;
       p.angles[axis] = a;
-      expect_same(apply_spatial(in, {12, 12, 12}, p, false), reference_spatial(in, {12, 12, 12}, p, false),
-                  "axis " + std::to_string(axis) + " angle " + std::to_string(a));
+      fused_expect_same(apply_spatial(in, {12, 12, 12}, p, false), reference_spatial(in, {12, 12, 12}, p, false),
+                        "axis " + std::to_string(axis) + " angle " + std::to_string(a));
     }
   for (double f : {0.7, 1.0, 1.25, 1.4, 2.0}) {
     SpatialParams p;
     p.scale = true;
     p.scales.fill(f);
-    expect_same(apply_spatial(in, {12, 12, 12}, p, false), reference_spatial(in, {12, 12, 12}, p, false),
-                "scale " + std::to_string(f));
+    fused_expect_same(apply_spatial(in, {12, 12, 12}, p, false), reference_spatial(in, {12, 12, 12}, p, false),
+                      "scale " + std::to_string(f));
   }
 }
 
@@ -145,7 +145,8 @@ TEST(SpatialFused, ReadingOnlyThePlannedBoxEqualsCroppingTheLoaderPatch) {
     Sample region{at::empty({1, rs[0], rs[1], rs[2]}), at::empty({1, rs[0], rs[1], rs[2]}, at::kShort)};
     cases.read_data(0, read, region.data.data_ptr<float>(), 0.f);
     cases.read_seg(0, read, region.seg.data_ptr<int16_t>(), -1);
-    expect_same(apply_spatial(region, plan), reference_spatial(whole, patch, p, false), "box " + std::to_string(t));
+    fused_expect_same(apply_spatial(region, plan), reference_spatial(whole, patch, p, false),
+                      "box " + std::to_string(t));
   }
 }
 

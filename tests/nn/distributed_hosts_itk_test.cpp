@@ -32,9 +32,9 @@ constexpr double kSlack = 4;  // a rank's start (LibTorch loads) and exit, on a 
 // Raw dataset 955 -> plans -> preprocessed 3d_fullres, with the plans copies and splits_final.json the
 // tests use. Every test is a process of its own: the dataset is made once per build, under a lock, in
 // build/test_cache/ (renamed into place when complete), and nothing writes into it afterwards.
-struct Dataset {
+struct HostsDataset {
   std::string root;
-  Dataset() {
+  HostsDataset() {
     const fs::path cache = fs::path(test::bin_dir()) / ".." / "test_cache";
     const auto stamp =
         fs::last_write_time(fs::path(test::bin_dir()) / "medseg_plan_and_preprocess").time_since_epoch().count();
@@ -107,12 +107,12 @@ struct Dataset {
   std::string pre() const { return root + "/pre"; }
 };
 
-const Dataset& dataset() {
-  static Dataset d;
+const HostsDataset& hosts_dataset() {
+  static HostsDataset d;
   return d;
 }
 
-std::string env(const std::string& results, const std::string& pre = dataset().pre()) {
+std::string hosts_env(const std::string& results, const std::string& pre = hosts_dataset().pre()) {
   return "MEDSEG_PREPROCESSED=" + pre + " MEDSEG_RESULTS=" + results;
 }
 
@@ -139,7 +139,7 @@ int lines_of(const std::string& text) {
 
 // The loopback reference: the same two ranks started by medseg_train --nproc_per_node 2.
 std::string loopback_run(const std::string& results, const std::string& plans, const std::string& more) {
-  const auto r = test::run_cli("medseg_train", train_args(plans, more) + " --nproc_per_node 2", env(results));
+  const auto r = test::run_cli("medseg_train", train_args(plans, more) + " --nproc_per_node 2", hosts_env(results));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return fold(results, plans) + "/checkpoint_final.ckpt";
 }
@@ -158,11 +158,11 @@ struct TwoRankRun {
 TwoRankRun run_two_loopback_ranks(const test::TempDir& d, int world0, int world1) {
   test::Processes procs;
   const int port = distributed::free_loopback_port();
-  const std::string args = train_args(dataset().plans(4), "--epochs 1 --iters-per-epoch 1");
+  const std::string args = train_args(hosts_dataset().plans(4), "--epochs 1 --iters-per-epoch 1");
   const int world[2] = {world0, world1};
   pid_t pid[2];
   for (int r = 0; r < 2; ++r)
-    pid[r] = procs.start(train(env(d / "res") + " " + test::torchrun_env(r, world[r], "127.0.0.1", port), args),
+    pid[r] = procs.start(train(hosts_env(d / "res") + " " + test::torchrun_env(r, world[r], "127.0.0.1", port), args),
                          d / ("rank" + std::to_string(r) + ".log"));
   TwoRankRun run;
   for (int r = 0; r < 2; ++r) run.status[r] = test::wait_exit(pid[r], std::chrono::seconds(60), &run.took[r]);
@@ -178,8 +178,8 @@ TEST(DistributedJoin, MasterUnreachableEndsWithinTheTimeoutNamingRank0) {
   test::TempDir d("join_master");
   test::Processes procs;
   const int port = distributed::free_loopback_port();  // nobody serves it
-  const pid_t r1 = procs.start(train(env(d / "res") + " " + test::torchrun_env(1, 2, "127.0.0.1", port),
-                                     train_args(dataset().plans(2), "--epochs 1 --iters-per-epoch 1")),
+  const pid_t r1 = procs.start(train(hosts_env(d / "res") + " " + test::torchrun_env(1, 2, "127.0.0.1", port),
+                                     train_args(hosts_dataset().plans(2), "--epochs 1 --iters-per-epoch 1")),
                                d / "rank1.log");
   double took = 0;
   const int status = test::wait_exit(r1, std::chrono::seconds(60), &took);
@@ -232,8 +232,8 @@ TEST(DistributedJoin, LoneRankWhoseWorldSizeCannotWorkSaysSoAtOnce) {
   test::Processes procs;
   const int port = distributed::free_loopback_port();
   // Batch 1 cannot be shared by 2 ranks: said before waiting for rank 1, not after the timeout.
-  const pid_t r0 = procs.start(train(env(d / "res") + " " + test::torchrun_env(0, 2, "127.0.0.1", port),
-                                     train_args(dataset().plans(1), "--epochs 1 --iters-per-epoch 1")),
+  const pid_t r0 = procs.start(train(hosts_env(d / "res") + " " + test::torchrun_env(0, 2, "127.0.0.1", port),
+                                     train_args(hosts_dataset().plans(1), "--epochs 1 --iters-per-epoch 1")),
                                d / "rank0.log");
   double took = 0;
   const int status = test::wait_exit(r0, std::chrono::seconds(60), &took);
@@ -260,11 +260,11 @@ TEST_P(DistributedRefusal, OneLineBeforeAnyRankStarts) {
   test::TempDir d("refuse");
   // 10x20x20 with strides (1,1,1) (2,2,2) (1,2,2): no axis splits into two slabs aligned with them
   // (5 is not a multiple of 2, 10 not of 4).
-  const std::string plans = row.plans == "swin"           ? dataset().swin_plans()
-                            : row.plans == "unsplittable" ? dataset().plans(1, {10, 20, 20})
-                                                          : dataset().plans(1);
+  const std::string plans = row.plans == "swin"           ? hosts_dataset().swin_plans()
+                            : row.plans == "unsplittable" ? hosts_dataset().plans(1, {10, 20, 20})
+                                                          : hosts_dataset().plans(1);
   const auto r = test::run_cli("medseg_train", train_args(plans, "--epochs 1 --iters-per-epoch 1") + " " + row.flags,
-                               env(d / "res"));
+                               hosts_env(d / "res"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("medseg_train: error: " + row.message), std::string::npos) << r.output;
   EXPECT_EQ(lines_of(r.output), 1) << r.output;  // not once per rank, and no "rank 0 exited with status 1"
@@ -286,9 +286,9 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(DistributedRefusal, ARefusalEveryRankMakesIsPrintedOnce) {
   test::TempDir d("refuse_inrank");
   const auto r = test::run_cli("medseg_train",
-                               train_args(dataset().plans(2), "--epochs 1 --iters-per-epoch 1") +
+                               train_args(hosts_dataset().plans(2), "--epochs 1 --iters-per-epoch 1") +
                                    " --nproc_per_node 2 --pretrained_weights " + (d / "missing.ckpt"),
-                               env(d / "res"));
+                               hosts_env(d / "res"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   int errors = 0;
   std::istringstream in(r.output);
@@ -302,10 +302,11 @@ TEST(DistributedRefusal, ARefusalEveryRankMakesIsPrintedOnce) {
 TEST(DistributedRefusal, WorldSizeOtherThanSpatialParallelAtOnce) {
   test::TempDir d("refuse_ws");
   const int port = distributed::free_loopback_port();
-  const std::string args = train_args(dataset().plans(1), "--epochs 1 --iters-per-epoch 1") + " --spatial_parallel 2";
+  const std::string args =
+      train_args(hosts_dataset().plans(1), "--epochs 1 --iters-per-epoch 1") + " --spatial_parallel 2";
   const auto start = std::chrono::steady_clock::now();
   const auto r =
-      test::run_cli("medseg_train", args, env(d / "res") + " " + test::torchrun_env(0, 3, "127.0.0.1", port));
+      test::run_cli("medseg_train", args, hosts_env(d / "res") + " " + test::torchrun_env(0, 3, "127.0.0.1", port));
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("--spatial_parallel 2 needs exactly that many ranks (3 in this run)"), std::string::npos)
@@ -318,9 +319,9 @@ TEST(DistributedRefusal, WorldSizeOtherThanSpatialParallelAtOnce) {
 
 TEST(DistributedData, RankWithZeroedImagesIsRefusedNamingTheCase) {
   test::TempDir d("data_zero");
-  const std::string plans = dataset().plans(2);
+  const std::string plans = hosts_dataset().plans(2);
   // Host 1's copy: one case's image replaced by zeros of the same size (same shapes, same header).
-  fs::copy(dataset().pre(), d / "pre1", fs::copy_options::recursive);
+  fs::copy(hosts_dataset().pre(), d / "pre1", fs::copy_options::recursive);
   const fs::path data = fs::path(d / "pre1") / "Dataset955_Hosts" / "nnUNetPlans_3d_fullres";
   std::vector<std::string> ids;
   for (const auto& e : fs::directory_iterator(data))
@@ -339,10 +340,11 @@ TEST(DistributedData, RankWithZeroedImagesIsRefusedNamingTheCase) {
   test::Processes procs;
   const int port = distributed::free_loopback_port();
   const std::string args = train_args(plans, "--epochs 1 --iters-per-epoch 1");
-  const pid_t r0 =
-      procs.start(train(env(d / "res") + " " + test::torchrun_env(0, 2, "127.0.0.1", port), args), d / "rank0.log");
-  const pid_t r1 = procs.start(
-      train(env(d / "res", d / "pre1") + " " + test::torchrun_env(1, 2, "127.0.0.1", port), args), d / "rank1.log");
+  const pid_t r0 = procs.start(train(hosts_env(d / "res") + " " + test::torchrun_env(0, 2, "127.0.0.1", port), args),
+                               d / "rank0.log");
+  const pid_t r1 =
+      procs.start(train(hosts_env(d / "res", d / "pre1") + " " + test::torchrun_env(1, 2, "127.0.0.1", port), args),
+                  d / "rank1.log");
   const int s0 = test::wait_exit(r0, std::chrono::seconds(90));
   const int s1 = test::wait_exit(r1, std::chrono::seconds(30));
   const std::string log0 = test::read_text(d / "rank0.log"), log1 = test::read_text(d / "rank1.log");
@@ -365,10 +367,10 @@ struct HostRun {
 };
 HostRun start_on_hosts(const TwoHosts& hosts, test::Processes& procs, const std::string& dir,
                        const std::string& results, const std::string& args, int port,
-                       const std::string& pre1 = dataset().pre(), const std::string& tag = "") {
+                       const std::string& pre1 = hosts_dataset().pre(), const std::string& tag = "") {
   HostRun run;
   for (int h = 0; h < 2; ++h)
-    run.rank[h] = procs.start(hosts.on(h, env(results, h == 0 ? dataset().pre() : pre1) + " " +
+    run.rank[h] = procs.start(hosts.on(h, hosts_env(results, h == 0 ? hosts_dataset().pre() : pre1) + " " +
                                               test::torchrun_env(h, 2, TwoHosts::address(0), port) + " " +
                                               test::bin_dir() + "/medseg_train " + args),
                               dir + "/rank" + std::to_string(h) + tag + ".log");
@@ -390,7 +392,7 @@ TEST(DistributedHosts, TwoHostsTrainLikeLoopback) {
   ASSERT_TRUE(hosts.ok()) << "could not make the two namespaces";
   test::Processes procs;
   test::TempDir d("hosts_eq");
-  const std::string plans = dataset().plans(2);
+  const std::string plans = hosts_dataset().plans(2);
   const std::string more = "--epochs 1 --iters-per-epoch 2";
   const std::string loop = loopback_run(d / "loop", plans, more);
   const HostRun run = start_on_hosts(hosts, procs, d.path(), d / "res", train_args(plans, more), 29500);
@@ -407,11 +409,11 @@ TEST(DistributedHosts, EachHostReadingItsOwnCopyTrainsLikeLoopback) {
   ASSERT_TRUE(hosts.ok()) << "could not make the two namespaces";
   test::Processes procs;
   test::TempDir d("hosts_copy");
-  const std::string plans = dataset().plans(2);
+  const std::string plans = hosts_dataset().plans(2);
   const std::string more = "--epochs 1 --iters-per-epoch 2";
   const std::string loop = loopback_run(d / "loop", plans, more);
   // Host 1 reads its own copy (a copy of the same bytes: the digest check passes).
-  fs::copy(dataset().pre(), d / "pre1", fs::copy_options::recursive);
+  fs::copy(hosts_dataset().pre(), d / "pre1", fs::copy_options::recursive);
   const HostRun run = start_on_hosts(hosts, procs, d.path(), d / "res", train_args(plans, more), 29500, d / "pre1");
   expect_both_succeed(run, d.path());
   expect_identical(loop, fold(d / "res", plans) + "/checkpoint_final.ckpt");
@@ -423,7 +425,7 @@ TEST(DistributedHosts, LinkCutStopsBothRanksWithinTheTimeoutAndTheRunResumes) {
   ASSERT_TRUE(hosts.ok()) << "could not make the two namespaces";
   test::Processes procs;
   test::TempDir d("hosts_cut");
-  const std::string plans = dataset().plans(2);
+  const std::string plans = hosts_dataset().plans(2);
   const std::string args = train_args(plans, "--epochs 3 --iters-per-epoch 3 --checkpoint-every 1");
   const HostRun run = start_on_hosts(hosts, procs, d.path(), d / "res", args, 29500);
   // Cut as soon as epoch 0's checkpoint is there: epoch 1 is under way (its all-reduces need the link).
@@ -449,7 +451,8 @@ TEST(DistributedHosts, LinkCutStopsBothRanksWithinTheTimeoutAndTheRunResumes) {
   ASSERT_EQ(info.exit_code, 0) << info.output;
   // Link back: the same command with --c goes on from checkpoint_latest and finishes.
   ASSERT_TRUE(hosts.restore());
-  const HostRun again = start_on_hosts(hosts, procs, d.path(), d / "res", args + " --c", 29501, dataset().pre(), "_c");
+  const HostRun again =
+      start_on_hosts(hosts, procs, d.path(), d / "res", args + " --c", 29501, hosts_dataset().pre(), "_c");
   expect_both_succeed(again, d.path(), "_c");
   EXPECT_NE(test::read_text(d / "rank0_c.log").find("resumed from checkpoint_latest"), std::string::npos)
       << test::read_text(d / "rank0_c.log");

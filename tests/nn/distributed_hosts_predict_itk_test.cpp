@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kTimeout = 5;   // --dist-timeout
-constexpr double kSlack = 4;  // a rank's start and exit on a loaded 2-core machine
+constexpr int kPredictTimeout = 5;   // --dist-timeout
+constexpr double kPredictSlack = 4;  // a rank's start and exit on a loaded 2-core machine
 
 // A one-fold tiny model and `cases` input images under `dir`.
 struct Inputs {
@@ -38,11 +38,11 @@ Inputs make_inputs(const std::string& dir, int cases) {
   return {dir + "/model", dir + "/in"};
 }
 
-std::string predict_args(const Inputs& in, const std::string& out) {
+std::string hosts_predict_args(const Inputs& in, const std::string& out) {
   return "-i " + in.in + " -o " + out + " -m " + in.model +
          " -f 0 --save_probabilities --threads 1 -npp 0 -nps 0 "
          "--disable_progress_bar --dist-timeout " +
-         std::to_string(kTimeout);
+         std::to_string(kPredictTimeout);
 }
 
 // The predictions of `a` and `b`: the same files with the same bytes (probabilities) and voxels.
@@ -58,13 +58,14 @@ void expect_same_outputs(const std::string& a, const std::string& b, int cases) 
   }
 }
 
-struct HostRun {
+struct PredictHostRun {
   pid_t rank[2] = {-1, -1};
 };
 // `args1`: host 1's arguments when they differ (its own copy of the inputs).
-HostRun predict_on_hosts(const TwoHosts& hosts, test::Processes& procs, const std::string& dir, const std::string& args,
-                         int port, const std::string& tag = "", const std::string& args1 = "") {
-  HostRun run;
+PredictHostRun predict_on_hosts(const TwoHosts& hosts, test::Processes& procs, const std::string& dir,
+                                const std::string& args, int port, const std::string& tag = "",
+                                const std::string& args1 = "") {
+  PredictHostRun run;
   for (int h = 0; h < 2; ++h)
     run.rank[h] = procs.start(hosts.on(h, test::torchrun_env(h, 2, TwoHosts::address(0), port) + " " + test::bin_dir() +
                                               "/medseg_predict " + (h == 1 && !args1.empty() ? args1 : args)),
@@ -82,13 +83,13 @@ TEST(DistributedHostsPredict, TwoHostsEachReadingItsOwnCopyPredictLikeLoopback) 
   test::Processes procs;
   test::TempDir d("hosts_pred");
   const Inputs in = make_inputs(d.path(), 2);
-  const auto loop = test::run_cli("medseg_predict", predict_args(in, d / "loop") + " --nproc_per_node 2");
+  const auto loop = test::run_cli("medseg_predict", hosts_predict_args(in, d / "loop") + " --nproc_per_node 2");
   ASSERT_EQ(loop.exit_code, 0) << loop.output;
   fs::copy(in.in, d / "in1", fs::copy_options::recursive);
   Inputs copy = in;
   copy.in = d / "in1";
-  const HostRun run = predict_on_hosts(hosts, procs, d.path(), predict_args(in, d / "hosts"), 29500, "",
-                                       predict_args(copy, d / "hosts"));
+  const PredictHostRun run = predict_on_hosts(hosts, procs, d.path(), hosts_predict_args(in, d / "hosts"), 29500, "",
+                                              hosts_predict_args(copy, d / "hosts"));
   for (int h = 0; h < 2; ++h)
     EXPECT_EQ(test::wait_exit(run.rank[h], std::chrono::seconds(h == 0 ? 120 : 30)), 0)
         << test::read_text(d / ("rank" + std::to_string(h) + ".log"));
@@ -105,8 +106,8 @@ TEST(DistributedHostsPredict, LinkCutStopsBothRanksWithinTheTimeoutAndTheRunCont
   test::TempDir d("hosts_pred_cut");
   const int cases = 6;
   const Inputs in = make_inputs(d.path(), cases);
-  const std::string args = predict_args(in, d / "hosts");
-  const HostRun run = predict_on_hosts(hosts, procs, d.path(), args, 29500);
+  const std::string args = hosts_predict_args(in, d / "hosts");
+  const PredictHostRun run = predict_on_hosts(hosts, procs, d.path(), args, 29500);
   // Cut once the first case is written: the next ones need the link (every case's tiles are shared).
   ASSERT_TRUE(test::wait_for_file(d / "hosts/c0_probabilities.npy", "", std::chrono::seconds(120)))
       << test::read_text(d / "rank0.log");
@@ -119,7 +120,7 @@ TEST(DistributedHostsPredict, LinkCutStopsBothRanksWithinTheTimeoutAndTheRunCont
     const std::string log = test::read_text(d / ("rank" + std::to_string(h) + ".log"));
     EXPECT_NE(status[h], 0) << log;
     EXPECT_NE(status[h], -1) << log;
-    EXPECT_LT(took[h], kTimeout + kSlack) << log;
+    EXPECT_LT(took[h], kPredictTimeout + kPredictSlack) << log;
     EXPECT_NE(log.find("rank " + std::to_string(h) + " of 2: "), std::string::npos) << log;
     EXPECT_NE(log.find("rank " + std::to_string(1 - h) + " exited or did not answer within 5 s"), std::string::npos)
         << log;
@@ -129,11 +130,11 @@ TEST(DistributedHostsPredict, LinkCutStopsBothRanksWithinTheTimeoutAndTheRunCont
   ASSERT_FALSE(fs::exists(d / ("hosts/c" + std::to_string(cases - 1) + ".nii.gz"))) << "the cut came too late";
   // Link back: --continue_prediction predicts the rest; everything equals the loopback run.
   ASSERT_TRUE(hosts.restore());
-  const HostRun again = predict_on_hosts(hosts, procs, d.path(), args + " --continue_prediction", 29501, "_c");
+  const PredictHostRun again = predict_on_hosts(hosts, procs, d.path(), args + " --continue_prediction", 29501, "_c");
   for (int h = 0; h < 2; ++h)
     EXPECT_EQ(test::wait_exit(again.rank[h], std::chrono::seconds(h == 0 ? 120 : 30)), 0)
         << test::read_text(d / ("rank" + std::to_string(h) + "_c.log"));
-  const auto loop = test::run_cli("medseg_predict", predict_args(in, d / "loop") + " --nproc_per_node 2");
+  const auto loop = test::run_cli("medseg_predict", hosts_predict_args(in, d / "loop") + " --nproc_per_node 2");
   ASSERT_EQ(loop.exit_code, 0) << loop.output;
   expect_same_outputs(d / "loop", d / "hosts", cases);
 }
@@ -153,7 +154,7 @@ TEST(DistributedHostsPredict, RankReadingOtherImagesIsRefusedNamingTheCase) {
     Inputs mine = in;
     if (r == 1) mine.in = d / "in1";
     rank[r] = procs.start("env " + test::torchrun_env(r, 2, "127.0.0.1", port) + " " + test::bin_dir() +
-                              "/medseg_predict " + predict_args(mine, d / "out"),
+                              "/medseg_predict " + hosts_predict_args(mine, d / "out"),
                           d / ("rank" + std::to_string(r) + ".log"));
   }
   for (int r = 0; r < 2; ++r) {

@@ -37,9 +37,9 @@ const char* kModel = "Dataset953_Tiny/nnUNetTrainer__";
 
 // Raw dataset 953 -> plans -> preprocessed 3d_fullres, once for the file; then one plans file per
 // (batch size, batch Dice) pair, sharing the preprocessed data (same data_identifier).
-struct Dataset {
+struct DistDataset {
   test::TempDir dir{"ddp"};
-  Dataset() {
+  DistDataset() {
     fs::create_directories(dir / "raw");
     auto r = test::run_cli("medseg_make_dataset",
                            "-d 953 -n Tiny --cases 6 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5",
@@ -65,18 +65,18 @@ struct Dataset {
   }
 };
 
-const Dataset& dataset() {
-  static Dataset d;
+const DistDataset& dist_dataset() {
+  static DistDataset d;
   return d;
 }
 
-std::string env(const std::string& results) {
-  return "MEDSEG_PREPROCESSED=" + (dataset().dir / "pre") + " MEDSEG_RESULTS=" + results;
+std::string dist_env(const std::string& results) {
+  return "MEDSEG_PREPROCESSED=" + (dist_dataset().dir / "pre") + " MEDSEG_RESULTS=" + results;
 }
 
 const char* kFlags = " --val-iters-per-epoch 1 --num-workers 0 --threads 1 --deterministic --no_pbar --dist-timeout 30";
 
-std::string fold(const std::string& results, const std::string& plans) {
+std::string dist_fold(const std::string& results, const std::string& plans) {
   return results + "/" + kModel + plans + "__3d_fullres/fold_0";
 }
 
@@ -103,26 +103,26 @@ class DataParallelEquivalence : public ::testing::TestWithParam<EquivalenceRow> 
 
 TEST_P(DataParallelEquivalence, TwoRanksEqualOneProcess) {
   const auto& row = GetParam();
-  const std::string plans = dataset().plans(row.batch, row.batch_dice);
+  const std::string plans = dist_dataset().plans(row.batch, row.batch_dice);
   test::TempDir d("ddpeq");
   std::string flags = row.flags;
   if (const auto at = flags.find("{tiny_lr}"); at != std::string::npos)
-    flags.replace(at, 9, dataset().dir / "tiny_lr.json");
+    flags.replace(at, 9, dist_dataset().dir / "tiny_lr.json");
   const std::string args = "953 3d_fullres 0 -p " + plans + " --epochs 1 " + flags + kFlags;
-  auto one = test::run_cli("medseg_train", args, env(d / "one"));
+  auto one = test::run_cli("medseg_train", args, dist_env(d / "one"));
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  auto two = test::run_cli("medseg_train", args + " --nproc_per_node 2", env(d / "two"));
+  auto two = test::run_cli("medseg_train", args + " --nproc_per_node 2", dist_env(d / "two"));
   ASSERT_EQ(two.exit_code, 0) << two.output;
   EXPECT_NE(two.output.find("2 ranks joined"), std::string::npos) << two.output;
-  const auto r =
-      same_within(fold(d / "one", plans) + "/checkpoint_final.ckpt", fold(d / "two", plans) + "/checkpoint_final.ckpt");
+  const auto r = same_within(dist_fold(d / "one", plans) + "/checkpoint_final.ckpt",
+                             dist_fold(d / "two", plans) + "/checkpoint_final.ckpt");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   // Only rank 0 wrote: one training log, one metrics line, one validation summary over all cases.
-  EXPECT_EQ(fs::exists(fold(d / "two", plans) + "/progress.png"), training::progress_plot_available());
-  EXPECT_EQ(test::read_text(fold(d / "two", plans) + "/metrics.jsonl").find('\n'),
-            test::read_text(fold(d / "two", plans) + "/metrics.jsonl").rfind('\n'));
-  const json s1 = read_json(fold(d / "one", plans) + "/validation/summary.json");
-  const json s2 = read_json(fold(d / "two", plans) + "/validation/summary.json");
+  EXPECT_EQ(fs::exists(dist_fold(d / "two", plans) + "/progress.png"), training::progress_plot_available());
+  EXPECT_EQ(test::read_text(dist_fold(d / "two", plans) + "/metrics.jsonl").find('\n'),
+            test::read_text(dist_fold(d / "two", plans) + "/metrics.jsonl").rfind('\n'));
+  const json s1 = read_json(dist_fold(d / "one", plans) + "/validation/summary.json");
+  const json s2 = read_json(dist_fold(d / "two", plans) + "/validation/summary.json");
   EXPECT_EQ(s2["metric_per_case"].size(), s1["metric_per_case"].size());
 }
 
@@ -148,23 +148,24 @@ class DataParallelResume : public ::testing::TestWithParam<ResumeRow> {};
 
 TEST_P(DataParallelResume, ContinuesTheUninterruptedRun) {
   const auto& row = GetParam();
-  const std::string plans = dataset().plans(4, true);
+  const std::string plans = dist_dataset().plans(4, true);
   test::TempDir d("ddpres");
   const std::string args = "953 3d_fullres 0 -p " + plans + " --iters-per-epoch 2 --checkpoint-every 1 --tr " +
-                           (dataset().dir / "tiny_lr.json") + kFlags;
+                           (dist_dataset().dir / "tiny_lr.json") + kFlags;
   const auto ranks = [](int n) { return n > 1 ? " --nproc_per_node " + std::to_string(n) : std::string(); };
-  auto whole = test::run_cli("medseg_train", args + " --epochs 2", env(d / "whole"));
+  auto whole = test::run_cli("medseg_train", args + " --epochs 2", dist_env(d / "whole"));
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
   // The first part stops after epoch 0, its final checkpoint renamed to what an interrupted run
   // leaves (epoch 0's poly learning rate is the initial one whatever the epoch count).
-  auto half = test::run_cli("medseg_train", args + " --epochs 1" + ranks(row.first_ranks), env(d / "half"));
+  auto half = test::run_cli("medseg_train", args + " --epochs 1" + ranks(row.first_ranks), dist_env(d / "half"));
   ASSERT_EQ(half.exit_code, 0) << half.output;
-  const std::string h = fold(d / "half", plans);
+  const std::string h = dist_fold(d / "half", plans);
   fs::rename(h + "/checkpoint_final.ckpt", h + "/checkpoint_latest.ckpt");
-  auto resumed = test::run_cli("medseg_train", args + " --epochs 2 --c" + ranks(row.second_ranks), env(d / "half"));
+  auto resumed =
+      test::run_cli("medseg_train", args + " --epochs 2 --c" + ranks(row.second_ranks), dist_env(d / "half"));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from checkpoint_latest"), std::string::npos) << resumed.output;
-  const auto r = same_within(fold(d / "whole", plans) + "/checkpoint_final.ckpt", h + "/checkpoint_final.ckpt");
+  const auto r = same_within(dist_fold(d / "whole", plans) + "/checkpoint_final.ckpt", h + "/checkpoint_final.ckpt");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
@@ -178,7 +179,7 @@ namespace {
 
 // One rank started torchrun style: `sh -c "exec env ... medseg_train ..."`, so the pid is the rank's.
 pid_t spawn_rank(int rank, int port, const std::string& results, const std::string& args, const std::string& log) {
-  const std::string cmd = "exec env " + env(results) + " RANK=" + std::to_string(rank) +
+  const std::string cmd = "exec env " + dist_env(results) + " RANK=" + std::to_string(rank) +
                           " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(rank) +
                           " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + test::bin_dir() +
                           "/medseg_train " + args + " > " + log + " 2>&1";
@@ -211,10 +212,10 @@ int free_port() { return distributed::free_loopback_port(); }
 }  // namespace
 
 TEST(DataParallelLaunch, EnvironmentLaunchEqualsNprocPerNode) {
-  const std::string plans = dataset().plans(4, false);
+  const std::string plans = dist_dataset().plans(4, false);
   test::TempDir d("ddpenv");
   const std::string args = "953 3d_fullres 0 -p " + plans + " --epochs 1 --iters-per-epoch 2" + std::string(kFlags);
-  auto launched = test::run_cli("medseg_train", args + " --nproc_per_node 2", env(d / "launcher"));
+  auto launched = test::run_cli("medseg_train", args + " --nproc_per_node 2", dist_env(d / "launcher"));
   ASSERT_EQ(launched.exit_code, 0) << launched.output;
   const int port = free_port();
   const pid_t r0 = spawn_rank(0, port, d / "env", args, d / "rank0.log");
@@ -222,8 +223,8 @@ TEST(DataParallelLaunch, EnvironmentLaunchEqualsNprocPerNode) {
   ASSERT_EQ(wait_for(r0, std::chrono::seconds(120)), 0) << test::read_text(d / "rank0.log");
   ASSERT_EQ(wait_for(r1, std::chrono::seconds(30)), 0) << test::read_text(d / "rank1.log");
   // The same two ranks doing the same sums in the same order: bit for bit.
-  const auto r = same_within(fold(d / "launcher", plans) + "/checkpoint_final.ckpt",
-                             fold(d / "env", plans) + "/checkpoint_final.ckpt", "--rtol 0");
+  const auto r = same_within(dist_fold(d / "launcher", plans) + "/checkpoint_final.ckpt",
+                             dist_fold(d / "env", plans) + "/checkpoint_final.ckpt", "--rtol 0");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
@@ -244,7 +245,7 @@ bool wait_for_text(const std::string& file, const std::string& text, std::chrono
 }  // namespace
 
 TEST(DataParallelFaults, KilledRankEndsTheOtherWithinTheTimeout) {
-  const std::string plans = dataset().plans(4, false);
+  const std::string plans = dist_dataset().plans(4, false);
   test::TempDir d("ddpkill");
   const std::string args = "953 3d_fullres 0 -p " + plans +
                            " --epochs 1 --iters-per-epoch 100000 --val-iters-per-epoch 1 "
@@ -269,10 +270,10 @@ TEST(DataParallelFaults, KilledRankEndsTheOtherWithinTheTimeout) {
 }
 
 TEST(DataParallelFaults, LauncherNamesTheDeadRankAndStopsTheOthers) {
-  const std::string plans = dataset().plans(4, false);
+  const std::string plans = dist_dataset().plans(4, false);
   test::TempDir d("ddplkill");
-  const std::string cmd = "exec env " + env(d / "res") + " " + test::bin_dir() + "/medseg_train 953 3d_fullres 0 -p " +
-                          plans +
+  const std::string cmd = "exec env " + dist_env(d / "res") + " " + test::bin_dir() +
+                          "/medseg_train 953 3d_fullres 0 -p " + plans +
                           " --epochs 1 --iters-per-epoch 100000 --num-workers 0 --threads 1 --no_pbar "
                           "--dist-timeout 20 --nproc_per_node 2 > " +
                           (d / "launcher.log") + " 2>&1";
@@ -304,19 +305,19 @@ TEST(DataParallelFaults, LauncherNamesTheDeadRankAndStopsTheOthers) {
   // Nothing left running.
   EXPECT_NE(kill(rank0, 0), 0) << "rank 0 still exists";
   // The last checkpoint written stays loadable (none was written in epoch 0: the folder has no torn file).
-  for (const auto& e : fs::directory_iterator(fold(d / "res", plans)))
+  for (const auto& e : fs::directory_iterator(dist_fold(d / "res", plans)))
     EXPECT_EQ(
         e.path().extension() == ".ckpt" ? test::run_cli("medseg_checkpoint", "info " + e.path().string()).exit_code : 0,
         0);
 }
 
 TEST(DataParallelFaults, CtrlCOnTheLauncherSavesOnceAndResumes) {
-  const std::string plans = dataset().plans(4, false);
+  const std::string plans = dist_dataset().plans(4, false);
   test::TempDir d("ddpint");
   const std::string base = "953 3d_fullres 0 -p " + plans +
                            " --epochs 2 --iters-per-epoch 100000 --num-workers 0 "
                            "--threads 1 --no_pbar --dist-timeout 20 --nproc_per_node 2";
-  const std::string cmd = "exec env " + env(d / "res") + " " + test::bin_dir() + "/medseg_train " + base + " > " +
+  const std::string cmd = "exec env " + dist_env(d / "res") + " " + test::bin_dir() + "/medseg_train " + base + " > " +
                           (d / "launcher.log") + " 2>&1";
   const pid_t launcher = fork();
   if (launcher == 0) {
@@ -329,7 +330,7 @@ TEST(DataParallelFaults, CtrlCOnTheLauncherSavesOnceAndResumes) {
   const int status = wait_for(launcher, std::chrono::seconds(60));
   const std::string log = test::read_text(d / "launcher.log");
   EXPECT_EQ(status, 130) << log;
-  const std::string f = fold(d / "res", plans);
+  const std::string f = dist_fold(d / "res", plans);
   ASSERT_TRUE(fs::exists(f + "/checkpoint_latest.ckpt")) << log;
   EXPECT_EQ(test::run_cli("medseg_checkpoint", "info " + f + "/checkpoint_latest.ckpt").exit_code, 0);
   size_t saves = 0;
@@ -354,9 +355,10 @@ TEST_P(DataParallelBadInput, OneLineNothingWritten) {
   const auto& row = GetParam();
   test::TempDir d("ddpbad");
   std::string flags = row.flags;
-  if (const auto at = flags.find("{plans1}"); at != std::string::npos) flags.replace(at, 8, dataset().plans(1, false));
+  if (const auto at = flags.find("{plans1}"); at != std::string::npos)
+    flags.replace(at, 8, dist_dataset().plans(1, false));
   const auto r = test::run_cli("medseg_train", "953 3d_fullres 0 --epochs 1 --iters-per-epoch 1" + flags + kFlags,
-                               env(d / "res") + " " + row.env);
+                               dist_env(d / "res") + " " + row.env);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(row.message), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("Exception raised from"), std::string::npos) << r.output;
@@ -375,7 +377,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& row_info) { return row_info.param.name; });
 
 TEST(DataParallelBadInput, PortInUseAndRanksThatDisagree) {
-  const std::string plans = dataset().plans(4, false);
+  const std::string plans = dist_dataset().plans(4, false);
   test::TempDir d("ddpbad2");
   // A port someone else listens on: rank 0 cannot serve the rendezvous there.
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -388,9 +390,9 @@ TEST(DataParallelBadInput, PortInUseAndRanksThatDisagree) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   const int busy = ntohs(a.sin_port);
   const std::string args = "953 3d_fullres 0 -p " + plans + " --epochs 1 --iters-per-epoch 1" + std::string(kFlags);
-  auto r =
-      test::run_cli("medseg_train", args,
-                    env(d / "res") + " RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(busy));
+  auto r = test::run_cli(
+      "medseg_train", args,
+      dist_env(d / "res") + " RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(busy));
   close(fd);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("cannot serve the rendezvous on 127.0.0.1:" + std::to_string(busy)), std::string::npos)

@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Volume blob(const Geometry& g, float base = 1.0f) {
+Volume cli_blob(const Geometry& g, float base = 1.0f) {
   Volume v(PixelType::Float32, {17, 18, 16}, g);
   float* p = v.data<float>();
   for (int64_t i = 0; i < v.numel(); ++i) p[i] = base + static_cast<float>((i * 7) % 11);
@@ -45,16 +45,16 @@ TEST(InferenceCli, BadCasesAreNamedAndTheOthersStillRun) {
   fs::create_directories(in);
   Geometry g, other;
   other.spacing = {2.0, 1.0, 1.0};
-  io::write_image(in + "/good_0000.nii.gz", blob(g));
-  io::write_image(in + "/good_0001.nii.gz", blob(g, 3.0f));
-  io::write_image(in + "/missing_0000.nii.gz", blob(g));  // no _0001
+  io::write_image(in + "/good_0000.nii.gz", cli_blob(g));
+  io::write_image(in + "/good_0001.nii.gz", cli_blob(g, 3.0f));
+  io::write_image(in + "/missing_0000.nii.gz", cli_blob(g));  // no _0001
   write_file_atomic(in + "/broken_0000.nii.gz", "this is not a NIfTI file");
-  io::write_image(in + "/broken_0001.nii.gz", blob(g));
-  io::write_image(in + "/grid_0000.nii.gz", blob(g));
-  io::write_image(in + "/grid_0001.nii.gz", blob(other));  // other spacing
-  io::write_image(in + "/extra_0000.nii.gz", blob(g));
-  io::write_image(in + "/extra_0001.nii.gz", blob(g));
-  io::write_image(in + "/extra_0002.nii.gz", blob(g));  // the model takes 2
+  io::write_image(in + "/broken_0001.nii.gz", cli_blob(g));
+  io::write_image(in + "/grid_0000.nii.gz", cli_blob(g));
+  io::write_image(in + "/grid_0001.nii.gz", cli_blob(other));  // other spacing
+  io::write_image(in + "/extra_0000.nii.gz", cli_blob(g));
+  io::write_image(in + "/extra_0001.nii.gz", cli_blob(g));
+  io::write_image(in + "/extra_0002.nii.gz", cli_blob(g));  // the model takes 2
   const std::string out = d / "out";
   const auto r = test::run_cli("medseg_predict", "-i " + in + " -o " + out + " -m " + model +
                                                      " -npp 1 -nps 1 --disable_tta --disable_progress_bar");
@@ -76,8 +76,8 @@ TEST(InferenceCli, ContinuePredictionSkipsExistingOutputs) {
   fs::create_directories(in);
   Geometry g;
   for (const char* id : {"a", "b"}) {
-    io::write_image(in + "/" + id + "_0000.nii.gz", blob(g));
-    io::write_image(in + "/" + id + "_0001.nii.gz", blob(g, 2.0f));
+    io::write_image(in + "/" + id + "_0000.nii.gz", cli_blob(g));
+    io::write_image(in + "/" + id + "_0001.nii.gz", cli_blob(g, 2.0f));
   }
   const std::string env = "MEDSEG_RESULTS=" + (d / "results");
   const std::string args =
@@ -131,8 +131,8 @@ TEST(InferenceCli, ModelFolderPostprocessingIsAppliedUnlessDisabled) {
   const std::string in = d / "in";
   fs::create_directories(in);
   Geometry g;
-  io::write_image(in + "/a_0000.nii.gz", blob(g));
-  io::write_image(in + "/a_0001.nii.gz", blob(g, 3.0f));
+  io::write_image(in + "/a_0000.nii.gz", cli_blob(g));
+  io::write_image(in + "/a_0001.nii.gz", cli_blob(g, 3.0f));
   const std::string args = "-i " + in + " -m " + model + " --disable_tta --disable_progress_bar -o ";
   auto r = test::run_cli("medseg_predict", args + (d / "plain"));
   ASSERT_EQ(r.exit_code, 0) << r.output;

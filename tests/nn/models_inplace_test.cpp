@@ -13,7 +13,7 @@ using namespace medseg;
 namespace {
 
 // Small nets keep this fast: 3 stages, 16^3 patch.
-nlohmann::json small_unet(const std::string& cls) {
+nlohmann::json inplace_small_unet(const std::string& cls) {
   const test::Shapes k(3, {3, 3, 3}), s{{1, 1, 1}, {2, 2, 2}, {1, 2, 2}};
   const std::vector<int64_t> per =
       cls == "PlainConvUNet" ? std::vector<int64_t>{2, 2, 2} : std::vector<int64_t>{1, 2, 2};
@@ -51,12 +51,12 @@ void expect_same_grads(const nlohmann::json& arch, const torch::Tensor& x) {
 
 TEST(ModelsInplace, ResEncGradientsIdentical) {
   torch::manual_seed(3);
-  expect_same_grads(small_unet("ResidualEncoderUNet"), torch::randn({2, 2, 16, 16, 16}));
+  expect_same_grads(inplace_small_unet("ResidualEncoderUNet"), torch::randn({2, 2, 16, 16, 16}));
 }
 
 TEST(ModelsInplace, PlainConvGradientsIdentical) {
   torch::manual_seed(3);
-  expect_same_grads(small_unet("PlainConvUNet"), torch::randn({2, 1, 16, 16, 16}));
+  expect_same_grads(inplace_small_unet("PlainConvUNet"), torch::randn({2, 1, 16, 16, 16}));
 }
 
 // --inplace / the trainer config's "inplace": auto follows the plans' nonlin_kwargs.inplace on one

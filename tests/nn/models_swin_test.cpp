@@ -36,14 +36,14 @@ int64_t swin_params(int64_t F, int64_t in, int64_t out, int dims, bool v2) {
   return n + F * out + out;
 }
 
-models::SegmentationNetwork swin(int64_t F, int64_t in, int64_t out, bool v2 = false, int dims = 3,
-                                 nlohmann::json extra = nlohmann::json::object()) {
+models::SegmentationNetwork swin_network(int64_t F, int64_t in, int64_t out, bool v2 = false, int dims = 3,
+                                         nlohmann::json extra = nlohmann::json::object()) {
   nlohmann::json kw = {{"feature_size", F}, {"use_v2", v2}, {"spatial_dims", dims}};
   kw.update(extra);
   return models::build_network({{"network_class_name", "medseg.SwinUNETR"}, {"arch_kwargs", kw}}, in, out);
 }
 
-double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
+double swin_rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
   const double scale = std::max(a.abs().max().item<double>(), 1e-12);
   return (a - b).abs().max().item<double>() / scale;
 }
@@ -52,31 +52,31 @@ double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
 
 TEST(ModelsSwin, ParameterCounts) {
   // 62,187,296: MONAI 1.3.0 SwinUNETR(feature_size=48, in 1, out 14) counted on torch 1.13.
-  EXPECT_EQ(swin(48, 1, 14)->parameter_count(), 62187296);
+  EXPECT_EQ(swin_network(48, 1, 14)->parameter_count(), 62187296);
   EXPECT_EQ(swin_params(48, 1, 14, 3, false), 62187296);
   // The others: formula above and scripts/bench/ref_models.py (python3-torch).
-  EXPECT_EQ(swin(24, 1, 14)->parameter_count(), 15703304);
+  EXPECT_EQ(swin_network(24, 1, 14)->parameter_count(), 15703304);
   EXPECT_EQ(swin_params(24, 1, 14, 3, false), 15703304);
-  EXPECT_EQ(swin(48, 1, 14, true)->parameter_count(), 72762656);
+  EXPECT_EQ(swin_network(48, 1, 14, true)->parameter_count(), 72762656);
   EXPECT_EQ(swin_params(48, 1, 14, 3, true), 72762656);
-  EXPECT_EQ(swin(48, 4, 3)->parameter_count(), 62191941);
-  EXPECT_EQ(swin(24, 1, 2, false, 2)->parameter_count(), 6302228);
+  EXPECT_EQ(swin_network(48, 4, 3)->parameter_count(), 62191941);
+  EXPECT_EQ(swin_network(24, 1, 2, false, 2)->parameter_count(), 6302228);
   EXPECT_EQ(swin_params(24, 1, 2, 2, false), 6302228);
-  EXPECT_EQ(swin(12, 2, 3, true)->parameter_count(), swin_params(12, 2, 3, 3, true));
+  EXPECT_EQ(swin_network(12, 2, 3, true)->parameter_count(), swin_params(12, 2, 3, 3, true));
 }
 
 TEST(ModelsSwin, ShapesAndInputCheck) {
   torch::NoGradGuard ng;
-  auto net = swin(12, 2, 3);
+  auto net = swin_network(12, 2, 3);
   net->eval();
   auto y = net->forward(torch::zeros({1, 2, 32, 64, 32}));
   ASSERT_EQ(y.size(), 1u);
   EXPECT_EQ(y[0].sizes().vec(), (std::vector<int64_t>{1, 3, 32, 64, 32}));
   EXPECT_THROW(net->forward(torch::zeros({1, 2, 32, 48, 32})), Error);
-  auto net2 = swin(12, 1, 2, true, 2);
+  auto net2 = swin_network(12, 1, 2, true, 2);
   net2->eval();
   EXPECT_EQ(net2->forward(torch::zeros({2, 1, 64, 96}))[0].sizes().vec(), (std::vector<int64_t>{2, 2, 64, 96}));
-  EXPECT_THROW(swin(16, 1, 2), Error);  // feature size not divisible by 12
+  EXPECT_THROW(swin_network(16, 1, 2), Error);  // feature size not divisible by 12
 }
 
 TEST(ModelsSwin, WindowShrinksToFeatureMap) {
@@ -107,7 +107,7 @@ TEST(ModelsSwin, PatchMergingOrder) {
 }
 
 TEST(ModelsSwin, StateDictNames) {
-  auto net = swin(24, 1, 2, true);
+  auto net = swin_network(24, 1, 2, true);
   std::set<std::string> keys;
   for (const auto& kv : net->named_parameters()) keys.insert(kv.key());
   for (const char* k :
@@ -159,7 +159,7 @@ TEST(ModelsSwin, CheckpointGradientsMatchWithDropout) {
   with["use_checkpoint"] = true;
   auto a = swin_grads(drops, true), b = swin_grads(with, true);
   ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(rel_diff(a[i], b[i]), 1e-6) << i;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(swin_rel_diff(a[i], b[i]), 1e-6) << i;
 }
 
 // Activation memory of one training step, SwinUNETR feature 24, batch 1. 64^3 here (96^3 takes too
@@ -235,7 +235,7 @@ TEST(ModelsSwin, WindowAttentionEqualsNaiveFormula) {
   }
   auto y2 = torch::stack(outs);
   auto g2 = torch::autograd::grad({y2}, {x2, table2}, {gy});
-  EXPECT_LT(rel_diff(y, y2), 1e-5);
-  EXPECT_LT(rel_diff(g[0], g2[0]), 1e-5);
-  EXPECT_LT(rel_diff(g[1], g2[1]), 1e-5);
+  EXPECT_LT(swin_rel_diff(y, y2), 1e-5);
+  EXPECT_LT(swin_rel_diff(g[0], g2[0]), 1e-5);
+  EXPECT_LT(swin_rel_diff(g[1], g2[1]), 1e-5);
 }

@@ -20,7 +20,7 @@ namespace {
 // 17 x 18 x 16 voxels (z, y, x) of 1 mm: axial x by y 16 x 18 mm -> 228 x 256 px, coronal x by z
 // 16 x 17 mm -> 241 x 256, sagittal y by z 18 x 17 mm -> 256 x 242. Width 8 + 228 + 8 + 241 + 8 + 256
 // + 8 + 200 = 957, height 30 + 18 + 256 + 8 = 312 (a two-label model's legend is shorter).
-Volume blob() {
+Volume overlay_blob() {
   Volume v(PixelType::Float32, {17, 18, 16});
   float* p = v.data<float>();
   for (int64_t i = 0; i < v.numel(); ++i) p[i] = 1.0f + static_cast<float>((i * 7) % 11);
@@ -49,7 +49,7 @@ TEST(OverlaysCli, OnePicturePerCaseOnlyWithTheFlag) {
   test::TempDir d("ovcli");
   const std::string model = model_folder(d), in = d / "in";
   fs::create_directories(in);
-  for (const char* id : {"a", "b"}) io::write_image(in + "/" + id + "_0000.nii.gz", blob());
+  for (const char* id : {"a", "b"}) io::write_image(in + "/" + id + "_0000.nii.gz", overlay_blob());
   const std::string common = "-i " + in + " -m " + model + " -npp 0 -nps 0 --disable_tta --disable_progress_bar";
 
   auto r = test::run_cli("medseg_predict", common + " -o " + (d / "plain"));
@@ -80,7 +80,7 @@ TEST(OverlaysCli, FileInTheWayIsOneLineAndNothingIsPredicted) {
   test::TempDir d("ovcli");
   const std::string model = model_folder(d), in = d / "in", out = d / "out";
   fs::create_directories(in);
-  io::write_image(in + "/a_0000.nii.gz", blob());
+  io::write_image(in + "/a_0000.nii.gz", overlay_blob());
   fs::create_directories(out);
   write_file_atomic(out + "/overlays", "not a folder");
   const auto before = test::folder_snapshot(out);

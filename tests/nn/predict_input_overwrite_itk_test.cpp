@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Volume blob(float base) {
+Volume overwrite_blob(float base) {
   Volume v(PixelType::Float32, {12, 13, 11}, Geometry{});
   float* p = v.data<float>();
   for (int64_t i = 0; i < v.numel(); ++i) p[i] = base + static_cast<float>((i * 5) % 7);
@@ -41,30 +41,30 @@ std::map<std::string, std::string> snapshot(const std::string& folder) {
   return files;
 }
 
-struct Row {
+struct OverwriteRow {
   std::string name;
   std::string inputs;  // -i, relative to the scratch folder
   std::string output;  // -o, relative to the scratch folder
   std::string extra;   // more flags
 };
 // gtest prints a row by its name.
-void PrintTo(const Row& row, std::ostream* os) { *os << row.name; }
+void PrintTo(const OverwriteRow& row, std::ostream* os) { *os << row.name; }
 
-class PredictOverwrite : public ::testing::TestWithParam<Row> {
+class PredictOverwrite : public ::testing::TestWithParam<OverwriteRow> {
  protected:
   void SetUp() override {
     test::TinyModelSpec s;
     auto net = test::tiny_network(s, 5);
     test::write_model_folder(dir_ / "model", s, net, {"0"});
     fs::create_directories(dir_ / "in");
-    io::write_image(dir_ / "in/a.nii.gz", blob(1.0f));  // no _0000: named like the output
-    io::write_image(dir_ / "in/b.nii.gz", blob(2.0f));
+    io::write_image(dir_ / "in/a.nii.gz", overwrite_blob(1.0f));  // no _0000: named like the output
+    io::write_image(dir_ / "in/b.nii.gz", overwrite_blob(2.0f));
     fs::create_directory_symlink(dir_ / "in", dir_ / "link");
     // Case "a" (channel 1 only: an error for a 1-channel model) and case "a_0001" (channel 0), whose
     // output a_0001.nii.gz is case a's input file.
     fs::create_directories(dir_ / "in2");
-    io::write_image(dir_ / "in2/a_0001.nii.gz", blob(3.0f));
-    io::write_image(dir_ / "in2/a_0001_0000.nii.gz", blob(4.0f));
+    io::write_image(dir_ / "in2/a_0001.nii.gz", overwrite_blob(3.0f));
+    io::write_image(dir_ / "in2/a_0001_0000.nii.gz", overwrite_blob(4.0f));
   }
   std::map<std::string, std::string> inputs() const {
     auto files = snapshot(dir_ / "in");
@@ -77,7 +77,7 @@ class PredictOverwrite : public ::testing::TestWithParam<Row> {
 }  // namespace
 
 TEST_P(PredictOverwrite, IsRefusedBeforeAnythingIsWritten) {
-  const Row& row = GetParam();
+  const OverwriteRow& row = GetParam();
   const auto before = inputs();
   const auto r = test::run_cli("medseg_predict",
                                "-i " + (dir_ / row.inputs) + " -o " + (dir_ / row.output) + " -m " + (dir_ / "model") +
@@ -88,18 +88,18 @@ TEST_P(PredictOverwrite, IsRefusedBeforeAnythingIsWritten) {
   EXPECT_EQ(inputs(), before) << "the input folder changed (images overwritten or files added)";
 }
 
-INSTANTIATE_TEST_SUITE_P(Collisions, PredictOverwrite,
-                         ::testing::Values(Row{"same_folder", "in", "in", ""}, Row{"trailing_slash", "in/", "in/", ""},
-                                           Row{"dot", "in", "in/.", ""}, Row{"dot_slash", "in", "in/./", ""},
-                                           Row{"dotdot", "in", "in/../in", ""},
-                                           Row{"symlinked_output", "in", "link", ""},
-                                           Row{"symlinked_input", "link", "in", ""},
-                                           Row{"explicit_file", "in/a.nii.gz", "in", ""},
-                                           Row{"with_probabilities", "in", "in", "--save_probabilities"},
-                                           Row{"continue_prediction", "in", "in", "--continue_prediction"},
-                                           Row{"other_part", "in", "in", "--num_parts 2 --part_id 1"},
-                                           Row{"input_of_another_case", "in2", "in2", ""}),
-                         [](const ::testing::TestParamInfo<Row>& row) { return row.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Collisions, PredictOverwrite,
+    ::testing::Values(OverwriteRow{"same_folder", "in", "in", ""}, OverwriteRow{"trailing_slash", "in/", "in/", ""},
+                      OverwriteRow{"dot", "in", "in/.", ""}, OverwriteRow{"dot_slash", "in", "in/./", ""},
+                      OverwriteRow{"dotdot", "in", "in/../in", ""}, OverwriteRow{"symlinked_output", "in", "link", ""},
+                      OverwriteRow{"symlinked_input", "link", "in", ""},
+                      OverwriteRow{"explicit_file", "in/a.nii.gz", "in", ""},
+                      OverwriteRow{"with_probabilities", "in", "in", "--save_probabilities"},
+                      OverwriteRow{"continue_prediction", "in", "in", "--continue_prediction"},
+                      OverwriteRow{"other_part", "in", "in", "--num_parts 2 --part_id 1"},
+                      OverwriteRow{"input_of_another_case", "in2", "in2", ""}),
+    [](const ::testing::TestParamInfo<OverwriteRow>& row) { return row.param.name; });
 
 TEST(PredictOverwrite, OutputIntoTheInputFolderWithoutCollisionStillWorks) {
   test::TempDir d("povw2");
@@ -107,7 +107,7 @@ TEST(PredictOverwrite, OutputIntoTheInputFolderWithoutCollisionStillWorks) {
   auto net = test::tiny_network(s, 5);
   test::write_model_folder(d / "model", s, net, {"0"});
   fs::create_directories(d / "in");
-  io::write_image(d / "in/a_0000.nii.gz", blob(1.0f));
+  io::write_image(d / "in/a_0000.nii.gz", overwrite_blob(1.0f));
   const std::string input = test::read_text(d / "in/a_0000.nii.gz");
   const auto r = test::run_cli("medseg_predict", "-i " + (d / "in") + " -o " + (d / "in/.") + " -m " + (d / "model") +
                                                      " -npp 0 -nps 0 --disable_tta --disable_progress_bar");

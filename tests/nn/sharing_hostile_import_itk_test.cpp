@@ -24,7 +24,7 @@ bool python_torch() { return std::system("/usr/bin/python3 -c 'import torch' >/d
 
 // Runs a Python snippet with `d` bound to `folder` (an nnU-Net model folder) and torch imported;
 // `ck(d)` loads fold_0's checkpoint and `save(ck, d)` writes it back as torch.save does.
-void python(const std::string& folder, const std::string& code) {
+void hostile_python(const std::string& folder, const std::string& code) {
   const std::string script = folder + "/../mutate.py";
   write_file_atomic(script,
                     "import sys, os, json, zipfile, torch\nd = sys.argv[1]\n"
@@ -45,7 +45,7 @@ test::CmdResult bounded(const std::string& app, const std::string& args, const s
                        env);
 }
 
-struct Row {
+struct HostileRow {
   std::string name;
   std::string mutate;                  // Python, on the copy of the nnU-Net folder
   std::string args;                    // extra import arguments
@@ -79,7 +79,7 @@ test::Workspace* HostileImport::ws_ = nullptr;
 
 // Every row against the import CLI: refused, nothing created or changed in the row's folder.
 TEST_F(HostileImport, BrokenCheckpointsAndPlansAreRefusedNamingTheKey) {
-  const std::vector<Row> rows = {
+  const std::vector<HostileRow> rows = {
       {"missing key",
        "c = ck(); del c['network_weights']['decoder.seg_layers.0.weight']; save(c)",
        "",
@@ -158,11 +158,11 @@ TEST_F(HostileImport, BrokenCheckpointsAndPlansAreRefusedNamingTheKey) {
       {"fold escaping", "", "-f 0/../../evilfold", {"fold must be a non-negative integer or 'all'"}},
       {"checkpoint escaping", "", "--chk ../../x", {"checkpoint name (--chk) '../../x' is not a valid name"}},
   };
-  for (const Row& row : rows) {
+  for (const HostileRow& row : rows) {
     SCOPED_TRACE(row.name);
     test::TempDir dir("hostile");
     const std::string nn = fresh(dir);
-    if (!row.mutate.empty()) python(nn, row.mutate);
+    if (!row.mutate.empty()) hostile_python(nn, row.mutate);
     const auto before = test::snapshot(dir.path());
     const auto outside = test::snapshot(ws_->root());
     const auto t0 = std::chrono::steady_clock::now();
@@ -188,7 +188,7 @@ TEST_F(HostileImport, PickleBombsAreRefusedWithinBoundedMemory) {
     s.replace(s.find("BODY"), 4, body);
     return s;
   };
-  const std::vector<Row> rows = {
+  const std::vector<HostileRow> rows = {
       {"20 M empty lists", with_body("b'\\x80\\x02' + b']' * 20000000 + b'.'"), "", {"makes more than 1048576 values"}},
       {"20 M memo gets",
        with_body("b'\\x80\\x02]q\\x00' + b'h\\x00' * 10000000 + b'.'"),
@@ -211,11 +211,11 @@ TEST_F(HostileImport, PickleBombsAreRefusedWithinBoundedMemory) {
        "",
        {"presents more elements than its storage of 1 holds"}},
   };
-  for (const Row& row : rows) {
+  for (const HostileRow& row : rows) {
     SCOPED_TRACE(row.name);
     test::TempDir dir("bomb");
     const std::string nn = fresh(dir);
-    python(nn, row.mutate);
+    hostile_python(nn, row.mutate);
     EXPECT_LT(fs::file_size(nn + "/fold_0/checkpoint_final.pth"), 4u << 20) << "the bomb is meant to be small";
     const auto before = test::snapshot(dir.path());
     const auto r = bounded("medseg_import_nnunet", "-i " + nn + " -o " + (dir / "out"), "");
@@ -229,12 +229,12 @@ TEST_F(HostileImport, PickleBombsAreRefusedWithinBoundedMemory) {
 TEST_F(HostileImport, FortyThousandEqualAliasesAreCheckedInLinearTime) {
   test::TempDir dir("aliases");
   const std::string nn = fresh(dir);
-  python(nn,
-         "c = ck(); w = c['network_weights']\n"
-         "for i in range(40000):\n"
-         "    t = torch.zeros(2); w['encoder.x%d.weight' % i] = t\n"
-         "    w['encoder.x%d.all_modules.0.weight' % i] = t\n"
-         "save(c)");
+  hostile_python(nn,
+                 "c = ck(); w = c['network_weights']\n"
+                 "for i in range(40000):\n"
+                 "    t = torch.zeros(2); w['encoder.x%d.weight' % i] = t\n"
+                 "    w['encoder.x%d.all_modules.0.weight' % i] = t\n"
+                 "save(c)");
   const auto t0 = std::chrono::steady_clock::now();
   const auto r = bounded("medseg_import_nnunet", "-i " + nn + " -o " + (dir / "out"), "");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 15.0);
@@ -278,14 +278,15 @@ TEST_F(HostileImport, OutputOverTheInputIsRefusedForImportAndExport) {
 TEST_F(HostileImport, AZipOfTwoModelsInstallsBothOrNone) {
   test::TempDir dir("twomodels");
   const std::string nn = fresh(dir);
-  python(nn,
-         "m = 'Dataset901_Synthetic/nnUNetTrainer__nnUNetPlans__3d_fullres/'\n"
-         "bad = 'Dataset901_Synthetic/nnUNetTrainer__nnUNetPlans__3d_lowres/'\n"
-         "c = ck(); c['network_weights']['encoder.extra'] = torch.zeros(2); torch.save(c, d + '/../bad.pth')\n"
-         "with zipfile.ZipFile(d + '/../two.zip', 'w') as z:\n"
-         "    for f in ('plans.json', 'dataset.json', 'fold_0/checkpoint_final.pth'): z.write(d + '/' + f, m + f)\n"
-         "    for f in ('plans.json', 'dataset.json'): z.write(d + '/' + f, bad + f)\n"
-         "    z.write(d + '/../bad.pth', bad + 'fold_0/checkpoint_final.pth')");
+  hostile_python(
+      nn,
+      "m = 'Dataset901_Synthetic/nnUNetTrainer__nnUNetPlans__3d_fullres/'\n"
+      "bad = 'Dataset901_Synthetic/nnUNetTrainer__nnUNetPlans__3d_lowres/'\n"
+      "c = ck(); c['network_weights']['encoder.extra'] = torch.zeros(2); torch.save(c, d + '/../bad.pth')\n"
+      "with zipfile.ZipFile(d + '/../two.zip', 'w') as z:\n"
+      "    for f in ('plans.json', 'dataset.json', 'fold_0/checkpoint_final.pth'): z.write(d + '/' + f, m + f)\n"
+      "    for f in ('plans.json', 'dataset.json'): z.write(d + '/' + f, bad + f)\n"
+      "    z.write(d + '/../bad.pth', bad + 'fold_0/checkpoint_final.pth')");
   fs::create_directories(dir / "results");
   const auto r = bounded("medseg_install_model_zip", dir / "two.zip" + " -o " + (dir / "results"), "");
   test::expect_refused(
@@ -296,11 +297,11 @@ TEST_F(HostileImport, AZipOfTwoModelsInstallsBothOrNone) {
   EXPECT_EQ(r.output.find(".nnunet-zip.tmp"), std::string::npos) << r.output;
 
   // A deep dataset.json inside the zip: refused, no scratch folder left.
-  python(nn,
-         "m = 'Dataset901_Synthetic/nnUNetTrainer__nnUNetPlans__3d_fullres/'\n"
-         "with zipfile.ZipFile(d + '/../deep.zip', 'w', zipfile.ZIP_DEFLATED) as z:\n"
-         "    for f in ('plans.json', 'fold_0/checkpoint_final.pth'): z.write(d + '/' + f, m + f)\n"
-         "    z.writestr(m + 'dataset.json', '[' * 100000 + ']' * 100000)");
+  hostile_python(nn,
+                 "m = 'Dataset901_Synthetic/nnUNetTrainer__nnUNetPlans__3d_fullres/'\n"
+                 "with zipfile.ZipFile(d + '/../deep.zip', 'w', zipfile.ZIP_DEFLATED) as z:\n"
+                 "    for f in ('plans.json', 'fold_0/checkpoint_final.pth'): z.write(d + '/' + f, m + f)\n"
+                 "    z.writestr(m + 'dataset.json', '[' * 100000 + ']' * 100000)");
   const auto deep = bounded("medseg_install_model_zip", dir / "deep.zip" + " -o " + (dir / "results"), "");
   test::expect_refused(deep, "medseg_install_model_zip", {"dataset.json: invalid JSON (nested deeper than 100"});
   EXPECT_TRUE(fs::is_empty(dir / "results"));

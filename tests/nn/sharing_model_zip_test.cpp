@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kModel = "Dataset999_Tiny/nnUNetTrainer__nnUNetPlans__3d_fullres";
+const std::string kZipModel = "Dataset999_Tiny/nnUNetTrainer__nnUNetPlans__3d_fullres";
 const std::string kManifest = "medseg_model_zip.json";
 
 using Entries = std::vector<std::pair<std::string, std::string>>;  // name -> bytes, in zip order
@@ -44,7 +44,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
 std::string make_model(const std::string& results) {
   test::TinyModelSpec s;
   auto net = test::tiny_network(s, 5);
-  const std::string m = results + "/" + kModel;
+  const std::string m = results + "/" + kZipModel;
   test::write_model_folder(m, s, net, {"0", "1"});
   fs::copy_file(m + "/fold_0/checkpoint_final.ckpt", m + "/fold_0/checkpoint_best.ckpt");
   write_bytes(m + "/dataset_fingerprint.json", "{\"spacings\": []}\n");
@@ -193,7 +193,7 @@ class ModelZip : public ::testing::Test {
 TEST_F(ModelZip, ExportHoldsTheModelFilesAndAManifestOfThem) {
   std::set<std::string> names, expected;
   for (const auto& [n, b] : read_zip(zip)) names.insert(n);
-  for (const auto& f : kDefaultFiles) expected.insert(kModel + "/" + f);
+  for (const auto& f : kDefaultFiles) expected.insert(kZipModel + "/" + f);
   expected.insert(kManifest);
   EXPECT_EQ(names, expected);
 
@@ -201,12 +201,12 @@ TEST_F(ModelZip, ExportHoldsTheModelFilesAndAManifestOfThem) {
   const json m = json::parse(entry(entries, kManifest));
   EXPECT_EQ(m.at("format"), "medseg-model-zip");
   EXPECT_EQ(m.at("format_version"), 1);
-  EXPECT_EQ(m.at("model_folder"), kModel);
+  EXPECT_EQ(m.at("model_folder"), kZipModel);
   EXPECT_EQ(m.at("folds"), json({"0", "1"}));
   EXPECT_EQ(m.at("checkpoints"), json({"checkpoint_final.ckpt"}));
   ASSERT_EQ(m.at("files").size(), kDefaultFiles.size());
   for (const auto& f : m.at("files")) {  // sizes and CRCs of the files on disk, computed here
-    const std::string rel = f.at("path").get<std::string>().substr(kModel.size() + 1);
+    const std::string rel = f.at("path").get<std::string>().substr(kZipModel.size() + 1);
     const std::string bytes = test::read_text(model + "/" + rel);
     EXPECT_EQ(f.at("size"), bytes.size()) << rel;
     EXPECT_EQ(f.at("crc32"), crc_hex(bytes)) << rel;
@@ -217,13 +217,13 @@ TEST_F(ModelZip, InstallGivesTheSameFilesByteForByte) {
   const std::string root = d / "elsewhere/results";  // does not exist yet
   const auto r = test::run_cli("medseg_install_model_zip", zip + " -o " + root);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto installed = test::folder_snapshot(root + "/" + kModel);
+  const auto installed = test::folder_snapshot(root + "/" + kZipModel);
   std::set<std::string> files;
   for (const auto& [rel, what] : installed)
     if (what != "<dir>") files.insert(rel);
   EXPECT_EQ(files, kDefaultFiles);
   for (const auto& rel : kDefaultFiles)
-    EXPECT_TRUE(test::read_text(root + "/" + kModel + "/" + rel) == test::read_text(model + "/" + rel)) << rel;
+    EXPECT_TRUE(test::read_text(root + "/" + kZipModel + "/" + rel) == test::read_text(model + "/" + rel)) << rel;
   // Nothing else: no staging folder, no manifest file, nothing beside the model folder.
   EXPECT_EQ(test::folder_snapshot(root).size(), installed.size() + 2);  // + Dataset999_Tiny, the model folder
 }
@@ -237,27 +237,27 @@ TEST_F(ModelZip, ExportByDatasetFoldAndCheckpointNames) {
   std::set<std::string> names;
   for (const auto& [n, b] : read_zip(out)) names.insert(n);
   const std::set<std::string> expected = {kManifest,
-                                          kModel + "/plans.json",
-                                          kModel + "/dataset.json",
-                                          kModel + "/dataset_fingerprint.json",
-                                          kModel + "/postprocessing.json",
-                                          kModel + "/fold_0/checkpoint_best.ckpt",
-                                          kModel + "/fold_0/checkpoint_final.ckpt",
-                                          kModel + "/fold_0/progress.png",
-                                          kModel + "/fold_0/validation/summary.json",
-                                          kModel + "/crossval_results_folds_0/summary.json"};
+                                          kZipModel + "/plans.json",
+                                          kZipModel + "/dataset.json",
+                                          kZipModel + "/dataset_fingerprint.json",
+                                          kZipModel + "/postprocessing.json",
+                                          kZipModel + "/fold_0/checkpoint_best.ckpt",
+                                          kZipModel + "/fold_0/checkpoint_final.ckpt",
+                                          kZipModel + "/fold_0/progress.png",
+                                          kZipModel + "/fold_0/validation/summary.json",
+                                          kZipModel + "/crossval_results_folds_0/summary.json"};
   EXPECT_EQ(names, expected);
   // Installed into the default results root ($MEDSEG_RESULTS), like medseg_predict finds it.
   const std::string root = d / "root2";
   const auto i = test::run_cli("medseg_install_model_zip", out, "MEDSEG_RESULTS=" + root);
   ASSERT_EQ(i.exit_code, 0) << i.output;
-  EXPECT_TRUE(test::read_text(root + "/" + kModel + "/fold_0/checkpoint_best.ckpt") ==
+  EXPECT_TRUE(test::read_text(root + "/" + kZipModel + "/fold_0/checkpoint_best.ckpt") ==
               test::read_text(model + "/fold_0/checkpoint_best.ckpt"));
 }
 
 TEST_F(ModelZip, ExistingModelFolderIsKeptWithoutOverwrite) {
   const std::string root = d / "root2";
-  const std::string dest = root + "/" + kModel;
+  const std::string dest = root + "/" + kZipModel;
   write_bytes(dest + "/fold_0/checkpoint_final.ckpt", "the user's own model");
   write_bytes(dest + "/notes.txt", "keep me");
   const auto before = test::folder_snapshot(root);
@@ -291,28 +291,29 @@ void rewrite(const std::string& good, const std::string& bad, const std::functio
 
 std::string raw(const std::string& path) { return test::read_text(path); }
 
-const std::string kCk = kModel + "/fold_0/checkpoint_final.ckpt";
+const std::string kCk = kZipModel + "/fold_0/checkpoint_final.ckpt";
 
 std::vector<BadZip> bad_zips() {
   return {
       {"DotDotEntry", [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back("../evil", "x"); }); },
        "entry '../evil' climbs out of the destination"},
       {"NestedDotDotEntry",
-       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back(kModel + "/../../../evil", "x"); }); },
-       "entry '" + kModel + "/../../../evil' climbs out of the destination"},
+       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back(kZipModel + "/../../../evil", "x"); }); },
+       "entry '" + kZipModel + "/../../../evil' climbs out of the destination"},
       {"AbsoluteEntry",
        [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back("/tmp/medseg_evil", "x"); }); },
        "entry '/tmp/medseg_evil' is an absolute path"},
       {"EntryNotInManifest",
-       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back(kModel + "/extra.txt", "x"); }); },
-       "entry '" + kModel + "/extra.txt' is not listed in the manifest"},
+       [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.emplace_back(kZipModel + "/extra.txt", "x"); }); },
+       "entry '" + kZipModel + "/extra.txt' is not listed in the manifest"},
       {"ListedFileMissing",
        [](auto& g, auto& b) {
          rewrite(g, b, [](Entries& e) {
-           e.erase(std::find_if(e.begin(), e.end(), [](const auto& x) { return x.first == kModel + "/dataset.json"; }));
+           e.erase(
+               std::find_if(e.begin(), e.end(), [](const auto& x) { return x.first == kZipModel + "/dataset.json"; }));
          });
        },
-       "entry '" + kModel + "/dataset.json' is listed in the manifest but missing"},
+       "entry '" + kZipModel + "/dataset.json' is listed in the manifest but missing"},
       {"MissingManifest", [](auto& g, auto& b) { rewrite(g, b, [](Entries& e) { e.pop_back(); }); },
        "no medseg_model_zip.json manifest"},
       {"ManifestNotJson",
@@ -357,7 +358,7 @@ std::vector<BadZip> bad_zips() {
          bytes[at + 1000] ^= 0x01;
          write_bytes(b, bytes);
        },
-       "entry '" + kModel + "/fold_0/checkpoint_final.ckpt': cannot read (CRC error)"},
+       "entry '" + kZipModel + "/fold_0/checkpoint_final.ckpt': cannot read (CRC error)"},
       {"TruncatedZip", [](auto& g, auto& b) { write_bytes(b, raw(g).substr(0, raw(g).size() / 2)); },
        "not a readable zip file"},
       {"NotAZip", [](auto&, auto& b) { write_bytes(b, "plans.json, dataset.json and some weights\n"); },
@@ -366,10 +367,10 @@ std::vector<BadZip> bad_zips() {
       // Issue 26: a zip that holds a name twice is refused naming it (libzip said "File already exists").
       {"NameTwice",
        [](auto& g, auto& b) {
-         rewrite(g, b, [](Entries& e) { e.insert(e.begin(), {kModel + "/plans.jsoX", "{}"}); });
-         rename_in_bytes(b, kModel + "/plans.jsoX", kModel + "/plans.json");
+         rewrite(g, b, [](Entries& e) { e.insert(e.begin(), {kZipModel + "/plans.jsoX", "{}"}); });
+         rename_in_bytes(b, kZipModel + "/plans.jsoX", kZipModel + "/plans.json");
        },
-       "entry '" + kModel + "/plans.json' appears twice"},
+       "entry '" + kZipModel + "/plans.json' appears twice"},
   };
 }
 
@@ -393,10 +394,10 @@ INSTANTIATE_TEST_SUITE_P(Rows, BadModelZip, ::testing::ValuesIn(bad_zips()),
 // more: the zip and the manifest agree on every row below.
 TEST_F(ModelZip, OnlyWhatAModelFolderHoldsIsInstalled) {
   const std::vector<std::pair<std::string, std::string>> rows = {
-      {kModel + "/fold_0/checkpoint_final.pth", "is not a file a model folder holds"},  // a pickle
-      {kModel + "/run.sh", "is not a file a model folder holds"},
-      {kModel + "/fold_0/checkpoint_latest.ckpt", "is a checkpoint the manifest's checkpoints do not list"},
-      {kModel + "/fold_7/checkpoint_final.ckpt", "is in fold_7, which the manifest's folds do not list"},
+      {kZipModel + "/fold_0/checkpoint_final.pth", "is not a file a model folder holds"},  // a pickle
+      {kZipModel + "/run.sh", "is not a file a model folder holds"},
+      {kZipModel + "/fold_0/checkpoint_latest.ckpt", "is a checkpoint the manifest's checkpoints do not list"},
+      {kZipModel + "/fold_7/checkpoint_final.ckpt", "is in fold_7, which the manifest's folds do not list"},
   };
   const std::string bad = d / "bad.zip";
   for (const auto& [name, says] : rows) {
@@ -411,7 +412,8 @@ TEST_F(ModelZip, OnlyWhatAModelFolderHoldsIsInstalled) {
 // progress.png of 65 MiB (zeros, 64 KiB deflated), a checkpoint of zeros 1000-fold deflated.
 TEST_F(ModelZip, EntriesOfAbsurdSizeAreRefusedBeforeWriting) {
   const std::vector<std::tuple<std::string, std::size_t, std::string>> rows = {
-      {kModel + "/fold_0/progress.png", 65u << 20, "would inflate to 65.0 MiB, more than such a file holds (64.0 MiB)"},
+      {kZipModel + "/fold_0/progress.png", 65u << 20,
+       "would inflate to 65.0 MiB, more than such a file holds (64.0 MiB)"},
       {kCk, 16u << 20, "would inflate"},
   };
   const std::string bad = d / "bad.zip";
@@ -593,7 +595,7 @@ TEST_F(ModelZip, ExistingOutputIsKeptWithoutOverwrite) {
   const auto o = test::run_cli("medseg_export_model_zip", "-m " + model + " -o " + zip + " --overwrite");
   ASSERT_EQ(o.exit_code, 0) << o.output;
   bool has = false;
-  for (const auto& [n, b] : read_zip(zip)) has |= n == kModel + "/fold_1/progress.png";
+  for (const auto& [n, b] : read_zip(zip)) has |= n == kZipModel + "/fold_1/progress.png";
   EXPECT_TRUE(has);
 }
 

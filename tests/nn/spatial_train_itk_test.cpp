@@ -20,9 +20,9 @@ namespace {
 
 // The plan of this dataset: patch 12x16x20, strides (1,1,1) (2,2,2) (1,2,2): y splits into two slabs of
 // 8 (a multiple of its total stride 4); z (6 per slab, total stride 2) is shorter, x (10) not aligned.
-struct Dataset {
+struct SpatialDataset {
   test::TempDir dir{"sptrain"};
-  Dataset() {
+  SpatialDataset() {
     fs::create_directories(dir / "raw");
     auto r = test::run_cli("medseg_make_dataset",
                            "-d 954 -n Slabs --cases 6 --min-shape 12 20 20 --max-shape 14 22 22 --seed 5",
@@ -51,12 +51,12 @@ struct Dataset {
   }
 };
 
-const Dataset& dataset() {
-  static Dataset d;
+const SpatialDataset& spatial_dataset() {
+  static SpatialDataset d;
   return d;
 }
 
-const char* kFlags =
+const char* kSpatialFlags =
     " --epochs 1 --val-iters-per-epoch 1 --num-workers 0 --threads 1 --deterministic --no_pbar --dist-timeout 30";
 
 std::string checkpoint(const std::string& results, const std::string& plans) {
@@ -65,10 +65,10 @@ std::string checkpoint(const std::string& results, const std::string& plans) {
 
 void expect_same_run(const std::string& plans, const std::string& flags, const std::string& tol) {
   test::TempDir d("speq");
-  const std::string args = "954 3d_fullres 0 -p " + plans + " " + flags + kFlags;
-  auto one = test::run_cli("medseg_train", args, dataset().env(d / "one"));
+  const std::string args = "954 3d_fullres 0 -p " + plans + " " + flags + kSpatialFlags;
+  auto one = test::run_cli("medseg_train", args, spatial_dataset().env(d / "one"));
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  auto two = test::run_cli("medseg_train", args + " --spatial_parallel 2", dataset().env(d / "two"));
+  auto two = test::run_cli("medseg_train", args + " --spatial_parallel 2", spatial_dataset().env(d / "two"));
   ASSERT_EQ(two.exit_code, 0) << two.output;
   EXPECT_NE(two.output.find("2 ranks joined"), std::string::npos) << two.output;
   EXPECT_NE(two.output.find("slabs"), std::string::npos) << two.output;
@@ -84,25 +84,25 @@ TEST(SpatialParallelTrain, BatchOneTwoSlabsEqualOneProcess) {
   // Deep supervision, instance norm, three iterations of gradients in the momentum buffers.
   // The atol floor is for the conv biases an instance norm follows: their true gradient is 0, and
   // what their momentum holds is summation noise (~2e-7 here, against gradients up to ~1).
-  expect_same_run(dataset().plans(1), "--iters-per-epoch 3 --tr " + (dataset().dir / "tiny_lr.json"),
+  expect_same_run(spatial_dataset().plans(1), "--iters-per-epoch 3 --tr " + (spatial_dataset().dir / "tiny_lr.json"),
                   "--rtol 1e-4 --atol 5e-7");
 }
 
 TEST(SpatialParallelTrain, OneRealStepAtBatchTwo) {
-  expect_same_run(dataset().plans(2), "--iters-per-epoch 1", "--rtol 1e-4 --atol 1e-7");
+  expect_same_run(spatial_dataset().plans(2), "--iters-per-epoch 1", "--rtol 1e-4 --atol 1e-7");
 }
 
 TEST(SpatialParallelTrain, BadCombinationsAreOneLine) {
   test::TempDir d("spbad");
-  const std::string base = "954 3d_fullres 0 --iters-per-epoch 1" + std::string(kFlags);
-  auto r =
-      test::run_cli("medseg_train", base + " -p " + dataset().plans(1) + " --spatial_parallel 2 --nproc_per_node 3",
-                    dataset().env(d / "r"));
+  const std::string base = "954 3d_fullres 0 --iters-per-epoch 1" + std::string(kSpatialFlags);
+  auto r = test::run_cli("medseg_train",
+                         base + " -p " + spatial_dataset().plans(1) + " --spatial_parallel 2 --nproc_per_node 3",
+                         spatial_dataset().env(d / "r"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--spatial_parallel 2 needs 2 ranks, not 3"), std::string::npos) << r.output;
   // 14x20x20: no axis splits into two slabs aligned with the strides (7/2, 10/4, 10/4).
-  r = test::run_cli("medseg_train", base + " -p " + dataset().plans(1, {14, 20, 20}) + " --spatial_parallel 2",
-                    dataset().env(d / "r"));
+  r = test::run_cli("medseg_train", base + " -p " + spatial_dataset().plans(1, {14, 20, 20}) + " --spatial_parallel 2",
+                    spatial_dataset().env(d / "r"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("no axis of the patch 14x20x20 splits into that many slabs"), std::string::npos) << r.output;
   EXPECT_FALSE(

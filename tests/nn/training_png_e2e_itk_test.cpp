@@ -17,7 +17,7 @@ using namespace medseg;
 namespace {
 
 // Runs Python with `d` the scratch folder; true when it exits 0.
-bool python(const std::string& dir, const std::string& body) {
+bool png_python(const std::string& dir, const std::string& body) {
   const std::string py = dir + "/check.py";
   write_file_atomic(py, "import sys, os, json, numpy as np\nfrom PIL import Image\nd = sys.argv[1]\n" + body + "\n");
   return std::system(("/usr/bin/python3 " + py + " " + dir + " 2>&1").c_str()) == 0;
@@ -52,7 +52,7 @@ TEST(EndToEndPng, RgbPngCasesPlanTrainAndPredictAsPng) {
   test::TempDir dir("e2epng");
   const std::string& d = dir.path();
   const std::string env = "MEDSEG_RAW=" + d + "/raw MEDSEG_PREPROCESSED=" + d + "/pre MEDSEG_RESULTS=" + d + "/results";
-  ASSERT_TRUE(python(d, kWriteDataset));
+  ASSERT_TRUE(png_python(d, kWriteDataset));
 
   auto res = test::run_cli("medseg_plan_and_preprocess", "-d 952 -c 2d --np 2 --no_pbar", env);
   ASSERT_EQ(res.exit_code, 0) << res.output;
@@ -78,7 +78,7 @@ TEST(EndToEndPng, RgbPngCasesPlanTrainAndPredictAsPng) {
                           "/pred -d 952 -c 2d -f 0 --threads 2 -npp 0 -nps 0 --disable_progress_bar",
                       env);
   ASSERT_EQ(res.exit_code, 0) << res.output;
-  EXPECT_TRUE(python(d, R"(
+  EXPECT_TRUE(png_python(d, R"(
 im = Image.open(d + '/pred/test_00.png')
 a = np.asarray(im)
 assert im.mode == 'L', im.mode
@@ -88,7 +88,7 @@ assert set(np.unique(a)) <= {0, 1}, np.unique(a)
 
   // Inputs that do not hold the model's three channels are named, case by case: a gray file alone, and an
   // RGB file followed by a file beyond the three channels.
-  ASSERT_TRUE(python(d, R"(
+  ASSERT_TRUE(png_python(d, R"(
 os.makedirs(d + '/bad')
 Image.fromarray(np.zeros((24, 28), np.uint8)).save(d + '/bad/gray_0000.png')
 Image.fromarray(np.zeros((24, 28, 3), np.uint8)).save(d + '/bad/extra_0000.png')

@@ -20,7 +20,7 @@ using namespace medseg;
 namespace {
 
 // The tiny synthetic dataset DatasetID_NAME (5 cases), planned and preprocessed for 3d_fullres.
-void make_planned_dataset(const std::string& id, const std::string& name, int seed, const std::string& env) {
+void variants_make_planned_dataset(const std::string& id, const std::string& name, int seed, const std::string& env) {
   auto r = test::run_cli("medseg_make_dataset",
                          "-d " + id + " -n " + name + " --cases 5 --min-shape 12 20 20 --max-shape 14 22 22 --seed " +
                              std::to_string(seed),
@@ -47,7 +47,7 @@ TEST(TrainerVariantsE2E, BatchNormTopKWarmupAmsgradTrainAndPredict) {
     "norm": "batch", "loss": {"topk_percent": 10, "label_smoothing": 0.1}, "warmup_epochs": 2,
     "optimizer": {"type": "AdamW", "lr": 0.001, "weight_decay": 3e-5, "amsgrad": true},
     "oversampling": "probabilistic_batch_rate", "augment": false, "mirror_axes": {"3d": []}, "num_workers": 1})";
-  ASSERT_NO_FATAL_FAILURE(make_planned_dataset("951", "Mixed", 4, env));
+  ASSERT_NO_FATAL_FAILURE(variants_make_planned_dataset("951", "Mixed", 4, env));
   auto r = test::run_cli("medseg_train", "951 3d_fullres 0 --tr MixedVariants --threads 2 --no_pbar", env);
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
@@ -94,7 +94,7 @@ TEST(TrainerVariantsE2E, BatchNormTopKWarmupAmsgradTrainAndPredict) {
 TEST(TrainerVariantsE2E, BatchNormOnSeveralRanksIsRefused) {
   test::TempDir dir("variants_bn_ranks");
   const std::string d = dir.path(), env = dataset_env(d);
-  ASSERT_NO_FATAL_FAILURE(make_planned_dataset("952", "BnRanks", 5, env));
+  ASSERT_NO_FATAL_FAILURE(variants_make_planned_dataset("952", "BnRanks", 5, env));
   auto r = test::run_cli("medseg_train",
                          "952 3d_fullres 0 --tr nnUNetTrainerBN --nproc_per_node 2 --epochs 1 --no_pbar", env);
   EXPECT_NE(r.exit_code, 0);
@@ -107,7 +107,7 @@ TEST(TrainerVariantsE2E, BatchNormOnSeveralRanksIsRefused) {
 TEST(TrainerVariantsE2E, DA5TrainersTrainByTheirNames) {
   test::TempDir dir("variants_da5");
   const std::string d = dir.path(), env = dataset_env(d);
-  ASSERT_NO_FATAL_FAILURE(make_planned_dataset("953", "Strong", 6, env));
+  ASSERT_NO_FATAL_FAILURE(variants_make_planned_dataset("953", "Strong", 6, env));
   const std::string short_run =
       " --epochs 1 --iters-per-epoch 2 --val-iters-per-epoch 1 --num-workers 1 --threads 2 --no_pbar";
   for (const std::string tr : {"nnUNetTrainerDA5Segord0", "nnUNetTrainerDA5"}) {

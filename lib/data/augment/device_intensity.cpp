@@ -16,6 +16,7 @@
 #include "data/augment/device_ops.h"
 #include "data/augment/blank_rectangle.h"
 #include "data/augment/brightness.h"
+#include "data/augment/gamma.h"
 #include "data/augment/gaussian_blur.h"
 #include "data/augment/local_gaussian.h"
 #include "data/augment/median_filter.h"
@@ -25,8 +26,6 @@
 namespace medseg::data::augment::device {
 
 namespace {
-
-constexpr double kEps = 1e-7;  // gamma.cpp's guard for flat channels
 
 // Rows (b * C + c) of the samples whose record has `factors` set, with the factor per row.
 struct Rows {
@@ -173,10 +172,10 @@ void gamma(at::Tensor& x, const std::vector<SampleDraw>& draws, bool inverted_st
   const RowStats before = row_stats(v);
   const at::Tensor std_before = v.to(at::kDouble).std(1, /*unbiased=*/true, /*keepdim=*/true);
   const at::Tensor range = before.max.to(at::kDouble) - before.min.to(at::kDouble);
-  v = ((v - before.min) / range.clamp_min(kEps).to(at::kFloat)).pow(column(r.factors, x.device()));
+  v = ((v - before.min) / range.clamp_min(kGammaFlatEps).to(at::kFloat)).pow(column(r.factors, x.device()));
   v = v * range.to(at::kFloat) + before.min;
   const at::Tensor v64 = v.to(at::kDouble);
-  const at::Tensor scale = (std_before / v64.std(1, true, true).clamp_min(kEps)).to(at::kFloat);
+  const at::Tensor scale = (std_before / v64.std(1, true, true).clamp_min(kGammaFlatEps)).to(at::kFloat);
   v = (v - v64.mean(1, true).to(at::kFloat)) * scale + before.mean64.to(at::kFloat);
   if (invert) v = -v;
   flat.index_copy_(0, index, v);

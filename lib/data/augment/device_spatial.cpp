@@ -13,9 +13,6 @@ namespace medseg::data::augment::device {
 
 namespace {
 
-constexpr double kOutsideTolerance = 1e-3;  // voxels, as resample.cpp (BG2 has none; spatial.h)
-constexpr double kOneHot = 1000.0;          // BG2's one-hot scale
-
 struct Grid {
   at::Tensor grid;     // (1, P..., ndim) float32, grid_sample's normalised (x, y[, z]) order
   at::Tensor outside;  // (P...) bool: sample beyond the loader patch's outer voxel centres
@@ -71,7 +68,7 @@ at::Tensor resample_labels(const at::Tensor& region, const Grid& g, bool in_plan
     return seg.unsqueeze(0);
   }
   const at::Tensor labels = std::get<0>(at::_unique(region, /*sorted=*/true));
-  const at::Tensor onehot = region.eq(labels.view({-1, 1, 1, 1})).to(at::kFloat).mul_(kOneHot);
+  const at::Tensor onehot = region.eq(labels.view({-1, 1, 1, 1})).to(at::kFloat).mul_(kOneHotScale);
   const at::Tensor scores = sample(onehot, g.grid, in_plane).to(at::kHalf).to(at::kFloat);
   const at::Tensor best = scores.argmax(0);  // (P...)
   at::Tensor seg = labels.index_select(0, best.flatten()).view(best.sizes());

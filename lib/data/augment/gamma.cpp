@@ -11,8 +11,6 @@ namespace medseg::data::augment {
 
 namespace {
 
-constexpr double kEps = 1e-7;
-
 // x -> sign * x, scaled to [0, 1] over its range: one pass where the torch version took four.
 void to_unit(float* x, int64_t n, float sign, float lo, float inv_range) {
   for (int64_t i = 0; i < n; ++i) x[i] = (sign * x[i] - lo) * inv_range;
@@ -39,13 +37,14 @@ void apply_gamma(at::Tensor& data, const std::vector<double>& gammas, bool inver
     const ChannelStats st = channel_stats(x, n, retain_stats);
     // Statistics of s x: min / max swap and the mean flips sign when inverted.
     const double lo = invert ? -st.max : st.min, range = st.max - st.min, mean = sign * st.mean;
-    to_unit(x, n, static_cast<float>(sign), static_cast<float>(lo), static_cast<float>(1.0 / std::max(range, kEps)));
+    to_unit(x, n, static_cast<float>(sign), static_cast<float>(lo),
+            static_cast<float>(1.0 / std::max(range, kGammaFlatEps)));
     data[static_cast<int64_t>(c)].pow_(gammas[c]);
     double a = range, b = lo;  // p -> p r + lo
     if (retain_stats) {
       const ChannelStats ps = channel_stats(x, n, true);
       const double mean_after = ps.mean * range + lo, std_after = ps.std * range;
-      const double k = st.std / std::max(std_after, kEps);
+      const double k = st.std / std::max(std_after, kGammaFlatEps);
       a = range * k;
       b = (lo - mean_after) * k + mean;
     }

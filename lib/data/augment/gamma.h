@@ -9,6 +9,8 @@
 
 namespace medseg::data::augment {
 
+inline constexpr double kGammaFlatEps = 1e-7;  // the range and std guard above, for flat channels
+
 void apply_gamma(at::Tensor& data, const std::vector<double>& gammas, bool invert, bool retain_stats = true);
 
 }  // namespace medseg::data::augment

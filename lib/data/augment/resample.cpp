@@ -34,8 +34,7 @@ namespace medseg::data::augment {
 
 namespace {
 
-constexpr double kOutsideTolerance = 1e-3;  // voxels (BG2 has none; see spatial.h)
-constexpr float kOneHot = 1000.f;           // BG2's one-hot scale
+constexpr auto kOneHot = static_cast<float>(kOneHotScale);
 
 // grid_sample's normalised coordinate (align_corners=False) of crop position `pos`.
 inline float normalised(double pos, int64_t crop) {

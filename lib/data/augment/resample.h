@@ -18,6 +18,10 @@ namespace medseg::data::augment {
 
 using Mat3 = std::array<std::array<double, 3>, 3>;
 
+// Shared by this CPU resampler and the device one (device_spatial.cpp).
+inline constexpr double kOutsideTolerance = 1e-3;  // voxels a sample may lie outside the patch (BG2 has none)
+inline constexpr double kOneHotScale = 1000.0;     // BG2's one-hot scale
+
 // Output offsets p (from the patch centre) map to input offsets q = m p (from the loader patch's
 // centre). `ndim` 2 maps (y, x) only, per z-slice (2D and dummy-2D; then patch z == loader z).
 // The resampler reads the box [lo, lo + crop) of the loader patch, which must hold every voxel a
