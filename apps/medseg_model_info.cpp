@@ -1,6 +1,7 @@
 // medseg_model_info: builds the network of a plans configuration (or a SwinUNETR) and prints its class,
 // unique trainable parameter count, the output shapes of a zero-input forward pass and the byte memory
-// model's estimate of one GPU training step (planning/memory_model.h) as JSON.
+// model's estimate of one GPU training step (planning/memory_model.h) and the FLOPs of one prediction forward
+// pass of the patch (planning/network_flops.h) as JSON.
 #include <torch/torch.h>
 
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "models/network.h"
 #include "models/plans_architecture.h"
 #include "planning/memory_model.h"
+#include "planning/network_flops.h"
 #include "planning/plan_limits.h"
 #include "planning/plans.h"
 #include "core/torch_memory.h"
@@ -39,6 +41,16 @@ nlohmann::json memory_estimate(const nlohmann::json& arch, const std::vector<int
     std::cerr << "memory estimate: " << err.what() << "\n";
     return nullptr;
   }
+}
+
+// FLOPs of one prediction forward pass of one patch (planning/network_flops.h); null for the networks it does
+// not count (SwinUNETR, Primus).
+nlohmann::json forward_flops(const nlohmann::json& arch, const std::vector<int64_t>& patch, int64_t in, int64_t classes,
+                             const std::string& source) {
+  const planning::ArchitecturePlan a = planning::architecture_from_json(arch, source);
+  if (!a.is_plain_unet() && !a.is_residual_encoder_unet()) return nullptr;
+  return 2 * planning::forward_macs(a, std::vector<int>(patch.begin(), patch.end()), static_cast<int>(in),
+                                    static_cast<int>(classes));
 }
 
 bool plan_amp(const nlohmann::json& medseg) {
@@ -122,11 +134,13 @@ int main(int argc, char** argv) {
                           {"deep_supervision", net->deep_supervision()},
                           {"output_shapes", nullptr},
                           {"estimated_peak_bytes", nullptr},
-                          {"memory", nullptr}};
+                          {"memory", nullptr},
+                          {"forward_flops", nullptr}};
     if (static_cast<int>(patch.size()) == net->spatial_dims()) {
       const bool amp_on = amp.empty() ? plan_amp(medseg_block) : amp == "on";
       out["memory"] = memory_estimate(arch, patch, batch > 0 ? batch : plan_batch, in, classes, amp_on, source);
       if (!out["memory"].is_null()) out["estimated_peak_bytes"] = out["memory"]["estimated_peak_bytes"];
+      out["forward_flops"] = forward_flops(arch, patch, in, classes, source);
     }
     if (!no_forward) {
       MEDSEG_CHECK(static_cast<int>(patch.size()) == net->spatial_dims(), "patch has ", patch.size(),

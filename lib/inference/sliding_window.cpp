@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/functional/padding.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -196,6 +197,13 @@ struct SlidingWindow::Impl {
   at::Tensor forward(const NetworkFn& net, const std::vector<at::Tensor>& batch) const;
   void add_tiles(const NetworkFn& net, const std::vector<Tile>& tiles, const std::vector<int64_t>& origin,
                  at::Tensor& logits, at::Tensor& weights, ProgressBar& bar, Tally& tally) const;
+  // --verbose: the tiles, the network passes per tile and the seconds they took (scripts/bench/bench_predict.sh
+  // turns them into GFLOP/s with the network's FLOPs per pass).
+  void log_work(int64_t tiles, std::chrono::steady_clock::time_point since) const {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - since;
+    spdlog::debug("sliding window: {} tile(s) of {}, {} network pass(es) each, {:.3f} s", tiles, join(patch, "x"),
+                  mirror_sets(mirror_axes).size(), took.count());
+  }
   // logits / weights of accumulators starting at padded `origin`, checked finite, cropped to the
   // unpadded image, on the CPU.
   at::Tensor finished(const at::Tensor& logits, const at::Tensor& weights, const std::vector<int64_t>& origin) const;
@@ -422,10 +430,12 @@ std::pair<at::Tensor, at::Tensor> SlidingWindow::accumulate(const NetworkFn& net
   origin[static_cast<size_t>(sl.axis)] = sl.begin;
   extent[static_cast<size_t>(sl.axis)] = sl.end - sl.begin;
   auto [logits, weights] = m.zeros(extent);
+  const auto start = std::chrono::steady_clock::now();
   ProgressBar bar("sliding window", static_cast<int64_t>(tiles.size()), m.o.progress);
   Impl::Tally tally{0, static_cast<int64_t>(tiles.size())};
   m.add_tiles(net, tiles, origin, logits, weights, bar, tally);
   bar.finish();
+  m.log_work(tally.done, start);
   return {logits, weights};
 }
 
@@ -452,6 +462,7 @@ void SlidingWindow::stream(const NetworkFn& net, const SlabSink& sink) const {
   extent[a] = thick;
   auto [logits, weights] = m.zeros(extent);
   const auto total = static_cast<int64_t>(tile_count(m.size, m.patch, m.o.step_size));
+  const auto start = std::chrono::steady_clock::now();
   ProgressBar bar("sliding window", total, m.o.progress);
   Impl::Tally tally{0, total};
   for (size_t i = 0; i < pos.size(); ++i) {
@@ -480,6 +491,7 @@ void SlidingWindow::stream(const NetworkFn& net, const SlabSink& sink) const {
     }
   }
   bar.finish();
+  m.log_work(tally.done, start);
 }
 
 at::Tensor predict_sliding_window(const NetworkFn& net, const at::Tensor& image, int64_t num_classes,

@@ -22,7 +22,8 @@ struct Op {
   int64_t loss_grad = 0;      // gradient handed in by the loss at the start of backward, consumed here
   int hold_tag = -1;          // this op's backward leaves `hold` bytes pending until op `tag` runs
   int64_t hold = 0;
-  int tag = -1;  // releases the pending gradient with the same tag
+  int tag = -1;      // releases the pending gradient with the same tag
+  int64_t macs = 0;  // multiply-accumulates of its forward pass, per sample (network_flops.h)
 };
 
 // What every op's byte count depends on besides the layer's own shape.

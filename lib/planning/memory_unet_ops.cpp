@@ -93,6 +93,7 @@ struct Builder {
     const int64_t w = cin * cout * kvol + (a.conv_bias ? cout : 0);
     o.params = w + norm_params(cout);
     o.largest_param = cin * cout * kvol;
+    o.macs = cin * cout * kvol * vout;
     o.half_weights = half(w);
     const int kept =
         act ? (a.nonlin_inplace ? 2 : 3) : 2;  // without act: conv out + norm out (kept by the residual add)
@@ -131,6 +132,7 @@ struct Builder {
       Op s = make(name + ".skip.conv");
       s.params = cin * cout + norm_params(cout);
       s.largest_param = cin * cout;
+      s.macs = cin * cout * vout;
       s.half_weights = half(cin * cout);
       s.saved = activation_bytes(cout * vout);     // conv output, read by the norm's backward
       s.fwd_work = activation_bytes(cout * vout);  // norm output until the residual add
@@ -223,6 +225,7 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
     const int64_t w = channels_below * channels * kvol(a.strides[e + 1]) + (a.conv_bias ? channels : 0);
     t.params = w;
     t.largest_param = w - (a.conv_bias ? channels : 0);
+    t.macs = t.largest_param * voxels_below;  // each input voxel meets the whole kernel once
     // Its input is kept by the layer that made it, except the checkpointed encoder's output.
     if (dd == 0 && encoder_checkpointed) t.saved = b.activation_bytes(channels_below * voxels_below);
     if (b.fp32_tconv) {  // input cast up and kept in fp32, output in fp32 until the concatenation
@@ -257,6 +260,7 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
       Op h = b.make(name + ".seg_head");
       h.params = channels * classes + classes;
       h.largest_param = channels * classes;
+      h.macs = channels * classes * voxels;
       h.half_weights = b.half(h.params);
       // oneDNN reorders the head's input to its blocked layout and writes the output padded to 16 channels.
       if (step.cpu)

@@ -7,7 +7,15 @@
 #   1 fold,  TTA,     -npp 2 -nps 2   (8 mirrored copies per tile, batched with the tiles)
 #   5 folds, no TTA,  -npp 2 -nps 2   (5 copies of the same checkpoint, ensembled per tile)
 #   1 fold,  no TTA,  --accumulators fp32 (exact sums) and --exact_nnunet (nnU-Net's kernels): their cost
+#   1 fold,  no TTA and TTA, --amp bf16 (the processor's bf16 units: AMX / AVX-512 BF16 where it has them)
 #   5 folds, TTA                      (only with FULL=1: 40 forward passes per tile)
+# And the sliding window's arithmetic rate: medseg_predict --verbose logs each case's tiles, network passes per
+# tile and seconds; medseg_model_info's forward_flops (FLOPs of one pass, planning/network_flops.h) turns them
+# into GFLOP/s, printed beside the processor's peak for that precision, so that the distance to the limit is
+# visible. The peak: the clock /proc/cpuinfo reports x the threads the run uses x FLOP per cycle per core from
+# the vendor and flags: Intel AVX-512 (two 512-bit FMA units) 64 fp32, AMX 2048 bf16 (AVX-512 BF16 alone 128);
+# AMD Zen 4 (AVX-512 on 256-bit units) 32 fp32, 64 bf16; AVX2 32 fp32. PEAK_FP32 / PEAK_BF16 (FLOP per cycle
+# per core) override them for another processor.
 # Each run: best wall time of REPEAT runs; CPU seconds too (wall time is noisy when other jobs share the machine).
 #
 #   scripts/bench/bench_predict.sh                      # build dir: $BUILD or ./build
@@ -24,7 +32,7 @@ THREADS=${THREADS:-$(nproc)}
 FULL=${FULL:-0}
 PLANNER=${PLANNER:-ExperimentPlanner}
 
-for app in medseg_make_dataset medseg_plan_and_preprocess medseg_init_model medseg_predict; do
+for app in medseg_make_dataset medseg_plan_and_preprocess medseg_init_model medseg_predict medseg_model_info; do
   [[ -x $BUILD/bin/$app ]] || { echo "missing $BUILD/bin/$app (build it first)" >&2; exit 1; }
 done
 
@@ -43,8 +51,9 @@ mkdir -p "$WORK/in"
 for f in $(ls "$MEDSEG_RAW/Dataset900_Demo/imagesTr/"*_0000.nii.gz | head -n "$CASES"); do ln -s "$f" "$WORK/in/"; done
 
 cat >"$WORK/drive.py" <<'PY'
-import gzip, json, resource, struct, subprocess, sys, time, glob
+import gzip, json, os, re, resource, struct, subprocess, sys, time, glob
 app, model, inp, work, repeat, threads, full = sys.argv[1:8]
+info = os.path.join(os.path.dirname(app), "medseg_model_info")
 repeat, full = int(repeat), full == "1"
 files = sorted(glob.glob(f"{inp}/*.nii.gz"))
 def voxels(f):
@@ -60,12 +69,36 @@ cfg = json.load(open(f"{model}/plans.json"))["configurations"]["3d_fullres"]
 print(f"model: {cfg['architecture']['network_class_name'].split('.')[-1]}, patch {cfg['patch_size']}, "
       f"spacing {cfg['spacing']}; {len(files)} cases, {nvox / 1e6:.2f} M voxels; {threads} torch threads")
 
+info_json = json.loads(subprocess.run(
+    [info, "--plans", f"{model}/plans.json", "--dataset-json", f"{model}/dataset.json", "-c", "3d_fullres",
+     "--no-forward"], check=True, stdout=subprocess.PIPE, text=True).stdout)
+flops = info_json["forward_flops"]
+print(f"one forward pass of the patch: {flops / 1e9:.2f} GFLOP (medseg_model_info forward_flops)")
+
+def peak_gflops(cores):
+    text = open("/proc/cpuinfo").read()
+    flags = set(re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split())
+    amd = "AuthenticAMD" in text
+    ghz = float(re.search(r"^cpu MHz\s*:\s*([\d.]+)", text, re.M).group(1)) / 1000
+    wide = "avx512f" in flags and not amd  # two 512-bit FMA units; Zen 4 runs AVX-512 on 256-bit ones
+    fp32 = 64 if wide else 32
+    bf16 = 2048 if "amx_bf16" in flags else (128 if wide else 64) if "avx512_bf16" in flags else fp32
+    fp32 = float(os.environ.get("PEAK_FP32", fp32))
+    bf16 = float(os.environ.get("PEAK_BF16", bf16))
+    units = "AMX" if "amx_bf16" in flags else "AVX-512 BF16" if "avx512_bf16" in flags else "no bf16 units"
+    return ghz, units, {"fp32": cores * ghz * fp32, "bf16": cores * ghz * bf16}
+ghz, units, peak = peak_gflops(int(threads))
+print(f"peak at {ghz:.2f} GHz on {threads} core(s): fp32 {peak['fp32']:.0f} GFLOP/s, bf16 {peak['bf16']:.0f} "
+      f"GFLOP/s ({units})")
+WINDOW = re.compile(r"sliding window: (\d+) tile\(s\) of [\dx]+, (\d+) network pass\(es\) each, ([\d.]+) s")
+
 def run(tag, folds, tta, npp, extra=()):
     best = None
     for r in range(repeat):
         out = f"{work}/out_{tag}_{r}"
         cmd = [app, "-i", inp, "-o", out, "-m", model, "-f", *folds, "-npp", str(npp), "-nps", str(npp),
-               "--threads", threads, "--disable_progress_bar"] + ([] if tta else ["--disable_tta"]) + list(extra)
+               "--threads", threads, "--disable_progress_bar", "--verbose"] + ([] if tta else ["--disable_tta"]) + \
+              list(extra)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -74,25 +107,34 @@ def run(tag, folds, tta, npp, extra=()):
             sys.exit(p.stdout + p.stderr)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        # Network passes (tiles x mirrored copies) and their seconds. With the default fp16 sums each fold runs
+        # its own window and logs its own line (inference/predictor.cpp, nnU-Net's order); the one row with fp32
+        # sums has a single fold.
+        windows = [(int(t) * int(c), float(sec)) for t, c, sec in WINDOW.findall(p.stdout + p.stderr)]
+        rate = sum(n for n, _ in windows) * flops / max(sum(sec for _, sec in windows), 1e-9) / 1e9
         if best is None or wall < best[0]:
-            best = (wall, cpu)
+            best = (wall, cpu, rate)
     return best
 
 rows = [("1 fold", ["0"], False, 0, ()), ("1 fold", ["0"], False, 2, ()), ("1 fold", ["0"], True, 2, ()),
         ("5 folds", ["0", "1", "2", "3", "4"], False, 2, ()),
         # nnU-Net's fp16 sums (the default) against exact fp32 ones, and nnU-Net's kernels (--exact_nnunet)
-        ("1 fold", ["0"], False, 2, ("--accumulators", "fp32")), ("1 fold", ["0"], False, 2, ("--exact_nnunet",))]
+        ("1 fold", ["0"], False, 2, ("--accumulators", "fp32")), ("1 fold", ["0"], False, 2, ("--exact_nnunet",)),
+        ("1 fold", ["0"], False, 2, ("--amp", "bf16")), ("1 fold", ["0"], True, 2, ("--amp", "bf16"))]
 if full:
     rows.append(("5 folds", ["0", "1", "2", "3", "4"], True, 2, ()))
-print(f"{'folds':8} {'TTA':4} {'npp/nps':8} {'s/case':>8} {'Mvox/s':>8} {'wall s':>8} {'cpu s':>8}  flags")
+print(f"{'folds':8} {'TTA':4} {'npp/nps':8} {'s/case':>8} {'Mvox/s':>8} {'wall s':>8} {'cpu s':>8} "
+      f"{'GFLOP/s':>8} {'of peak':>8}  flags")
 res = {}
 for i, (name, folds, tta, npp, extra) in enumerate(rows):
-    wall, cpu = run(str(i), folds, tta, npp, extra)
+    wall, cpu, rate = run(str(i), folds, tta, npp, extra)
     res[i] = wall
+    of_peak = rate / peak["bf16" if "bf16" in extra else "fp32"]
     print(f"{name:8} {'on' if tta else 'off':4} {f'{npp}/{npp}':8} {wall / len(files):8.3f} {nvox / wall / 1e6:8.3f} "
-          f"{wall:8.2f} {cpu:8.2f}  {' '.join(extra)}", flush=True)
+          f"{wall:8.2f} {cpu:8.2f} {rate:8.1f} {100 * of_peak:7.1f}%  {' '.join(extra)}", flush=True)
 print(f"pipelining gain (npp/nps 2 vs 0, 1 fold, no TTA): {res[0] / res[1]:.2f}x")
 print(f"TTA cost: {res[2] / res[1]:.2f}x   5-fold cost: {res[3] / res[1]:.2f}x")
 print(f"fp16 sums (default) / fp32 sums: {res[1] / res[4]:.2f}x   --exact_nnunet / default: {res[5] / res[1]:.2f}x")
+print(f"--amp bf16 / fp32: {res[6] / res[1]:.2f}x without TTA, {res[7] / res[2]:.2f}x with TTA")
 PY
 python3 "$WORK/drive.py" "$BUILD/bin/medseg_predict" "$model" "$WORK/in" "$WORK" "$REPEAT" "$THREADS" "$FULL"
