@@ -1,6 +1,6 @@
 #pragma once
-// What the processor (and the kernel, which must save the wider registers) offers for bf16 arithmetic:
-// `--amp auto` picks bf16 for CPU prediction only where there are bf16 units (docs/predict.md, "bf16 on the CPU").
+// What the processor (and the kernel, which must save the wider registers) offers for bf16 arithmetic. medseg_predict
+// names bf16 units that `--amp auto` (still fp32 on the CPU) leaves unused (docs/predict.md, "bf16 on the CPU").
 #include <string>
 
 namespace medseg {

@@ -33,25 +33,18 @@ json flops_arch(const std::string& cls, const json& kwargs) {
           {"_kw_requires_import", {"conv_op", "norm_op", "dropout_op", "nonlin"}}};
 }
 
-json tiny_plain() {
-  return flops_arch("dynamic_network_architectures.architectures.unet.PlainConvUNet",
+// Two stages of 4 and 8 features, 3^3 kernels, stride 2 below; `blocks` is the encoder's per-stage key and count.
+json tiny_unet(const std::string& cls, const std::string& blocks_key, int blocks, int decoder_convs) {
+  return flops_arch("dynamic_network_architectures.architectures.unet." + cls,
                     {{"n_stages", 2},
                      {"features_per_stage", {4, 8}},
                      {"kernel_sizes", {{3, 3, 3}, {3, 3, 3}}},
                      {"strides", {{1, 1, 1}, {2, 2, 2}}},
-                     {"n_conv_per_stage", {2, 2}},
-                     {"n_conv_per_stage_decoder", {2}}});
+                     {blocks_key, {blocks, blocks}},
+                     {"n_conv_per_stage_decoder", {decoder_convs}}});
 }
-
-json tiny_resenc() {
-  return flops_arch("dynamic_network_architectures.architectures.unet.ResidualEncoderUNet",
-                    {{"n_stages", 2},
-                     {"features_per_stage", {4, 8}},
-                     {"kernel_sizes", {{3, 3, 3}, {3, 3, 3}}},
-                     {"strides", {{1, 1, 1}, {2, 2, 2}}},
-                     {"n_blocks_per_stage", {1, 1}},
-                     {"n_conv_per_stage_decoder", {1}}});
-}
+json tiny_plain() { return tiny_unet("PlainConvUNet", "n_conv_per_stage", 2, 2); }
+json tiny_resenc() { return tiny_unet("ResidualEncoderUNet", "n_blocks_per_stage", 1, 1); }
 
 int64_t macs_of(const json& arch, const std::vector<int>& patch, int in, int classes) {
   return forward_macs(architecture_from_json(arch, "test"), patch, in, classes);
