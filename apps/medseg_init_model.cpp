@@ -14,7 +14,7 @@
 #include "io/dataset.h"
 #include "models/network.h"
 #include "planning/memory_check.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 #include "training/splits.h"
 
 namespace fs = std::filesystem;

@@ -14,8 +14,8 @@
 #include "models/plans_architecture.h"
 #include "planning/memory_model.h"
 #include "planning/network_flops.h"
-#include "planning/plan_limits.h"
-#include "planning/plans.h"
+#include "plans/plan_limits.h"
+#include "plans/plans.h"
 #include "core/torch_memory.h"
 #include "planning/memory_check.h"
 

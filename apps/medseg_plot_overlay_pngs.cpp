@@ -13,7 +13,7 @@
 #include "core/progress.h"
 #include "io/case_loader.h"
 #include "io/dataset.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 #include "preprocessing/case_store.h"
 #include "visualization/slice_overlay.h"
 

@@ -13,8 +13,8 @@
 #include "data/augment/device_augment.h"
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
-#include "data/synthetic_cases.h"
-#include "planning/plans.h"
+#include "bench_support/synthetic_cases.h"
+#include "plans/plans.h"
 
 using namespace medseg;
 using namespace medseg::data;
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     if (!folder.empty()) {
       src = std::make_shared<PreprocessedCaseSource>(folder);
     } else {
-      src = make_synthetic_source(cases, {min_shape[0], min_shape[1], min_shape[2]},
+      src = bench::make_synthetic_source(cases, {min_shape[0], min_shape[1], min_shape[2]},
                                   {max_shape[0], max_shape[1], max_shape[2]}, channels, labels, seed);
     }
     AugmentChoice choice;

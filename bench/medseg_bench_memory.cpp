@@ -1,5 +1,5 @@
 // medseg_bench_memory: the byte memory model (planning/memory_model.h) against the measured CPU peak of
-// one real training step (training/memory_probe.h) for PlainConvUNet / ResidualEncoderUNet
+// one real training step (bench/bench_support/memory_probe.h) for PlainConvUNet / ResidualEncoderUNet
 // architectures planned by medseg's planner, 2d and 3d, AMP (bf16 autocast) off and on, SGD and AdamW,
 // encoder checkpointing. Prints a Markdown table; scripts/bench/bench_memory_model.sh runs it.
 #include <array>
@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/json_io.h"
 #include "core/strings.h"
-#include "training/memory_probe.h"
+#include "bench_support/memory_probe.h"
 
 using namespace medseg;
 
@@ -74,11 +74,11 @@ int main(int argc, char** argv) {
     int failed = 0;
     for (const auto& row : rows) {
       if (!only.empty() && row.name.find(only) == std::string::npos) continue;
-      training::MemoryProbeConfig c;
+      bench::MemoryProbeConfig c;
       c.name = row.name;
       const bool is3d = row.configuration != "2d";
       c.architecture =
-          training::planned_architecture(row.planner, row.configuration, {median[0], median[1], median[2]}, 1, labels);
+          bench::planned_architecture(row.planner, row.configuration, {median[0], median[1], median[2]}, 1, labels);
       c.patch = is3d ? patch3d : patch2d;
       c.batch = is3d ? batch3d : batch2d;
       c.num_classes = labels;
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
       c.optimizer = row.optimizer;
       c.checkpoint_encoder = row.checkpoint;
       c.threads = threads;
-      const auto r = training::probe_training_step(c);
+      const auto r = bench::probe_training_step(c);
       const int64_t m = r.measured_peak;
       const char* phase = m == r.peak_forward ? "forward" : m == r.peak_backward ? "backward" : "step";
       const bool ok = std::fabs(r.ratio() - 1.0) <= tolerance;

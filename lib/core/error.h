@@ -48,3 +48,13 @@ std::string concat(const Parts&... parts) {
   do {                                                                 \
     if (!(cond)) throw ::medseg::Error(::medseg::concat(__VA_ARGS__)); \
   } while (false)
+
+// The same for a problem with one file: throws medseg::FileError(path, message) unless `cond` holds, so the message
+// reads "<path>: <parts>" and the catcher can ask the error for its path (as TORCH_CHECK_VALUE and TORCH_CHECK_INDEX
+// name the kind of error):
+//   MEDSEG_CHECK_FILE(shape.size() == 3, path, "expected 3 dimensions, got ", shape.size());
+// `path` is anything that converts to std::string (a std::filesystem::path: pass .string()).
+#define MEDSEG_CHECK_FILE(cond, path, ...)                                         \
+  do {                                                                             \
+    if (!(cond)) throw ::medseg::FileError((path), ::medseg::concat(__VA_ARGS__)); \
+  } while (false)

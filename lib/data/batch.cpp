@@ -16,7 +16,7 @@
 #include "data/augment/spatial.h"
 #include "data/patch_sampler.h"
 #include "data/rng.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 namespace medseg::data {
 

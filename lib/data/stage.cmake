@@ -3,4 +3,4 @@
 medseg_stage(data
   TORCH
   DEPENDS core preprocessing
-  PRIVATE_DEPENDS planning postprocessing)
+  PRIVATE_DEPENDS plans postprocessing)

@@ -18,7 +18,7 @@
 
 #include "core/volume.h"
 #include "io/dataset.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 #include "postprocessing/postprocessing.h"
 #include "preprocessing/case_store.h"
 #include "preprocessing/preprocessor.h"

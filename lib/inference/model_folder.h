@@ -13,7 +13,7 @@
 
 #include "checkpoint/container.h"
 #include "io/dataset.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 namespace medseg::inference {
 

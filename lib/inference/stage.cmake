@@ -2,5 +2,5 @@
 # Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
 medseg_stage(inference
   TORCH
-  DEPENDS core io planning preprocessing postprocessing checkpoint distributed
-  PRIVATE_DEPENDS fingerprint models visualization)
+  DEPENDS core io plans preprocessing postprocessing checkpoint distributed
+  PRIVATE_DEPENDS planning fingerprint models visualization)

@@ -5,7 +5,7 @@
 // not build. Python class paths are matched by their last component ("torch.nn.modules.conv.Conv3d" -> Conv3d).
 #include "models/swin_unetr.h"
 #include "models/unet.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 namespace medseg::models {
 

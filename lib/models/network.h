@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "distributed/halo.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 namespace medseg::models {
 

@@ -1,7 +1,7 @@
 #include "models/plans_architecture.h"
 
 #include "core/error.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 namespace medseg::models {
 

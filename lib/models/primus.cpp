@@ -3,7 +3,7 @@
 #include <torch/nn/init.h>
 
 #include "core/error.h"
-#include "planning/primus_decoder.h"
+#include "plans/primus_decoder.h"
 
 namespace medseg::models {
 

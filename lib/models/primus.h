@@ -16,7 +16,7 @@
 #include "models/eva_blocks.h"
 #include "models/layers.h"
 #include "models/network.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 namespace medseg::models {
 

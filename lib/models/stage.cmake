@@ -2,4 +2,4 @@
 # Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
 medseg_stage(models
   TORCH
-  DEPENDS core planning distributed)
+  DEPENDS core plans distributed)

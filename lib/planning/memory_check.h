@@ -12,7 +12,7 @@
 
 #include "core/system_memory.h"
 #include "planning/memory_model.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 namespace medseg::planning {
 

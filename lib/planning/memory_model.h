@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/json_io.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 namespace medseg::planning {
 

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "planning/memory_ops.h"
-#include "planning/primus_decoder.h"
+#include "plans/primus_decoder.h"
 
 namespace medseg::planning::detail {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 namespace medseg::planning {
 

@@ -7,7 +7,7 @@
 #include "core/numeric.h"
 #include "core/path_component.h"
 #include "core/paths.h"
-#include "planning/normalization_names.h"
+#include "plans/normalization_names.h"
 #include "planning/planner_internal.h"
 #include "planning/spatial_parallel.h"
 

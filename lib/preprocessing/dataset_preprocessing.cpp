@@ -12,7 +12,7 @@
 #include "core/paths.h"
 #include "core/log.h"
 #include "io/dataset.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 #include "preprocessing/data_record.h"
 #include "preprocessing/preprocessor.h"
 

@@ -17,13 +17,13 @@
 
 #include "core/grid.h"
 #include "core/json_io.h"
-#include "planning/normalization_names.h"
+#include "plans/normalization_names.h"
 
 namespace medseg::preprocessing {
 
 using NormScheme = planning::NormalizationScheme;
 
-// nnU-Net's class names (planning/normalization_names.h). Throws Error listing the known names.
+// nnU-Net's class names (plans/normalization_names.h). Throws Error listing the known names.
 NormScheme parse_norm_scheme(const std::string& class_name);
 const char* norm_scheme_name(NormScheme s);
 

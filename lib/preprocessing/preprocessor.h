@@ -12,7 +12,7 @@
 
 #include "io/case_loader.h"
 #include "io/dataset.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 #include "preprocessing/case_store.h"
 #include "preprocessing/class_locations.h"
 #include "preprocessing/normalization.h"

@@ -17,7 +17,7 @@
 #include "core/path_component.h"
 #include "core/path_overlap.h"
 #include "io/dataset.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 #include "sharing/nnunet_weights.h"
 #include "sharing/torch_pickle.h"
 #include "training/trainer_config.h"

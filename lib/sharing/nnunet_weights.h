@@ -7,7 +7,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "io/dataset.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 namespace medseg::sharing {
 

@@ -3,5 +3,5 @@
 medseg_stage(sharing
   TORCH
   DEPENDS core
-  PRIVATE_DEPENDS checkpoint inference models planning io training
+  PRIVATE_DEPENDS checkpoint inference models plans io training
   PRIVATE_LIBS PkgConfig::LIBZIP)

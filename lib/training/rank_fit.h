@@ -4,7 +4,7 @@
 // says so instead of waiting --dist-timeout for ranks that could not train anyway.
 #include <string>
 
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 namespace medseg::training {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/ordered_json_io.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 namespace medseg::training {
 

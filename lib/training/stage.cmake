@@ -2,6 +2,6 @@
 # Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
 medseg_stage(training
   TORCH
-  DEPENDS core planning data models
+  DEPENDS core plans planning data models
   PRIVATE_DEPENDS io preprocessing evaluation checkpoint inference distributed
   PRIVATE_LIBS medseg_cairo)

@@ -13,7 +13,7 @@
 #include "core/json_object_reader.h"
 #include "core/path_component.h"
 #include "core/paths.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 #include "training/trainer_variants.h"
 
 namespace fs = std::filesystem;

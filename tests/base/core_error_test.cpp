@@ -51,6 +51,31 @@ TEST(CoreError, CheckIsOneStatement) {
   EXPECT_TRUE(reached_else);
 }
 
+TEST(CoreError, CheckFileThrowsFileErrorNamingThePathFirst) {
+  const std::string path = "/data/case_001.nii.gz";
+  int evaluated = 0;
+  auto dims = [&] {
+    ++evaluated;
+    return 4;
+  };
+  MEDSEG_CHECK_FILE(true, path, "never ", dims());
+  EXPECT_EQ(evaluated, 0);
+  try {
+    MEDSEG_CHECK_FILE(1 + 1 == 3, path, "expected 3 dimensions, got ", dims());
+    FAIL() << "no throw";
+  } catch (const FileError& e) {
+    EXPECT_STREQ(e.what(), "/data/case_001.nii.gz: expected 3 dimensions, got 4");
+    EXPECT_EQ(e.path(), path);
+  }
+  EXPECT_EQ(evaluated, 1);
+  bool reached_else = false;  // one statement, like MEDSEG_CHECK
+  if (false)
+    MEDSEG_CHECK_FILE(false, path, "never");
+  else
+    reached_else = true;
+  EXPECT_TRUE(reached_else);
+}
+
 TEST(CoreError, ConcatStreamsEachPart) {
   EXPECT_EQ(concat("a", 1, '-', std::string("b"), int64_t{-7}, size_t{3}), "a1-b-73");
   EXPECT_EQ(concat(0.5, " ", 2.0), "0.5 2");  // operator<<, not std::to_string's "0.500000"

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 using namespace medseg;
 using nlohmann::json;

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "planning/memory_model.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 using namespace medseg;
 using namespace medseg::planning;

@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 #include "support/test_support.h"
 
 using namespace medseg;

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "planning/memory_model.h"
 #include "planning/planner.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 #include "planning/spatial_parallel.h"
 #include "planning_fixtures.h"
 

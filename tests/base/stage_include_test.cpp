@@ -1,6 +1,6 @@
 // The build enforces the stage graph (cmake/MedsegStage.cmake): a file of a stage that includes a stage it
 // does not depend on does not compile. Checked with the build's own compile command of a planning file
-// (compile_commands.json), pointed at a probe file: planning depends on core only, so "core/error.h" is found
+// (compile_commands.json), pointed at a probe file: planning depends on core and plans only, so "core/error.h" is found
 // and "io/dataset.h" is not, although both are in lib/.
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// plans.json (planning/plans.h): every configuration, inherits_from chains included.
+// plans.json (plans/plans.h): every configuration, inherits_from chains included.
 #include "fuzz_util.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace medseg;

@@ -21,7 +21,7 @@
 #include "data/batch.h"
 #include "data/data_loader.h"
 #include "data/patch_sampler.h"
-#include "data/synthetic_cases.h"
+#include "bench_support/synthetic_cases.h"
 #include "training/trainer_config.h"
 
 using namespace medseg;
@@ -78,7 +78,7 @@ Batch device_batch(const CaseSource& src, PipelineConfig cfg, uint64_t seed, int
 }
 
 std::shared_ptr<InMemoryCaseSource> cases(int64_t channels, const Shape3& lo, const Shape3& hi) {
-  return make_synthetic_source(5, lo, hi, channels, 3, 17);
+  return bench::make_synthetic_source(5, lo, hi, channels, 3, 17);
 }
 
 struct Diff {

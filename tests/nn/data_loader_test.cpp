@@ -12,8 +12,8 @@
 #include "core/error.h"
 #include "data/data_loader.h"
 #include "data/patch_sampler.h"
-#include "data/synthetic_cases.h"
-#include "planning/plans.h"
+#include "bench_support/synthetic_cases.h"
+#include "plans/plans.h"
 
 using namespace medseg;
 using namespace medseg::data;
@@ -31,7 +31,7 @@ planning::ConfigurationPlan plan_3d(std::vector<int> patch, int bs) {
 }
 
 std::shared_ptr<InMemoryCaseSource> small_cases(int64_t channels = 1) {
-  return make_synthetic_source(5, {16, 24, 24}, {18, 26, 28}, channels, 2, 42);
+  return bench::make_synthetic_source(5, {16, 24, 24}, {18, 26, 28}, channels, 2, 42);
 }
 
 void expect_same(const Batch& a, const Batch& b) {

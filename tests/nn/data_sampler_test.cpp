@@ -7,7 +7,7 @@
 #include "data/crop.h"
 #include "data/patch_sampler.h"
 #include "data/preprocessed_source.h"
-#include "data/synthetic_cases.h"
+#include "bench_support/synthetic_cases.h"
 
 using namespace medseg;
 using namespace medseg::data;
@@ -70,7 +70,7 @@ TEST(DataSampler, RandomCropBoundsIncludeNeedToPad) {
 }
 
 TEST(DataSampler, ForcedPatchIsCentredOnAStoredVoxelOfAPresentClass) {
-  const auto c = make_synthetic_case("a", {16, 24, 24}, 1, 2, 11);
+  const auto c = bench::make_synthetic_case("a", {16, 24, 24}, 1, 2, 11);
   ASSERT_FALSE(c.locations.at(1).empty());
   ASSERT_FALSE(c.locations.at(2).empty());
   ClassLocations locs = c.locations;

@@ -11,7 +11,7 @@
 
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 using namespace medseg;
 using namespace medseg::data;

@@ -27,18 +27,18 @@
 #include "data/augment/device_augment.h"
 #include "data/batch.h"
 #include "data/patch_sampler.h"
-#include "data/synthetic_cases.h"
+#include "bench_support/synthetic_cases.h"
 #include "distributed/backend.h"  // which c10d backend a CUDA tensor reaches
 #include "distributed/gradient_sync.h"
 #include "distributed/launch.h"
 #include "distributed/process_group.h"
 #include "models/network.h"
 #include "planning/memory_model.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 #include "support/test_support.h"
 #include "training/grad_scaler.h"
 #include "training/loss.h"
-#include "training/memory_probe.h"
+#include "bench_support/memory_probe.h"
 #include "training/optimizer.h"
 #include "inference/sliding_window.h"
 #include "nn/nnunet_window_reference.h"
@@ -363,8 +363,7 @@ CudaStepMemory measure_cuda_step(const std::string& planner, bool amp) {
   CudaStepMemory r;
   r.name = planner + (amp ? " 3d fp16" : " 3d fp32");
   // docs/plans.md's second CPU table: median 96x160x160, patch 32x64x64, batch 2.
-  const nlohmann::json arch =
-      training::planned_architecture(planner, "3d_fullres", {96, 160, 160}, kInChannels, kClasses);
+  const nlohmann::json arch = bench::planned_architecture(planner, "3d_fullres", {96, 160, 160}, kInChannels, kClasses);
   const std::vector<int> patch = patch_for(arch, {32, 64, 64});
   const int batch = 2;
   const planning::ArchitecturePlan plan = planning::architecture_from_json(arch, "gpu test", r.name);
@@ -538,7 +537,7 @@ TEST(CudaDeviceAugment, EqualsTheCpuBatchedAndPerSamplePaths) {
                                  {"3D DA5", {20, 24, 24}, {24, 28, 30}, {12, 14, 14}, true},
                                  {"dummy-2D DA5", {10, 30, 32}, {12, 34, 36}, {3, 18, 18}, true}};
   for (const Row& row : rows) {
-    const auto src = data::make_synthetic_source(5, row.lo, row.hi, /*channels=*/2, /*labels=*/3, /*seed=*/17);
+    const auto src = bench::make_synthetic_source(5, row.lo, row.hi, /*channels=*/2, /*labels=*/3, /*seed=*/17);
     data::PipelineConfig cfg = every_transform(row.patch, 4, row.da5);
     ASSERT_EQ(cfg.aug.dummy_2d, std::string(row.name).rfind("dummy-2D", 0) == 0);
     Agreement vs_batched, vs_per_sample;

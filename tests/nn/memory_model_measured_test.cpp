@@ -1,5 +1,5 @@
 // The byte memory model (planning/memory_model.h) against the peak of real CPU training steps counted
-// by the allocator (training/memory_probe.h): planner-made PlainConvUNet 2d and ResidualEncoderUNet 3d,
+// by the allocator (bench/bench_support/memory_probe.h): planner-made PlainConvUNet 2d and ResidualEncoderUNet 3d,
 // tiny patches, AMP off and bf16. The measured side is independent of the model: real network, loss,
 // optimizer and autograd. Bigger rows: scripts/bench/bench_memory_model.sh (docs/plans.md).
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "core/torch_compat.h"
-#include "training/memory_probe.h"
+#include "bench_support/memory_probe.h"
 
 using namespace medseg;
 
@@ -22,19 +22,19 @@ std::vector<int> min_patch(const nlohmann::json& arch, int scale) {
   return p;
 }
 
-training::MemoryProbeResult probe(const std::string& planner, const std::string& config, bool amp, int scale,
+bench::MemoryProbeResult probe(const std::string& planner, const std::string& config, bool amp, int scale,
                                   int batch) {
-  training::MemoryProbeConfig c;
+  bench::MemoryProbeConfig c;
   c.name = planner + " " + config;
-  c.architecture = training::planned_architecture(planner, config, {24, 40, 40}, 1, 3);
+  c.architecture = bench::planned_architecture(planner, config, {24, 40, 40}, 1, 3);
   c.patch = min_patch(c.architecture, scale);
   c.batch = batch;
   c.amp = amp;
   c.threads = 2;
-  return training::probe_training_step(c);
+  return bench::probe_training_step(c);
 }
 
-void expect_within(const training::MemoryProbeResult& r, double tol = 0.15) {
+void expect_within(const bench::MemoryProbeResult& r, double tol = 0.15) {
   EXPECT_LE(std::fabs(r.ratio() - 1.0), tol) << r.to_json().dump(1);
   // The probe measures what it says: fp32 weights and one SGD momentum buffer per parameter between
   // steps (bar the lowest head, whose deep-supervision weight is 0: no gradient, no buffer; < 0.1 %).
@@ -68,7 +68,7 @@ TEST(MemoryModelMeasured, PrimusFp32AndBf16) {
   for (const std::vector<int>& patch : {std::vector<int>{32, 32, 32}, std::vector<int>{16, 64, 64}})
     for (bool amp : {false, true})
       for (bool ckpt : {false, true}) {
-        training::MemoryProbeConfig c;
+        bench::MemoryProbeConfig c;
         c.name = "Primus";
         c.architecture = {{"network_class_name", "dynamic_network_architectures.architectures.primus.Primus"},
                           {"arch_kwargs",
@@ -84,7 +84,7 @@ TEST(MemoryModelMeasured, PrimusFp32AndBf16) {
         c.optimizer = training::OptimizerType::AdamW;
         c.deep_supervision = false;
         c.checkpoint_encoder = ckpt;
-        const training::MemoryProbeResult r = training::probe_training_step(c);
+        const bench::MemoryProbeResult r = bench::probe_training_step(c);
         SCOPED_TRACE(r.to_json().dump());
         EXPECT_LE(std::fabs(r.ratio() - 1.0), 0.15);
         EXPECT_NEAR(static_cast<double>(r.static_bytes), 12.0 * static_cast<double>(r.parameters),

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "models/network.h"
 #include "nn/models_test_util.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 using namespace medseg;
 using nlohmann::json;

@@ -13,8 +13,8 @@
 #include "core/error.h"
 #include "data/batch.h"
 #include "data/patch_sampler.h"
-#include "data/synthetic_cases.h"
-#include "planning/plans.h"
+#include "bench_support/synthetic_cases.h"
+#include "plans/plans.h"
 #include "training/loss.h"
 #include "training/optimizer.h"
 #include "training/schedule.h"
@@ -162,7 +162,7 @@ planning::ConfigurationPlan plan_3d(int bs) {
 // Probabilistic oversampling forces any sample position, about `oversample` of them; the default
 // rule forces exactly the batch's tail.
 TEST(SamplingVariants, ProbabilisticOversamplingForcesAnyPositionAtTheRate) {
-  const auto cases = data::make_synthetic_source(4, {10, 12, 12}, {12, 14, 14}, 1, 2, 7);
+  const auto cases = bench::make_synthetic_source(4, {10, 12, 12}, {12, 14, 14}, 1, 2, 7);
   data::PipelineConfig tail = data::validation_pipeline(plan_3d(2), false, 0.33);
   data::PipelineConfig prob = tail;
   prob.probabilistic_oversampling = true;
@@ -187,7 +187,7 @@ TEST(SamplingVariants, ProbabilisticOversamplingForcesAnyPositionAtTheRate) {
 
 // nnUNetTrainerNoDA trains on what validation sees: final-size crops, unaugmented.
 TEST(AugmentationVariants, NoDaBatchesAreValidationBatches) {
-  const auto cases = data::make_synthetic_source(4, {10, 12, 12}, {12, 14, 14}, 1, 2, 8);
+  const auto cases = bench::make_synthetic_source(4, {10, 12, 12}, {12, 14, 14}, 1, 2, 8);
   const data::PipelineConfig train = data::training_pipeline(plan_3d(2), true, 0.33);
   ASSERT_NE(train.loader_patch, train.final_patch);  // the enlarged patch that NoDA drops
   const data::PipelineConfig noda = data::without_augmentation(train);

@@ -1,4 +1,4 @@
-#include "training/memory_probe.h"
+#include "bench_support/memory_probe.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -14,11 +14,16 @@
 #include "core/torch_settings.h"
 #include "models/network.h"
 #include "planning/planner.h"
-#include "planning/plans.h"
+#include "plans/plans.h"
 #include "training/loss.h"
 #include "training/optimizer.h"
 
-namespace medseg::training {
+namespace medseg::bench {
+
+using training::deep_supervision_loss;
+using training::make_optimizer;
+using training::OptimizerConfig;
+using training::OptimizerType;
 namespace {
 
 int64_t live_bytes() { return cpu_memory_stats().current_bytes; }
@@ -199,4 +204,4 @@ nlohmann::json planned_architecture(const std::string& planner, const std::strin
   return nlohmann::json::parse(cfgs.at(configuration).at("architecture").dump());
 }
 
-}  // namespace medseg::training
+}  // namespace medseg::bench

@@ -1,4 +1,4 @@
-#include "planning/normalization_names.h"
+#include "plans/normalization_names.h"
 
 #include <cctype>
 

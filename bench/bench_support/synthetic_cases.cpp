@@ -1,11 +1,15 @@
-#include "data/synthetic_cases.h"
+#include "bench_support/synthetic_cases.h"
 
 #include <cmath>
 #include <vector>
 
 #include "data/rng.h"
 
-namespace medseg::data {
+namespace medseg::bench {
+
+using data::InMemoryCase;
+using data::InMemoryCaseSource;
+using data::Rng;
 
 InMemoryCase make_synthetic_case(const std::string& id, const Shape3& shape, int64_t channels, int num_labels,
                                  uint64_t seed) {
@@ -71,4 +75,4 @@ std::shared_ptr<InMemoryCaseSource> make_synthetic_source(int64_t n, const Shape
   return src;
 }
 
-}  // namespace medseg::data
+}  // namespace medseg::bench

@@ -1,4 +1,4 @@
-#include "planning/primus_decoder.h"
+#include "plans/primus_decoder.h"
 
 #include <algorithm>
 #include <cmath>

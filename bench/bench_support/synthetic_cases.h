@@ -7,13 +7,13 @@
 
 #include "data/case_source.h"
 
-namespace medseg::data {
+namespace medseg::bench {
 
-InMemoryCase make_synthetic_case(const std::string& id, const Shape3& shape, int64_t channels, int num_labels,
+data::InMemoryCase make_synthetic_case(const std::string& id, const Shape3& shape, int64_t channels, int num_labels,
                                  uint64_t seed);
 
 // `n` cases with shapes drawn uniformly between min_shape and max_shape (inclusive).
-std::shared_ptr<InMemoryCaseSource> make_synthetic_source(int64_t n, const Shape3& min_shape, const Shape3& max_shape,
+std::shared_ptr<data::InMemoryCaseSource> make_synthetic_source(int64_t n, const Shape3& min_shape, const Shape3& max_shape,
                                                           int64_t channels, int num_labels, uint64_t seed);
 
-}  // namespace medseg::data
+}  // namespace medseg::bench

@@ -1,4 +1,4 @@
-#include "planning/plans.h"
+#include "plans/plans.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,8 @@
 #include "core/json_object_reader.h"
 #include "core/path_component.h"
 #include "core/paths.h"
-#include "planning/normalization_names.h"
-#include "planning/plan_limits.h"
+#include "plans/normalization_names.h"
+#include "plans/plan_limits.h"
 
 namespace medseg::planning {
 namespace {

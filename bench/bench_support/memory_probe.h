@@ -2,7 +2,8 @@
 // Measures the CPU peak of one real training step (zero_grad(set_to_none) -> forward -> DC+CE loss
 // with deep supervision -> backward -> clip -> optimizer step) with the counting allocator
 // (core/torch_memory.h), built from medseg's own network, loss and optimizer, and sets it beside the
-// byte model's estimate (planning/memory_model.h). Used by medseg_bench_memory and its ctest.
+// byte model's estimate (planning/memory_model.h). Benchmark code, not the product's: medseg_bench_memory and
+// the measured-memory tests use it.
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -13,7 +14,7 @@
 #include "planning/memory_model.h"
 #include "training/optimizer.h"
 
-namespace medseg::training {
+namespace medseg::bench {
 
 struct MemoryProbeConfig {
   std::string name;
@@ -23,7 +24,7 @@ struct MemoryProbeConfig {
   int in_channels = 1;
   int num_classes = 3;
   bool amp = false;                              // CPU autocast bf16 (no grad scaler, as in the trainer)
-  OptimizerType optimizer = OptimizerType::SGD;  // SGD (nnU-Net: nesterov, momentum 0.99) or AdamW
+  training::OptimizerType optimizer = training::OptimizerType::SGD;  // SGD (nnU-Net: nesterov, momentum 0.99) or AdamW
   bool checkpoint_encoder = false;               // U-Nets: recompute each encoder stage in backward
   bool deep_supervision = true;
   int threads = 2;  // torch::set_num_threads
@@ -60,4 +61,4 @@ MemoryProbeResult probe_training_step(const MemoryProbeConfig& c);
 nlohmann::json planned_architecture(const std::string& planner, const std::string& configuration,
                                     const std::array<double, 3>& median_shape, int channels, int labels);
 
-}  // namespace medseg::training
+}  // namespace medseg::bench
