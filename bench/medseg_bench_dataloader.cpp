@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
       src = std::make_shared<PreprocessedCaseSource>(folder);
     } else {
       src = bench::make_synthetic_source(cases, {min_shape[0], min_shape[1], min_shape[2]},
-                                  {max_shape[0], max_shape[1], max_shape[2]}, channels, labels, seed);
+                                         {max_shape[0], max_shape[1], max_shape[2]}, channels, labels, seed);
     }
     AugmentChoice choice;
     choice.da5 = da5;

@@ -23,9 +23,9 @@ struct MemoryProbeConfig {
   int batch = 2;
   int in_channels = 1;
   int num_classes = 3;
-  bool amp = false;                              // CPU autocast bf16 (no grad scaler, as in the trainer)
+  bool amp = false;  // CPU autocast bf16 (no grad scaler, as in the trainer)
   training::OptimizerType optimizer = training::OptimizerType::SGD;  // SGD (nnU-Net: nesterov, momentum 0.99) or AdamW
-  bool checkpoint_encoder = false;               // U-Nets: recompute each encoder stage in backward
+  bool checkpoint_encoder = false;                                   // U-Nets: recompute each encoder stage in backward
   bool deep_supervision = true;
   int threads = 2;  // torch::set_num_threads
   uint64_t seed = 1234;

@@ -22,8 +22,7 @@ std::vector<int> min_patch(const nlohmann::json& arch, int scale) {
   return p;
 }
 
-bench::MemoryProbeResult probe(const std::string& planner, const std::string& config, bool amp, int scale,
-                                  int batch) {
+bench::MemoryProbeResult probe(const std::string& planner, const std::string& config, bool amp, int scale, int batch) {
   bench::MemoryProbeConfig c;
   c.name = planner + " " + config;
   c.architecture = bench::planned_architecture(planner, config, {24, 40, 40}, 1, 3);
