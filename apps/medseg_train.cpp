@@ -127,7 +127,8 @@ training::TrainerConfig trainer_config(const TrainArgs& a) {
   if (given(a.o_val_iters, "val_iterations_per_epoch", static_cast<double>(a.val_iters)))
     cfg.val_iterations_per_epoch = a.val_iters;
   if (given(a.o_workers, "num_workers", a.workers)) cfg.num_workers = a.workers;
-  if (!a.augment_device.empty()) cfg.augment_device = a.augment_device;
+  if (!a.augment_device.empty())
+    cfg.augment_device = training::parse_name(training::augment_device_names(), a.augment_device, "--augment_device");
   if (given(a.o_ckpt, "checkpoint_every", static_cast<double>(a.ckpt_every))) cfg.checkpoint_every = a.ckpt_every;
   given(a.o_threads, "threads", a.opt.threads);
   return cfg;

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/volume.h"
 #include "data/augment/device_augment.h"
+#include "training/trainer_config.h"
 #include "data/data_loader.h"
 #include "data/preprocessed_source.h"
 #include "bench_support/synthetic_cases.h"
@@ -96,8 +97,9 @@ int main(int argc, char** argv) {
     AugmentChoice choice;
     choice.da5 = da5;
     PipelineConfig cfg = no_augment ? validation_pipeline(plan) : training_pipeline(plan, true, 0.33, choice);
+    const auto setting = training::parse_name(training::augment_device_names(), augment_device, "--augment-device");
     const auto device = augment::resolve_augment_device(
-        augment_device, augment_device == "cuda" ? at::Device(at::kCUDA) : at::Device(at::kCPU));
+        setting, setting == augment::AugmentDevice::Cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU));
     cfg.device_augment = device.has_value() && !no_augment;
     // The batched path's output; reading one value waits for a CUDA device to finish it.
     auto take = [&](Batch b) {

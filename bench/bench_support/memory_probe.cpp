@@ -20,10 +20,13 @@
 
 namespace medseg::bench {
 
+using training::clip_gradients;
 using training::deep_supervision_loss;
+using training::deep_supervision_weights;
 using training::make_optimizer;
 using training::OptimizerConfig;
 using training::OptimizerType;
+using training::unique_parameters;
 namespace {
 
 int64_t live_bytes() { return cpu_memory_stats().current_bytes; }

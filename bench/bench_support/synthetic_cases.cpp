@@ -7,8 +7,10 @@
 
 namespace medseg::bench {
 
+using data::class_locations_from_seg;
 using data::InMemoryCase;
 using data::InMemoryCaseSource;
+using data::mix64;
 using data::Rng;
 
 InMemoryCase make_synthetic_case(const std::string& id, const Shape3& shape, int64_t channels, int num_labels,

@@ -266,6 +266,18 @@ json parse_header(const std::string& path, CrcSource& src, uint64_t size) {
 // One header tensor entry as a view into its blob. The entry must agree with the blob: the same
 // dtype, and shape, strides and offset that stay inside it (a header that disagrees with its data
 // is refused, not reinterpreted).
+// Why a header entry's dtype does not fit its blob, or "" when it does.
+std::string dtype_mismatch(const json& e, const at::Tensor& flat) {
+  if (!e.contains("dtype") || !e.at("dtype").is_string()) return "header entry has no dtype";
+  const std::string dt = e.at("dtype").get<std::string>();
+  const std::string blob_dt = dtype_name(flat.scalar_type());
+  if (dt == blob_dt) return "";
+  const bool known =
+      std::any_of(dtype_names().begin(), dtype_names().end(), [&](const auto& p) { return p.second == dt; });
+  return known ? "header says dtype " + dt + " but its data blob holds " + blob_dt
+               : "unknown dtype '" + dt + "' (its data blob holds " + blob_dt + ")";
+}
+
 std::pair<std::string, at::Tensor> tensor_view(const json& e, const std::vector<at::Tensor>& flats,
                                                const std::string& path) {
   const auto name = e.at("name").get<std::string>();
@@ -274,15 +286,7 @@ std::pair<std::string, at::Tensor> tensor_view(const json& e, const std::vector<
   if (blob < 0 || blob >= static_cast<int64_t>(flats.size()))
     fail(concat("blob index ", blob, " out of range (", flats.size(), " blobs)"));
   const at::Tensor& flat = flats[static_cast<std::size_t>(blob)];
-  if (!e.contains("dtype") || !e.at("dtype").is_string()) fail("header entry has no dtype");
-  const std::string dt = e.at("dtype").get<std::string>();
-  const std::string blob_dt = dtype_name(flat.scalar_type());
-  if (dt != blob_dt) {
-    const bool known =
-        std::any_of(dtype_names().begin(), dtype_names().end(), [&](const auto& p) { return p.second == dt; });
-    fail(known ? "header says dtype " + dt + " but its data blob holds " + blob_dt
-               : "unknown dtype '" + dt + "' (its data blob holds " + blob_dt + ")");
-  }
+  if (const std::string why = dtype_mismatch(e, flat); !why.empty()) fail(why);
   const auto shape = e.at("shape").get<std::vector<int64_t>>();
   const auto strides = e.at("strides").get<std::vector<int64_t>>();
   const auto off = e.at("storage_offset").get<int64_t>();
@@ -317,12 +321,10 @@ ArchiveHeader read_archive_header(const std::string& path) {
   return h;
 }
 
-TensorArchive read_archive(const std::string& path) {
-  if (!host_is_little_endian()) throw Error("checkpoint: big-endian hosts are not supported");
-  CrcSource src(path);
-  const Preamble p = read_preamble(path, src);
-  const json header = parse_header(path, src, p.header_size);
-  const int64_t data_start = align_up(kPreambleBytes + static_cast<int64_t>(p.header_size));
+namespace {
+
+// The data section's blobs, in order, each checked to lie inside the section the header declares.
+std::vector<at::Tensor> read_blobs(CrcSource& src, const json& header, int64_t data_start, const std::string& path) {
   std::vector<at::Tensor> flats;
   try {
     const int64_t data_bytes = header.at("data_bytes").get<int64_t>();
@@ -347,12 +349,30 @@ TensorArchive read_archive(const std::string& path) {
   } catch (const FileError&) { throw; } catch (const std::exception& e) {
     throw FileError(path, "corrupt checkpoint header (" + one_line(e.what()) + ")");
   }
+  return flats;
+}
+
+// The trailer: where the file ends and the CRC of everything before it.
+void check_trailer(CrcSource& src, const std::string& path) {
   char trailer[kTrailerBytes];
-  if (!src.stream().read(trailer, kTrailerBytes)) throw FileError(path, "truncated checkpoint (trailer missing)");
-  if (std::memcmp(trailer + 12, kTrailerTag, 4) != 0 || get_le<uint64_t>(trailer) != static_cast<uint64_t>(src.pos()))
-    throw FileError(path, "truncated or corrupt checkpoint (bad trailer)");
-  if (get_le<uint32_t>(trailer + 8) != static_cast<uint32_t>(src.crc()))
-    throw FileError(path, "checksum mismatch: the checkpoint is corrupt or was modified");
+  MEDSEG_CHECK_FILE(src.stream().read(trailer, kTrailerBytes), path, "truncated checkpoint (trailer missing)");
+  MEDSEG_CHECK_FILE(
+      std::memcmp(trailer + 12, kTrailerTag, 4) == 0 && get_le<uint64_t>(trailer) == static_cast<uint64_t>(src.pos()),
+      path, "truncated or corrupt checkpoint (bad trailer)");
+  MEDSEG_CHECK_FILE(get_le<uint32_t>(trailer + 8) == static_cast<uint32_t>(src.crc()), path,
+                    "checksum mismatch: the checkpoint is corrupt or was modified");
+}
+
+}  // namespace
+
+TensorArchive read_archive(const std::string& path) {
+  MEDSEG_CHECK(host_is_little_endian(), "checkpoint: big-endian hosts are not supported");
+  CrcSource src(path);
+  const Preamble p = read_preamble(path, src);
+  const json header = parse_header(path, src, p.header_size);
+  const int64_t data_start = align_up(kPreambleBytes + static_cast<int64_t>(p.header_size));
+  const std::vector<at::Tensor> flats = read_blobs(src, header, data_start, path);
+  check_trailer(src, path);
 
   TensorArchive out;
   out.meta = header.value("meta", json::object());

@@ -73,6 +73,95 @@ const int16_t* read_previous_stage(const CaseSource& cases, int64_t ci, const Bo
   return out.data_ptr<int16_t>();
 }
 
+// The spatial transform's plan and the Rot90/Transpose of one sample, drawn in the pipeline's order, and the part of
+// the case the sample reads: the loader patch's box, narrowed to what the spatial transform touches.
+struct SpatialDraw {
+  augment::SpatialPlan plan;
+  augment::AxisOps axis_ops;
+  Box read;
+};
+
+SpatialDraw draw_spatial(const PipelineConfig& cfg, const Box& box, Rng& rng) {
+  SpatialDraw d;
+  d.read = box;
+  if (!cfg.augment) return d;
+  d.plan = augment::plan_spatial(cfg.loader_patch, cfg.final_patch, augment::sample_spatial(cfg.aug, rng),
+                                 cfg.aug.in_plane());
+  d.axis_ops = augment::sample_axis_ops(cfg.aug, rng);
+  const Box part = d.plan.read_box();
+  for (int a = 0; a < 3; ++a) {
+    d.read.lo[a] = box.lo[a] + part.lo[a];
+    d.read.hi[a] = box.lo[a] + part.hi[a];
+  }
+  return d;
+}
+
+// The cascade: the previous stage's segmentation takes the reference segmentation's path (spatial transform, Rot90 /
+// Transpose, mirroring) and becomes one-hot channels at `onehot`, after the image's.
+void add_previous_stage(const CaseSource& cases, const PipelineConfig& cfg, int64_t ci, const SpatialDraw& d,
+                        const std::vector<int64_t>& mirror_axes, Scratch& scratch, Rng& rng, float* onehot) {
+  const Shape3& P = cfg.final_patch;
+  const std::vector<int>& labels = cases.previous_stage_labels();
+  const int K = static_cast<int>(labels.size());
+  const int16_t* prev = read_previous_stage(cases, ci, d.read, cfg.augment ? &d.plan : nullptr, scratch);
+  at::Tensor turned;
+  if (d.axis_ops.active()) {
+    turned = augment::apply_axis_ops(at::from_blob(const_cast<int16_t*>(prev), {1, P[0], P[1], P[2]}, at::kShort),
+                                     d.axis_ops);
+    prev = turned.data_ptr<int16_t>();
+  }
+  augment::previous_stage_one_hot(prev, P, labels, mirror_axes, onehot);
+  if (cfg.augment) augment::apply_cascade(augment::draw_cascade(K, cfg.aug, rng), onehot, K, P);
+}
+
+// The per-sample path: reads the part of the case the sample needs, augments it (spatial, Rot90 / Transpose,
+// intensities, mirroring, masking) and writes the final patch into `data_out` / `seg_out`. `rng` continues the
+// sample's draws; `noise_seed` seeds the intensity transforms' noise.
+void augment_sample(const CaseSource& cases, const PipelineConfig& cfg, int64_t ci, const Box& box, Rng& rng,
+                    uint64_t noise_seed, float* data_out, int16_t* seg_out) {
+  const int64_t C = cases.channels();
+  const Shape3& P = cfg.final_patch;
+  at::Generator gen = at::detail::createCPUGenerator(noise_seed);
+  // Plan the spatial transform first and read only the part of the loader patch it touches.
+  const SpatialDraw d = draw_spatial(cfg, box, rng);
+  const Shape3 rs = d.read.shape();
+  thread_local Scratch scratch;
+  augment::Sample s;
+  s.data = view_of(scratch.region_data, {C, rs[0], rs[1], rs[2]}, at::kFloat);
+  s.seg = view_of(scratch.region_seg, {1, rs[0], rs[1], rs[2]}, at::kShort);
+  cases.read_data(ci, d.read, s.data.data_ptr<float>(), 0.f);
+  cases.read_seg(ci, d.read, s.seg.data_ptr<int16_t>(), -1);
+  std::vector<int64_t> mirror_axes;
+  std::vector<int> mask_channels;
+  if (cfg.augment) {
+    if (d.plan.active) {
+      augment::Sample into{view_of(scratch.out_data, {C, P[0], P[1], P[2]}, at::kFloat),
+                           view_of(scratch.out_seg, {1, P[0], P[1], P[2]}, at::kShort)};
+      s = augment::apply_spatial(s, d.plan, &into);
+    }
+    s = {augment::apply_axis_ops(s.data, d.axis_ops), augment::apply_axis_ops(s.seg, d.axis_ops)};
+    mirror_axes = augment::augment_intensities(s, cfg.aug, rng, gen);
+    mask_channels = cfg.aug.mask_channels;
+  }
+  augment::finish_sample(s, mirror_axes, mask_channels, data_out, seg_out);
+  if (!cases.previous_stage_labels().empty())
+    add_previous_stage(cases, cfg, ci, d, mirror_axes, scratch, rng, data_out + C * P[0] * P[1] * P[2]);
+}
+
+// The collated batch as the trainer takes it: targets at the deep-supervision scales, pinned when asked, and a 2D
+// configuration's pseudo-3D axis dropped.
+Batch finish_batch(Batch out, const at::Tensor& data, const at::Tensor& seg, const PipelineConfig& cfg, bool pin) {
+  out.target = cfg.ds_scales.empty() ? std::vector<at::Tensor>{seg} : augment::downsample_targets(seg, cfg.ds_scales);
+  for (auto& t : out.target)
+    if (pin && !t.is_pinned()) t = t.pin_memory();
+  out.data = data;
+  if (cfg.is_2d) {
+    out.data = out.data.squeeze(2);
+    for (auto& t : out.target) t = t.squeeze(2);
+  }
+  return out;
+}
+
 }  // namespace
 
 PipelineConfig training_pipeline(const planning::ConfigurationPlan& plan, bool deep_supervision, double oversample,
@@ -119,18 +208,15 @@ BatchShare batch_share(int64_t batch, int rank, int ranks) {
 
 Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t seed, int64_t epoch, int64_t index,
                   bool pin_memory) {
-  if (cases.size() == 0) throw Error("data loader: no cases to sample from");
+  MEDSEG_CHECK(cases.size() != 0, "data loader: no cases to sample from");
   // Pinned host memory makes the trainer's host-to-device copies asynchronous; it needs CUDA.
   const bool pin = pin_memory && torch::cuda::is_available();
   const int64_t B = cfg.batch_size, C = cases.channels();
   // Cascade: one-hot channels of the previous stage's segmentation follow the image channels.
-  const std::vector<int>& prev_labels = cases.previous_stage_labels();
-  const auto K = static_cast<int64_t>(prev_labels.size());
+  const auto K = static_cast<int64_t>(cases.previous_stage_labels().size());
   const int64_t first = cfg.share_end < 0 ? 0 : cfg.share_begin, last = cfg.share_end < 0 ? B : cfg.share_end;
   MEDSEG_CHECK(first >= 0 && last <= B && first < last, "data loader: share [", first, ", ", last, ") of a batch of ",
                B);
-  const Shape3& P = cfg.final_patch;
-  const Shape3& L = cfg.loader_patch;
   const uint64_t bseed = batch_seed(seed, epoch, index);
   Rng batch_rng(bseed);
   Batch out;
@@ -139,18 +225,17 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
   std::vector<int64_t> picks;  // cases drawn with replacement, like nnU-Net's DataLoader
   for (int64_t j = 0; j < B; ++j) picks.push_back(batch_rng.randint(0, cases.size() - 1));
 
-  const int64_t n = last - first;
   // The device path collates whole loader patches (fixed size) and augments them later.
   const bool on_device = cfg.augment && cfg.device_augment;
-  if (on_device && K > 0)
-    throw Error(
-        "data loader: device augmentation does not carry a cascade's previous-stage channels; "
-        "train the cascade with augmentation in the loader workers");
-  const Shape3& S = on_device ? L : P;
+  MEDSEG_CHECK(!on_device || K == 0,
+               "data loader: device augmentation does not carry a cascade's previous-stage channels; "
+               "train the cascade with augmentation in the loader workers");
+  const Shape3& S = on_device ? cfg.loader_patch : cfg.final_patch;
+  const int64_t n = last - first;
   at::Tensor data = at::empty({n, C + K, S[0], S[1], S[2]}, at::TensorOptions().dtype(at::kFloat).pinned_memory(pin));
   at::Tensor seg = at::empty({n, 1, S[0], S[1], S[2]}, at::TensorOptions().dtype(at::kShort).pinned_memory(pin));
   std::vector<augment::SampleDraw> draws;
-  const PatchSampler sampler(L, P);
+  const PatchSampler sampler(cfg.loader_patch, cfg.final_patch);
   for (int64_t j = first; j < last; ++j) {
     const int64_t ci = picks[static_cast<size_t>(j)];
     out.keys.push_back(cases.id(ci));
@@ -162,78 +247,22 @@ Batch build_batch(const CaseSource& cases, const PipelineConfig& cfg, uint64_t s
           cfg.probabilistic_oversampling ? rng.bernoulli(cfg.oversample) : force_foreground(j, B, cfg.oversample);
       const auto choice = sampler.choose(cases.shape(ci), force, cases.class_locations(ci), rng);
       out.forced_label.push_back(choice.label);
-      if (on_device) {  // the same draws, in the same order, as the per-sample path below
-        draws.push_back(augment::draw_sample(cfg.aug, C, rng, noise_seed));
-        cases.read_data(ci, choice.box, data[j - first].data_ptr<float>(), 0.f);
-        cases.read_seg(ci, choice.box, seg[j - first].data_ptr<int16_t>(), -1);
+      float* data_out = data[j - first].data_ptr<float>();
+      int16_t* seg_out = seg[j - first].data_ptr<int16_t>();
+      if (!on_device) {
+        augment_sample(cases, cfg, ci, choice.box, rng, noise_seed, data_out, seg_out);
         continue;
       }
-      at::Generator gen = at::detail::createCPUGenerator(noise_seed);
-      // Plan the spatial transform first and read only the part of the loader patch it touches.
-      augment::SpatialPlan plan;
-      augment::AxisOps axis_ops;
-      Box read = choice.box;
-      if (cfg.augment) {
-        plan = augment::plan_spatial(L, P, augment::sample_spatial(cfg.aug, rng), cfg.aug.in_plane());
-        axis_ops = augment::sample_axis_ops(cfg.aug, rng);
-        const Box part = plan.read_box();
-        for (int d = 0; d < 3; ++d) {
-          read.lo[d] = choice.box.lo[d] + part.lo[d];
-          read.hi[d] = choice.box.lo[d] + part.hi[d];
-        }
-      }
-      const Shape3 rs = read.shape();
-      thread_local Scratch scratch;
-      augment::Sample s;
-      s.data = view_of(scratch.region_data, {C, rs[0], rs[1], rs[2]}, at::kFloat);
-      s.seg = view_of(scratch.region_seg, {1, rs[0], rs[1], rs[2]}, at::kShort);
-      cases.read_data(ci, read, s.data.data_ptr<float>(), 0.f);
-      cases.read_seg(ci, read, s.seg.data_ptr<int16_t>(), -1);
-      std::vector<int64_t> mirror_axes;
-      std::vector<int> mask_channels;
-      if (cfg.augment) {
-        if (plan.active) {
-          augment::Sample into{view_of(scratch.out_data, {C, P[0], P[1], P[2]}, at::kFloat),
-                               view_of(scratch.out_seg, {1, P[0], P[1], P[2]}, at::kShort)};
-          s = augment::apply_spatial(s, plan, &into);
-        }
-        s = {augment::apply_axis_ops(s.data, axis_ops), augment::apply_axis_ops(s.seg, axis_ops)};
-        mirror_axes = augment::augment_intensities(s, cfg.aug, rng, gen);
-        mask_channels = cfg.aug.mask_channels;
-      }
-      augment::finish_sample(s, mirror_axes, mask_channels, data[j - first].data_ptr<float>(),
-                             seg[j - first].data_ptr<int16_t>());
-      if (K > 0) {  // the previous stage's segmentation takes the reference segmentation's path
-        const int16_t* prev = read_previous_stage(cases, ci, read, cfg.augment ? &plan : nullptr, scratch);
-        at::Tensor turned;  // Rot90 / Transpose, as the reference segmentation
-        if (axis_ops.active()) {
-          turned = augment::apply_axis_ops(at::from_blob(const_cast<int16_t*>(prev), {1, P[0], P[1], P[2]}, at::kShort),
-                                           axis_ops);
-          prev = turned.data_ptr<int16_t>();
-        }
-        float* onehot = data[j - first].data_ptr<float>() + C * P[0] * P[1] * P[2];
-        augment::previous_stage_one_hot(prev, P, prev_labels, mirror_axes, onehot);
-        if (cfg.augment)
-          augment::apply_cascade(augment::draw_cascade(static_cast<int>(K), cfg.aug, rng), onehot, static_cast<int>(K),
-                                 P);
-      }
+      draws.push_back(augment::draw_sample(cfg.aug, C, rng, noise_seed));  // the per-sample path's draws, in order
+      cases.read_data(ci, choice.box, data_out, 0.f);
+      cases.read_seg(ci, choice.box, seg_out, -1);
     } catch (const std::exception& e) {
       throw Error(concat("data loader: case '", cases.id(ci), "' (epoch ", epoch, ", batch ", index, ", sample ", j,
                          "): ", one_line(e.what())));
     }
   }
-  if (on_device) {
-    out.device_input = augment::DeviceBatchInput{data, seg, std::move(draws)};
-    return out;
-  }
-  out.target = cfg.ds_scales.empty() ? std::vector<at::Tensor>{seg} : augment::downsample_targets(seg, cfg.ds_scales);
-  for (auto& t : out.target)
-    if (pin && !t.is_pinned()) t = t.pin_memory();
-  out.data = data;
-  if (cfg.is_2d) {
-    out.data = out.data.squeeze(2);
-    for (auto& t : out.target) t = t.squeeze(2);
-  }
+  if (!on_device) return finish_batch(std::move(out), data, seg, cfg, pin);
+  out.device_input = augment::DeviceBatchInput{data, seg, std::move(draws)};
   return out;
 }
 

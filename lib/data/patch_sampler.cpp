@@ -71,6 +71,32 @@ PatchSampler::PatchSampler(const Shape3& patch, const Shape3& final_patch) : pat
   }
 }
 
+namespace {
+
+// The voxel a patch is centred on, or nullptr for a random patch; `label` is set to the forced foreground class.
+const Shape3* pick_centre(bool force_fg, const ClassLocations& locations, Rng& rng, int& label) {
+  const auto annotated = locations.find(kAnnotatedClass);
+  if (!force_fg && annotated != locations.end()) {
+    // Partially annotated data: centre on an annotated voxel (a case without any stays random).
+    const auto& locs = annotated->second;
+    if (locs.empty()) return nullptr;
+    return &locs[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(locs.size()) - 1))];
+  }
+  if (!force_fg) return nullptr;
+  std::vector<int> eligible;
+  for (const auto& [l, locs] : locations)
+    if (!locs.empty() && l != kAnnotatedClass) eligible.push_back(l);
+  // Annotated voxels only stand in when the case has no foreground at all.
+  if (eligible.empty() && annotated != locations.end() && !annotated->second.empty())
+    eligible.push_back(kAnnotatedClass);
+  if (eligible.empty()) return nullptr;  // a case without foreground falls back to a random crop
+  label = eligible[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(eligible.size()) - 1))];
+  const auto& locs = locations.at(label);
+  return &locs[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(locs.size()) - 1))];
+}
+
+}  // namespace
+
 PatchChoice PatchSampler::choose(const Shape3& shape, bool force_fg, const ClassLocations& locations, Rng& rng) const {
   Shape3 need = need_to_pad_, lbs, ubs;
   for (int d = 0; d < 3; ++d) {
@@ -79,25 +105,7 @@ PatchChoice PatchSampler::choose(const Shape3& shape, bool force_fg, const Class
     ubs[d] = shape[d] + need[d] / 2 + need[d] % 2 - patch_[d];
   }
   PatchChoice out;
-  const Shape3* voxel = nullptr;
-  const auto annotated = locations.find(kAnnotatedClass);
-  if (!force_fg && annotated != locations.end()) {
-    // Partially annotated data: centre on an annotated voxel (a case without any stays random).
-    const auto& locs = annotated->second;
-    if (!locs.empty()) voxel = &locs[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(locs.size()) - 1))];
-  } else if (force_fg) {
-    std::vector<int> eligible;
-    for (const auto& [label, locs] : locations)
-      if (!locs.empty() && label != kAnnotatedClass) eligible.push_back(label);
-    // Annotated voxels only stand in when the case has no foreground at all.
-    if (eligible.empty() && annotated != locations.end() && !annotated->second.empty())
-      eligible.push_back(kAnnotatedClass);
-    if (!eligible.empty()) {  // a case without foreground falls back to a random crop
-      out.label = eligible[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(eligible.size()) - 1))];
-      const auto& locs = locations.at(out.label);
-      voxel = &locs[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(locs.size()) - 1))];
-    }
-  }
+  const Shape3* voxel = pick_centre(force_fg, locations, rng, out.label);
   for (int d = 0; d < 3; ++d) {
     out.box.lo[d] = voxel ? std::max(lbs[d], (*voxel)[d] - patch_[d] / 2) : rng.randint(lbs[d], ubs[d]);
     out.box.hi[d] = out.box.lo[d] + patch_[d];

@@ -93,59 +93,103 @@ std::string multi_channel_images(const std::string& id, const Scanned& s, const 
   return "";
 }
 
-CaseInput make_case(const std::string& id, const Scanned& s, const std::string& ending, int n) {
-  CaseInput c;
-  c.id = id;
-  const bool multi = io::multi_channel_ending(ending) && io::image_io_available();
-  if (multi && s.plain.size() == 1 && s.channels.empty() && n > 1 && io::image_file_channels(s.plain[0]) == n) {
-    c.images = s.plain;  // one RGB file without a channel suffix holds the model's channels
-    return c;
-  }
-  if (s.plain.size() == 1 && s.channels.empty() && io::is_zip_file(s.plain[0])) {
-    c.images = s.plain;  // a zipped DICOM case: its channels are counted once it is extracted
-    return c;
-  }
-  if (!s.plain.empty()) {
-    if (n != 1) {
-      c.error = concat(s.plain[0], ": a file without the _XXXX channel suffix, but the model takes ", n,
-                       " channels (name them ", channel_name(id, 0, ending), ", ...)");
-      return c;
-    }
-    if (s.plain.size() > 1 || !s.channels.empty()) {
-      c.error = s.plain[0] + ": case '" + id + "' is given more than once (as " + s.plain[0] + " and " +
-                (s.plain.size() > 1 ? s.plain[1] : s.channels.begin()->second[0]) + ")";
-      return c;
-    }
-    c.images = s.plain;
-    return c;
-  }
+// A case given as one file without a channel suffix: fine for a one-channel model, else why not.
+std::string plain_file_error(const std::string& id, const Scanned& s, const std::string& ending, int n) {
+  if (n != 1)
+    return concat(s.plain[0], ": a file without the _XXXX channel suffix, but the model takes ", n,
+                  " channels (name them ", channel_name(id, 0, ending), ", ...)");
+  if (s.plain.size() > 1 || !s.channels.empty())
+    return concat(s.plain[0], ": case '", id, "' is given more than once (as ", s.plain[0], " and ",
+                  s.plain.size() > 1 ? s.plain[1] : s.channels.begin()->second[0], ")");
+  return "";
+}
+
+// A channel given twice, or one the model does not take; "" when there is none.
+std::string channel_error(const std::string& id, const Scanned& s, int n) {
   for (const auto& [k, files] : s.channels) {
-    if (files.size() > 1) {
-      c.error = concat(files[1], ": channel ", k, " of case '", id, "' is given twice (also ", files[0], ")");
-      return c;
-    }
-    if (k >= n) {
-      c.error = concat(files[0], ": case '", id, "' has channel ", k, " but the model takes ", n, " channel(s)");
-      return c;
-    }
+    if (files.size() > 1)
+      return concat(files[1], ": channel ", k, " of case '", id, "' is given twice (also ", files[0], ")");
+    if (k >= n) return concat(files[0], ": case '", id, "' has channel ", k, " but the model takes ", n, " channel(s)");
   }
-  if (multi) {
-    c.error = multi_channel_images(id, s, ending, n, c.images);
-    if (!c.error.empty()) c.images.clear();
-    return c;
-  }
+  return "";
+}
+
+// The case's files in channel order 0..n-1, or the first missing channel as the error.
+void channels_in_order(CaseInput& c, const Scanned& s, const std::string& ending, int n) {
   for (int k = 0; k < n; ++k) {
     auto it = s.channels.find(k);
     if (it == s.channels.end()) {
       const std::string& some = s.channels.begin()->second[0];
-      const fs::path expected = fs::path(some).parent_path() / channel_name(id, k, ending);
-      c.error = concat(expected.string(), ": missing channel ", k, " of case '", id, "' (the model takes ", n,
+      const fs::path expected = fs::path(some).parent_path() / channel_name(c.id, k, ending);
+      c.error = concat(expected.string(), ": missing channel ", k, " of case '", c.id, "' (the model takes ", n,
                        " channel(s))");
       c.images.clear();
-      return c;
+      return;
     }
     c.images.push_back(it->second[0]);
   }
+}
+
+CaseInput make_case(const std::string& id, const Scanned& s, const std::string& ending, int n) {
+  CaseInput c;
+  c.id = id;
+  const bool multi = io::multi_channel_ending(ending) && io::image_io_available();
+  const bool one_plain_file = s.plain.size() == 1 && s.channels.empty();
+  if ((multi && one_plain_file && n > 1 && io::image_file_channels(s.plain[0]) == n) ||  // one RGB file: all channels
+      (one_plain_file && io::is_zip_file(s.plain[0]))) {  // a zipped DICOM case: counted once extracted
+    c.images = s.plain;
+    return c;
+  }
+  if (!s.plain.empty()) {
+    c.error = plain_file_error(id, s, ending, n);
+    if (c.error.empty()) c.images = s.plain;
+    return c;
+  }
+  c.error = channel_error(id, s, n);
+  if (!c.error.empty()) return c;
+  if (!multi) {
+    channels_in_order(c, s, ending, n);
+    return c;
+  }
+  c.error = multi_channel_images(id, s, ending, n, c.images);
+  if (!c.error.empty()) c.images.clear();
+  return c;
+}
+
+// One input path: a DICOM series folder (one case), a folder of cases (files, zipped DICOM cases and series
+// folders) or one file.
+void scan_input(std::map<std::string, Scanned>& cases, const std::string& in, const std::string& ending) {
+  if (io::is_dicom_folder(in)) {
+    fs::path dir(in);
+    if (dir.filename().empty()) dir = dir.parent_path();  // "series/": the case is named "series"
+    add_dicom_case(cases, dir);
+    return;
+  }
+  if (fs::is_regular_file(in)) return add_file(cases, in, ending);
+  MEDSEG_CHECK_FILE(fs::is_directory(in), in, "input not found");
+  for (const auto& e : fs::directory_iterator(in)) {
+    const std::string name = e.path().filename().string();
+    if (name[0] == '.') continue;
+    if (e.is_directory()) add_dicom_case(cases, e.path());
+    if (!e.is_regular_file()) continue;
+    // Files with the ending, and zipped DICOM cases (inference/zipped_cases.h).
+    if (named_with_ending(name, ending) || io::is_zip_file(e.path().string())) add_file(cases, e.path(), ending);
+  }
+}
+
+// The case's input, or its error (a header that cannot be read while counting channels); with every file it names.
+CaseInput case_input(const std::string& id, const Scanned& s, const std::string& ending, int n) {
+  CaseInput c;
+  try {
+    c = make_case(id, s, ending, n);
+  } catch (const std::exception& e) {
+    c = CaseInput();
+    c.id = id;
+    c.error = e.what();
+  }
+  c.files = s.plain;
+  for (const auto& [k, files] : s.channels) c.files.insert(c.files.end(), files.begin(), files.end());
+  add_series_files(c.files);
   return c;
 }
 
@@ -154,42 +198,10 @@ CaseInput make_case(const std::string& id, const Scanned& s, const std::string& 
 std::vector<CaseInput> collect_case_inputs(const std::vector<std::string>& inputs, const std::string& ending,
                                            int num_channels) {
   std::map<std::string, Scanned> cases;
-  for (const std::string& in : inputs) {
-    if (io::is_dicom_folder(in)) {
-      fs::path dir(in);
-      if (dir.filename().empty()) dir = dir.parent_path();  // "series/": the case is named "series"
-      add_dicom_case(cases, dir);
-    } else if (fs::is_directory(in)) {
-      for (const auto& e : fs::directory_iterator(in)) {
-        const std::string name = e.path().filename().string();
-        if (name[0] == '.') continue;
-        if (e.is_regular_file() && named_with_ending(name, ending)) add_file(cases, e.path(), ending);
-        if (e.is_regular_file() && !named_with_ending(name, ending) && io::is_zip_file(e.path().string()))
-          add_file(cases, e.path(), ending);  // a zipped DICOM case (inference/zipped_cases.h)
-        if (e.is_directory()) add_dicom_case(cases, e.path());
-      }
-    } else if (fs::is_regular_file(in)) {
-      add_file(cases, in, ending);
-    } else {
-      throw FileError(in, "input not found");
-    }
-  }
-  if (cases.empty()) throw Error("no input images ending in '" + ending + "' and no DICOM series folders found");
+  for (const std::string& in : inputs) scan_input(cases, in, ending);
+  MEDSEG_CHECK(!cases.empty(), "no input images ending in '", ending, "' and no DICOM series folders found");
   std::vector<CaseInput> out;
-  for (const auto& [id, s] : cases) {
-    try {
-      out.push_back(make_case(id, s, ending, num_channels));
-    } catch (const std::exception& e) {  // a header that cannot be read while counting channels
-      CaseInput c;
-      c.id = id;
-      c.error = e.what();
-      out.push_back(std::move(c));
-    }
-    out.back().files = s.plain;
-    for (const auto& [k, files] : s.channels)
-      out.back().files.insert(out.back().files.end(), files.begin(), files.end());
-    add_series_files(out.back().files);
-  }
+  for (const auto& [id, s] : cases) out.push_back(case_input(id, s, ending, num_channels));
   return out;
 }
 

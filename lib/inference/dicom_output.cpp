@@ -76,6 +76,36 @@ void check_output_format(const std::string& format) {
     throw Error("--output_format: '" + format + "' is not auto, nifti, dicom_seg or rtstruct");
 }
 
+namespace {
+
+// The model folder's dicom_codes.json "labels" object (empty without the file), each key a label the model segments.
+json read_dicom_codes(const std::string& file, const std::vector<std::pair<int, std::string>>& fg) {
+  if (!fs::exists(file)) return json::object();
+  const json j = read_json(file);
+  MEDSEG_CHECK_FILE(j.is_object() && j.contains("labels") && j.at("labels").is_object(), file,
+                    "needs an object 'labels': {label name: {\"category\": [...], \"type\": [...]}}");
+  std::map<std::string, bool> known;
+  for (const auto& [value, name] : fg) known[name] = true;
+  const json& codes = j.at("labels");
+  for (auto it = codes.begin(); it != codes.end(); ++it)
+    MEDSEG_CHECK_FILE(known.count(it.key()), file, "'labels' names '", it.key(), "', which the model does not segment");
+  return codes;
+}
+
+// A segment's codes and colour from dicom_codes.json, where it names them.
+void apply_codes(io::DicomSegSegment& s, const json& codes, const std::string& file) {
+  if (!codes.contains(s.name)) return;
+  const json& c = codes.at(s.name);
+  const std::string where = "'labels' / '" + s.name + "'";
+  MEDSEG_CHECK_FILE(c.is_object() && c.contains("category") && c.contains("type"), file, where,
+                    " needs 'category' and 'type'");
+  s.category = code(c.at("category"), file, where + " / 'category'");
+  s.type = code(c.at("type"), file, where + " / 'type'");
+  if (c.contains("color")) s.rgb = color(c.at("color"), file, where + " / 'color'");
+}
+
+}  // namespace
+
 io::DicomSegInfo dicom_seg_info(const ModelFolder& model, const LabelMapping& labels, const std::string& version) {
   io::DicomSegInfo info;
   info.version = version;
@@ -86,19 +116,8 @@ io::DicomSegInfo dicom_seg_info(const ModelFolder& model, const LabelMapping& la
   info.parameters =
       concat("model ", folder.parent_path().filename().string(), "/", folder.filename().string(), ", folds ", folds);
   const std::string file = (fs::path(model.folder) / "dicom_codes.json").string();
-  json codes = json::object();
-  if (fs::exists(file)) {
-    const json j = read_json(file);
-    if (!j.is_object() || !j.contains("labels") || !j.at("labels").is_object())
-      throw FileError(file, "needs an object 'labels': {label name: {\"category\": [...], \"type\": [...]}}");
-    codes = j.at("labels");
-  }
   const auto fg = foreground(model, labels);
-  std::map<std::string, bool> known;
-  for (const auto& [value, name] : fg) known[name] = true;
-  for (auto it = codes.begin(); it != codes.end(); ++it)
-    if (!known.count(it.key()))
-      throw FileError(file, "'labels' names '" + it.key() + "', which the model does not segment");
+  const json codes = read_dicom_codes(file, fg);
   for (std::size_t i = 0; i < fg.size(); ++i) {
     io::DicomSegSegment s;
     s.label = fg[i].first;
@@ -106,15 +125,7 @@ io::DicomSegInfo dicom_seg_info(const ModelFolder& model, const LabelMapping& la
     s.category = io::generic_category();
     s.type = io::generic_type();
     s.rgb = kPalette[i % kPalette.size()];
-    if (codes.contains(s.name)) {
-      const json& c = codes.at(s.name);
-      const std::string where = "'labels' / '" + s.name + "'";
-      if (!c.is_object() || !c.contains("category") || !c.contains("type"))
-        throw FileError(file, where + " needs 'category' and 'type'");
-      s.category = code(c.at("category"), file, where + " / 'category'");
-      s.type = code(c.at("type"), file, where + " / 'type'");
-      if (c.contains("color")) s.rgb = color(c.at("color"), file, where + " / 'color'");
-    }
+    apply_codes(s, codes, file);
     info.segments.push_back(std::move(s));
   }
   return info;

@@ -151,14 +151,47 @@ Volume logits_to_segmentation(const at::Tensor& logits, const preprocessing::Cas
   return segmentation_to_original(seg, probabilities ? &all : nullptr, p, labels, probabilities);
 }
 
+namespace {
+
+// Logits to probabilities in place, per voxel of `n`: a softmax over the classes, or a sigmoid per region.
+void logits_to_probabilities(std::vector<float>& all, int64_t K, int64_t n, bool regions) {
+  if (regions) {
+    for (float& x : all) x = 1.0f / (1.0f + std::exp(-x));
+    return;
+  }
+  for (int64_t v = 0; v < n; ++v) {
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t k = 0; k < K; ++k) mx = std::max(mx, all[k * n + v]);
+    double sum = 0;
+    for (int64_t k = 0; k < K; ++k) sum += std::exp(static_cast<double>(all[k * n + v] - mx));
+    for (int64_t k = 0; k < K; ++k)
+      all[k * n + v] = static_cast<float>(std::exp(static_cast<double>(all[k * n + v] - mx)) / sum);
+  }
+}
+
+// The cropped probabilities placed in the original shape: outside the crop box the background's is 1 (labels),
+// every region's 0.
+void probabilities_to_original(const std::vector<float>& all, const preprocessing::CaseProperties& p,
+                               const LabelMapping& labels, std::vector<float>& out) {
+  const auto K = static_cast<int64_t>(labels.values.size());
+  const int64_t n = numel(p.shape_after_cropping_and_before_resampling), N = numel(p.original_shape);
+  out.assign(static_cast<std::size_t>(K * N), 0.0f);
+  for (int64_t k = 0; k < K; ++k) {
+    const float fill = (!labels.regions && k == 0) ? 1.0f : 0.0f;
+    to_original(all.data() + k * n, p, fill, out.data() + k * N);
+  }
+}
+
+}  // namespace
+
 Volume segmentation_to_original(const std::vector<uint16_t>& seg, std::vector<float>* resampled,
                                 const preprocessing::CaseProperties& p, const LabelMapping& labels,
                                 std::vector<float>* probabilities) {
   const auto K = static_cast<int64_t>(labels.values.size());
   const int64_t n = numel(p.shape_after_cropping_and_before_resampling);
-  if (static_cast<int64_t>(seg.size()) != n ||
-      (probabilities && (!resampled || static_cast<int64_t>(resampled->size()) != K * n)))
-    throw Error("export: the segmentation does not have the cropped shape");
+  MEDSEG_CHECK(static_cast<int64_t>(seg.size()) == n &&
+                   (!probabilities || (resampled && static_cast<int64_t>(resampled->size()) == K * n)),
+               "export: the segmentation does not have the cropped shape");
   const Shape3 orig = p.original_shape;
   Volume out(labels.pixel_type, orig, p.original_geometry);
   {
@@ -170,27 +203,9 @@ Volume segmentation_to_original(const std::vector<uint16_t>& seg, std::vector<fl
       std::copy(full.begin(), full.end(), out.data<uint16_t>());
   }
   if (probabilities) {
-    std::vector<float>& all = *resampled;
-    // softmax over classes (labels) or sigmoid per region, in place
-    if (labels.regions) {
-      for (float& x : all) x = 1.0f / (1.0f + std::exp(-x));
-    } else {
-      for (int64_t v = 0; v < n; ++v) {
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int64_t k = 0; k < K; ++k) mx = std::max(mx, all[k * n + v]);
-        double sum = 0;
-        for (int64_t k = 0; k < K; ++k) sum += std::exp(static_cast<double>(all[k * n + v] - mx));
-        for (int64_t k = 0; k < K; ++k)
-          all[k * n + v] = static_cast<float>(std::exp(static_cast<double>(all[k * n + v] - mx)) / sum);
-      }
-    }
-    const int64_t N = numel(orig);
-    probabilities->assign(static_cast<std::size_t>(K * N), 0.0f);
-    for (int64_t k = 0; k < K; ++k) {
-      const float fill = (!labels.regions && k == 0) ? 1.0f : 0.0f;
-      to_original(all.data() + k * n, p, fill, probabilities->data() + k * N);
-    }
-    std::vector<float>().swap(all);
+    logits_to_probabilities(*resampled, K, n, labels.regions);
+    probabilities_to_original(*resampled, p, labels, *probabilities);
+    std::vector<float>().swap(*resampled);
   }
   // NibabelIOWithReorient: back from the canonical orientation to the file's array and geometry.
   if (p.reorientation) {

@@ -66,83 +66,95 @@ void check_same(const std::string& what, const nlohmann::json& a, const nlohmann
   if (a != b) throw FileError(path, what + " " + b.dump() + " differs from the first fold's " + a.dump());
 }
 
-}  // namespace
-
-ModelFolder load_model_folder(const std::string& folder, const std::vector<std::string>& folds_in,
-                              const std::string& chk) {
-  if (!fs::is_directory(folder)) throw FileError(folder, "model folder not found");
-  // Numbers or "all", never paths, each once (a repeated fold would count double in the ensemble).
-  std::vector<std::string> folds = parse_folds(folds_in, "-f");
-  if (folds.empty()) folds = available_folds(folder);
-  if (folds.empty()) throw FileError(folder, "no fold_K folders (train a fold first, or pass -f all)");
+// Each fold's checkpoint; the first fold's also gives the plans and dataset.json when the folder has no copies,
+// and the others must agree with it. Returns the first fold's `extra`.
+nlohmann::json load_folds(ModelFolder& m, const std::vector<std::string>& folds, const std::string& chk) {
   const std::string file = checkpoint_file_name(chk);
-
-  ModelFolder m;
-  m.folder = folder;
   nlohmann::json first_extra;
   for (const std::string& f : folds) {
-    const fs::path path = fs::path(folder) / ("fold_" + f) / file;
+    const fs::path path = fs::path(m.folder) / ("fold_" + f) / file;
     if (!fs::exists(path)) {
-      if (!fs::is_directory(path.parent_path())) throw FileError(path.parent_path().string(), "fold folder not found");
+      MEDSEG_CHECK_FILE(fs::is_directory(path.parent_path()), path.parent_path().string(), "fold folder not found");
       throw FileError(path.string(), "checkpoint not found (-chk " + chk + ")");
     }
     checkpoint::Checkpoint ck = checkpoint::load_checkpoint(path.string());
     const nlohmann::json& x = ck.extra;
     if (m.folds.empty()) {
       first_extra = x;
-      m.plans_json = json_file_or_copy(fs::path(folder) / "plans.json", ck.plans, path.string());
-      m.dataset_json = json_file_or_copy(fs::path(folder) / "dataset.json", ck.dataset, path.string());
+      m.plans_json = json_file_or_copy(fs::path(m.folder) / "plans.json", ck.plans, path.string());
+      m.dataset_json = json_file_or_copy(fs::path(m.folder) / "dataset.json", ck.dataset, path.string());
     } else {
       for (const char* k : {"configuration", "in_channels", "num_classes"})
         check_same(k, first_extra.value(k, nlohmann::json()), x.value(k, nlohmann::json()), path.string());
     }
     m.folds.push_back({f, path.string(), std::move(ck.weights)});
   }
+  return first_extra;
+}
 
+// The network's input and output counts the checkpoint records, checked against dataset.json (and, for a cascade
+// stage, the previous stage's one channel per foreground label).
+void read_channels(ModelFolder& m, const nlohmann::json& extra, const planning::ConfigurationPlan& cfg,
+                   const std::string& src) {
+  const int64_t expected_in =
+      m.dataset.num_channels() +
+      (cfg.previous_stage.empty() ? 0 : static_cast<int64_t>(io::foreground_labels(m.dataset.labels).size()));
+  m.in_channels = extra.value("in_channels", expected_in);
+  m.num_classes = extra.value("num_classes", io::network_outputs(m.dataset));
+  MEDSEG_CHECK_FILE(
+      m.in_channels == expected_in, src, "was trained with ", m.in_channels,
+      " input channel(s) but dataset.json names ", m.dataset.num_channels(),
+      cfg.previous_stage.empty()
+          ? std::string()
+          : concat(" and the cascade adds ", expected_in - m.dataset.num_channels(), " (one per foreground label)"));
+  MEDSEG_CHECK_FILE(m.num_classes == io::network_outputs(m.dataset), src, "has ", m.num_classes,
+                    " outputs but dataset.json's labels need ", io::network_outputs(m.dataset));
+}
+
+// The test-time mirroring axes. null is nnU-Net's None (nnUNetTrainerNoMirroring & co.): no mirroring. Absent (a
+// checkpoint that does not say): every axis, nnU-Net's default.
+void read_mirror_axes(ModelFolder& m, const nlohmann::json& extra, int64_t dim, const std::string& src) {
+  if (extra.contains("inference_allowed_mirroring_axes")) {
+    const auto& axes = extra.at("inference_allowed_mirroring_axes");
+    if (!axes.is_null())
+      m.mirror_axes = json_as<std::vector<int64_t>>(axes, "extra.inference_allowed_mirroring_axes", src);
+  } else {
+    for (int64_t a = 0; a < dim; ++a) m.mirror_axes.push_back(a);
+  }
+  std::set<int64_t> seen;  // 26 zeros would mirror 2^26 times
+  for (int64_t a : m.mirror_axes)
+    MEDSEG_CHECK_FILE(a >= 0 && a < dim && seen.insert(a).second, src, "mirroring axis ", a,
+                      seen.count(a) ? " is repeated" : " out of range", " (the ", dim, "D patch has axes 0..", dim - 1,
+                      ")");
+}
+
+}  // namespace
+
+ModelFolder load_model_folder(const std::string& folder, const std::vector<std::string>& folds_in,
+                              const std::string& chk) {
+  MEDSEG_CHECK_FILE(fs::is_directory(folder), folder, "model folder not found");
+  // Numbers or "all", never paths, each once (a repeated fold would count double in the ensemble).
+  std::vector<std::string> folds = parse_folds(folds_in, "-f");
+  if (folds.empty()) folds = available_folds(folder);
+  MEDSEG_CHECK_FILE(!folds.empty(), folder, "no fold_K folders (train a fold first, or pass -f all)");
+  ModelFolder m;
+  m.folder = folder;
+  const nlohmann::json first_extra = load_folds(m, folds, chk);
   const std::string src = m.folds[0].path;
   m.configuration = first_extra.value("configuration", configuration_from_folder_name(folder));
-  if (m.configuration.empty()) throw FileError(src, "names no configuration (extra.configuration)");
+  MEDSEG_CHECK_FILE(!m.configuration.empty(), src, "names no configuration (extra.configuration)");
   check_path_component(m.configuration, "extra.configuration", src);
   m.trainer_name = first_extra.value("trainer_name", std::string());
   m.imported_from = first_extra.value("imported_from", nlohmann::json());
-  m.plans = planning::plans_from_json(m.plans_json, fs::exists(fs::path(folder) / "plans.json")
-                                                        ? (fs::path(folder) / "plans.json").string()
-                                                        : src + " (plans copy)");
+  const fs::path plans_file = fs::path(folder) / "plans.json";
+  m.plans =
+      planning::plans_from_json(m.plans_json, fs::exists(plans_file) ? plans_file.string() : src + " (plans copy)");
   m.dataset = io::dataset_info_from_json(m.dataset_json, (fs::path(folder) / "dataset.json").string());
   m.dataset.folder = folder;
   m.dataset.name = fs::path(folder).lexically_normal().parent_path().filename().string();
   const planning::ConfigurationPlan& cfg = m.plans.configuration(m.configuration);
-
-  // A cascade stage also takes one channel per foreground label from the previous stage.
-  const int64_t expected_in =
-      m.dataset.num_channels() +
-      (cfg.previous_stage.empty() ? 0 : static_cast<int64_t>(io::foreground_labels(m.dataset.labels).size()));
-  m.in_channels = first_extra.value("in_channels", expected_in);
-  m.num_classes = first_extra.value("num_classes", io::network_outputs(m.dataset));
-  if (m.in_channels != expected_in)
-    throw FileError(src, concat("was trained with ", m.in_channels, " input channel(s) but dataset.json names ",
-                                m.dataset.num_channels(),
-                                cfg.previous_stage.empty()
-                                    ? std::string()
-                                    : concat(" and the cascade adds ", expected_in - m.dataset.num_channels(),
-                                             " (one per foreground label)")));
-  if (m.num_classes != io::network_outputs(m.dataset))
-    throw FileError(
-        src, concat("has ", m.num_classes, " outputs but dataset.json's labels need ", io::network_outputs(m.dataset)));
-  // null is nnU-Net's None (nnUNetTrainerNoMirroring & co.): no mirroring at test time. Absent (a
-  // checkpoint that does not say): every axis, nnU-Net's default.
-  if (first_extra.contains("inference_allowed_mirroring_axes")) {
-    const auto& axes = first_extra.at("inference_allowed_mirroring_axes");
-    if (!axes.is_null())
-      m.mirror_axes = json_as<std::vector<int64_t>>(axes, "extra.inference_allowed_mirroring_axes", src);
-  } else {
-    for (int64_t a = 0; a < cfg.dim(); ++a) m.mirror_axes.push_back(a);
-  }
-  std::set<int64_t> seen;  // 26 zeros would mirror 2^26 times
-  for (int64_t a : m.mirror_axes)
-    if (a < 0 || a >= cfg.dim() || !seen.insert(a).second)
-      throw FileError(src, concat("mirroring axis ", a, seen.count(a) ? " is repeated" : " out of range", " (the ",
-                                  cfg.dim(), "D patch has axes 0..", cfg.dim() - 1, ")"));
+  read_channels(m, first_extra, cfg, src);
+  read_mirror_axes(m, first_extra, cfg.dim(), src);
   spdlog::info("model {}: configuration {}, fold(s) {}, {} -> {} channels, mirroring {}", folder, m.configuration,
                nlohmann::json(folds).dump(), m.in_channels, m.num_classes, nlohmann::json(m.mirror_axes).dump());
   return m;

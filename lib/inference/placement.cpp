@@ -68,6 +68,21 @@ CaseMemory case_memory(const CaseSize& s, const WindowShape& w, bool on_device, 
 
 namespace {
 bool fits(double bytes, int64_t free) { return free <= 0 || bytes <= kUsableFraction * static_cast<double>(free); }
+
+// Whether the whole logits fit where they would go (on the GPU with the export in host memory, or all in host
+// memory); `why` then says so.
+bool whole_logits_fit(const CaseMemory& m, const PlacementRequest& r, bool device, std::string& why) {
+  const double host_whole = m.whole_host + m.export_host;
+  if (device && fits(m.whole_device, r.device_free) && fits(host_whole, r.host_free)) {
+    why = "whole logits on the GPU (" + gib(m.whole_device) + ")";
+    return true;
+  }
+  if (!device && fits(host_whole, r.host_free)) {
+    why = "whole logits in host memory (" + gib(host_whole) + ")";
+    return true;
+  }
+  return false;
+}
 }  // namespace
 
 Placement decide_placement(const CaseMemory& m, const PlacementRequest& r) {
@@ -80,22 +95,9 @@ Placement decide_placement(const CaseMemory& m, const PlacementRequest& r) {
             where;
     return p;
   }
+  if (r.mode != SlabMode::Always && whole_logits_fit(m, r, device, p.why)) return p;
+  p.slabs = true;
   const double host_whole = m.whole_host + m.export_host;
-  if (r.mode == SlabMode::Always) {
-    p.slabs = true;
-  } else if (device) {
-    if (fits(m.whole_device, r.device_free) && fits(host_whole, r.host_free)) {
-      p.why = "whole logits on the GPU (" + gib(m.whole_device) + ")";
-      return p;
-    }
-    p.slabs = true;
-  } else {
-    if (fits(host_whole, r.host_free)) {
-      p.why = "whole logits in host memory (" + gib(host_whole) + ")";
-      return p;
-    }
-    p.slabs = true;
-  }
   const std::string whole = device ? gib(m.whole_device) + " on the GPU" : gib(host_whole) + " of host memory";
   const std::string reason = r.mode == SlabMode::Always ? "--slabs always" : "whole logits would need " + whole;
   if (device && !fits(m.slabs_device, r.device_free)) p.on_host = true;

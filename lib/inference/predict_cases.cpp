@@ -164,6 +164,166 @@ std::string agreed_error(distributed::ProcessGroup* group, const std::string& mi
   return "";
 }
 
+// What the listing leaves to do: the cases to predict, and the ones refused with the reason.
+struct Todo {
+  std::vector<std::size_t> cases;
+  std::vector<std::pair<std::size_t, std::string>> refused;
+};
+
+Todo sort_cases(const std::vector<CaseInput>& cases, const RunOptions& o, RunSummary& summary) {
+  Todo t;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (!cases[i].error.empty()) {
+      t.refused.emplace_back(i, cases[i].error);
+    } else if ((o.output_format == "dicom_seg" || o.output_format == "rtstruct") &&
+               dicom_output(cases[i], o) == DicomOutput::None) {
+      t.refused.emplace_back(i, cases[i].images.at(0) +
+                                    ": not a DICOM series, so there is no series for a "
+                                    "DICOM object to reference (--output_format " +
+                                    o.output_format + ")");
+    } else if (o.continue_prediction && outputs_exist(o, cases[i])) {
+      ++summary.skipped;
+    } else {
+      t.cases.push_back(i);
+    }
+  }
+  return t;
+}
+
+// One run over the cases in three stages: prepare (read and preprocess; RunOptions::npp threads), predict (this
+// thread, in the listing's order) and export (RunOptions::nps threads, or this one).
+class CaseRun {
+ public:
+  CaseRun(Predictor& predictor, const std::vector<CaseInput>& cases, const RunOptions& o, Ledger& ledger)
+      : predictor_(predictor),
+        cases_(cases),
+        o_(o),
+        ledger_(ledger),
+        eo_(predictor.export_defaults()),
+        export_q_(static_cast<std::size_t>(std::max(1, o.nps))) {
+    eo_.save_probabilities = o.save_probabilities;
+    eo_.probabilities_npy = o.probabilities_npy;
+    eo_.probabilities_npz = o.probabilities_npz;
+    eo_.threads = std::max(1, o.export_threads);
+    eo_.postprocessing = o.postprocessing;
+  }
+
+  void run(const std::vector<std::size_t>& todo) {
+    start_threads(todo);
+    try {
+      if (o_.npp == 0) {
+        for (std::size_t i : todo) predict(prepare(i));
+      } else {
+        for (std::size_t j = 0; j < todo.size(); ++j) {
+          auto item = prep_q_[j % static_cast<std::size_t>(o_.npp)]->pop();
+          if (!item) break;
+          predict(std::move(*item));
+        }
+      }
+    } catch (...) {
+      stop_threads();
+      throw;
+    }
+    stop_threads();
+  }
+
+ private:
+  Prepared prepare(std::size_t i) const {
+    Prepared p;
+    p.index = i;
+    try {
+      const CaseInput& c = cases_[i];
+      p.data = predictor_.preprocess(
+          io::load_case({c.id, c.images, c.previous_stage}, predictor_.reorients_to_ras(), series_uid_of(o_, c.id)),
+          c.previous_stage);
+    } catch (const std::exception& e) { p.error = one_line(e.what()); }
+    return p;
+  }
+
+  void predict(Prepared p) {
+    p.error = agreed_error(predictor_.group(), p.error);
+    if (!p.error.empty()) return ledger_.fail(p.index, p.error);
+    Predicted r;
+    r.index = p.index;
+    r.props = std::move(p.data->properties);
+    const auto t = Clock::now();
+    try {
+      r.prediction = predictor_.predict_case(p.data->arrays, r.props, eo_, cases_[p.index].id);
+    } catch (const distributed::PeerError&) {
+      throw;  // a rank is gone: no later case can be predicted either
+    } catch (const std::exception& e) {
+      return ledger_.fail(p.index, std::string("prediction: ") + one_line(e.what()));
+    }
+    ledger_.add_predict_time(seconds_since(t));
+    p.data.reset();  // the preprocessed image is no longer needed
+    if (!r.prediction.logits.defined() && !r.prediction.seg)
+      return;  // a rank other than 0 of a sharded prediction: rank 0 exports
+    if (o_.nps > 0)
+      export_q_.push(std::move(r));
+    else
+      export_case(std::move(r));
+  }
+
+  // The segmentation in the case's output formats (and DICOM objects referencing its series), the probabilities
+  // and the overlay picture as asked.
+  void export_case(Predicted p) {
+    const auto t = Clock::now();
+    try {
+      const CaseInput& c = cases_[p.index];
+      const std::string base = (fs::path(o_.output_folder) / c.id).string();
+      std::vector<float> probs;
+      std::vector<float>* wanted = eo_.save_probabilities ? &probs : nullptr;
+      const DicomOutput dicom = dicom_output(c, o_);
+      const bool every = o_.every_format && !c.images.empty() && io::is_dicom_folder(c.images[0]);
+      ExportOptions ceo = eo_;
+      ceo.write_segmentation = dicom == DicomOutput::None || every;
+      const Volume seg = write_prediction(predictor_.segmentation(std::move(p.prediction), p.props, eo_, wanted),
+                                          wanted, predictor_.labels(), ceo, base, o_.file_ending);
+      if (dicom == DicomOutput::Seg || every)
+        io::write_dicom_seg(base + ".dcm", seg, c.images[0], series_uid_of(o_, c.id), o_.dicom_seg);
+      if (dicom == DicomOutput::RtStruct || every)
+        io::write_dicom_rtstruct(base + "_rtstruct.dcm", seg, c.images[0], series_uid_of(o_, c.id), o_.dicom_seg);
+      if (o_.overlays)
+        write_prediction_overlay(c.images.at(0), seg, predictor_.model().dataset, o_.output_folder, c.id);
+      ledger_.done(p.index, seconds_since(t));
+    } catch (const std::exception& e) { ledger_.fail(p.index, std::string("export: ") + one_line(e.what())); }
+  }
+
+  // Producer k prepares cases k, k + npp, ... into its own queue of one, and the predict stage takes
+  // them in order: the order of the cases is the listing's on every rank (ranks that share tiles
+  // must agree), and host memory stays bounded.
+  void start_threads(const std::vector<std::size_t>& todo) {
+    for (int k = 0; k < o_.npp; ++k) prep_q_.push_back(std::make_unique<BoundedQueue<Prepared>>(1));
+    for (int k = 0; k < o_.nps; ++k)
+      exporters_.emplace_back([this] {
+        while (auto item = export_q_.pop()) export_case(std::move(*item));
+      });
+    for (int k = 0; k < o_.npp; ++k)
+      producers_.emplace_back([this, k, &todo] {
+        auto& q = *prep_q_[static_cast<std::size_t>(k)];
+        for (std::size_t j = static_cast<std::size_t>(k); j < todo.size(); j += static_cast<std::size_t>(o_.npp))
+          if (!q.push(prepare(todo[j]))) break;
+        q.close();
+      });
+  }
+
+  void stop_threads() {
+    for (auto& q : prep_q_) q->close();
+    export_q_.close();
+    for (auto& t : producers_) t.join();
+    for (auto& t : exporters_) t.join();
+  }
+
+  Predictor& predictor_;
+  const std::vector<CaseInput>& cases_;
+  const RunOptions& o_;
+  Ledger& ledger_;
+  ExportOptions eo_;
+  BoundedQueue<Predicted> export_q_;
+  std::vector<std::unique_ptr<BoundedQueue<Prepared>>> prep_q_;
+  std::vector<std::thread> exporters_, producers_;
+};
+
 }  // namespace
 
 RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cases, const RunOptions& o) {
@@ -172,133 +332,14 @@ RunSummary predict_cases(Predictor& predictor, const std::vector<CaseInput>& cas
   refuse_overwriting_inputs(cases, cases, o);
   fs::create_directories(o.output_folder);
   if (o.overlays) create_overlay_folder(o.output_folder);
-  std::vector<std::size_t> todo;
-  std::vector<std::pair<std::size_t, std::string>> listing_errors;
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    if (!cases[i].error.empty()) {
-      listing_errors.emplace_back(i, cases[i].error);
-    } else if ((o.output_format == "dicom_seg" || o.output_format == "rtstruct") &&
-               dicom_output(cases[i], o) == DicomOutput::None) {
-      listing_errors.emplace_back(i, cases[i].images.at(0) +
-                                         ": not a DICOM series, so there is no series for a "
-                                         "DICOM object to reference (--output_format " +
-                                         o.output_format + ")");
-    } else if (o.continue_prediction && outputs_exist(o, cases[i])) {
-      ++summary.skipped;
-    } else {
-      todo.push_back(i);
-    }
-  }
+  Todo todo = sort_cases(cases, o, summary);
   distributed::ProcessGroup* group = predictor.group();
-  if (group) adopt_rank0_todo(*group, todo, summary.skipped);
+  if (group) adopt_rank0_todo(*group, todo.cases, summary.skipped);
   if (summary.skipped) spdlog::info("{} case(s) already predicted, skipped (--continue_prediction)", summary.skipped);
-  Ledger ledger(cases, summary, static_cast<int64_t>(todo.size() + listing_errors.size()), o.progress,
+  Ledger ledger(cases, summary, static_cast<int64_t>(todo.cases.size() + todo.refused.size()), o.progress,
                 group && group->rank() != 0);
-  for (const auto& [i, why] : listing_errors) ledger.fail(i, why);
-
-  ExportOptions eo = predictor.export_defaults();
-  eo.save_probabilities = o.save_probabilities;
-  eo.probabilities_npy = o.probabilities_npy;
-  eo.probabilities_npz = o.probabilities_npz;
-  eo.threads = std::max(1, o.export_threads);
-  eo.postprocessing = o.postprocessing;
-
-  auto prepare = [&](std::size_t i) {
-    Prepared p;
-    p.index = i;
-    try {
-      const CaseInput& c = cases[i];
-      p.data = predictor.preprocess(
-          io::load_case({c.id, c.images, c.previous_stage}, predictor.reorients_to_ras(), series_uid_of(o, c.id)),
-          c.previous_stage);
-    } catch (const std::exception& e) { p.error = one_line(e.what()); }
-    return p;
-  };
-  auto do_export = [&](Predicted p) {
-    const auto t = Clock::now();
-    try {
-      const CaseInput& c = cases[p.index];
-      const std::string base = (fs::path(o.output_folder) / c.id).string();
-      std::vector<float> probs;
-      std::vector<float>* wanted = eo.save_probabilities ? &probs : nullptr;
-      const DicomOutput dicom = dicom_output(c, o);
-      const bool every = o.every_format && !c.images.empty() && io::is_dicom_folder(c.images[0]);
-      ExportOptions ceo = eo;
-      ceo.write_segmentation = dicom == DicomOutput::None || every;
-      const Volume seg = write_prediction(predictor.segmentation(std::move(p.prediction), p.props, eo, wanted), wanted,
-                                          predictor.labels(), ceo, base, o.file_ending);
-      if (dicom == DicomOutput::Seg || every)
-        io::write_dicom_seg(base + ".dcm", seg, c.images[0], series_uid_of(o, c.id), o.dicom_seg);
-      if (dicom == DicomOutput::RtStruct || every)
-        io::write_dicom_rtstruct(base + "_rtstruct.dcm", seg, c.images[0], series_uid_of(o, c.id), o.dicom_seg);
-      if (o.overlays)
-        write_prediction_overlay(cases[p.index].images.at(0), seg, predictor.model().dataset, o.output_folder,
-                                 cases[p.index].id);
-      ledger.done(p.index, seconds_since(t));
-    } catch (const std::exception& e) { ledger.fail(p.index, std::string("export: ") + one_line(e.what())); }
-  };
-
-  // Producer k prepares cases k, k + npp, ... into its own queue of one, and the predict stage takes
-  // them in order: the order of the cases is the listing's on every rank (ranks that share tiles
-  // must agree), and host memory stays bounded as before.
-  BoundedQueue<Predicted> export_q(static_cast<std::size_t>(std::max(1, o.nps)));
-  std::vector<std::unique_ptr<BoundedQueue<Prepared>>> prep_q;
-  for (int k = 0; k < o.npp; ++k) prep_q.push_back(std::make_unique<BoundedQueue<Prepared>>(1));
-  std::vector<std::thread> exporters, producers;
-  for (int k = 0; k < o.nps; ++k)
-    exporters.emplace_back([&] {
-      while (auto item = export_q.pop()) do_export(std::move(*item));
-    });
-  for (int k = 0; k < o.npp; ++k)
-    producers.emplace_back([&, k] {
-      for (std::size_t j = static_cast<std::size_t>(k); j < todo.size(); j += static_cast<std::size_t>(o.npp))
-        if (!prep_q[static_cast<std::size_t>(k)]->push(prepare(todo[j]))) break;
-      prep_q[static_cast<std::size_t>(k)]->close();
-    });
-
-  auto predict_one = [&](Prepared p) {
-    p.error = agreed_error(group, p.error);
-    if (!p.error.empty()) return ledger.fail(p.index, p.error);
-    Predicted r;
-    r.index = p.index;
-    r.props = std::move(p.data->properties);
-    const auto t = Clock::now();
-    try {
-      r.prediction = predictor.predict_case(p.data->arrays, r.props, eo, cases[p.index].id);
-    } catch (const distributed::PeerError&) {
-      throw;  // a rank is gone: no later case can be predicted either
-    } catch (const std::exception& e) { return ledger.fail(p.index, std::string("prediction: ") + one_line(e.what())); }
-    ledger.add_predict_time(seconds_since(t));
-    p.data.reset();  // the preprocessed image is no longer needed
-    if (!r.prediction.logits.defined() && !r.prediction.seg)
-      return;  // a rank other than 0 of a sharded prediction: rank 0 exports
-    if (o.nps > 0)
-      export_q.push(std::move(r));
-    else
-      do_export(std::move(r));
-  };
-
-  auto stop_all = [&] {
-    for (auto& q : prep_q) q->close();
-    export_q.close();
-    for (auto& t : producers) t.join();
-    for (auto& t : exporters) t.join();
-  };
-  try {
-    if (o.npp == 0) {
-      for (std::size_t i : todo) predict_one(prepare(i));
-    } else {
-      for (std::size_t j = 0; j < todo.size(); ++j) {
-        auto item = prep_q[j % static_cast<std::size_t>(o.npp)]->pop();
-        if (!item) break;
-        predict_one(std::move(*item));
-      }
-    }
-  } catch (...) {
-    stop_all();
-    throw;
-  }
-  stop_all();
+  for (const auto& [i, why] : todo.refused) ledger.fail(i, why);
+  CaseRun(predictor, cases, o, ledger).run(todo.cases);
   ledger.finish();
   summary.seconds = seconds_since(t0);
   return summary;

@@ -87,6 +87,10 @@ struct SlabExport::Impl {
   bool half = false;  // round the resampled logits to fp16 values (ExportOptions::half_logits)
   std::vector<float> input_planes(const at::Tensor& slab, int64_t local) const;
   void produce(int64_t o);
+  std::vector<float> zoomed_plane(int64_t k, int64_t o) const;
+  double zoomed_value(int64_t k, const int64_t (&oo)[3]) const;
+  bool corner(int d, int p, int64_t o, int64_t& i, double& w) const;
+  void pick_labels(int64_t o, const std::vector<std::vector<float>>& values);
 };
 
 SlabExport::SlabExport(const preprocessing::CaseProperties& p, const LabelMapping& labels, const ExportOptions& opts,
@@ -147,38 +151,54 @@ std::vector<float> SlabExport::Impl::input_planes(const at::Tensor& slab, int64_
 // type, argmax (first maximum wins, as numpy's) or, for regions, each region painted where its logit is
 // > 0 (sigmoid > 0.5).
 void SlabExport::Impl::produce(int64_t o) {
-  const int64_t n = plane_size(), nc_in = in[c];
-  const int64_t plane_in = in[b] * in[c];
   std::vector<std::vector<float>> values(static_cast<size_t>(K));
-  parallel_for(K, threads, [&](int64_t k) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (int64_t ib = 0; ib < out[b]; ++ib)
-      for (int64_t ic = 0; ic < out[c]; ++ic) {
-        int64_t oo[3];
-        oo[a] = o, oo[b] = ib, oo[c] = ic;
-        double sum = 0.0;
-        for (int p0 = 0; p0 < 2; ++p0) {
-          const double w0 = p0 ? ts[0]->w_hi[oo[0]] : ts[0]->w_lo[oo[0]];
-          if (p0 && w0 == 0.0) continue;
-          const int64_t i0 = p0 ? ts[0]->hi[oo[0]] : ts[0]->lo[oo[0]];
-          for (int p1 = 0; p1 < 2; ++p1) {
-            const double w1 = p1 ? ts[1]->w_hi[oo[1]] : ts[1]->w_lo[oo[1]];
-            if (p1 && w1 == 0.0) continue;
-            const int64_t i1 = p1 ? ts[1]->hi[oo[1]] : ts[1]->lo[oo[1]];
-            for (int p2 = 0; p2 < 2; ++p2) {
-              const double w2 = p2 ? ts[2]->w_hi[oo[2]] : ts[2]->w_lo[oo[2]];
-              if (p2 && w2 == 0.0) continue;
-              const int64_t i2 = p2 ? ts[2]->hi[oo[2]] : ts[2]->lo[oo[2]];
-              int64_t ii[3] = {i0, i1, i2};
-              const float d = planes.at(ii[a])[static_cast<size_t>(k * plane_in + ii[b] * nc_in + ii[c])];
-              sum += static_cast<double>(d) * w0 * w1 * w2;
-            }
-          }
-        }
-        v[static_cast<size_t>(ib * out[c] + ic)] = half ? logit_as_half(sum) : static_cast<float>(sum);
+  parallel_for(K, threads, [&](int64_t k) { values[static_cast<size_t>(k)] = zoomed_plane(k, o); });
+  pick_labels(o, values);
+}
+
+// Corner p (0 low, 1 high) of output index o along axis d: its input index and weight. False for a high corner
+// without weight (an output voxel on an input voxel), which is skipped as scipy skips it.
+bool SlabExport::Impl::corner(int d, int p, int64_t o, int64_t& i, double& w) const {
+  w = p ? ts[d]->w_hi[o] : ts[d]->w_lo[o];
+  i = p ? ts[d]->hi[o] : ts[d]->lo[o];
+  return !(p && w == 0.0);
+}
+
+// Class k's value at output voxel `oo`: the weighted sum over its (up to 8) corners in the input planes.
+double SlabExport::Impl::zoomed_value(int64_t k, const int64_t (&oo)[3]) const {
+  const int64_t plane_in = in[b] * in[c];
+  double sum = 0.0, w0 = 0, w1 = 0, w2 = 0;
+  int64_t ii[3];
+  for (int p0 = 0; p0 < 2; ++p0) {
+    if (!corner(0, p0, oo[0], ii[0], w0)) continue;
+    for (int p1 = 0; p1 < 2; ++p1) {
+      if (!corner(1, p1, oo[1], ii[1], w1)) continue;
+      for (int p2 = 0; p2 < 2; ++p2) {
+        if (!corner(2, p2, oo[2], ii[2], w2)) continue;
+        const float d = planes.at(ii[a])[static_cast<size_t>(k * plane_in + ii[b] * in[c] + ii[c])];
+        sum += static_cast<double>(d) * w0 * w1 * w2;
       }
-    values[static_cast<size_t>(k)] = std::move(v);
-  });
+    }
+  }
+  return sum;
+}
+
+// Class k's logits on output slice o, in the logits' type.
+std::vector<float> SlabExport::Impl::zoomed_plane(int64_t k, int64_t o) const {
+  std::vector<float> v(static_cast<size_t>(plane_size()));
+  for (int64_t ib = 0; ib < out[b]; ++ib)
+    for (int64_t ic = 0; ic < out[c]; ++ic) {
+      int64_t oo[3];
+      oo[a] = o, oo[b] = ib, oo[c] = ic;
+      const double sum = zoomed_value(k, oo);
+      v[static_cast<size_t>(ib * out[c] + ic)] = half ? logit_as_half(sum) : static_cast<float>(sum);
+    }
+  return v;
+}
+
+// The labels of slice o from every class's logits (and the logits kept when probabilities are saved).
+void SlabExport::Impl::pick_labels(int64_t o, const std::vector<std::vector<float>>& values) {
+  const int64_t n = plane_size();
   std::vector<float> best(static_cast<size_t>(n), -std::numeric_limits<float>::infinity());
   std::vector<uint16_t> value(static_cast<size_t>(n), 0);
   const int64_t total = static_cast<int64_t>(seg.size());

@@ -71,6 +71,25 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     return closure->fn(inputs.vec());
   }
 
+  // The forward pass again, with grad, under the random state and autocast of the first one.
+  static std::vector<torch::Tensor> recompute(Closure& closure, const std::vector<torch::Tensor>& inputs) {
+    RngReplay rng(closure);
+    AutocastGuard cpu_cast(false, closure.cpu_autocast, closure.cpu_dtype);
+    AutocastGuard cuda_cast(true, closure.cuda_autocast, closure.cuda_dtype);
+    torch::AutoGradMode grad_on(true);
+    return closure.fn(inputs);
+  }
+
+  // Each tensor's index in `targets` (where it is appended) when it needs a gradient, else -1.
+  static std::vector<int> gradient_slots(const std::vector<torch::Tensor>& tensors, variable_list& targets) {
+    std::vector<int> slots;
+    for (const auto& t : tensors) {
+      slots.push_back(t.requires_grad() ? static_cast<int>(targets.size()) : -1);
+      if (t.requires_grad()) targets.push_back(t);
+    }
+    return slots;
+  }
+
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     auto capsule = ctx->saved_data["closure"].toCapsule();
     auto* closure = static_cast<Closure*>(capsule.get());
@@ -83,14 +102,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       d.requires_grad_(t.requires_grad());
       inputs.push_back(d);
     }
-    std::vector<torch::Tensor> outputs;
-    {
-      RngReplay rng(*closure);
-      AutocastGuard cpu_cast(false, closure->cpu_autocast, closure->cpu_dtype);
-      AutocastGuard cuda_cast(true, closure->cuda_autocast, closure->cuda_dtype);
-      torch::AutoGradMode grad_on(true);
-      outputs = closure->fn(inputs);
-    }
+    const std::vector<torch::Tensor> outputs = recompute(*closure, inputs);
 
     variable_list outs, gouts, targets;
     for (size_t i = 0; i < outputs.size() && i < grad_outputs.size(); ++i) {
@@ -99,17 +111,8 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         gouts.push_back(grad_outputs[i]);
       }
     }
-    std::vector<int> input_slot, param_slot;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i].requires_grad())
-        input_slot.push_back(static_cast<int>(targets.size())), targets.push_back(inputs[i]);
-      else
-        input_slot.push_back(-1);
-    for (const auto& p : closure->params)
-      if (p.requires_grad())
-        param_slot.push_back(static_cast<int>(targets.size())), targets.push_back(p);
-      else
-        param_slot.push_back(-1);
+    const std::vector<int> input_slot = gradient_slots(inputs, targets);
+    const std::vector<int> param_slot = gradient_slots(closure->params, targets);
 
     variable_list grads;
     if (!outs.empty() && !targets.empty())

@@ -104,6 +104,7 @@ std::array<at::Tensor, 3> onednn_conv3d_backward(const at::Tensor& grad, const a
 
 bool onednn_conv3d_applies(const at::Tensor& x, const at::Tensor& weight, at::IntArrayRef stride,
                            at::IntArrayRef padding) {
+  // #lizard forgives: LibTorch's own conditions (ConvParams::use_mkldnn), kept as its expressions to compare
   if (!at::hasMKLDNN() || x.dim() != 5 || !x.device().is_cpu() || x.scalar_type() != at::kFloat ||
       weight.scalar_type() != at::kFloat || x.is_mkldnn() || stride.size() != 3 || padding.size() != 3)
     return false;

@@ -50,19 +50,9 @@ uint64_t tensor_digest(const at::Tensor& t) {
   return fnv1a(t.data_ptr(), t.numel() * t.element_size(), h);
 }
 
-// network_weights without nnU-Net's aliases; each dropped one must equal a kept tensor (its twin first).
-checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::string& pth, int64_t* dropped) {
-  checkpoint::NamedTensors kept;
-  std::vector<std::pair<std::string, at::Tensor>> aliases;
-  for (const auto& [k, v] : weights.dict) {
-    if (k->kind != PickleValue::Kind::String || v->kind != PickleValue::Kind::Tensor)
-      throw FileError(pth, "'network_weights' holds something other than named tensors");
-    const std::string name = strip_prefixes(k->s);
-    const at::Tensor& t = v->tensor;
-    if (at::isFloatingType(t.scalar_type()) && t.numel() > 0 && !at::isfinite(t).all().item<bool>())
-      throw FileError(pth, "network_weights '" + printable(name) + "' holds NaN or infinite values");
-    (alias_name(name) ? aliases : kept).emplace_back(name, t.contiguous());
-  }
+// Each alias must equal a kept tensor (its twin): nothing is dropped that the kept weights do not hold.
+void check_aliases(const checkpoint::NamedTensors& kept, const std::vector<std::pair<std::string, at::Tensor>>& aliases,
+                   const std::string& pth) {
   // Kept tensors by a digest of dtype, shape and bytes, so each alias is compared with the tensors that
   // can equal it (comparing with every kept tensor was quadratic: 30 k aliases took minutes). Tensors of
   // one digest are equal but for a hash collision, so the walk stops at the first equal one: many tensors
@@ -74,10 +64,25 @@ checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::stri
     if (const auto same = by_digest.find(tensor_digest(t)); same != by_digest.end())
       for (auto it = same->second.begin(); it != same->second.end() && !ok; ++it)
         ok = (*it)->sizes() == t.sizes() && (*it)->scalar_type() == t.scalar_type() && at::equal(**it, t);
-    if (!ok)
-      throw FileError(
-          pth, "'" + printable(name) + "' looks like an alias but no kept tensor has its values; not converting");
+    MEDSEG_CHECK_FILE(ok, pth, "'", printable(name),
+                      "' looks like an alias but no kept tensor has its values; not converting");
   }
+}
+
+// network_weights without nnU-Net's aliases; each dropped one must equal a kept tensor (its twin first).
+checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::string& pth, int64_t* dropped) {
+  checkpoint::NamedTensors kept;
+  std::vector<std::pair<std::string, at::Tensor>> aliases;
+  for (const auto& [k, v] : weights.dict) {
+    MEDSEG_CHECK_FILE(k->kind == PickleValue::Kind::String && v->kind == PickleValue::Kind::Tensor, pth,
+                      "'network_weights' holds something other than named tensors");
+    const std::string name = strip_prefixes(k->s);
+    const at::Tensor& t = v->tensor;
+    MEDSEG_CHECK_FILE(!at::isFloatingType(t.scalar_type()) || t.numel() == 0 || at::isfinite(t).all().item<bool>(), pth,
+                      "network_weights '", printable(name), "' holds NaN or infinite values");
+    (alias_name(name) ? aliases : kept).emplace_back(name, t.contiguous());
+  }
+  check_aliases(kept, aliases, pth);
   *dropped = static_cast<int64_t>(aliases.size());
   return kept;
 }
@@ -162,93 +167,135 @@ NnunetImportResult import_nnunet(const NnunetImportOptions& o) {
   return r;
 }
 
-NnunetImportResult import_nnunet_into(const NnunetImportOptions& o, const std::string& folder) {
-  const std::string chk = o.checkpoint.size() > 4 && o.checkpoint.compare(o.checkpoint.size() - 4, 4, ".pth") == 0
-                              ? o.checkpoint.substr(0, o.checkpoint.size() - 4)
-                              : o.checkpoint;
-  check_path_component(chk, "checkpoint name (--chk)");
-  const fs::path src(o.nnunet_folder);
+namespace {
+
+// The nnU-Net model folder's plans and dataset.json, read and checked once for every fold.
+struct ImportSource {
+  fs::path src;
+  std::string chk;  // the checkpoint's name without .pth
+  json plans;
+  ordered_json dataset;
+  planning::Plans parsed;
+  io::DatasetInfo info;
+  std::string folder_name, parts;  // the folder's name, and its "__" parts (Trainer__Plans__configuration)
+};
+
+ImportSource read_import_source(const NnunetImportOptions& o) {
+  ImportSource s;
+  s.chk = o.checkpoint.size() > 4 && o.checkpoint.compare(o.checkpoint.size() - 4, 4, ".pth") == 0
+              ? o.checkpoint.substr(0, o.checkpoint.size() - 4)
+              : o.checkpoint;
+  check_path_component(s.chk, "checkpoint name (--chk)");
+  s.src = o.nnunet_folder;
   for (const char* f : {"plans.json", "dataset.json"})
-    if (!fs::is_regular_file(src / f))
-      throw FileError((src / f).string(), "not found (an nnU-Net model folder holds it)");
-  const json plans = read_json((src / "plans.json").string());
-  const ordered_json dataset = read_ordered_json((src / "dataset.json").string());
+    MEDSEG_CHECK_FILE(fs::is_regular_file(s.src / f), (s.src / f).string(),
+                      "not found (an nnU-Net model folder holds it)");
+  s.plans = read_json((s.src / "plans.json").string());
+  s.dataset = read_ordered_json((s.src / "dataset.json").string());
   // The typed readers refuse what no network can be built from (a list for plans, 1e6 stages, negative
   // features), naming the file and key, before any checkpoint is read.
-  const planning::Plans parsed = planning::plans_from_json(plans, (src / "plans.json").string());
-  const io::DatasetInfo info = io::dataset_info_from_json(dataset, (src / "dataset.json").string());
-  const std::string folder_name = fs::absolute(src).lexically_normal().filename().string();
-  const auto parts =
-      folder_name.find("__") == std::string::npos ? std::string() : folder_name.substr(folder_name.rfind("__") + 2);
-  NnunetImportResult r;
-  planning::Plans trainer_plans;  // the plans with a trainer's own network, when it builds one
-  json written_plans = plans;     // what the medseg model folder's plans.json holds
-  r.folds = o.folds.empty() ? folds_with(o.nnunet_folder, chk) : parse_folds(o.folds, "-f");
-  for (const std::string& fold : r.folds) {
-    const fs::path pth = src / ("fold_" + fold) / (chk + ".pth");
-    if (!fs::is_regular_file(pth)) throw FileError(pth.string(), "not found");
-    const PickleDocument ck = read_torch_file(pth.string());
-    const PickleValue* weights = ck->get("network_weights");
-    if (!weights || weights->kind != PickleValue::Kind::Dict)
-      throw FileError(pth.string(), "no 'network_weights' (not an nnU-Net v2 checkpoint?)");
-    checkpoint::Checkpoint m;
-    m.weights = deduplicate(*weights, pth.string(), &r.aliases_dropped);
-    r.tensors = static_cast<int64_t>(m.weights.size());
-    m.weights_only = true;
-    m.plans = plans;
-    m.dataset = dataset;
-    const PickleValue* init = ck->get("init_args");
-    const std::string configuration = text_of(init ? init->get("configuration") : nullptr, parts);
-    const std::string trainer = trainer_name(ck->get("trainer_name"), folder_name, pth.string());
-    const ImportedShape shape = imported_shape(parsed, info, configuration, pth.string());
-    // A trainer that builds its own network (nnU-Net's Primus trainers) ignores the plans' architecture:
-    // its network goes into the configuration, as medseg's trainer writes it (training/run_folder.h).
-    std::string refused;
-    const json architecture = trainer_architecture(trainer, refused);
-    if (!architecture.is_null()) {
-      json own = plans;
-      own["configurations"][configuration]["architecture"] = architecture;
-      try {
-        trainer_plans = planning::plans_from_json(own, (src / "plans.json").string());
-      } catch (const Error& e) {
-        throw FileError(pth.string(), "trainer '" + trainer + "' builds its own network, which configuration '" +
-                                          configuration + "' does not fit: " + e.what());
-      }
-      m.plans = own;
-      written_plans = own;
-    }
-    const planning::ConfigurationPlan& cfg =
-        (architecture.is_null() ? parsed : trainer_plans).configuration(configuration);
-    try {
-      check_weights_fit(m.weights, cfg, shape, pth.string());
-    } catch (const FileError& e) {
-      if (refused.empty()) throw;
-      throw Error(std::string(e.what()) + " (the trainer's own network is not built by medseg: " + refused + ")");
-    }
-    const json mirror = mirror_axes(ck->get("inference_allowed_mirroring_axes"), cfg.dim(), pth.string());
-    const PickleValue* epoch = ck->get("current_epoch");
-    m.epoch = epoch && epoch->kind == PickleValue::Kind::Int ? epoch->i : 0;
-    m.extra = {{"configuration", configuration},
-               {"in_channels", shape.in_channels},
-               {"inference_allowed_mirroring_axes", mirror},
-               {"trainer_name", trainer},
-               {"imported_from",
-                {{"tool", "medseg_import_nnunet"},
-                 {"folder", fs::absolute(src).lexically_normal().string()},
-                 {"checkpoint", ("fold_" + fold + "/" + chk + ".pth")},
-                 {"content_hash", content_hash_hex(pth.string())},
-                 {"nnunet_epoch", m.epoch},
-                 {"aliases_dropped", r.aliases_dropped}}}};
-    m.extra["num_classes"] = shape.num_classes;
-    // Absent (a checkpoint that does not say) is nnU-Net's default, every axis; null is None, no mirroring.
-    if (!ck->get("inference_allowed_mirroring_axes")) m.extra.erase("inference_allowed_mirroring_axes");
-    const fs::path dir = fs::path(folder) / ("fold_" + fold);
-    fs::create_directories(dir);
-    checkpoint::save_checkpoint((dir / (chk + ".ckpt")).string(), m);
+  s.parsed = planning::plans_from_json(s.plans, (s.src / "plans.json").string());
+  s.info = io::dataset_info_from_json(s.dataset, (s.src / "dataset.json").string());
+  s.folder_name = fs::absolute(s.src).lexically_normal().filename().string();
+  s.parts = s.folder_name.find("__") == std::string::npos ? std::string()
+                                                          : s.folder_name.substr(s.folder_name.rfind("__") + 2);
+  return s;
+}
+
+// The plans a fold's network is built from: the folder's, or, for a trainer that builds its own network (nnU-Net's
+// Primus trainers), the folder's with that network in the configuration, as medseg's trainer writes it
+// (training/run_folder.h). `refused` says why medseg does not build a trainer's network, when it does not.
+struct FoldPlans {
+  json plans;
+  planning::Plans parsed;
+};
+
+FoldPlans fold_plans(const ImportSource& s, const std::string& trainer, const std::string& configuration,
+                     const std::string& pth, std::string& refused) {
+  const json architecture = trainer_architecture(trainer, refused);
+  if (architecture.is_null()) return {s.plans, s.parsed};
+  FoldPlans own{s.plans, {}};
+  own.plans["configurations"][configuration]["architecture"] = architecture;
+  try {
+    own.parsed = planning::plans_from_json(own.plans, (s.src / "plans.json").string());
+  } catch (const Error& e) {
+    throw FileError(pth, "trainer '" + trainer + "' builds its own network, which configuration '" + configuration +
+                             "' does not fit: " + e.what());
   }
+  return own;
+}
+
+// What the converted checkpoint records of its origin, beside what the network needs.
+json fold_extra(const ImportSource& s, const PickleDocument& ck, const std::string& fold, const std::string& trainer,
+                const std::string& configuration, const ImportedShape& shape, const json& mirror,
+                const NnunetImportResult& r, int64_t epoch) {
+  const std::string pth = (s.src / ("fold_" + fold) / (s.chk + ".pth")).string();
+  json extra = {{"configuration", configuration},
+                {"in_channels", shape.in_channels},
+                {"inference_allowed_mirroring_axes", mirror},
+                {"trainer_name", trainer},
+                {"imported_from",
+                 {{"tool", "medseg_import_nnunet"},
+                  {"folder", fs::absolute(s.src).lexically_normal().string()},
+                  {"checkpoint", ("fold_" + fold + "/" + s.chk + ".pth")},
+                  {"content_hash", content_hash_hex(pth)},
+                  {"nnunet_epoch", epoch},
+                  {"aliases_dropped", r.aliases_dropped}}}};
+  extra["num_classes"] = shape.num_classes;
+  // Absent (a checkpoint that does not say) is nnU-Net's default, every axis; null is None, no mirroring.
+  if (!ck->get("inference_allowed_mirroring_axes")) extra.erase("inference_allowed_mirroring_axes");
+  return extra;
+}
+
+// One fold's checkpoint converted into `folder`/fold_K; returns the plans its network was checked against.
+json import_fold(const ImportSource& s, const std::string& fold, const std::string& folder, NnunetImportResult& r) {
+  const fs::path pth = s.src / ("fold_" + fold) / (s.chk + ".pth");
+  MEDSEG_CHECK_FILE(fs::is_regular_file(pth), pth.string(), "not found");
+  const PickleDocument ck = read_torch_file(pth.string());
+  const PickleValue* weights = ck->get("network_weights");
+  MEDSEG_CHECK_FILE(weights && weights->kind == PickleValue::Kind::Dict, pth.string(),
+                    "no 'network_weights' (not an nnU-Net v2 checkpoint?)");
+  checkpoint::Checkpoint m;
+  m.weights = deduplicate(*weights, pth.string(), &r.aliases_dropped);
+  r.tensors = static_cast<int64_t>(m.weights.size());
+  m.weights_only = true;
+  m.dataset = s.dataset;
+  const PickleValue* init = ck->get("init_args");
+  const std::string configuration = text_of(init ? init->get("configuration") : nullptr, s.parts);
+  const std::string trainer = trainer_name(ck->get("trainer_name"), s.folder_name, pth.string());
+  const ImportedShape shape = imported_shape(s.parsed, s.info, configuration, pth.string());
+  std::string refused;
+  FoldPlans own = fold_plans(s, trainer, configuration, pth.string(), refused);
+  m.plans = std::move(own.plans);
+  const planning::ConfigurationPlan& cfg = own.parsed.configuration(configuration);
+  try {
+    check_weights_fit(m.weights, cfg, shape, pth.string());
+  } catch (const FileError& e) {
+    if (refused.empty()) throw;
+    throw Error(std::string(e.what()) + " (the trainer's own network is not built by medseg: " + refused + ")");
+  }
+  const json mirror = mirror_axes(ck->get("inference_allowed_mirroring_axes"), cfg.dim(), pth.string());
+  const PickleValue* epoch = ck->get("current_epoch");
+  m.epoch = epoch && epoch->kind == PickleValue::Kind::Int ? epoch->i : 0;
+  m.extra = fold_extra(s, ck, fold, trainer, configuration, shape, mirror, r, m.epoch);
+  const fs::path dir = fs::path(folder) / ("fold_" + fold);
+  fs::create_directories(dir);
+  checkpoint::save_checkpoint((dir / (s.chk + ".ckpt")).string(), m);
+  return m.plans;
+}
+
+}  // namespace
+
+NnunetImportResult import_nnunet_into(const NnunetImportOptions& o, const std::string& folder) {
+  const ImportSource s = read_import_source(o);
+  NnunetImportResult r;
+  json written_plans = s.plans;  // what the medseg model folder's plans.json holds
+  r.folds = o.folds.empty() ? folds_with(o.nnunet_folder, s.chk) : parse_folds(o.folds, "-f");
+  for (const std::string& fold : r.folds)
+    if (json p = import_fold(s, fold, folder, r); p != s.plans) written_plans = std::move(p);  // a trainer's network
   write_json((fs::path(folder) / "plans.json").string(), written_plans);
   for (const char* f : {"dataset.json", "dataset_fingerprint.json"})
-    if (fs::is_regular_file(src / f)) fs::copy_file(src / f, fs::path(folder) / f);
+    if (fs::is_regular_file(s.src / f)) fs::copy_file(s.src / f, fs::path(folder) / f);
   return r;
 }
 

@@ -70,6 +70,7 @@ class Machine {
  private:
   // Opcodes that push one new value: constants, numbers, strings, memo reads, globals. False for any other.
   bool push_value(PickleOp op) {
+    // #lizard forgives: one case per opcode (pickle_opcodes.h); the switch is the table
     switch (op) {
       case PickleOp::EmptyDict: push(make(Kind::Dict)); return true;
       case PickleOp::EmptyList: push(make(Kind::List)); return true;
@@ -107,6 +108,7 @@ class Machine {
 
   // Framing, marks and the memo, and the opcodes that combine values already on the stack. False for any other.
   bool stack_op(PickleOp op) {
+    // #lizard forgives: one case per opcode (pickle_opcodes.h); the switch is the table
     switch (op) {
       case PickleOp::Proto: byte(); return true;
       case PickleOp::Frame: take(8); return true;
@@ -339,6 +341,7 @@ class Machine {
     return v;
   }
   PickleRef reduce(const PickleValue& fn, const PickleValue& args) {
+    // #lizard forgives: the allow-list of callables, each with the argument kinds it must see
     if (fn.kind != Kind::Global || args.kind != Kind::Tuple)
       fail("the pickle calls something that is no accepted global");
     const auto& a = args.items;

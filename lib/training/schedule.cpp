@@ -20,17 +20,15 @@ double cosine_lr(double initial_lr, int64_t epoch, int64_t max_epochs) {
   return initial_lr * (1.0 + std::cos(pi * static_cast<double>(epoch) / static_cast<double>(max_epochs))) / 2.0;
 }
 
-double scheduled_lr(const std::string& schedule, double initial_lr, int64_t epoch, int64_t max_epochs, double exponent,
+double scheduled_lr(LrSchedule schedule, double initial_lr, int64_t epoch, int64_t max_epochs, double exponent,
                     int64_t warmup_epochs) {
   // A warm-up that outlasts the run (--epochs below it) keeps rising to the end, as nnU-Net's
   // Lin_incr_LRScheduler does; the schedule after it is then never reached.
   MEDSEG_CHECK(warmup_epochs >= 0, "warmup_epochs (", warmup_epochs, ") must be at least 0");
-  MEDSEG_CHECK(schedule == "poly" || schedule == "cosine", "unknown learning-rate schedule '", schedule,
-               "' (poly or cosine)");
   MEDSEG_CHECK(epoch >= 0, "scheduled_lr: epoch ", epoch, " is negative");
   if (epoch < warmup_epochs) return initial_lr / static_cast<double>(warmup_epochs) * static_cast<double>(1 + epoch);
   const int64_t e = epoch - warmup_epochs, n = max_epochs - warmup_epochs;
-  return schedule == "cosine" ? cosine_lr(initial_lr, e, n) : poly_lr(initial_lr, e, n, exponent);
+  return schedule == LrSchedule::Cosine ? cosine_lr(initial_lr, e, n) : poly_lr(initial_lr, e, n, exponent);
 }
 
 }  // namespace medseg::training

@@ -114,6 +114,17 @@ struct Trainer::State {
   bool train_epoch();  // false when interrupted
   void validate_epoch(EpochMetrics& m);
   void end_epoch(EpochMetrics& m, double seconds);
+
+  // The constructor's steps (Trainer::Trainer).
+  void apply_trainer_settings();
+  void choose_device_and_precision();
+  void check_memory_fits(const planning::ConfigurationPlan& plan, int slab_axis) const;
+  void build_network_architecture(const planning::ConfigurationPlan& plan, int slab_axis);
+  void configure_optimizers();
+  void build_loss(const planning::ConfigurationPlan& plan);
+  void build_data_pipelines(const planning::ConfigurationPlan& plan);
+  void open_case_sources();
+  void check_ranks_agree();
 };
 
 namespace {
@@ -160,132 +171,168 @@ void copy_run_files(const RunInputs& in, const TrainerConfig& cfg) {
 
 }  // namespace
 
+// The constructor's steps, in nnU-Net's initialize() order (build_network_architecture, configure_optimizers,
+// _build_loss, then the data): each reads what the ones before it set.
 Trainer::Trainer(RunInputs inputs, TrainerConfig config, TrainOptions options) : s_(std::make_unique<State>()) {
   State& s = *s_;
   s.in = std::move(inputs);
   s.cfg = std::move(config);
   s.opt = std::move(options);
-  if (s.opt.amp) s.cfg.amp = *s.opt.amp;
-  if (s.cfg.warmup_epochs >= s.cfg.num_epochs)
-    spdlog::warn(
-        "trainer '{}': the warm-up ({} epochs) outlasts the run's {} epochs; the learning rate rises "
-        "for the whole run, as in nnU-Net",
-        s.cfg.name, s.cfg.warmup_epochs, s.cfg.num_epochs);
-  if (s.cfg.norm == "batch") {
-    // Per-rank batch statistics would differ from one process's; nnU-Net syncs them (SyncBatchNorm).
-    if (s.opt.group && s.opt.group->size() > 1)
-      throw Error("trainer '" + s.cfg.name +
-                  "': batch norm across ranks needs synchronised statistics (nnU-Net's "
-                  "SyncBatchNorm), which medseg does not implement; train it on one process");
-    use_batch_norm(s.in);
-  }
-  if (!s.cfg.architecture.is_null()) use_trainer_architecture(s.in, s.cfg.architecture);
-  // One output: nnU-Net's AbstractPrimus trains without deep supervision whatever the base trainer says.
-  if (s.in.plans.configuration(s.in.configuration).architecture.primus) s.cfg.deep_supervision = false;
-
-  s.device = torch::Device(s.opt.device);
-  s.cuda = s.device.is_cuda();
-  if (s.cuda && !torch::cuda::is_available())
-    throw Error("-device " + s.opt.device + " requested but CUDA is not available in this build/machine");
-  s.augment_device = data::augment::resolve_augment_device(s.cfg.augment_device, s.device);
-  const AutocastSetting amp = autocast_setting(s.cfg.amp, s.cuda);
-  s.amp_on = amp.enabled;
-  s.amp_dtype = amp.dtype;
-  TorchSettings torch_settings;
-  torch_settings.threads = s.opt.threads > 0 ? s.opt.threads : static_cast<int>(std::thread::hardware_concurrency());
-  torch_settings.cudnn_benchmark = s.opt.cudnn_benchmark == "on";
-  torch_settings.deterministic = s.opt.deterministic;
-  torch_settings.seed = static_cast<uint64_t>(s.cfg.seed);
-  s.torch_settings = std::make_unique<ScopedTorchSettings>(torch_settings);
-
+  s.apply_trainer_settings();
+  s.choose_device_and_precision();
   const auto& plan = s.in.plans.configuration(s.in.configuration);
   const int slab_axis = check_ranks_fit(plan, s.opt.group ? s.opt.group->size() : 1, s.opt.spatial_parallel);
   s.dp = std::make_unique<DataParallel>(s.opt.group, plan.batch_size, slab_axis);
   if (s.opt.inplace) s.cfg.inplace = *s.opt.inplace;
-  // Refuse a plan that cannot fit before the network is built (planning/memory_check.h).
-  planning::TrainingStep step{static_cast<int>(s.in.in_channels), static_cast<int>(s.in.num_classes), {}};
-  step.options.amp = s.amp_on;
-  step.options.optimizer = optimizer_kind(s.cfg.optimizer);
-  step.options.deep_supervision = s.cfg.deep_supervision;
+  s.check_memory_fits(plan, slab_axis);
+  s.build_network_architecture(plan, slab_axis);
+  s.configure_optimizers();
+  s.build_loss(plan);
+  s.build_data_pipelines(plan);
+  s.open_case_sources();
+  s.check_ranks_agree();
+  // Nothing is written yet: run() and validate() check the fold folder first (open_run_folder).
+}
+
+// The command's overrides and what the trainer config changes in the run's plans.
+void Trainer::State::apply_trainer_settings() {
+  if (opt.amp) cfg.amp = *opt.amp;
+  if (cfg.warmup_epochs >= cfg.num_epochs)
+    spdlog::warn(
+        "trainer '{}': the warm-up ({} epochs) outlasts the run's {} epochs; the learning rate rises "
+        "for the whole run, as in nnU-Net",
+        cfg.name, cfg.warmup_epochs, cfg.num_epochs);
+  if (cfg.norm == NetworkNorm::Batch) {
+    // Per-rank batch statistics would differ from one process's; nnU-Net syncs them (SyncBatchNorm).
+    MEDSEG_CHECK(!opt.group || opt.group->size() <= 1, "trainer '", cfg.name,
+                 "': batch norm across ranks needs synchronised statistics (nnU-Net's "
+                 "SyncBatchNorm), which medseg does not implement; train it on one process");
+    use_batch_norm(in);
+  }
+  if (!cfg.architecture.is_null()) use_trainer_architecture(in, cfg.architecture);
+  // One output: nnU-Net's AbstractPrimus trains without deep supervision whatever the base trainer says.
+  if (in.plans.configuration(in.configuration).architecture.primus) cfg.deep_supervision = false;
+}
+
+// The device, autocast, and the process-wide torch settings this run holds while it lives.
+void Trainer::State::choose_device_and_precision() {
+  device = torch::Device(opt.device);
+  cuda = device.is_cuda();
+  MEDSEG_CHECK(!cuda || torch::cuda::is_available(), "-device ", opt.device,
+               " requested but CUDA is not available in this build/machine");
+  augment_device = data::augment::resolve_augment_device(cfg.augment_device, device);
+  const AutocastSetting amp = autocast_setting(cfg.amp, cuda);
+  amp_on = amp.enabled;
+  amp_dtype = amp.dtype;
+  TorchSettings ts;
+  ts.threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency());
+  ts.cudnn_benchmark = opt.cudnn_benchmark == "on";
+  ts.deterministic = opt.deterministic;
+  ts.seed = static_cast<uint64_t>(cfg.seed);
+  torch_settings = std::make_unique<ScopedTorchSettings>(ts);
+}
+
+// Refuses a plan that cannot fit before the network is built (planning/memory_check.h).
+void Trainer::State::check_memory_fits(const planning::ConfigurationPlan& plan, int slab_axis) const {
+  planning::TrainingStep step{static_cast<int>(in.in_channels), static_cast<int>(in.num_classes), {}};
+  step.options.amp = amp_on;
+  step.options.optimizer = optimizer_kind(cfg.optimizer);
+  step.options.deep_supervision = cfg.deep_supervision;
   step.options.checkpointing =
-      plan.architecture.swin ? s.cfg.use_checkpoint : std::optional<bool>(s.cfg.checkpoint_encoder);
-  step.options.device = s.cuda ? planning::StepDevice::Cuda : planning::StepDevice::Cpu;
+      plan.architecture.swin ? cfg.use_checkpoint : std::optional<bool>(cfg.checkpoint_encoder);
+  step.options.device = cuda ? planning::StepDevice::Cuda : planning::StepDevice::Cpu;
   planning::check_training_fits(
       plan.architecture,
-      slab_axis < 0 ? plan.patch_size : planning::slab_patch(plan.patch_size, slab_axis, s.opt.spatial_parallel),
-      s.dp->largest_share(), step, device_memory_limit(s.opt.device), s.in.folders.plans_file,
-      "configuration '" + s.in.configuration + "'");
-  models::NetworkBuildOptions nb;
-  nb.deep_supervision = s.cfg.deep_supervision;
-  nb.checkpoint_encoder = s.cfg.checkpoint_encoder;
-  nb.use_checkpoint_override = s.cfg.use_checkpoint;
-  nb.inplace = resolve_inplace(s.cfg.inplace, plan.architecture.nonlin_inplace, s.dp->active());
-  s.net = models::build_network_from_plan(plan.architecture, s.in.in_channels, s.in.num_classes, nb);
-  s.net->to(s.device);
-  if (slab_axis >= 0) {
-    s.net->set_spatial_shard(distributed::shard_over_group(*s.opt.group, slab_axis));
-    spdlog::info("spatial parallelism: every patch in {} slabs along axis {} (halo exchange between ranks)",
-                 s.opt.spatial_parallel, slab_axis);
-  }
-  s.optimizer = make_optimizer(*s.net, s.cfg.optimizer);
-  s.params = unique_parameters(*s.net);
-  GradScalerOptions gs;
-  gs.enabled = s.amp_on && s.amp_dtype == at::kHalf;  // bf16 has fp32's range: no scaling needed
-  s.scaler = GradScaler(gs);
+      slab_axis < 0 ? plan.patch_size : planning::slab_patch(plan.patch_size, slab_axis, opt.spatial_parallel),
+      dp->largest_share(), step, device_memory_limit(opt.device), in.folders.plans_file,
+      "configuration '" + in.configuration + "'");
+}
 
-  s.loss_opts.batch_dice = plan.batch_dice;
-  s.loss_opts.batch_sum = s.dp->batch_sum();
-  s.loss_opts.spatial_sum = s.dp->spatial_sum();
-  s.loss_opts.regions = !s.in.regions.empty();
-  s.loss_opts.ignore_channel = s.loss_opts.regions && s.in.ignore_label.has_value();
-  apply_loss_config(s.cfg.loss, s.loss_opts);
+void Trainer::State::build_network_architecture(const planning::ConfigurationPlan& plan, int slab_axis) {
+  models::NetworkBuildOptions nb;
+  nb.deep_supervision = cfg.deep_supervision;
+  nb.checkpoint_encoder = cfg.checkpoint_encoder;
+  nb.use_checkpoint_override = cfg.use_checkpoint;
+  nb.inplace = resolve_inplace(cfg.inplace, plan.architecture.nonlin_inplace, dp->active());
+  net = models::build_network_from_plan(plan.architecture, in.in_channels, in.num_classes, nb);
+  net->to(device);
+  if (slab_axis >= 0) {
+    net->set_spatial_shard(distributed::shard_over_group(*opt.group, slab_axis));
+    spdlog::info("spatial parallelism: every patch in {} slabs along axis {} (halo exchange between ranks)",
+                 opt.spatial_parallel, slab_axis);
+  }
+}
+
+void Trainer::State::configure_optimizers() {
+  optimizer = make_optimizer(*net, cfg.optimizer);
+  params = unique_parameters(*net);
+  GradScalerOptions gs;
+  gs.enabled = amp_on && amp_dtype == at::kHalf;  // bf16 has fp32's range: no scaling needed
+  scaler = GradScaler(gs);
+}
+
+void Trainer::State::build_loss(const planning::ConfigurationPlan& plan) {
+  loss_opts.batch_dice = plan.batch_dice;
+  loss_opts.batch_sum = dp->batch_sum();
+  loss_opts.spatial_sum = dp->spatial_sum();
+  loss_opts.regions = !in.regions.empty();
+  loss_opts.ignore_channel = loss_opts.regions && in.ignore_label.has_value();
+  apply_loss_config(cfg.loss, loss_opts);
+}
+
+// The training and validation pipelines: augmentation, this rank's share of each batch, oversampling, mirroring.
+void Trainer::State::build_data_pipelines(const planning::ConfigurationPlan& plan) {
   data::AugmentChoice aug;
-  aug.da5 = s.cfg.augmentation == "da5";
-  aug.nearest_image = s.cfg.augment_image_interpolation == "nearest";
-  aug.nearest_seg = s.cfg.augment_seg_interpolation == "nearest";
-  aug.dummy_2d = s.cfg.dummy_2d_augmentation;
-  s.train_pipe = data::training_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground, aug);
-  s.val_pipe = data::validation_pipeline(plan, s.cfg.deep_supervision, s.cfg.oversample_foreground);
-  for (auto* p : {&s.train_pipe, &s.val_pipe}) {
-    p->share_begin = s.dp->share().begin;
-    p->share_end = s.dp->share().end;
-    apply_oversampling(s.cfg, *p);
+  aug.da5 = cfg.augmentation == Augmentation::DA5;
+  aug.nearest_image = cfg.augment_image_interpolation == Interpolation::Nearest;
+  aug.nearest_seg = cfg.augment_seg_interpolation == Interpolation::Nearest;
+  aug.dummy_2d = cfg.dummy_2d_augmentation;
+  train_pipe = data::training_pipeline(plan, cfg.deep_supervision, cfg.oversample_foreground, aug);
+  val_pipe = data::validation_pipeline(plan, cfg.deep_supervision, cfg.oversample_foreground);
+  for (auto* p : {&train_pipe, &val_pipe}) {
+    p->share_begin = dp->share().begin;
+    p->share_end = dp->share().end;
+    apply_oversampling(cfg, *p);
   }
   // nnUNetTrainerNoDA: the validation transforms for training, and the loader crops the final patch.
-  if (!s.cfg.augment) s.train_pipe = data::without_augmentation(s.train_pipe);
-  s.train_pipe.device_augment = s.augment_device.has_value();  // validation batches are not augmented
-  s.ds_weights = deep_supervision_weights(static_cast<int>(std::max<size_t>(1, s.train_pipe.ds_scales.size())));
+  if (!cfg.augment) train_pipe = data::without_augmentation(train_pipe);
+  train_pipe.device_augment = augment_device.has_value();  // validation batches are not augmented
+  ds_weights = deep_supervision_weights(static_cast<int>(std::max<size_t>(1, train_pipe.ds_scales.size())));
   // The trainer config's axes are nnU-Net's, of the patch (0..dim-1); the pipeline's are of
   // (z, y, x), where a 2D patch's z is its slice.
-  s.train_pipe.aug.mirror_axes.clear();
-  for (int a : s.cfg.mirror_axes(plan.dim())) {
-    s.train_pipe.aug.mirror_axes.push_back(a + (s.train_pipe.is_2d ? 1 : 0));
-    s.mirror_axes.push_back(a);
+  train_pipe.aug.mirror_axes.clear();
+  for (int a : cfg.mirror_axes(plan.dim())) {
+    train_pipe.aug.mirror_axes.push_back(a + (train_pipe.is_2d ? 1 : 0));
+    mirror_axes.push_back(a);
   }
+}
 
-  s.train_src = std::make_shared<data::PreprocessedCaseSource>(s.in.folders.data_folder, s.in.train_ids);
-  s.val_src = std::make_shared<data::PreprocessedCaseSource>(s.in.folders.data_folder, s.in.val_ids);
-  if (!s.in.previous_stage_folder.empty()) {
-    if (s.augment_device)
-      throw Error("configuration '" + s.in.configuration +
-                  "' is a cascade stage: device augmentation does not carry "
-                  "its previous-stage channels yet; set augment_device to cpu in the trainer config");
-    const std::string hint = previous_stage_hint(s.in);
-    s.train_src = std::make_shared<data::PreviousStageSource>(s.train_src, s.in.previous_stage_folder,
-                                                              s.in.previous_stage_labels, hint);
-    s.val_src = std::make_shared<data::PreviousStageSource>(s.val_src, s.in.previous_stage_folder,
-                                                            s.in.previous_stage_labels, hint);
-  }
-  s.dp->check_same("plans, dataset.json, trainer config and split", run_digest(s.in, s.cfg));
-  if (s.dp->active()) {  // each host may read its own copy of the data: the same bytes on every rank?
-    const auto t0 = std::chrono::steady_clock::now();
-    auto cases = data::case_digests(*s.train_src, s.in.folders.data_folder);
-    for (auto& c : data::case_digests(*s.val_src, s.in.folders.data_folder)) cases.push_back(std::move(c));
-    spdlog::info("data digest of {} case(s) in {:.2f} s", cases.size(),
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    s.dp->check_same_cases(cases);
-  }
-  // Nothing is written yet: run() and validate() check the fold folder first (open_run_folder).
+// The preprocessed cases of the split; a cascade stage's carry the previous stage's predictions as channels.
+void Trainer::State::open_case_sources() {
+  train_src = std::make_shared<data::PreprocessedCaseSource>(in.folders.data_folder, in.train_ids);
+  val_src = std::make_shared<data::PreprocessedCaseSource>(in.folders.data_folder, in.val_ids);
+  if (in.previous_stage_folder.empty()) return;
+  MEDSEG_CHECK(!augment_device, "configuration '", in.configuration,
+               "' is a cascade stage: device augmentation does not carry "
+               "its previous-stage channels yet; set augment_device to cpu in the trainer config");
+  const std::string hint = previous_stage_hint(in);
+  train_src =
+      std::make_shared<data::PreviousStageSource>(train_src, in.previous_stage_folder, in.previous_stage_labels, hint);
+  val_src =
+      std::make_shared<data::PreviousStageSource>(val_src, in.previous_stage_folder, in.previous_stage_labels, hint);
+}
+
+// Every rank trains the same run: the same inputs and settings, and (each host may read its own copy of the data)
+// the same case bytes.
+void Trainer::State::check_ranks_agree() {
+  dp->check_same("plans, dataset.json, trainer config and split", run_digest(in, cfg));
+  if (!dp->active()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto cases = data::case_digests(*train_src, in.folders.data_folder);
+  for (auto& c : data::case_digests(*val_src, in.folders.data_folder)) cases.push_back(std::move(c));
+  spdlog::info("data digest of {} case(s) in {:.2f} s", cases.size(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  dp->check_same_cases(cases);
 }
 
 Trainer::~Trainer() {
@@ -313,7 +360,7 @@ void Trainer::State::open_run_folder() {
   const data::augment::AugmentConfig& a = train_pipe.aug;
   const Shape3& L = train_pipe.loader_patch;
   spdlog::info("augmentation {}{}: loader patch {}x{}x{}, dummy 2D {}, spatial interpolation image {} / labels {}",
-               !train_pipe.augment ? "off" : (cfg.augmentation == "da5" ? "DA5" : "nnU-Net"),
+               !train_pipe.augment ? "off" : (cfg.augmentation == Augmentation::DA5 ? "DA5" : "nnU-Net"),
                train_pipe.device_augment ? " (batched on " + augment_device->str() + ")" : std::string(), L[0], L[1],
                L[2], a.dummy_2d ? "on" : "off", a.nearest_image ? "nearest" : "linear",
                a.nearest_seg ? "nearest" : "linear");

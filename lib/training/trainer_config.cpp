@@ -44,25 +44,25 @@ json TrainerConfig::to_json() const {
             {"val_iterations_per_epoch", val_iterations_per_epoch},
             {"optimizer", opt},
             {"poly_exponent", poly_exponent},
-            {"lr_schedule", lr_schedule},
+            {"lr_schedule", name_of(lr_schedule_names(), lr_schedule)},
             {"warmup_epochs", warmup_epochs},
             {"loss", loss_json},
             {"oversampling", to_string(oversampling)},
-            {"norm", norm},
+            {"norm", name_of(network_norm_names(), norm)},
             {"grad_clip", grad_clip},
             {"oversample_foreground", oversample_foreground},
             {"deep_supervision", deep_supervision},
             {"augment", augment},
-            {"augmentation", augmentation},
-            {"augment_image_interpolation", augment_image_interpolation},
-            {"augment_seg_interpolation", augment_seg_interpolation},
+            {"augmentation", name_of(augmentation_names(), augmentation)},
+            {"augment_image_interpolation", name_of(interpolation_names(), augment_image_interpolation)},
+            {"augment_seg_interpolation", name_of(interpolation_names(), augment_seg_interpolation)},
             {"dummy_2d_augmentation", dummy_2d_augmentation},
             {"checkpoint_every", checkpoint_every},
             {"ema_momentum", ema_momentum},
             {"seed", seed},
             {"amp", to_string(amp)},
             {"num_workers", num_workers},
-            {"augment_device", augment_device},
+            {"augment_device", name_of(augment_device_names(), augment_device)},
             {"checkpoint_encoder", checkpoint_encoder},
             {"use_checkpoint", use_checkpoint ? (*use_checkpoint ? 1 : 0) : -1},
             {"inplace", to_string(inplace)}};
@@ -83,19 +83,54 @@ std::vector<int> TrainerConfig::mirror_axes(int dim) const {
   return all;
 }
 
-std::string to_string(Oversampling o) {
-  return o == Oversampling::Probabilistic            ? "probabilistic"
-         : o == Oversampling::ProbabilisticBatchRate ? "probabilistic_batch_rate"
-                                                     : "batch_tail";
+const EnumNames<LrSchedule>& lr_schedule_names() {
+  static const EnumNames<LrSchedule> names = {{"poly", LrSchedule::Poly}, {"cosine", LrSchedule::Cosine}};
+  return names;
 }
+
+const EnumNames<NetworkNorm>& network_norm_names() {
+  static const EnumNames<NetworkNorm> names = {{"plans", NetworkNorm::Plans}, {"batch", NetworkNorm::Batch}};
+  return names;
+}
+
+const EnumNames<Augmentation>& augmentation_names() {
+  static const EnumNames<Augmentation> names = {{"nnunet", Augmentation::NnUNet}, {"da5", Augmentation::DA5}};
+  return names;
+}
+
+const EnumNames<Interpolation>& interpolation_names() {
+  static const EnumNames<Interpolation> names = {{"linear", Interpolation::Linear},
+                                                 {"nearest", Interpolation::Nearest}};
+  return names;
+}
+
+const EnumNames<data::augment::AugmentDevice>& augment_device_names() {
+  using data::augment::AugmentDevice;
+  static const EnumNames<AugmentDevice> names = {
+      {"cpu", AugmentDevice::Cpu}, {"cuda", AugmentDevice::Cuda}, {"cpu_batched", AugmentDevice::CpuBatched}};
+  return names;
+}
+
+const EnumNames<Oversampling>& oversampling_names() {
+  static const EnumNames<Oversampling> names = {{"batch_tail", Oversampling::BatchTail},
+                                                {"probabilistic", Oversampling::Probabilistic},
+                                                {"probabilistic_batch_rate", Oversampling::ProbabilisticBatchRate}};
+  return names;
+}
+
+const EnumNames<InplaceMode>& inplace_names() {
+  static const EnumNames<InplaceMode> names = {
+      {"auto", InplaceMode::Auto}, {"on", InplaceMode::On}, {"off", InplaceMode::Off}};
+  return names;
+}
+
+std::string to_string(Oversampling o) { return name_of(oversampling_names(), o); }
 
 InplaceMode parse_inplace(const std::string& value, const std::string& where) {
-  for (InplaceMode m : {InplaceMode::Auto, InplaceMode::On, InplaceMode::Off})
-    if (value == to_string(m)) return m;
-  throw Error(where + " must be auto, on or off, got '" + value + "'");
+  return parse_name(inplace_names(), value, where);
 }
 
-std::string to_string(InplaceMode m) { return m == InplaceMode::On ? "on" : m == InplaceMode::Off ? "off" : "auto"; }
+std::string to_string(InplaceMode m) { return name_of(inplace_names(), m); }
 
 bool resolve_inplace(InplaceMode mode, bool plans_inplace, bool data_parallel) {
   if (mode != InplaceMode::Auto) return mode == InplaceMode::On;
@@ -227,87 +262,75 @@ void check_trainer_setting(const std::string& key, double value, const std::stri
               " and <= " + format_number(r.hi) + ")");
 }
 
-TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
-  const JsonObjectReader r(j, src, "", "a trainer config");
-  r.check_keys({"format",
-                "version",
-                "name",
-                "num_epochs",
-                "iterations_per_epoch",
-                "val_iterations_per_epoch",
-                "optimizer",
-                "poly_exponent",
-                "lr_schedule",
-                "warmup_epochs",
-                "loss",
-                "oversampling",
-                "norm",
-                "grad_clip",
-                "oversample_foreground",
-                "deep_supervision",
-                "augment",
-                "augmentation",
-                "augment_image_interpolation",
-                "augment_seg_interpolation",
-                "dummy_2d_augmentation",
-                "checkpoint_every",
-                "ema_momentum",
-                "seed",
-                "amp",
-                "num_workers",
-                "augment_device",
-                "checkpoint_encoder",
-                "use_checkpoint",
-                "inplace",
-                "mirror_axes",
-                "architecture",
-                "description"});
-  TrainerConfig c;
-  c.source = src;
-  if (r.has("name")) c.name = r.file_name("name");  // like the trainer name, a name and never a path
+namespace {
+
+const std::set<std::string> kTrainerConfigKeys = {"format",
+                                                  "version",
+                                                  "name",
+                                                  "num_epochs",
+                                                  "iterations_per_epoch",
+                                                  "val_iterations_per_epoch",
+                                                  "optimizer",
+                                                  "poly_exponent",
+                                                  "lr_schedule",
+                                                  "warmup_epochs",
+                                                  "loss",
+                                                  "oversampling",
+                                                  "norm",
+                                                  "grad_clip",
+                                                  "oversample_foreground",
+                                                  "deep_supervision",
+                                                  "augment",
+                                                  "augmentation",
+                                                  "augment_image_interpolation",
+                                                  "augment_seg_interpolation",
+                                                  "dummy_2d_augmentation",
+                                                  "checkpoint_every",
+                                                  "ema_momentum",
+                                                  "seed",
+                                                  "amp",
+                                                  "num_workers",
+                                                  "augment_device",
+                                                  "checkpoint_encoder",
+                                                  "use_checkpoint",
+                                                  "inplace",
+                                                  "mirror_axes",
+                                                  "architecture",
+                                                  "description"};
+
+// How long the run is, how often it saves, how many loader threads.
+void read_run_length(const JsonObjectReader& r, TrainerConfig& c) {
   c.num_epochs = integer_in_range(r, "num_epochs", c.num_epochs);
   c.iterations_per_epoch = integer_in_range(r, "iterations_per_epoch", c.iterations_per_epoch);
   c.val_iterations_per_epoch = integer_in_range(r, "val_iterations_per_epoch", c.val_iterations_per_epoch);
   c.checkpoint_every = integer_in_range(r, "checkpoint_every", c.checkpoint_every);
   c.num_workers = static_cast<int>(integer_in_range(r, "num_workers", c.num_workers));
-  if (const int64_t v = integer_in_range(r, "use_checkpoint", -1); v >= 0) c.use_checkpoint = v == 1;
+}
+
+// The optimizer, its schedule and warm-up, the loss, the gradient clip and the EMA of the validation Dice.
+void read_optimization(const JsonObjectReader& r, TrainerConfig& c) {
   c.poly_exponent = number_in_range(r, "", "poly_exponent", c.poly_exponent);
-  if (r.has("lr_schedule"))
-    c.lr_schedule = r.choice<std::string>("lr_schedule", {{"poly", "poly"}, {"cosine", "cosine"}});
+  if (r.has("lr_schedule")) c.lr_schedule = r.choice("lr_schedule", lr_schedule_names());
   c.warmup_epochs = integer_in_range(r, "warmup_epochs", c.warmup_epochs);
   if (c.warmup_epochs >= c.num_epochs)
     throw r.error("warmup_epochs", concat("is ", c.warmup_epochs, ", not below num_epochs (", c.num_epochs, ")"));
   if (r.has("loss")) c.loss = read_loss(r.object("loss", true));
-  if (r.has("oversampling"))
-    c.oversampling =
-        r.choice<Oversampling>("oversampling", {{"batch_tail", Oversampling::BatchTail},
-                                                {"probabilistic", Oversampling::Probabilistic},
-                                                {"probabilistic_batch_rate", Oversampling::ProbabilisticBatchRate}});
-  if (r.has("norm")) c.norm = r.choice<std::string>("norm", {{"plans", "plans"}, {"batch", "batch"}});
+  if (r.has("optimizer")) c.optimizer = read_optimizer(r.object("optimizer", true));
   c.grad_clip = number_in_range(r, "", "grad_clip", c.grad_clip);
-  c.oversample_foreground = number_in_range(r, "", "oversample_foreground", c.oversample_foreground);
   c.ema_momentum = number_in_range(r, "", "ema_momentum", c.ema_momentum);
-  c.deep_supervision = r.boolean("deep_supervision", c.deep_supervision);
+}
+
+// Which patches are drawn and how they are augmented (where, with which pipeline and interpolation, which mirrors).
+void read_sampling_and_augmentation(const JsonObjectReader& r, const json& j, TrainerConfig& c) {
+  if (r.has("oversampling")) c.oversampling = r.choice<Oversampling>("oversampling", oversampling_names());
+  c.oversample_foreground = number_in_range(r, "", "oversample_foreground", c.oversample_foreground);
   c.augment = r.boolean("augment", c.augment);
-  if (r.has("augmentation"))
-    c.augmentation = r.choice<std::string>("augmentation", {{"nnunet", "nnunet"}, {"da5", "da5"}});
+  if (r.has("augmentation")) c.augmentation = r.choice("augmentation", augmentation_names());
   for (auto [key, value] : {std::pair{"augment_image_interpolation", &c.augment_image_interpolation},
                             std::pair{"augment_seg_interpolation", &c.augment_seg_interpolation}})
-    if (r.has(key)) *value = r.choice<std::string>(key, {{"linear", "linear"}, {"nearest", "nearest"}});
+    if (r.has(key)) *value = r.choice(key, interpolation_names());
   c.dummy_2d_augmentation = r.boolean("dummy_2d_augmentation", c.dummy_2d_augmentation);
-  if (r.has("augment_device"))
-    c.augment_device =
-        r.choice<std::string>("augment_device", {{"cpu", "cpu"}, {"cuda", "cuda"}, {"cpu_batched", "cpu_batched"}});
-  c.checkpoint_encoder = r.boolean("checkpoint_encoder", c.checkpoint_encoder);
-  if (r.has("seed")) c.seed = json_as<uint64_t>(j.at("seed"), "key 'seed'", src);
-  if (r.has("amp"))
-    c.amp =
-        parse_amp(r.choice<std::string>("amp", {{"auto", "auto"}, {"fp16", "fp16"}, {"bf16", "bf16"}, {"off", "off"}}),
-                  "amp", src);
-  if (r.has("inplace"))
-    c.inplace = parse_inplace(r.choice<std::string>("inplace", {{"auto", "auto"}, {"on", "on"}, {"off", "off"}}),
-                              src + ": key 'inplace'");
-  if (r.has("optimizer")) c.optimizer = read_optimizer(r.object("optimizer", true));
+  if (r.has("augment_device")) c.augment_device = r.choice("augment_device", augment_device_names());
   if (r.has("mirror_axes")) {
     const JsonObjectReader m = r.object("mirror_axes", true);
     m.check_keys({"2d", "3d"});
@@ -315,11 +338,40 @@ TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
     if (m.has("2d")) c.mirror_axes_2d = distinct_axes(m, raw, "2d", 2);
     if (m.has("3d")) c.mirror_axes_3d = distinct_axes(m, raw, "3d", 3);
   }
+}
+
+// The network the trainer builds (norm, deep supervision, checkpointing, in-place ops, its own architecture), its
+// precision and the seed of its weights and data.
+void read_network_and_precision(const JsonObjectReader& r, const json& j, const std::string& src, TrainerConfig& c) {
+  if (r.has("norm")) c.norm = r.choice("norm", network_norm_names());
+  c.deep_supervision = r.boolean("deep_supervision", c.deep_supervision);
+  c.checkpoint_encoder = r.boolean("checkpoint_encoder", c.checkpoint_encoder);
+  if (const int64_t v = integer_in_range(r, "use_checkpoint", -1); v >= 0) c.use_checkpoint = v == 1;
+  if (r.has("inplace")) c.inplace = r.choice("inplace", inplace_names());
+  if (r.has("seed")) c.seed = json_as<uint64_t>(j.at("seed"), "key 'seed'", src);
+  if (r.has("amp"))
+    c.amp =
+        parse_amp(r.choice<std::string>("amp", {{"auto", "auto"}, {"fp16", "fp16"}, {"bf16", "bf16"}, {"off", "off"}}),
+                  "amp", src);
   if (r.has("architecture")) {
     // Checked here as plans.json's block is (names, ranges); its fit to a configuration's patch size when used.
     (void)planning::architecture_from_json(j.at("architecture"), src, "key 'architecture'");
     c.architecture = j.at("architecture");
   }
+}
+
+}  // namespace
+
+TrainerConfig trainer_config_from_json(const json& j, const std::string& src) {
+  const JsonObjectReader r(j, src, "", "a trainer config");
+  r.check_keys(kTrainerConfigKeys);
+  TrainerConfig c;
+  c.source = src;
+  if (r.has("name")) c.name = r.file_name("name");  // like the trainer name, a name and never a path
+  read_run_length(r, c);
+  read_optimization(r, c);
+  read_sampling_and_augmentation(r, j, c);
+  read_network_and_precision(r, j, src, c);
   return c;
 }
 

@@ -4,11 +4,15 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/amp.h"
+#include "core/error.h"
 #include "core/json_io.h"
+#include "data/augment/config.h"
 #include "training/optimizer.h"
+#include "training/schedule.h"
 
 namespace medseg::training {
 
@@ -41,6 +45,44 @@ struct LossConfig {
 enum class Oversampling { BatchTail, Probabilistic, ProbabilisticBatchRate };
 std::string to_string(Oversampling o);  // "batch_tail", "probabilistic", "probabilistic_batch_rate"
 
+// The U-Net's normalisation: the plans' norm_op (instance norm), or nnUNetTrainerBN's BatchNorm (eps 1e-5, affine
+// weights in place of the plans' norm_op; one process only).
+enum class NetworkNorm { Plans, Batch };
+// The training augmentation: nnUNetTrainer's, or nnUNetTrainerDA5's stronger one.
+enum class Augmentation { NnUNet, DA5 };
+// The spatial transform's interpolation: linear (nnU-Net's; BG2's one-hot vote for labels) or nearest (order 0: the
+// *DASegOrd0 and DA5*ord0 trainers).
+enum class Interpolation { Linear, Nearest };
+
+// How trainer configs spell each setting's values ("poly", "batch", "da5", "nearest", "cpu_batched", ...): one table
+// per type, which the reader parses with and to_json writes from; the settings are compared as values, never as text.
+template <class E>
+using EnumNames = std::vector<std::pair<std::string, E>>;
+const EnumNames<InplaceMode>& inplace_names();
+const EnumNames<Oversampling>& oversampling_names();
+const EnumNames<LrSchedule>& lr_schedule_names();
+const EnumNames<NetworkNorm>& network_norm_names();
+const EnumNames<Augmentation>& augmentation_names();
+const EnumNames<Interpolation>& interpolation_names();
+const EnumNames<data::augment::AugmentDevice>& augment_device_names();
+// `value`'s name in `names` (each value has one).
+template <class E>
+const std::string& name_of(const EnumNames<E>& names, E value) {
+  for (const auto& [name, v] : names)
+    if (v == value) return name;
+  return names.front().first;  // not reached: every table lists each value
+}
+// The value `name` names, or Error("<where> must be one of 'a', 'b', got '<name>'") (the CLI's flags).
+template <class E>
+E parse_name(const EnumNames<E>& names, const std::string& name, const std::string& where) {
+  std::string known;
+  for (const auto& [n, v] : names) {
+    if (n == name) return v;
+    known += concat(known.empty() ? "'" : ", '", n, "'");
+  }
+  throw Error(concat(where, " must be one of ", known, ", got '", name, "'"));
+}
+
 struct TrainerConfig {
   std::string name = "nnUNetTrainer";
   int64_t num_epochs = 1000;
@@ -50,24 +92,21 @@ struct TrainerConfig {
   double poly_exponent = 0.9;
   // The learning-rate schedule: "poly" (nnU-Net's PolyLRScheduler with poly_exponent) or "cosine"
   // (nnUNetTrainerCosAnneal; training/schedule.h).
-  std::string lr_schedule = "poly";
+  LrSchedule lr_schedule = LrSchedule::Poly;
   // Linear warm-up over the first warmup_epochs epochs to the initial learning rate, then the schedule
   // over the remaining epochs (nnUNetTrainer_warmup: 50; training/schedule.h).
   int64_t warmup_epochs = 0;
   LossConfig loss;
   Oversampling oversampling = Oversampling::BatchTail;
-  // The U-Net's normalisation: "plans" (the plans' norm_op, instance norm) or "batch" (nnUNetTrainerBN:
-  // BatchNorm with eps 1e-5 and affine weights in place of the plans' norm_op; one process only).
-  std::string norm = "plans";
+  NetworkNorm norm = NetworkNorm::Plans;  // "plans" or "batch" (nnUNetTrainerBN)
   double grad_clip = 12.0;
   double oversample_foreground = 0.33;
   bool deep_supervision = true;
   bool augment = true;
-  // Which training augmentation: "nnunet" (nnUNetTrainer's) or "da5" (nnUNetTrainerDA5's stronger one).
-  std::string augmentation = "nnunet";
-  // The spatial transform's interpolation of the image and of the labels: "linear" (nnU-Net's; BG2's
-  // one-hot vote for labels) or "nearest" (order 0: the *DASegOrd0 and DA5*ord0 trainers).
-  std::string augment_image_interpolation = "linear", augment_seg_interpolation = "linear";
+  Augmentation augmentation = Augmentation::NnUNet;  // "nnunet" or "da5"
+  // The spatial transform's interpolation of the image and of the labels: "linear" or "nearest".
+  Interpolation augment_image_interpolation = Interpolation::Linear;
+  Interpolation augment_seg_interpolation = Interpolation::Linear;
   // Dummy-2D augmentation of anisotropic 3D patches (false: nnUNetTrainer_noDummy2DDA).
   bool dummy_2d_augmentation = true;
   int64_t checkpoint_every = 5;  // epochs between checkpoint_latest writes
@@ -78,7 +117,7 @@ struct TrainerConfig {
   // Where training augmentation runs: "cpu" (per sample in the loader workers), "cuda" (on the
   // collated batch on the training GPU; data/augment/device_augment.h) or "cpu_batched" (that
   // batched path on CPU tensors: CI and tests).
-  std::string augment_device = "cpu";
+  data::augment::AugmentDevice augment_device = data::augment::AugmentDevice::Cpu;
   bool checkpoint_encoder = false;     // gradient checkpointing of encoder stages (U-Nets)
   std::optional<bool> use_checkpoint;  // SwinUNETR blocks: unset as planned (-1 in the file, 0 off, 1 on)
   InplaceMode inplace = InplaceMode::Auto;

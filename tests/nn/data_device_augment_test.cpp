@@ -332,12 +332,11 @@ TEST(DeviceAugment, DeepSupervisionTargetsAreNearestExactResizes) {
 }
 
 TEST(DeviceAugment, TheSettingNamesTheDeviceAndRefusesMissingCuda) {
-  EXPECT_FALSE(resolve_augment_device("cpu", at::kCPU).has_value());
-  EXPECT_EQ(*resolve_augment_device("cpu_batched", at::kCPU), at::Device(at::kCPU));
-  EXPECT_THROW(resolve_augment_device("gpu", at::kCPU), Error);
+  EXPECT_FALSE(resolve_augment_device(AugmentDevice::Cpu, at::kCPU).has_value());
+  EXPECT_EQ(*resolve_augment_device(AugmentDevice::CpuBatched, at::kCPU), at::Device(at::kCPU));
   if (!torch::cuda::is_available()) {
     try {
-      resolve_augment_device("cuda", at::kCPU);
+      resolve_augment_device(AugmentDevice::Cuda, at::kCPU);
       ADD_FAILURE() << "augment_device cuda without CUDA must fail";
     } catch (const Error& e) {
       const std::string msg = e.what();
@@ -346,13 +345,15 @@ TEST(DeviceAugment, TheSettingNamesTheDeviceAndRefusesMissingCuda) {
       EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     }
   } else {
-    EXPECT_THROW(resolve_augment_device("cuda", at::kCPU), Error) << "the batch must live where the network does";
+    EXPECT_THROW(resolve_augment_device(AugmentDevice::Cuda, at::kCPU), Error)
+        << "the batch must live where the network does";
   }
   // The trainer config key: the three values, nothing else.
   EXPECT_EQ(training::trainer_config_from_json({{"augment_device", "cpu_batched"}}, "t.json").augment_device,
-            "cpu_batched");
+            AugmentDevice::CpuBatched);
   const training::TrainerConfig defaults;
-  EXPECT_EQ(defaults.augment_device, "cpu");
+  EXPECT_EQ(defaults.augment_device, AugmentDevice::Cpu);
+  EXPECT_EQ(defaults.to_json().at("augment_device"), "cpu");
   EXPECT_THROW(training::trainer_config_from_json({{"augment_device", "tpu"}}, "t.json"), Error);
 }
 

@@ -16,7 +16,10 @@
 #include "training/trainer_variants.h"
 
 using namespace medseg;
+using training::Augmentation;
 using training::find_trainer_config;
+using training::Interpolation;
+using training::LrSchedule;
 using training::TrainerConfig;
 namespace fs = std::filesystem;
 
@@ -70,10 +73,12 @@ TEST(TrainerVariants, OnlyMirror01) {
 // nnUNetTrainerCosAnneal: the cosine schedule, the rest of nnUNetTrainer's recipe; it travels in checkpoints.
 TEST(TrainerVariants, CosAnneal) {
   const TrainerConfig c = find_trainer_config("nnUNetTrainerCosAnneal");
-  EXPECT_EQ(c.lr_schedule, "cosine");
+  EXPECT_EQ(c.lr_schedule, LrSchedule::Cosine);
   EXPECT_EQ(c.num_epochs, 1000);
-  EXPECT_EQ(medseg::training::trainer_config_from_json(c.to_json(), "copy").lr_schedule, "cosine");
-  EXPECT_EQ(find_trainer_config("nnUNetTrainer").lr_schedule, "poly");
+  EXPECT_EQ(c.to_json().at("lr_schedule"), "cosine");  // the file's spelling
+  EXPECT_EQ(medseg::training::trainer_config_from_json(c.to_json(), "copy").lr_schedule, LrSchedule::Cosine);
+  EXPECT_EQ(find_trainer_config("nnUNetTrainer").lr_schedule, LrSchedule::Poly);
+  EXPECT_THROW(medseg::training::trainer_config_from_json({{"lr_schedule", "step"}}, "t.json"), Error);
 }
 
 TEST(TrainerVariants, NoDeepSupervision) {
@@ -82,16 +87,17 @@ TEST(TrainerVariants, NoDeepSupervision) {
 
 TEST(TrainerVariants, AugmentationVariantsSelectTheirPipelines) {
   const TrainerConfig da5 = find_trainer_config("nnUNetTrainerDA5");
-  EXPECT_EQ(da5.augmentation, "da5");
-  EXPECT_EQ(da5.augment_seg_interpolation, "linear");
+  EXPECT_EQ(da5.augmentation, Augmentation::DA5);
+  EXPECT_EQ(da5.augment_seg_interpolation, Interpolation::Linear);
   EXPECT_EQ(find_trainer_config("nnUNetTrainerDA5_10epochs").num_epochs, 10);
   const TrainerConfig ord0 = find_trainer_config("nnUNetTrainerDA5ord0");
-  EXPECT_EQ(ord0.augment_image_interpolation, "nearest");
-  EXPECT_EQ(ord0.augment_seg_interpolation, "nearest");
+  EXPECT_EQ(ord0.augment_image_interpolation, Interpolation::Nearest);
+  EXPECT_EQ(ord0.augment_seg_interpolation, Interpolation::Nearest);
+  EXPECT_EQ(ord0.to_json().at("augment_seg_interpolation"), "nearest");
   const TrainerConfig seg0 = find_trainer_config("nnUNetTrainer_DASegOrd0");
-  EXPECT_EQ(seg0.augmentation, "nnunet");
-  EXPECT_EQ(seg0.augment_image_interpolation, "linear");
-  EXPECT_EQ(seg0.augment_seg_interpolation, "nearest");
+  EXPECT_EQ(seg0.augmentation, Augmentation::NnUNet);
+  EXPECT_EQ(seg0.augment_image_interpolation, Interpolation::Linear);
+  EXPECT_EQ(seg0.augment_seg_interpolation, Interpolation::Nearest);
   EXPECT_EQ(find_trainer_config("nnUNetTrainer_onlyMirror01_DA5").mirror_axes(3), (std::vector<int>{0, 1}));
   EXPECT_FALSE(find_trainer_config("nnUNetTrainer_noDummy2DDA").dummy_2d_augmentation);
   EXPECT_TRUE(find_trainer_config("nnUNetTrainer").dummy_2d_augmentation);

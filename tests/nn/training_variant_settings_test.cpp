@@ -107,18 +107,17 @@ TEST(LossVariants, SingleTermsAndUnsmoothedDice) {
 // nnUNetTrainer_warmup: Lin_incr_LRScheduler then PolyLRScheduler_offset, worked by hand.
 TEST(ScheduleVariants, WarmupThenPolyFromTheWarmupEnd) {
   const double lr0 = 0.01;
-  EXPECT_DOUBLE_EQ(scheduled_lr("poly", lr0, 0, 1000, 0.9, 50), lr0 / 50);
-  EXPECT_DOUBLE_EQ(scheduled_lr("poly", lr0, 24, 1000, 0.9, 50), lr0 * 25 / 50);
-  EXPECT_DOUBLE_EQ(scheduled_lr("poly", lr0, 49, 1000, 0.9, 50), lr0);
-  EXPECT_DOUBLE_EQ(scheduled_lr("poly", lr0, 50, 1000, 0.9, 50), lr0);
-  EXPECT_NEAR(scheduled_lr("poly", lr0, 525, 1000, 0.9, 50), lr0 * std::pow(0.5, 0.9), 1e-15);
-  EXPECT_NEAR(scheduled_lr("cosine", lr0, 525, 1000, 0.9, 50), lr0 / 2, 1e-15);
-  EXPECT_DOUBLE_EQ(scheduled_lr("poly", lr0, 10, 100, 0.9, 0), poly_lr(lr0, 10, 100, 0.9));
+  EXPECT_DOUBLE_EQ(scheduled_lr(LrSchedule::Poly, lr0, 0, 1000, 0.9, 50), lr0 / 50);
+  EXPECT_DOUBLE_EQ(scheduled_lr(LrSchedule::Poly, lr0, 24, 1000, 0.9, 50), lr0 * 25 / 50);
+  EXPECT_DOUBLE_EQ(scheduled_lr(LrSchedule::Poly, lr0, 49, 1000, 0.9, 50), lr0);
+  EXPECT_DOUBLE_EQ(scheduled_lr(LrSchedule::Poly, lr0, 50, 1000, 0.9, 50), lr0);
+  EXPECT_NEAR(scheduled_lr(LrSchedule::Poly, lr0, 525, 1000, 0.9, 50), lr0 * std::pow(0.5, 0.9), 1e-15);
+  EXPECT_NEAR(scheduled_lr(LrSchedule::Cosine, lr0, 525, 1000, 0.9, 50), lr0 / 2, 1e-15);
+  EXPECT_DOUBLE_EQ(scheduled_lr(LrSchedule::Poly, lr0, 10, 100, 0.9, 0), poly_lr(lr0, 10, 100, 0.9));
   // A run cut shorter than its warm-up (--epochs 10 with a Primus trainer) warms up to its end, as nnU-Net's
   // Lin_incr_LRScheduler does.
-  EXPECT_DOUBLE_EQ(scheduled_lr("poly", lr0, 9, 10, 0.9, 50), lr0 * 10 / 50);
-  EXPECT_THROW(scheduled_lr("poly", lr0, 0, 50, 0.9, -1), Error);
-  EXPECT_THROW(scheduled_lr("step", lr0, 0, 50, 0.9, 0), Error);
+  EXPECT_DOUBLE_EQ(scheduled_lr(LrSchedule::Poly, lr0, 9, 10, 0.9, 50), lr0 * 10 / 50);
+  EXPECT_THROW(scheduled_lr(LrSchedule::Poly, lr0, 0, 50, 0.9, -1), Error);
 }
 
 TEST(OptimizerVariants, AdamVariantsBuildTorchsOptimizersWithTheirSettings) {
@@ -211,7 +210,7 @@ TEST(TrainerVariantSettings, TableRowsCarryNnUNetsValues) {
   EXPECT_EQ(find_trainer_config("nnUNetTrainerDiceCELoss_noSmooth").loss.dice_smooth, 0);
   EXPECT_EQ(find_trainer_config("nnUNetTrainerCELoss_5epochs").num_epochs, 5);
   EXPECT_EQ(find_trainer_config("nnUNetTrainer_warmup").warmup_epochs, 50);
-  EXPECT_EQ(find_trainer_config("nnUNetTrainerBN").norm, "batch");
+  EXPECT_EQ(find_trainer_config("nnUNetTrainerBN").norm, NetworkNorm::Batch);
   const TrainerConfig noda = find_trainer_config("nnUNetTrainerNoDA");
   EXPECT_FALSE(noda.augment);
   EXPECT_TRUE(noda.mirror_axes(3).empty());

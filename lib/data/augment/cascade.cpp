@@ -63,36 +63,51 @@ void previous_stage_one_hot(const int16_t* seg, const Shape3& shape, const std::
   preprocessing::one_hot(mirrored.data(), vol, labels, out);
 }
 
-void apply_cascade(const CascadeParams& p, float* onehot, int channels, const Shape3& shape) {
+namespace {
+
+// A binary opening, closing, dilation or erosion of one label's channel; a voxel it adds leaves the other labels.
+void apply_morphology(const CascadeParams::Morph& m, float* onehot, int channels, const Shape3& shape) {
   const int64_t n = shape[0] * shape[1] * shape[2];
+  float* c = onehot + m.channel * n;
+  const std::vector<uint8_t> before = channel_mask(c, n);
+  const std::vector<uint8_t> after = binary_operation(before, shape, m.op, m.radius);
+  for (int64_t i = 0; i < n; ++i) {
+    const bool added = after[static_cast<size_t>(i)] && !before[static_cast<size_t>(i)];
+    if (added)  // a voxel holds one label: what this channel gains, the others lose
+      for (int o = 0; o < channels; ++o)
+        if (o != m.channel) onehot[o * n + i] = 0.f;
+    c[i] = after[static_cast<size_t>(i)] ? 1.f : 0.f;
+  }
+}
+
+// One small connected component of one label's channel removed (the one `r.pick` points at), if there is one.
+void remove_component(const CascadeParams::Removal& r, float* onehot, const Shape3& shape) {
+  const int64_t n = shape[0] * shape[1] * shape[2];
+  float* c = onehot + r.channel * n;
+  const std::vector<uint8_t> mask = channel_mask(c, n);
+  if (std::find(mask.begin(), mask.end(), uint8_t{1}) == mask.end()) return;
+  const auto comps = postprocessing::connected_components(mask, shape);
+  std::vector<int32_t> eligible;
+  for (size_t k = 1; k < comps.sizes.size(); ++k)
+    if (static_cast<double>(comps.sizes[k]) < static_cast<double>(n) * kCascadeRemovalMaxFraction)
+      eligible.push_back(static_cast<int32_t>(k));
+  if (eligible.empty()) return;
+  const auto pick = std::min(eligible.size() - 1, static_cast<size_t>(r.pick * static_cast<double>(eligible.size())));
+  const int32_t gone = eligible[pick];
+  for (int64_t i = 0; i < n; ++i)
+    if (comps.label[static_cast<size_t>(i)] == gone) c[i] = 0.f;
+}
+
+}  // namespace
+
+void apply_cascade(const CascadeParams& p, float* onehot, int channels, const Shape3& shape) {
   for (const auto& m : p.morph) {
-    if (m.channel < 0 || m.channel >= channels) throw Error("apply_cascade: channel out of range");
-    float* c = onehot + m.channel * n;
-    const std::vector<uint8_t> before = channel_mask(c, n);
-    const std::vector<uint8_t> after = binary_operation(before, shape, m.op, m.radius);
-    for (int64_t i = 0; i < n; ++i) {
-      const bool added = after[static_cast<size_t>(i)] && !before[static_cast<size_t>(i)];
-      if (added)  // a voxel holds one label: what this channel gains, the others lose
-        for (int o = 0; o < channels; ++o)
-          if (o != m.channel) onehot[o * n + i] = 0.f;
-      c[i] = after[static_cast<size_t>(i)] ? 1.f : 0.f;
-    }
+    MEDSEG_CHECK(m.channel >= 0 && m.channel < channels, "apply_cascade: channel out of range");
+    apply_morphology(m, onehot, channels, shape);
   }
   for (const auto& r : p.removal) {
-    if (r.channel < 0 || r.channel >= channels) throw Error("apply_cascade: channel out of range");
-    float* c = onehot + r.channel * n;
-    const std::vector<uint8_t> mask = channel_mask(c, n);
-    if (std::find(mask.begin(), mask.end(), uint8_t{1}) == mask.end()) continue;
-    const auto comps = postprocessing::connected_components(mask, shape);
-    std::vector<int32_t> eligible;
-    for (size_t k = 1; k < comps.sizes.size(); ++k)
-      if (static_cast<double>(comps.sizes[k]) < static_cast<double>(n) * kCascadeRemovalMaxFraction)
-        eligible.push_back(static_cast<int32_t>(k));
-    if (eligible.empty()) continue;
-    const auto pick = std::min(eligible.size() - 1, static_cast<size_t>(r.pick * static_cast<double>(eligible.size())));
-    const int32_t gone = eligible[pick];
-    for (int64_t i = 0; i < n; ++i)
-      if (comps.label[static_cast<size_t>(i)] == gone) c[i] = 0.f;
+    MEDSEG_CHECK(r.channel >= 0 && r.channel < channels, "apply_cascade: channel out of range");
+    remove_component(r, onehot, shape);
   }
 }
 

@@ -9,6 +9,10 @@
 
 namespace medseg::data::augment {
 
+// Where training augmentation runs: per sample in the loader workers (Cpu, nnU-Net's way), on the collated batch on
+// the training GPU (Cuda; device_augment.h), or that batched path on CPU tensors (CpuBatched: CI and tests).
+enum class AugmentDevice { Cpu, CpuBatched, Cuda };
+
 // The per-sample transforms between the spatial transform (with Rot90 / TransposeAxes, axis_ops.h) and
 // image masking, as named steps. An order is a list of them: kIntensityOrder is nnU-Net's default pipeline
 // (nnUNetTrainer.get_training_transforms), kDA5Order nnUNetTrainerDA5's. The draws (draw.cpp), the CPU path

@@ -71,15 +71,14 @@ Batch augment_batch_on_device(Batch batch, const PipelineConfig& cfg, const at::
   return batch;
 }
 
-std::optional<at::Device> resolve_augment_device(const std::string& setting, const at::Device& training) {
-  if (setting == "cpu") return std::nullopt;
-  if (setting == "cpu_batched") return at::Device(at::kCPU);
-  if (setting != "cuda") throw Error("augment_device must be cpu, cpu_batched or cuda, got '" + setting + "'");
-  if (!torch::cuda::is_available())
-    throw Error("augment_device cuda: CUDA is not available in this build/machine (use augment_device cpu)");
-  if (!training.is_cuda())
-    throw Error("augment_device cuda needs training on a CUDA device (--device cuda); training runs on " +
-                training.str());
+std::optional<at::Device> resolve_augment_device(AugmentDevice setting, const at::Device& training) {
+  if (setting == AugmentDevice::Cpu) return std::nullopt;
+  if (setting == AugmentDevice::CpuBatched) return at::Device(at::kCPU);
+  MEDSEG_CHECK(torch::cuda::is_available(),
+               "augment_device cuda: CUDA is not available in this build/machine (use augment_device cpu)");
+  MEDSEG_CHECK(training.is_cuda(),
+               "augment_device cuda needs training on a CUDA device (--device cuda); training runs on ",
+               training.str());
   return training;
 }
 

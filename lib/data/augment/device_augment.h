@@ -35,9 +35,9 @@ DeviceAugmented augment_on_device(const DeviceBatchInput& in, const AugmentConfi
 // have built it: data and targets on `device`, z dropped for 2D, keys and labels kept.
 Batch augment_batch_on_device(Batch batch, const PipelineConfig& cfg, const at::Device& device);
 
-// The trainer's `augment_device` setting: "cpu" (per sample in the loader workers: nullopt),
-// "cpu_batched" (this path on CPU tensors) or "cuda" (this path on `training`, which must be a
-// CUDA device that is available). Throws Error with one line saying why otherwise.
-std::optional<at::Device> resolve_augment_device(const std::string& setting, const at::Device& training);
+// The device of the trainer's `augment_device` setting: nullopt for Cpu (per sample in the loader workers), the CPU
+// for CpuBatched, `training` for Cuda, which must then be a CUDA device that is available. Throws Error with one
+// line saying why otherwise.
+std::optional<at::Device> resolve_augment_device(AugmentDevice setting, const at::Device& training);
 
 }  // namespace medseg::data::augment

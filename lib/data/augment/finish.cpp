@@ -22,21 +22,33 @@ void copy_row(const T* src, T* dst, int64_t n, bool flip) {
   for (int64_t x = 0; x < n; ++x) dst[x] = src[n - 1 - x];
 }
 
+// Which of the three axes are flipped.
+std::array<bool, 3> flipped_axes(const std::vector<int64_t>& mirror_axes) {
+  std::array<bool, 3> flip{false, false, false};
+  for (int64_t a : mirror_axes) {
+    MEDSEG_CHECK(a >= 0 && a <= 2, "finish_sample: mirror axis ", a);
+    flip[static_cast<size_t>(a)] = true;
+  }
+  return flip;
+}
+
+// Per channel of C: whether it is masked (zero where the segmentation is -1, outside the nonzero mask).
+std::vector<char> masked_flags(const std::vector<int>& mask_channels, int64_t C) {
+  std::vector<char> masked(static_cast<size_t>(C), 0);
+  for (int c : mask_channels)
+    if (c >= 0 && c < C) masked[static_cast<size_t>(c)] = 1;
+  return masked;
+}
+
 }  // namespace
 
 void finish_sample(const Sample& s, const std::vector<int64_t>& mirror_axes, const std::vector<int>& mask_channels,
                    float* data_out, int16_t* seg_out) {
   const at::Tensor data = s.data.contiguous(), seg = s.seg.contiguous();
   const int64_t C = data.size(0), Z = data.size(1), Y = data.size(2), X = data.size(3);
-  if (seg.numel() != Z * Y * X) throw Error("finish_sample: segmentation and image shapes differ");
-  std::array<bool, 3> flip{false, false, false};
-  for (int64_t a : mirror_axes) {
-    MEDSEG_CHECK(a >= 0 && a <= 2, "finish_sample: mirror axis ", a);
-    flip[static_cast<size_t>(a)] = true;
-  }
-  std::vector<char> masked(static_cast<size_t>(C), 0);
-  for (int c : mask_channels)
-    if (c >= 0 && c < C) masked[static_cast<size_t>(c)] = 1;
+  MEDSEG_CHECK(seg.numel() == Z * Y * X, "finish_sample: segmentation and image shapes differ");
+  const std::array<bool, 3> flip = flipped_axes(mirror_axes);
+  const std::vector<char> masked = masked_flags(mask_channels, C);
   const float* din = data.data_ptr<float>();
   const int16_t* sin = seg.data_ptr<int16_t>();
   const int64_t vol = Z * Y * X;
