@@ -177,21 +177,21 @@ void write_case(const std::string& img_dir, const std::string& lbl_dir, const st
 
 std::string write_synthetic_dataset(const std::string& root, const SyntheticDatasetOptions& o, bool overwrite,
                                     int threads) {
-  if (o.dataset_id < 0 || o.dataset_id > 999) throw Error("dataset id must be in 0..999");
-  if (o.num_cases < 1 || o.num_channels < 1 || o.num_labels < 1)
-    throw Error("need at least one case, channel and label");
+  MEDSEG_CHECK(o.dataset_id >= 0 && o.dataset_id <= 999, "dataset id must be in 0..999");
+  MEDSEG_CHECK(o.num_cases >= 1 && o.num_channels >= 1 && o.num_labels >= 1,
+               "need at least one case, channel and label");
   // One label is no region.
-  if (o.regions && o.num_labels < 2) throw Error("--regions needs at least 2 labels");
+  MEDSEG_CHECK(!o.regions || o.num_labels >= 2, "--regions needs at least 2 labels");
   for (int a = o.two_d ? 1 : 0; a < 3; ++a)
-    if (o.min_shape[a] < 8 || o.max_shape[a] < o.min_shape[a])
-      throw Error("invalid shape range (each axis >= 8, max >= min)");
+    MEDSEG_CHECK(o.min_shape[a] >= 8 && o.max_shape[a] >= o.min_shape[a],
+                 "invalid shape range (each axis >= 8, max >= min)");
   char name[32];
   std::snprintf(name, sizeof name, "Dataset%03d_", o.dataset_id);
   check_path_component(o.name, "dataset name (--name)");
   check_path_component(o.file_ending, "file ending (--file-ending)");
   const fs::path target = fs::path(root) / (name + o.name);
-  if (fs::exists(target) && !overwrite)
-    throw FileError(target.string(), "already exists (use --overwrite to replace it)");
+  MEDSEG_CHECK_FILE(!fs::exists(target) || overwrite, target.string(),
+                    "already exists (use --overwrite to replace it)");
   refuse_taken_dataset_id(root, target.filename().string(), "choose another -d, or remove it");
   // Built aside and moved into place at the end: a failed make leaves no partial dataset, and
   // --overwrite keeps the old one until the new one is complete.
