@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command (CI runs it: .ci/run):
 #   1. installs dependencies (Debian packages; LibTorch 2.11 + CUDA 13 from PyTorch's wheel) and checks the
-#      code style (.clang-format, scripts/check_format.sh; .clang-tidy after the build, scripts/check_tidy.sh),
+#      code style (.clang-format, scripts/check_format.sh; function length and complexity, scripts/check_complexity.sh;
+#      .clang-tidy after the build, scripts/check_tidy.sh),
 #   2. builds the default build (LibTorch 2.11, CUDA compiled in) with -Werror and runs the whole ctest
 #      suite on CPU; the tests that need a GPU report "Skipped" (ctest counts them apart from passes),
 #      then installs it, moves the installed tree, runs the demo from there and builds examples/predict_image
@@ -26,6 +27,8 @@ elapsed() { echo "test.sh: $1 took $(( $(date +%s) - $2 )) s"; }
 bash "$root/scripts/install_deps.sh"
 elapsed "installing dependencies" "$t0"
 bash "$root/scripts/check_format.sh"
+# No function in lib/ over 80 lines or CCN 15 without a reason in it (lizard, from a venv outside the checkout).
+bash "$root/scripts/check_complexity.sh"
 
 # The clean root of the last step is made (debootstrap, about 5 min on a new machine, mostly waiting on the
 # network) while the builds run; the last step waits for it.

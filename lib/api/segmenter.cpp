@@ -26,10 +26,10 @@ struct Segmenter::Impl {
 Segmenter::Segmenter(const std::string& model_folder, const SegmenterOptions& o) : impl_(std::make_unique<Impl>()) {
   inference::check_step_size(o.step_size, "SegmenterOptions::step_size");
   inference::ModelFolder model = inference::load_model_folder(model_folder, o.folds, o.checkpoint);
-  if (!model.plans.configuration(model.configuration).previous_stage.empty())
-    throw Error(model_folder + " holds configuration '" + model.configuration +
-                "', a cascade stage: it needs the previous stage's segmentation, which Segmenter does not take "
-                "(use medseg_predict)");
+  MEDSEG_CHECK(model.plans.configuration(model.configuration).previous_stage.empty(), model_folder,
+               " holds configuration '", model.configuration,
+               "', a cascade stage: it needs the previous stage's segmentation, which Segmenter does not take "
+               "(use medseg_predict)");
   if (auto steps = o.postprocessing ? inference::folder_postprocessing(model_folder, model) : std::nullopt)
     impl_->postprocessing = std::move(*steps);
   impl_->configuration = model.configuration;
@@ -116,11 +116,10 @@ std::vector<std::string> Segmenter::segment_files(const std::vector<std::string>
   const int channels = static_cast<int>(p.image_channels());
   std::vector<inference::CaseInput> cases =
       inference::collect_case_inputs(inputs, p.model().dataset.file_ending, channels);
-  if (cases.size() != 1)
-    throw Error("the inputs hold " + std::to_string(cases.size()) + " cases, segment_files takes one");
+  MEDSEG_CHECK(cases.size() == 1, "the inputs hold ", std::to_string(cases.size()), " cases, segment_files takes one");
   inference::ZippedCases zipped;  // a zipped series is extracted until the case is written
   zipped.expand(cases, channels);
-  if (!cases[0].error.empty()) throw Error(cases[0].error);
+  MEDSEG_CHECK(cases[0].error.empty(), cases[0].error);
 
   // medseg_predict's options for one case, run inline on this thread (predict_folder.cpp).
   inference::RunOptions ro;
@@ -141,7 +140,7 @@ std::vector<std::string> Segmenter::segment_files(const std::vector<std::string>
   TileReports reports(p, options.progress);
   const inference::RunSummary s = inference::predict_cases(p, cases, ro);
   if (reports.cancelled()) throw Cancelled("prediction cancelled");
-  if (!s.failed.empty()) throw Error(s.failed.front().second);
+  MEDSEG_CHECK(s.failed.empty(), s.failed.front().second);
   std::vector<std::string> files = inference::output_files(
       output_folder, cases[0].id, inference::segmentation_ending(cases[0], ro), false, ro.overlays);
   if (ro.every_format)

@@ -70,13 +70,12 @@ static std::vector<int32_t> as_int32(const Volume& v) {
 CaseResult evaluate_volumes(const Volume& ref, const Volume& pred, const EvaluateOptions& o,
                             const std::string& ref_file, const std::string& pred_file) {
   const std::string grid = io::grid_mismatch(ref, pred);
-  if (!grid.empty())
-    throw FileError(pred_file,
-                    "not on the grid of the reference " + ref_file + ": " + grid + " (reference vs prediction)");
+  MEDSEG_CHECK_FILE(grid.empty(), pred_file, "not on the grid of the reference ", ref_file, ": ", grid,
+                    " (reference vs prediction)");
   if (!o.declared.empty())
     for (const auto* f : {&ref_file, &pred_file}) {
       const std::string bad = io::undeclared_labels_problem(f == &ref_file ? ref : pred, o.declared);
-      if (!bad.empty()) throw FileError(*f, bad);
+      MEDSEG_CHECK_FILE(bad.empty(), *f, bad);
     }
   const auto r = as_int32(ref), p = as_int32(pred);
   CaseResult c{ref_file, pred_file, count_labels(r.data(), p.data(), ref.numel(), o.labels, o.ignore_label)};
@@ -99,9 +98,9 @@ static CaseResult evaluate_case(const std::string& ref_file, const std::string& 
 }
 
 json evaluate_folder(const std::string& ref_folder, const std::string& pred_folder, const EvaluateOptions& o) {
-  if (!fs::is_directory(ref_folder)) throw FileError(ref_folder, "reference folder not found");
-  if (!fs::is_directory(pred_folder)) throw FileError(pred_folder, "prediction folder not found");
-  if (o.labels.empty()) throw Error("no labels to evaluate");
+  MEDSEG_CHECK_FILE(fs::is_directory(ref_folder), ref_folder, "reference folder not found");
+  MEDSEG_CHECK_FILE(fs::is_directory(pred_folder), pred_folder, "prediction folder not found");
+  MEDSEG_CHECK(!o.labels.empty(), "no labels to evaluate");
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(pred_folder)) {
     const std::string n = e.path().filename().string();
@@ -111,17 +110,17 @@ json evaluate_folder(const std::string& ref_folder, const std::string& pred_fold
   if (!o.chill)
     for (const auto& e : fs::directory_iterator(ref_folder)) {
       const std::string n = e.path().filename().string();
-      if (n.size() > o.file_ending.size() && ends_with(n, o.file_ending) &&
-          !std::binary_search(names.begin(), names.end(), n))
-        throw FileError((fs::path(pred_folder) / n).string(), "prediction missing for reference " + e.path().string() +
-                                                                  " (use --chill to evaluate the present ones)");
+      MEDSEG_CHECK_FILE(n.size() <= o.file_ending.size() || !ends_with(n, o.file_ending) ||
+                            std::binary_search(names.begin(), names.end(), n),
+                        (fs::path(pred_folder) / n).string(), "prediction missing for reference ", e.path().string(),
+                        " (use --chill to evaluate the present ones)");
     }
   std::vector<CaseResult> results(names.size());
   ProgressBar bar("evaluate", static_cast<int64_t>(names.size()));
   parallel_for(static_cast<int64_t>(names.size()), o.threads, [&](int64_t i) {
     const std::string ref = (fs::path(ref_folder) / names[static_cast<size_t>(i)]).string();
-    if (!fs::exists(ref))
-      throw FileError(ref, "reference segmentation not found for prediction " + names[static_cast<size_t>(i)]);
+    MEDSEG_CHECK_FILE(fs::exists(ref), ref, "reference segmentation not found for prediction ",
+                      names[static_cast<size_t>(i)]);
     results[static_cast<size_t>(i)] =
         evaluate_case(ref, (fs::path(pred_folder) / names[static_cast<size_t>(i)]).string(), o);
     bar.tick();
@@ -133,11 +132,11 @@ json evaluate_folder(const std::string& ref_folder, const std::string& pred_fold
 void check_summary_path(const std::string& summary, const std::string& reference_folder,
                         const std::string& prediction_folder, const std::string& file_ending) {
   check_output_apart(summary, reference_folder, "reference folder");
-  if (path_overlap_problem(summary, prediction_folder, "").rfind("contains", 0) == 0)
-    throw FileError(summary, "contains the prediction folder (" + prediction_folder + "); write the summary beside it");
-  if (ends_with(summary, file_ending) || ends_with(summary, ".nii") || ends_with(summary, ".nii.gz"))
-    throw FileError(summary, "ends like a segmentation (" + file_ending + "); the summary is a .json file");
-  if (fs::is_directory(summary)) throw FileError(summary, "is a folder; the summary is a .json file");
+  MEDSEG_CHECK_FILE(path_overlap_problem(summary, prediction_folder, "").rfind("contains", 0) != 0, summary,
+                    "contains the prediction folder (", prediction_folder, "); write the summary beside it");
+  MEDSEG_CHECK_FILE(!ends_with(summary, file_ending) && !ends_with(summary, ".nii") && !ends_with(summary, ".nii.gz"),
+                    summary, "ends like a segmentation (", file_ending, "); the summary is a .json file");
+  MEDSEG_CHECK_FILE(!fs::is_directory(summary), summary, "is a folder; the summary is a .json file");
 }
 
 }  // namespace medseg::evaluation

@@ -7,12 +7,19 @@
 
 namespace medseg::evaluation {
 
+namespace {
+
+// Whether voxel (z, y, x) lies in the mask; outside the volume counts as background.
+bool in_mask(const std::vector<uint8_t>& m, const std::array<int64_t, 3>& s, int64_t z, int64_t y, int64_t x) {
+  if (z < 0 || y < 0 || x < 0 || z >= s[0] || y >= s[1] || x >= s[2]) return false;
+  return m[static_cast<size_t>((z * s[1] + y) * s[2] + x)] != 0;
+}
+
+}  // namespace
+
 std::vector<uint8_t> surface_voxels(const std::vector<uint8_t>& m, const std::array<int64_t, 3>& s) {
   std::vector<uint8_t> out(m.size(), 0);
-  auto at = [&](int64_t z, int64_t y, int64_t x) -> bool {
-    if (z < 0 || y < 0 || x < 0 || z >= s[0] || y >= s[1] || x >= s[2]) return false;
-    return m[static_cast<size_t>((z * s[1] + y) * s[2] + x)] != 0;
-  };
+  auto at = [&](int64_t z, int64_t y, int64_t x) { return in_mask(m, s, z, y, x); };
   int64_t i = 0;
   for (int64_t z = 0; z < s[0]; ++z)
     for (int64_t y = 0; y < s[1]; ++y)

@@ -25,7 +25,7 @@ void reorient_case(LoadedCase& c) {
 }  // namespace
 
 LoadedCase load_case(const CaseFiles& files, bool reorient_to_ras, const std::string& dicom_series_uid) {
-  if (files.images.empty()) throw Error("case '" + files.id + "' has no image files");
+  MEDSEG_CHECK(!files.images.empty(), "case '", files.id, "' has no image files");
   LoadedCase c;
   c.id = files.id;
   for (const auto& f : files.images) {
@@ -41,7 +41,7 @@ LoadedCase load_case(const CaseFiles& files, bool reorient_to_ras, const std::st
       if (v.pixel_type() != PixelType::Float32) v = Volume::from_float(v.shape(), v.geometry(), v.to_float());
       if (!c.channels.empty()) {
         const std::string why = grid_mismatch(c.channels[0], v);
-        if (!why.empty()) throw FileError(f, "does not share the grid of " + files.images[0] + ": " + why);
+        MEDSEG_CHECK_FILE(why.empty(), f, "does not share the grid of ", files.images[0], ": ", why);
       }
       c.channels.push_back(std::move(v));
     }
@@ -49,14 +49,14 @@ LoadedCase load_case(const CaseFiles& files, bool reorient_to_ras, const std::st
   if (!files.label.empty()) {
     c.label = read_label(files.label);
     const std::string why = grid_mismatch(c.channels[0], c.label);
-    if (!why.empty()) throw FileError(files.label, "does not share the grid of " + files.images[0] + ": " + why);
+    MEDSEG_CHECK_FILE(why.empty(), files.label, "does not share the grid of ", files.images[0], ": ", why);
   }
   if (reorient_to_ras) reorient_case(c);
   return c;
 }
 
 LoadedCase case_from_volumes(const std::string& id, std::vector<Volume> channels, bool reorient_to_ras) {
-  if (channels.empty()) throw Error("case '" + id + "' has no image channels");
+  MEDSEG_CHECK(!channels.empty(), "case '", id, "' has no image channels");
   LoadedCase c;
   c.id = id;
   for (std::size_t k = 0; k < channels.size(); ++k) {

@@ -37,15 +37,15 @@ bool DatasetInfo::has_regions() const {
 // the folder either.
 static void check_file_ending(const std::string& ending, const std::string& file) {
   check_path_component(ending, "file_ending", file);
-  if (ending[0] != '.')
-    throw FileError(file, "file_ending '" + printable(ending) + "' must start with '.' (e.g. \".nii.gz\")");
+  MEDSEG_CHECK_FILE(ending[0] == '.', file, "file_ending '", printable(ending),
+                    "' must start with '.' (e.g. \".nii.gz\")");
 }
 
 std::vector<std::string> channel_names_from_json(const ordered_json& j, const std::string& file) {
   const char* key = j.contains("channel_names") ? "channel_names" : (j.contains("modality") ? "modality" : nullptr);
-  if (!key) throw FileError(file, "missing key 'channel_names'");
+  MEDSEG_CHECK_FILE(key, file, "missing key 'channel_names'");
   const ordered_json& c = j.at(key);
-  if (!c.is_object() || c.empty()) throw FileError(file, std::string("'") + key + "' must be a non-empty object");
+  MEDSEG_CHECK_FILE(c.is_object() && !c.empty(), file, "'", key, "' must be a non-empty object");
   std::vector<std::string> names(c.size());
   for (auto it = c.begin(); it != c.end(); ++it) {
     size_t idx = 0;
@@ -54,8 +54,8 @@ std::vector<std::string> channel_names_from_json(const ordered_json& j, const st
     } catch (...) {
       throw FileError(file, std::string("'") + key + "' keys must be channel indices, got '" + it.key() + "'");
     }
-    if (idx >= names.size() || !names[idx].empty() || !it.value().is_string())
-      throw FileError(file, std::string("'") + key + "' must map 0..N-1 to names (problem at '" + it.key() + "')");
+    MEDSEG_CHECK_FILE(idx < names.size() && names[idx].empty() && it.value().is_string(), file, "'", key,
+                      "' must map 0..N-1 to names (problem at '", it.key(), "')");
     names[idx] = it.value().get<std::string>();
   }
   return names;
@@ -63,11 +63,10 @@ std::vector<std::string> channel_names_from_json(const ordered_json& j, const st
 
 // A label value of dataset.json: 0, 1, 2, ... (-1 is preprocessing's "outside the image").
 static int label_value(const ordered_json& x, const std::string& name, const std::string& file) {
-  if (!x.is_number_unsigned() && x.get<int64_t>() < 0)
-    throw FileError(file, concat("label '", name, "' has the negative value ", x.get<int64_t>(),
-                                 "; label values are 0, 1, 2, ..."));
+  MEDSEG_CHECK_FILE(x.is_number_unsigned() || x.get<int64_t>() >= 0, file, "label '", name, "' has the negative value ",
+                    x.get<int64_t>(), "; label values are 0, 1, 2, ...");
   const uint64_t v = x.get<uint64_t>();
-  if (v > 32767) throw FileError(file, concat("label '", name, "' has the value ", v, "; at most 32767"));
+  MEDSEG_CHECK_FILE(v <= 32767, file, "label '", name, "' has the value ", v, "; at most 32767");
   return static_cast<int>(v);
 }
 
@@ -75,24 +74,23 @@ static int label_value(const ordered_json& x, const std::string& name, const std
 // and region value), so that it is never a network output.
 static void check_ignore_label(const ordered_json& labels, const std::vector<LabelDef>& defs, const std::string& file) {
   if (!labels.contains("ignore")) return;
-  if (!labels.at("ignore").is_number_integer())
-    throw FileError(file, "label 'ignore' must be one integer (nnU-Net's ignore label), not a list");
+  MEDSEG_CHECK_FILE(labels.at("ignore").is_number_integer(), file,
+                    "label 'ignore' must be one integer (nnU-Net's ignore label), not a list");
   int highest = 0;
   for (const auto& d : defs)
     if (d.name != "ignore")
       for (int v : d.values) highest = std::max(highest, v);
   const int ignore = labels.at("ignore").get<int>();
-  if (ignore != highest + 1)
-    throw FileError(file, concat("the ignore label is ", ignore, " but must be the highest label value, ", highest + 1,
-                                 " (one above every other label, as nnU-Net requires)"));
+  MEDSEG_CHECK_FILE(ignore == highest + 1, file, "the ignore label is ", ignore,
+                    " but must be the highest label value, ", highest + 1,
+                    " (one above every other label, as nnU-Net requires)");
 }
 
 std::vector<LabelDef> labels_from_json(const ordered_json& j, const std::string& file) {
-  if (!j.contains("labels") || !j.at("labels").is_object() || j.at("labels").empty())
-    throw FileError(file, "missing or empty 'labels' (expected {\"background\": 0, ...})");
-  if (j.at("labels").size() > kMaxLabels)
-    throw FileError(file, concat("'labels' has ", j.at("labels").size(), " entries; medseg reads up to ", kMaxLabels,
-                                 " (nnU-Net stores segmentations as int16)"));
+  MEDSEG_CHECK_FILE(j.contains("labels") && j.at("labels").is_object() && !j.at("labels").empty(), file,
+                    "missing or empty 'labels' (expected {\"background\": 0, ...})");
+  MEDSEG_CHECK_FILE(j.at("labels").size() <= kMaxLabels, file, "'labels' has ", j.at("labels").size(),
+                    " entries; medseg reads up to ", kMaxLabels, " (nnU-Net stores segmentations as int16)");
   std::vector<LabelDef> out;
   std::set<int> seen;
   for (auto it = j.at("labels").begin(); it != j.at("labels").end(); ++it) {
@@ -106,18 +104,18 @@ std::vector<LabelDef> labels_from_json(const ordered_json& j, const std::string&
     } else {
       throw FileError(file, "label '" + it.key() + "' must be an integer or a list of integers");
     }
-    if (d.values.size() == 1 && !seen.insert(d.values[0]).second)
-      throw FileError(file, concat("label value ", d.values[0], " is used twice"));
+    MEDSEG_CHECK_FILE(d.values.size() != 1 || seen.insert(d.values[0]).second, file, "label value ", d.values[0],
+                      " is used twice");
     out.push_back(d);
   }
-  if (!seen.count(0)) throw FileError(file, "labels must include background = 0");
+  MEDSEG_CHECK_FILE(seen.count(0), file, "labels must include background = 0");
   check_ignore_label(j.at("labels"), out, file);
   // nnU-Net requires consecutive plain labels 0..K (region datasets list their values instead).
   if (std::any_of(out.begin(), out.end(), [](const LabelDef& d) { return d.values.size() != 1; })) return out;
   int expect = 0;
   for (int v : seen) {
-    if (v != expect)
-      throw FileError(file, concat("label values must be consecutive integers starting at 0 (missing ", expect, ")"));
+    MEDSEG_CHECK_FILE(v == expect, file, "label values must be consecutive integers starting at 0 (missing ", expect,
+                      ")");
     ++expect;
   }
   return out;
@@ -162,7 +160,7 @@ std::vector<int> foreground_labels(const std::vector<LabelDef>& labels) {
 
 DatasetInfo load_dataset_info(const std::string& dataset_folder) {
   const std::string file = (fs::path(dataset_folder) / "dataset.json").string();
-  if (!fs::is_directory(dataset_folder)) throw FileError(dataset_folder, "dataset folder not found");
+  MEDSEG_CHECK_FILE(fs::is_directory(dataset_folder), dataset_folder, "dataset folder not found");
   DatasetInfo info = dataset_info_from_json(read_ordered_json(file), file);
   info.folder = dataset_folder;
   info.name = fs::path(dataset_folder).lexically_normal().filename().string();
@@ -173,13 +171,13 @@ DatasetInfo load_dataset_info(const std::string& dataset_folder) {
 DatasetInfo dataset_info_from_json(const ordered_json& j, const std::string& file) {
   DatasetInfo info;
   info.raw = j;
-  if (!info.raw.is_object()) throw FileError(file, "must be a JSON object");
+  MEDSEG_CHECK_FILE(info.raw.is_object(), file, "must be a JSON object");
   info.channel_names = channel_names_from_json(info.raw, file);
   info.labels = labels_from_json(info.raw, file);
-  if (!info.raw.contains("numTraining") || !info.raw.at("numTraining").is_number_integer())
-    throw FileError(file, "missing or non-integer 'numTraining'");
+  MEDSEG_CHECK_FILE(info.raw.contains("numTraining") && info.raw.at("numTraining").is_number_integer(), file,
+                    "missing or non-integer 'numTraining'");
   info.num_training = info.raw.at("numTraining").get<int>();
-  if (!info.raw.contains("file_ending")) throw FileError(file, "missing 'file_ending' (e.g. \".nii.gz\")");
+  MEDSEG_CHECK_FILE(info.raw.contains("file_ending"), file, "missing 'file_ending' (e.g. \".nii.gz\")");
   info.file_ending = file_ending_from_json(info.raw, file);
   const auto rw = info.raw.find("overwrite_image_reader_writer");
   info.reorient_to_ras = rw != info.raw.end() && rw->is_string() && rw->get<std::string>() == kReorientingReader;
@@ -188,7 +186,7 @@ DatasetInfo dataset_info_from_json(const ordered_json& j, const std::string& fil
 
 std::string file_ending_from_json(const ordered_json& j, const std::string& file, const std::string& fallback) {
   if (!j.is_object() || !j.contains("file_ending")) return fallback;
-  if (!j.at("file_ending").is_string()) throw FileError(file, "'file_ending' must be a string (e.g. \".nii.gz\")");
+  MEDSEG_CHECK_FILE(j.at("file_ending").is_string(), file, "'file_ending' must be a string (e.g. \".nii.gz\")");
   const std::string ending = j.at("file_ending").get<std::string>();
   check_file_ending(ending, file);
   return ending;
@@ -210,9 +208,9 @@ std::vector<CaseFiles> collect(const std::map<std::string, std::map<int, std::st
     }
     for (int k = 0; k < n; ++k) {
       auto it = chans.find(k);
-      if (it == chans.end())
-        throw FileError(dicom ? dicom_channel_folder(folder, id, k) : channel_file(folder, id, k, ending),
-                        concat("missing channel ", k, " of case '", id, "'"));
+      MEDSEG_CHECK_FILE(it != chans.end(),
+                        dicom ? dicom_channel_folder(folder, id, k) : channel_file(folder, id, k, ending),
+                        "missing channel ", k, " of case '", id, "'");
       c.images.push_back(it->second);
     }
     out.push_back(std::move(c));
@@ -223,9 +221,9 @@ std::vector<CaseFiles> collect(const std::map<std::string, std::map<int, std::st
 }  // namespace
 
 std::vector<CaseFiles> list_image_cases(const std::string& folder, const std::string& ending, int n) {
-  if (!fs::is_directory(folder)) throw FileError(folder, "image folder not found");
+  MEDSEG_CHECK_FILE(fs::is_directory(folder), folder, "image folder not found");
   const ImageFolderScan scan = scan_image_folder(folder, ending, n == 1);
-  if (!scan.problems.empty()) throw Error(scan.problems[0]);
+  MEDSEG_CHECK(scan.problems.empty(), scan.problems[0]);
   if (scan.cases.empty() && !scan.stray.empty()) {
     // A file_ending that does not match the files (".nii.gz" in dataset.json, .nii on disk) is the
     // usual cause: say what was expected and what is there.
@@ -248,14 +246,13 @@ std::vector<CaseFiles> list_training_cases(const DatasetInfo& info) {
       check_path_component(it.key(), "'dataset' case id", file);  // preprocessing writes <id>.npz & co.
       CaseFiles c{it.key(), {}, ""};
       const ordered_json& e = it.value();
-      if (!e.contains("images") || !e.contains("label"))
-        throw FileError(file, "'dataset' entry '" + it.key() + "' needs 'images' and 'label'");
+      MEDSEG_CHECK_FILE(e.contains("images") && e.contains("label"), file, "'dataset' entry '", it.key(),
+                        "' needs 'images' and 'label'");
       auto resolve = [&](const std::string& p) { return fs::path(p).is_absolute() ? p : (root / p).string(); };
       for (const auto& p : e.at("images")) c.images.push_back(resolve(p.get<std::string>()));
       c.label = resolve(e.at("label").get<std::string>());
-      if (static_cast<int>(c.images.size()) != info.num_channels())
-        throw FileError(file, concat("case '", c.id, "' lists ", c.images.size(), " images but there are ",
-                                     info.num_channels(), " channels"));
+      MEDSEG_CHECK_FILE(static_cast<int>(c.images.size()) == info.num_channels(), file, "case '", c.id, "' lists ",
+                        c.images.size(), " images but there are ", info.num_channels(), " channels");
       out.push_back(std::move(c));
     }
     std::sort(out.begin(), out.end(), [](const CaseFiles& a, const CaseFiles& b) { return a.id < b.id; });
@@ -265,9 +262,8 @@ std::vector<CaseFiles> list_training_cases(const DatasetInfo& info) {
     for (auto& c : out) c.label = (root / "labelsTr" / (c.id + info.file_ending)).string();
   }
   for (const auto& c : out) {
-    for (const auto& f : c.images)
-      if (!fs::exists(f)) throw FileError(f, "image file of case '" + c.id + "' not found");
-    if (!fs::exists(c.label)) throw FileError(c.label, "label file of case '" + c.id + "' not found");
+    for (const auto& f : c.images) MEDSEG_CHECK_FILE(fs::exists(f), f, "image file of case '", c.id, "' not found");
+    MEDSEG_CHECK_FILE(fs::exists(c.label), c.label, "label file of case '", c.id, "' not found");
   }
   return out;
 }

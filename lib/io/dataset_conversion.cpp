@@ -29,8 +29,7 @@ using ordered_json = nlohmann::ordered_json;
 // A symbolic link in a task would make the conversion copy whatever it points at, a tree outside the task
 // included (issue 42): refused, naming it.
 void refuse_link(const fs::directory_entry& e) {
-  if (e.is_symlink())
-    throw FileError(e.path().string(),
+  MEDSEG_CHECK_FILE(!e.is_symlink(), e.path().string(),
                     "is a symbolic link; the conversion copies no links (put the file itself there)");
 }
 
@@ -56,20 +55,18 @@ std::vector<std::string> case_files(const fs::path& folder) {
 // refused already) on the grid of its case's image, which may be 4D (one volume per modality).
 void check_label_fits(const fs::path& label, const fs::path& image) {
   const auto l = image_file_shape(label.string());
-  if (!fs::exists(image)) throw FileError(label.string(), "has no image of the same name in imagesTr");
+  MEDSEG_CHECK_FILE(fs::exists(image), label.string(), "has no image of the same name in imagesTr");
   const auto i = image_file_shape(image.string());
-  if (l != i)
-    throw FileError(label.string(), concat("has shape ", l[2], " x ", l[1], " x ", l[0], " but its image ",
-                                           image.string(), " has ", i[2], " x ", i[1], " x ", i[0]));
+  MEDSEG_CHECK_FILE(l == i, label.string(), "has shape ", l[2], " x ", l[1], " x ", l[0], " but its image ",
+                    image.string(), " has ", i[2], " x ", i[1], " x ", i[0]);
 }
 
 // One MSD image as CASE_0000.nii.gz ... in `to`: each volume of a 4D file, or the 3D file copied.
 void split_channels(const fs::path& file, const fs::path& to, std::size_t channels) {
   const std::string stem = file.filename().string().substr(0, file.filename().string().size() - 7);
   const std::vector<Volume> volumes = read_image_volumes(file.string());
-  if (volumes.size() != channels)
-    throw FileError(file.string(), concat("holds ", volumes.size(), " volume(s) but dataset.json names ", channels,
-                                          " modalit", channels == 1 ? "y" : "ies"));
+  MEDSEG_CHECK_FILE(volumes.size() == channels, file.string(), "holds ", volumes.size(),
+                    " volume(s) but dataset.json names ", channels, " modalit", channels == 1 ? "y" : "ies");
   if (volumes.size() == 1) {  // nnU-Net copies a 3D file as it is
     fs::copy_file(file, to / (stem + "_0000.nii.gz"));
     return;
@@ -85,25 +82,23 @@ void split_channels(const fs::path& file, const fs::path& to, std::size_t channe
 ordered_json nnunet_dataset_json(const fs::path& msd_json, std::initializer_list<const char*> drop) {
   ordered_json j = read_ordered_json(msd_json.string());
   for (const char* key : {"labels", "modality"})
-    if (!j.contains(key) || !j[key].is_object() || j[key].empty())
-      throw FileError(msd_json.string(), std::string("has no \"") + key + "\" object (is it an MSD dataset.json?)");
-  if (j["labels"].size() > kMaxLabels)
-    throw FileError(msd_json.string(), concat("\"labels\" has ", j["labels"].size(), " entries; medseg reads up to ",
-                                              kMaxLabels, " (nnU-Net stores segmentations as int16)"));
+    MEDSEG_CHECK_FILE(j.contains(key) && j[key].is_object() && !j[key].empty(), msd_json.string(), "has no \"", key,
+                      "\" object (is it an MSD dataset.json?)");
+  MEDSEG_CHECK_FILE(j["labels"].size() <= kMaxLabels, msd_json.string(), "\"labels\" has ", j["labels"].size(),
+                    " entries; medseg reads up to ", kMaxLabels, " (nnU-Net stores segmentations as int16)");
   ordered_json labels = ordered_json::object();
   std::set<std::string> names;
   for (const auto& [value, name] : j["labels"].items()) {
-    if (!name.is_string())
-      throw FileError(msd_json.string(), "labels: the name of value " + value + " is not a string");
+    MEDSEG_CHECK_FILE(name.is_string(), msd_json.string(), "labels: the name of value ", value, " is not a string");
     std::size_t used = 0;
     int v = -1;
     try {
       v = std::stoi(value, &used);
     } catch (const std::exception&) {}
-    if (used != value.size() || v < 0)
-      throw FileError(msd_json.string(), "labels: key \"" + value + "\" is not a label value");
-    if (!names.insert(name.get<std::string>()).second)
-      throw FileError(msd_json.string(), "labels: the name \"" + name.get<std::string>() + "\" is given twice");
+    MEDSEG_CHECK_FILE(used == value.size() && v >= 0, msd_json.string(), "labels: key \"", value,
+                      "\" is not a label value");
+    MEDSEG_CHECK_FILE(names.insert(name.get<std::string>()).second, msd_json.string(), "labels: the name \"",
+                      name.get<std::string>(), "\" is given twice");
     labels[name.get<std::string>()] = v;
   }
   ordered_json out = ordered_json::object();
@@ -136,13 +131,13 @@ std::string convert_msd_dataset(const MsdConversion& c) {
       if (used != sep - 4) task_id = -1;
     } catch (const std::exception&) {}
   }
-  if (task_id < 0) throw FileError(source.string(), "not an MSD task folder (its name must be TaskXX_Name)");
+  MEDSEG_CHECK_FILE(task_id >= 0, source.string(), "not an MSD task folder (its name must be TaskXX_Name)");
   const int id = c.target_id.value_or(task_id);
   MEDSEG_CHECK(id >= 0 && id <= 999, "--overwrite_id: ", id, " is not a dataset id (0 to 999)");
   for (const char* sub : {"imagesTr", "labelsTr", "imagesTs"})
-    if (!fs::is_directory(source / sub)) throw FileError((source / sub).string(), "folder missing from the MSD task");
+    MEDSEG_CHECK_FILE(fs::is_directory(source / sub), (source / sub).string(), "folder missing from the MSD task");
   const fs::path msd_json = source / "dataset.json";
-  if (!fs::is_regular_file(msd_json)) throw FileError(msd_json.string(), "missing from the MSD task");
+  MEDSEG_CHECK_FILE(fs::is_regular_file(msd_json), msd_json.string(), "missing from the MSD task");
   const ordered_json dataset = nnunet_dataset_json(msd_json, {"training", "test"});
   const std::size_t channels = dataset["channel_names"].size();
 
@@ -151,8 +146,8 @@ std::string convert_msd_dataset(const MsdConversion& c) {
   const std::string target_name = name + task.substr(sep + 1);
   refuse_taken_dataset_id(c.raw_root, target_name, "choose another with --overwrite_id");
   const fs::path target = fs::path(c.raw_root) / target_name;
-  if (fs::exists(target))
-    throw FileError(target.string(), "exists already; remove it or choose another id with --overwrite_id");
+  MEDSEG_CHECK_FILE(!fs::exists(target), target.string(),
+                    "exists already; remove it or choose another id with --overwrite_id");
   check_output_apart(target.string(), source.string(), "MSD task folder");
 
   StagedFolder staged(target.string());
@@ -183,19 +178,19 @@ std::string convert_msd_dataset(const MsdConversion& c) {
 std::string convert_old_nnunet_dataset(const std::string& source_folder, const std::string& raw_root,
                                        const std::string& target_name) {
   check_path_component(target_name, "OUTPUT_DATASET_NAME");
-  if (dataset_id_of(target_name) < 0)
-    throw Error("OUTPUT_DATASET_NAME '" + target_name + "' must follow the DatasetXXX_Name convention");
+  MEDSEG_CHECK(dataset_id_of(target_name) >= 0, "OUTPUT_DATASET_NAME '", target_name,
+               "' must follow the DatasetXXX_Name convention");
   const fs::path source(source_folder);
   for (const char* sub : {"imagesTr", "labelsTr"})
-    if (!fs::is_directory(source / sub))
-      throw FileError((source / sub).string(), "folder missing from the nnU-Net v1 task");
+    MEDSEG_CHECK_FILE(fs::is_directory(source / sub), (source / sub).string(),
+                      "folder missing from the nnU-Net v1 task");
   const fs::path v1_json = source / "dataset.json";
-  if (!fs::is_regular_file(v1_json)) throw FileError(v1_json.string(), "missing from the nnU-Net v1 task");
+  MEDSEG_CHECK_FILE(fs::is_regular_file(v1_json), v1_json.string(), "missing from the nnU-Net v1 task");
   const ordered_json dataset = nnunet_dataset_json(v1_json, {"tensorImageSize", "numTest", "training", "test"});
   refuse_taken_dataset_id(raw_root, target_name, "choose another OUTPUT_DATASET_NAME");
   const fs::path target = fs::path(raw_root) / target_name;
-  if (fs::exists(target))
-    throw FileError(target.string(), "exists already; remove it or choose another OUTPUT_DATASET_NAME");
+  MEDSEG_CHECK_FILE(!fs::exists(target), target.string(),
+                    "exists already; remove it or choose another OUTPUT_DATASET_NAME");
   check_output_apart(target.string(), source.string(), "nnU-Net v1 task folder");
 
   for (const char* sub : {"imagesTr", "labelsTr", "imagesTs", "labelsTs", "imagesVal", "labelsVal"})

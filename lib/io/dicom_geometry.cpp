@@ -24,10 +24,10 @@ constexpr double kCosineTolerance = 1e-4;
 constexpr double kSpacingTolerance = 0.01;
 
 void check_orientation(const std::string& where, const Vec& row, const Vec& col) {
-  if (std::abs(norm(row) - 1) > kCosineTolerance || std::abs(norm(col) - 1) > kCosineTolerance ||
-      std::abs(dot(row, col)) > kCosineTolerance)
-    throw FileError(where, concat("Image Orientation (Patient) is not two orthogonal unit vectors (row ", row[0], "\\",
-                                  row[1], "\\", row[2], ", column ", col[0], "\\", col[1], "\\", col[2], ")"));
+  MEDSEG_CHECK_FILE(!(std::abs(norm(row) - 1) > kCosineTolerance || std::abs(norm(col) - 1) > kCosineTolerance ||
+                      std::abs(dot(row, col)) > kCosineTolerance),
+                    where, "Image Orientation (Patient) is not two orthogonal unit vectors (row ", row[0], "\\", row[1],
+                    "\\", row[2], ", column ", col[0], "\\", col[1], "\\", col[2], ")");
 }
 
 double median(std::vector<double> v) {
@@ -42,9 +42,8 @@ double check_spacing(const std::string& where, const std::vector<DicomSlice>& s,
   std::vector<double> gaps;
   for (std::size_t i = 0; i + 1 < s.size(); ++i) {
     const double gap = along[i + 1] - along[i];
-    if (gap <= 1e-4)
-      throw FileError(where, concat("two slices at one position (", along[i],
-                                    " mm along the slice normal): ", s[i].name, " and ", s[i + 1].name));
+    MEDSEG_CHECK_FILE(!(gap <= 1e-4), where, "two slices at one position (", along[i],
+                      " mm along the slice normal): ", s[i].name, " and ", s[i + 1].name);
     gaps.push_back(gap);
   }
   const double med = median(gaps);
@@ -52,15 +51,14 @@ double check_spacing(const std::string& where, const std::vector<DicomSlice>& s,
     if (std::abs(gaps[i] - med) > kSpacingTolerance * med) {
       const std::string between = concat(along[i], " and ", along[i + 1], " mm (", s[i].name, ", ", s[i + 1].name,
                                          "): ", gaps[i], " mm where the other slices are ", med, " mm apart");
-      if (gaps[i] > 1.5 * med) throw FileError(where, "a slice is missing between " + between);
+      MEDSEG_CHECK_FILE(!(gaps[i] > 1.5 * med), where, "a slice is missing between ", between);
       throw FileError(where, "slice spacing varies by more than 1 % between " + between);
     }
     const Vec step = minus(s[i + 1].position, s[i].position);
     const Vec sideways = minus(step, {gaps[i] * normal[0], gaps[i] * normal[1], gaps[i] * normal[2]});
-    if (norm(sideways) > kSpacingTolerance * gaps[i])
-      throw FileError(where, concat("gantry tilt or sheared slices: from ", s[i].name, " to ", s[i + 1].name,
-                                    " the position moves ", norm(sideways), " mm within the slice plane (", gaps[i],
-                                    " mm along the normal); resample the series first"));
+    MEDSEG_CHECK_FILE(!(norm(sideways) > kSpacingTolerance * gaps[i]), where, "gantry tilt or sheared slices: from ",
+                      s[i].name, " to ", s[i + 1].name, " the position moves ", norm(sideways),
+                      " mm within the slice plane (", gaps[i], " mm along the normal); resample the series first");
   }
   return (along.back() - along.front()) / static_cast<double>(gaps.size());
 }
@@ -73,8 +71,8 @@ DicomSeriesGeometry series_geometry(const std::string& where, std::vector<DicomS
   MEDSEG_CHECK(!slices.empty(), "series_geometry: no slices");
   const Vec row{orientation[0], orientation[1], orientation[2]}, col{orientation[3], orientation[4], orientation[5]};
   check_orientation(where, row, col);
-  if (!(pixel_spacing[0] > 0) || !(pixel_spacing[1] > 0))
-    throw FileError(where, concat("Pixel Spacing must be positive, got ", pixel_spacing[0], "\\", pixel_spacing[1]));
+  MEDSEG_CHECK_FILE(pixel_spacing[0] > 0 && pixel_spacing[1] > 0, where, "Pixel Spacing must be positive, got ",
+                    pixel_spacing[0], "\\", pixel_spacing[1]);
   const Vec normal = cross(row, col);
   DicomSeriesGeometry out;
   for (std::size_t i = 0; i < slices.size(); ++i) out.order.push_back(i);

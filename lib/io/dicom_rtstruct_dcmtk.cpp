@@ -15,7 +15,7 @@ namespace medseg::io {
 namespace {
 
 void check(const OFCondition& c, const std::string& path, const std::string& what) {
-  if (c.bad()) throw FileError(path, "cannot write the RTSTRUCT: " + what + " (" + c.text() + ")");
+  MEDSEG_CHECK_FILE(!c.bad(), path, "cannot write the RTSTRUCT: ", what, " (", c.text(), ")");
 }
 
 void put(DcmItem& item, const DcmTagKey& key, const std::string& value, const std::string& path) {
@@ -82,9 +82,9 @@ bool add_slice_contours(DcmItem& roi, const std::vector<double>& values, int64_t
 void write_dicom_rtstruct(const std::string& path, const Volume& labels, const std::string& source,
                           const std::string& series_uid, const DicomSegInfo& info) {
   const DicomSeriesFiles src = dicom_series_files(source, series_uid);
-  if (labels.shape() != src.shape ||
-      !geometry_mismatch(labels.geometry(), labels.shape(), src.geometry, src.shape).empty())
-    throw FileError(path, "cannot write the RTSTRUCT: the label map is not on the grid of the series in " + source);
+  MEDSEG_CHECK_FILE(labels.shape() == src.shape &&
+                        geometry_mismatch(labels.geometry(), labels.shape(), src.geometry, src.shape).empty(),
+                    path, "cannot write the RTSTRUCT: the label map is not on the grid of the series in ", source);
   const std::vector<DicomInstance>& slices = src.instances;
   DcmFileFormat first;
   check(first.loadFileUntilTag(slices[0].file.c_str(), EXS_Unknown, EGL_noChange, DCM_MaxReadLength, ERM_autoDetect,

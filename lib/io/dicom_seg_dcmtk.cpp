@@ -23,7 +23,7 @@ namespace medseg::io {
 namespace {
 
 void check(const OFCondition& c, const std::string& path, const std::string& what) {
-  if (c.bad()) throw FileError(path, "cannot write the DICOM SEG: " + what + " (" + c.text() + ")");
+  MEDSEG_CHECK_FILE(!c.bad(), path, "cannot write the DICOM SEG: ", what, " (", c.text(), ")");
 }
 
 // sRGB (0..255) -> CIELab (D65) scaled as DICOM's Recommended Display CIELab Value (PS3.3 C.10.7.1.1).
@@ -45,7 +45,7 @@ std::array<Uint16, 3> cielab(const std::array<uint8_t, 3>& rgb) {
 
 std::unique_ptr<DcmSegmentation> create(const std::string& path, int64_t rows, int64_t columns,
                                         const DicomSegInfo& info) {
-  if (rows > 65535 || columns > 65535) throw FileError(path, "cannot write the DICOM SEG: slices over 65535 pixels");
+  MEDSEG_CHECK_FILE(rows <= 65535 && columns <= 65535, path, "cannot write the DICOM SEG: slices over 65535 pixels");
   // dcmseg wants every field of the equipment: medseg has no device serial number, so "0".
   IODGeneralEquipmentModule::EquipmentInfo eq("medseg", "medseg", "0", info.version.empty() ? "unknown" : info.version);
   ContentIdentificationMacro ci("1", "MEDSEG", info.description.substr(0, 64), "medseg");
@@ -130,7 +130,7 @@ void add_frame(DcmSegmentation& seg, const std::string& path, std::vector<Uint8>
   std::unique_ptr<FGDerivationImage> derivation(FGDerivationImage::createMinimal(
       refs, "Segmentation", CodeSequenceMacro("113076", "DCM", "Segmentation"),
       CodeSequenceMacro("121322", "DCM", "Source image for image processing operation")));
-  if (!pos || !derivation) throw FileError(path, "cannot write the DICOM SEG: a frame's functional groups");
+  MEDSEG_CHECK_FILE(pos && derivation, path, "cannot write the DICOM SEG: a frame's functional groups");
   OFVector<FGBase*> groups;
   groups.push_back(pos.get());
   groups.push_back(&content);
@@ -162,17 +162,16 @@ DicomCode generic_type() { return {"85756007", "SCT", "Tissue"}; }
 void write_dicom_seg(const std::string& path, const Volume& labels, const std::string& source,
                      const std::string& series_uid, const DicomSegInfo& info) {
   const DicomSeriesFiles src = dicom_series_files(source, series_uid);
-  if (labels.shape() != src.shape ||
-      !geometry_mismatch(labels.geometry(), labels.shape(), src.geometry, src.shape).empty())
-    throw FileError(path, "cannot write the DICOM SEG: the label map is not on the grid of the series in " + source);
-  if (!is_integer_type(labels.pixel_type()))
-    throw FileError(path, "cannot write the DICOM SEG: labels must be integer");
+  MEDSEG_CHECK_FILE(labels.shape() == src.shape &&
+                        geometry_mismatch(labels.geometry(), labels.shape(), src.geometry, src.shape).empty(),
+                    path, "cannot write the DICOM SEG: the label map is not on the grid of the series in ", source);
+  MEDSEG_CHECK_FILE(is_integer_type(labels.pixel_type()), path, "cannot write the DICOM SEG: labels must be integer");
   const auto [depth, rows, columns] = src.shape;
   std::unique_ptr<DcmSegmentation> seg = create(path, rows, columns, info);
   const std::vector<DicomInstance>& slices = src.instances;
   // dcmiod takes Referenced Frame Number as 16 bits
-  if (slices[0].frame > 0 && slices.size() > 65535)
-    throw FileError(path, "cannot write the DICOM SEG: a multi-frame source of more than 65535 frames");
+  MEDSEG_CHECK_FILE(slices[0].frame <= 0 || slices.size() <= 65535, path,
+                    "cannot write the DICOM SEG: a multi-frame source of more than 65535 frames");
   check(seg->importFromSourceImage(OFString(slices[0].file.c_str())), path,
         "the patient and study of " + slices[0].file);
   seg->getSeries().setSeriesDescription(info.description.substr(0, 64).c_str());
@@ -199,7 +198,7 @@ void write_dicom_seg(const std::string& path, const Volume& labels, const std::s
   if (frames == 0) {
     // Nothing found: a SEG holds at least one frame, so the first segment keeps slice 1's empty frame
     // (what highdicom writes for an empty segmentation).
-    if (info.segments.empty()) throw FileError(path, "cannot write the DICOM SEG: the model has no foreground label");
+    MEDSEG_CHECK_FILE(!info.segments.empty(), path, "cannot write the DICOM SEG: the model has no foreground label");
     std::fill(mask.begin(), mask.end(), Uint8{0});
     add_frame(*seg, path, mask, add_segment(*seg, path, info.segments[0], info), 0, src.geometry, slices[0]);
   }

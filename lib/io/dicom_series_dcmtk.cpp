@@ -57,9 +57,9 @@ std::vector<double> numbers(const std::string& file, const char* what, const std
     const std::string part = s.substr(start, end - start);
     char* stop = nullptr;
     const double x = std::strtod(part.c_str(), &stop);
-    if (part.empty() || stop == part.c_str() || std::string(stop).find_first_not_of(' ') != std::string::npos ||
-        !std::isfinite(x))
-      throw FileError(file, concat(what, " is not a list of numbers: '", s, "'"));
+    MEDSEG_CHECK_FILE(!part.empty() && stop != part.c_str() &&
+                          std::string(stop).find_first_not_of(' ') == std::string::npos && std::isfinite(x),
+                      file, what, " is not a list of numbers: '", s, "'");
     v.push_back(x);
     start = end + 1;
   }
@@ -96,8 +96,8 @@ long integer(DcmItem* ds, const DcmTagKey& key, const Header& h, const char* wha
   const std::string s = text(ds, key);
   if (s.empty()) return fallback;
   const std::vector<double> v = numbers(h.file, what, s);
-  if (v.size() != 1 || v[0] < 0 || v[0] > 1e9 || v[0] != std::floor(v[0]))
-    throw FileError(h.file, concat(what, " must be one non-negative integer, got '", s, "'"));
+  MEDSEG_CHECK_FILE(v.size() == 1 && v[0] >= 0 && v[0] <= 1e9 && v[0] == std::floor(v[0]), h.file, what,
+                    " must be one non-negative integer, got '", s, "'");
   return static_cast<long>(v[0]);
 }
 
@@ -130,7 +130,7 @@ Header read_header(const std::string& file) {
   DcmFileFormat ff;
   const OFCondition ok =
       ff.loadFileUntilTag(file.c_str(), EXS_Unknown, EGL_noChange, DCM_MaxReadLength, ERM_autoDetect, DCM_PixelData);
-  if (ok.bad()) throw FileError(file, std::string("not a readable DICOM file (") + ok.text() + ")");
+  MEDSEG_CHECK_FILE(!ok.bad(), file, "not a readable DICOM file (", ok.text(), ")");
   DcmDataset* ds = ff.getDataset();
   Header h;
   h.file = file;
@@ -151,7 +151,7 @@ Header read_header(const std::string& file) {
   h.high_bit = integer(ds, DCM_HighBit, h, "High Bit", h.bits_stored - 1);
   h.is_signed = integer(ds, DCM_PixelRepresentation, h, "Pixel Representation", 0) == 1;
   h.photometric = text(ds, DCM_PhotometricInterpretation);
-  if (h.frames > (int64_t(1) << 20)) throw FileError(file, concat("Number of Frames ", h.frames, " is not plausible"));
+  MEDSEG_CHECK_FILE(h.frames <= (int64_t(1) << 20), file, "Number of Frames ", h.frames, " is not plausible");
   read_frames(ds, h);
   return h;
 }
@@ -192,7 +192,7 @@ std::vector<std::string> dicom_files(const std::string& folder) {
       throw FileError(e.path().string(), "named .dcm but not a DICOM file (no DICM preamble)");
   }
   std::sort(files.begin(), files.end());
-  if (files.empty()) throw FileError(folder, "no DICOM files here (recognised by the DICM preamble)");
+  MEDSEG_CHECK_FILE(!files.empty(), folder, "no DICOM files here (recognised by the DICM preamble)");
   return files;
 }
 
@@ -201,8 +201,8 @@ using SeriesMap = std::map<std::string, std::vector<Header>>;
 // The image headers of `path` (a folder, or one file) grouped by Series Instance UID.
 SeriesMap image_series(const std::string& path) {
   init_dcmtk_once();
-  if (!fs::is_directory(path) && !is_dicom_file(path))
-    throw FileError(path, fs::exists(path) ? "not a DICOM file (no DICM preamble)" : "not found");
+  MEDSEG_CHECK_FILE(fs::is_directory(path) || is_dicom_file(path), path,
+                    fs::exists(path) ? "not a DICOM file (no DICM preamble)" : "not found");
   const std::vector<std::string> files = fs::is_directory(path) ? dicom_files(path) : std::vector<std::string>{path};
   SeriesMap series;
   std::string non_image;
@@ -215,7 +215,7 @@ SeriesMap image_series(const std::string& path) {
     }
     series[h.series_uid].push_back(std::move(h));
   }
-  if (series.empty()) throw FileError(path, "holds no DICOM images, only non-image objects (" + non_image + ")");
+  MEDSEG_CHECK_FILE(!series.empty(), path, "holds no DICOM images, only non-image objects (", non_image, ")");
   return series;
 }
 
@@ -230,20 +230,19 @@ std::string list_series(const SeriesMap& series) {
 const std::vector<Header>& pick_series(const std::string& path, const SeriesMap& s, const std::string& uid) {
   if (!uid.empty()) {
     const auto it = s.find(uid);
-    if (it == s.end()) throw FileError(path, "no series with UID " + uid + " here; found: " + list_series(s));
+    MEDSEG_CHECK_FILE(it != s.end(), path, "no series with UID ", uid, " here; found: ", list_series(s));
     return it->second;
   }
-  if (s.size() > 1)
-    throw FileError(path, concat("holds ", s.size(),
-                                 " series; keep one per case folder or pick one with --series_uid: ", list_series(s)));
+  MEDSEG_CHECK_FILE(s.size() <= 1, path, "holds ", s.size(),
+                    " series; keep one per case folder or pick one with --series_uid: ", list_series(s));
   return s.begin()->second;
 }
 
 template <std::size_t N>
 std::array<double, N> fixed(const std::string& file, const std::string& value, const char* what) {
-  if (value.empty()) throw FileError(file, concat("no ", what, ": the slices cannot be placed in space"));
+  MEDSEG_CHECK_FILE(!value.empty(), file, "no ", what, ": the slices cannot be placed in space");
   const std::vector<double> v = numbers(file, what, value);
-  if (v.size() != N) throw FileError(file, concat(what, " must hold ", N, " numbers, got ", v.size()));
+  MEDSEG_CHECK_FILE(v.size() == N, file, what, " must hold ", N, " numbers, got ", v.size());
   std::array<double, N> a{};
   std::copy(v.begin(), v.end(), a.begin());
   return a;
@@ -254,19 +253,17 @@ std::array<double, N> fixed(const std::string& file, const std::string& value, c
 void check_alike(const std::string& path, const std::vector<Header>& hs) {
   const Header& a = hs[0];
   for (const Header& b : hs) {
-    if (b.frames > 1 && hs.size() > 1)
-      throw FileError(b.file, concat("a multi-frame object (", b.frames,
-                                     " frames) in a series of several files; give it a folder of its own"));
-    if (b.samples != 1 || (b.bits_allocated != 8 && b.bits_allocated != 16) || b.bits_stored < 1 ||
-        b.bits_stored > b.bits_allocated || b.high_bit != b.bits_stored - 1)
-      throw FileError(b.file, concat("pixel format not supported: ", b.samples, " sample(s) per pixel (", b.photometric,
-                                     "), ", b.bits_allocated, " bits allocated, ", b.bits_stored, " stored, high bit ",
-                                     b.high_bit, " (grayscale, 8 or 16 bits allocated)"));
-    if (b.rows != a.rows || b.columns != a.columns)
-      throw FileError(path, concat("slices of different sizes: ", a.file, " is ", a.rows, "x", a.columns, ", ", b.file,
-                                   " is ", b.rows, "x", b.columns));
-    if (b.bits_allocated != a.bits_allocated || b.is_signed != a.is_signed)
-      throw FileError(path, "slices of different pixel formats: " + a.file + ", " + b.file);
+    MEDSEG_CHECK_FILE(b.frames <= 1 || hs.size() <= 1, b.file, "a multi-frame object (", b.frames,
+                      " frames) in a series of several files; give it a folder of its own");
+    MEDSEG_CHECK_FILE(b.samples == 1 && (b.bits_allocated == 8 || b.bits_allocated == 16) && b.bits_stored >= 1 &&
+                          b.bits_stored <= b.bits_allocated && b.high_bit == b.bits_stored - 1,
+                      b.file, "pixel format not supported: ", b.samples, " sample(s) per pixel (", b.photometric, "), ",
+                      b.bits_allocated, " bits allocated, ", b.bits_stored, " stored, high bit ", b.high_bit,
+                      " (grayscale, 8 or 16 bits allocated)");
+    MEDSEG_CHECK_FILE(b.rows == a.rows && b.columns == a.columns, path, "slices of different sizes: ", a.file, " is ",
+                      a.rows, "x", a.columns, ", ", b.file, " is ", b.rows, "x", b.columns);
+    MEDSEG_CHECK_FILE(b.bits_allocated == a.bits_allocated && b.is_signed == a.is_signed, path,
+                      "slices of different pixel formats: ", a.file, ", ", b.file);
     auto differs = [&](const std::string& x, const std::string& y, const char* what) {
       if (x.empty() || y.empty()) return x != y;
       const auto u = numbers(a.file, what, x), v = numbers(b.file, what, y);
@@ -275,19 +272,18 @@ void check_alike(const std::string& path, const std::vector<Header>& hs) {
         if (std::abs(u[i] - v[i]) > 1e-4 * std::max(1.0, std::abs(u[i]))) return true;
       return false;
     };
-    if (differs(a.orientation, b.orientation, "Image Orientation (Patient)"))
-      throw FileError(path,
-                      "slices of different orientations (Image Orientation (Patient)): " + a.file + ", " + b.file);
-    if (differs(a.pixel_spacing, b.pixel_spacing, "Pixel Spacing"))
-      throw FileError(path, "slices of different Pixel Spacing: " + a.file + ", " + b.file);
+    MEDSEG_CHECK_FILE(!differs(a.orientation, b.orientation, "Image Orientation (Patient)"), path,
+                      "slices of different orientations (Image Orientation (Patient)): ", a.file, ", ", b.file);
+    MEDSEG_CHECK_FILE(!differs(a.pixel_spacing, b.pixel_spacing, "Pixel Spacing"), path,
+                      "slices of different Pixel Spacing: ", a.file, ", ", b.file);
   }
 }
 
 void check_size(const std::string& where, int64_t rows, int64_t columns, int64_t slices) {
-  if (rows < 1 || columns < 1) throw FileError(where, concat("empty image (", rows, " rows, ", columns, " columns)"));
-  if (rows * columns * slices > kMaxDicomVoxels)
-    throw FileError(where, concat("series of ", slices, " x ", rows, " x ", columns, " voxels, over the limit of ",
-                                  kMaxDicomVoxels, " (", (kMaxDicomVoxels * 4) >> 30, " GiB as float)"));
+  MEDSEG_CHECK_FILE(rows >= 1 && columns >= 1, where, "empty image (", rows, " rows, ", columns, " columns)");
+  MEDSEG_CHECK_FILE(rows * columns * slices <= kMaxDicomVoxels, where, "series of ", slices, " x ", rows, " x ",
+                    columns, " voxels, over the limit of ", kMaxDicomVoxels, " (", (kMaxDicomVoxels * 4) >> 30,
+                    " GiB as float)");
 }
 
 // Frame `frame` of a file's stored samples as float: the stored bits sign-extended when signed,
@@ -316,11 +312,12 @@ void decode_frame(const T* samples, const Header& h, long frame, float* dst) {
 void read_pixels(const Header& h, const std::vector<float*>& dst) {
   DcmFileFormat ff;
   const OFCondition ok = ff.loadFile(h.file.c_str());
-  if (ok.bad()) throw FileError(h.file, std::string("cannot read the pixel data (") + ok.text() + ")");
+  MEDSEG_CHECK_FILE(!ok.bad(), h.file, "cannot read the pixel data (", ok.text(), ")");
   DcmDataset* ds = ff.getDataset();
-  if (ds->chooseRepresentation(EXS_LittleEndianExplicit, nullptr).bad() || !ds->canWriteXfer(EXS_LittleEndianExplicit))
-    throw FileError(h.file, "cannot decode the pixel data: transfer syntax " + h.transfer_syntax +
-                                " (this build decodes uncompressed, JPEG, JPEG-LS and RLE)");
+  MEDSEG_CHECK_FILE(
+      !ds->chooseRepresentation(EXS_LittleEndianExplicit, nullptr).bad() && ds->canWriteXfer(EXS_LittleEndianExplicit),
+      h.file, "cannot decode the pixel data: transfer syntax ", h.transfer_syntax,
+      " (this build decodes uncompressed, JPEG, JPEG-LS and RLE)");
   const auto need = static_cast<unsigned long>(h.rows * h.columns * h.frames);
   const Uint8* bytes = nullptr;
   const Uint16* words = nullptr;
@@ -335,9 +332,8 @@ void read_pixels(const Header& h, const std::vector<float*>& dst) {
     }
     words = nullptr;
   }
-  if ((words == nullptr && bytes == nullptr) || count < need)
-    throw FileError(h.file, concat("the pixel data holds ", count, " samples where Rows x Columns x frames need ", need,
-                                   " (truncated or corrupt)"));
+  MEDSEG_CHECK_FILE((words != nullptr || bytes != nullptr) && count >= need, h.file, "the pixel data holds ", count,
+                    " samples where Rows x Columns x frames need ", need, " (truncated or corrupt)");
   for (long f = 0; f < h.frames; ++f) {
     if (words != nullptr)
       decode_frame(words, h, f, dst[static_cast<std::size_t>(f)]);
@@ -410,8 +406,8 @@ DicomSeriesFiles dicom_series_files(const std::string& path, const std::string& 
   out.instances.resize(static_cast<std::size_t>(p.frames));
   std::size_t next = 0;  // slices in file order, frame order, as place_series numbers them
   for (const Header& h : p.headers) {
-    if (h.sop_class.empty() || h.sop_instance.empty())
-      throw FileError(h.file, "no SOP Class/Instance UID to reference");
+    MEDSEG_CHECK_FILE(!h.sop_class.empty() && !h.sop_instance.empty(), h.file,
+                      "no SOP Class/Instance UID to reference");
     for (long f = 0; f < h.frames; ++f)
       out.instances[static_cast<std::size_t>(p.z_of[next++])] = {h.file, h.sop_class, h.sop_instance,
                                                                  h.frames > 1 ? f + 1 : 0};

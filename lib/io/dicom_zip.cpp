@@ -24,14 +24,14 @@ bool is_zip_file(const std::string& path) {
 void extract_dicom_zip(const std::string& zip, const std::string& dest) {
   const ZipReader reader(zip);
   const auto& entries = reader.entries();
-  if (static_cast<int64_t>(entries.size()) > kMaxDicomZipEntries)
-    throw FileError(zip, concat(entries.size(), " entries, more than the ", kMaxDicomZipEntries, " a case may hold"));
+  MEDSEG_CHECK_FILE(static_cast<int64_t>(entries.size()) <= kMaxDicomZipEntries, zip, entries.size(),
+                    " entries, more than the ", kMaxDicomZipEntries, " a case may hold");
   uint64_t total = 0;
   for (const ZipEntry& e : entries) total += e.size;
-  if (total > static_cast<uint64_t>(kMaxDicomZipBytes))
-    throw FileError(zip, concat(total, " bytes uncompressed, more than the ", kMaxDicomZipBytes, " a case may hold"));
+  MEDSEG_CHECK_FILE(total <= static_cast<uint64_t>(kMaxDicomZipBytes), zip, total,
+                    " bytes uncompressed, more than the ", kMaxDicomZipBytes, " a case may hold");
   fs::create_directories(fs::path(dest).parent_path());
-  if (!fs::create_directory(dest)) throw FileError(dest, "exists already");
+  MEDSEG_CHECK_FILE(fs::create_directory(dest), dest, "exists already");
   static const std::regex channel("^\\d{4}$");
   for (const ZipEntry& e : entries) {
     if (e.directory) continue;

@@ -12,8 +12,8 @@ namespace medseg::io {
 
 std::vector<float> distance_to_mask(const std::vector<uint8_t>& mask, const std::array<int64_t, 3>& shape,
                                     const std::array<double, 3>& spacing) {
-  if (std::none_of(mask.begin(), mask.end(), [](uint8_t v) { return v != 0; }))
-    throw Error("distance_to_mask: empty mask");
+  MEDSEG_CHECK(!std::none_of(mask.begin(), mask.end(), [](uint8_t v) { return v != 0; }),
+               "distance_to_mask: empty mask");
   init_itk_globals_once();
   using MaskT = itk::Image<uint8_t, 3>;
   using DistT = itk::Image<float, 3>;

@@ -90,8 +90,8 @@ void copy_dataset_jsons(const std::string& from, const std::string& to) {
     const fs::path src = fs::path(from) / f;
     if (!fs::exists(src)) continue;
     // copy_file would say "Operation not supported" of a folder, naming neither it nor the problem.
-    if (!fs::is_regular_file(src))
-      throw FileError(src.string(), fs::is_directory(src) ? "is a folder, not a file" : "is not a regular file");
+    MEDSEG_CHECK_FILE(fs::is_regular_file(src), src.string(),
+                      fs::is_directory(src) ? "is a folder, not a file" : "is not a regular file");
     fs::copy_file(src, fs::path(to) / f, fs::copy_options::overwrite_existing);
   }
 }
@@ -115,16 +115,13 @@ std::vector<std::string> files_holding_channels(const std::string& id, const std
   int held = 0;
   for (int k = 0; held < n; ++k) {
     auto it = files.find(k);
-    if (it == files.end())
-      throw FileError(channel_file(folder, id, k, ending),
-                      concat("missing: case '", id, "' has ", held, " of the ", n, " channels ", expected_by,
-                             " in its first ", k, " file(s)"));
+    MEDSEG_CHECK_FILE(it != files.end(), channel_file(folder, id, k, ending), "missing: case '", id, "' has ", held,
+                      " of the ", n, " channels ", expected_by, " in its first ", k, " file(s)");
     held += image_file_channels(it->second);
     out.push_back(it->second);
   }
-  if (held != n)
-    throw FileError(out.back(), concat("case '", id, "' holds ", held, " channels in ", out.size(), " file(s); ",
-                                       expected_by, " ", n));
+  MEDSEG_CHECK_FILE(held == n, out.back(), "case '", id, "' holds ", held, " channels in ", out.size(), " file(s); ",
+                    expected_by, " ", n);
   return out;
 }
 

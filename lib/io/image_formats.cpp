@@ -78,17 +78,17 @@ std::string tiff_sidecar_for(const std::string& tiff_path) {
 
 std::array<double, 3> read_tiff_sidecar(const std::string& json_path) {
   const json j = read_json(json_path);
-  if (!j.is_object() || !j.contains("spacing"))
-    throw FileError(json_path, "a TIFF spacing file must be an object with \"spacing\": [z, y, x]");
+  MEDSEG_CHECK_FILE(j.is_object() && j.contains("spacing"), json_path,
+                    "a TIFF spacing file must be an object with \"spacing\": [z, y, x]");
   const json& s = j.at("spacing");
-  if (!s.is_array() || s.size() != 3)
-    throw FileError(json_path, "\"spacing\" must list 3 numbers (z, y, x), got " + s.dump());
+  MEDSEG_CHECK_FILE(s.is_array() && s.size() == 3, json_path, "\"spacing\" must list 3 numbers (z, y, x), got ",
+                    s.dump());
   std::array<double, 3> zyx{};
   for (size_t i = 0; i < 3; ++i) {
-    if (!s[i].is_number()) throw FileError(json_path, "\"spacing\" must list numbers, got " + s.dump());
+    MEDSEG_CHECK_FILE(s[i].is_number(), json_path, "\"spacing\" must list numbers, got ", s.dump());
     zyx[i] = s[i].get<double>();
-    if (!std::isfinite(zyx[i]) || zyx[i] <= 0)
-      throw FileError(json_path, "\"spacing\" values must be positive, got " + s.dump());
+    MEDSEG_CHECK_FILE(std::isfinite(zyx[i]) && zyx[i] > 0, json_path, "\"spacing\" values must be positive, got ",
+                      s.dump());
   }
   return {zyx[2], zyx[1], zyx[0]};
 }

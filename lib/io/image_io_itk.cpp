@@ -168,9 +168,8 @@ std::vector<Volume> apply_palette(const std::string& path, const Volume& idx,
     std::vector<double> values(index.size());
     for (size_t i = 0; i < index.size(); ++i) {
       const double k = index[i];
-      if (k < 0 || k >= static_cast<double>(pal.size()))
-        throw FileError(path, concat("palette index ", static_cast<int64_t>(k), " is outside the palette of ",
-                                     pal.size(), " colors"));
+      MEDSEG_CHECK_FILE(k >= 0 && k < static_cast<double>(pal.size()), path, "palette index ", static_cast<int64_t>(k),
+                        " is outside the palette of ", pal.size(), " colors");
       values[i] = pal[static_cast<size_t>(k)][static_cast<size_t>(c)];
     }
     out.push_back(
@@ -311,12 +310,9 @@ void check_natural_size(const std::string& path, const itk::ImageIOBase& io, uns
     n = d > 0 && n > (int64_t(1) << 40) / d ? (int64_t(1) << 40) : n * d;
   }
   const int64_t limit = nd == 2 ? kMaxNaturalImagePixels : kMaxTiffStackVoxels;
-  if (n > limit)
-    throw FileError(
-        path,
-        concat("declares ", n >= (int64_t(1) << 40) ? std::string("more than 2^40") : std::to_string(n),
-               nd == 2 ? " pixels; medseg reads 2D images of up to " : " voxels; medseg reads TIFF stacks of up to ",
-               limit));
+  MEDSEG_CHECK_FILE(
+      n <= limit, path, "declares ", n >= (int64_t(1) << 40) ? std::string("more than 2^40") : std::to_string(n),
+      nd == 2 ? " pixels; medseg reads 2D images of up to " : " voxels; medseg reads TIFF stacks of up to ", limit);
 }
 
 }  // namespace
@@ -331,16 +327,16 @@ namespace {
 itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
   init_itk_globals_once();
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw FileError(path, "file not found");
-  if (fs::is_directory(path, ec)) throw FileError(path, "is a folder, not an image file");
-  if (fs::file_size(path, ec) == 0) throw FileError(path, "empty file (0 bytes)");
+  MEDSEG_CHECK_FILE(fs::exists(path, ec), path, "file not found");
+  MEDSEG_CHECK_FILE(!fs::is_directory(path, ec), path, "is a folder, not an image file");
+  MEDSEG_CHECK_FILE(fs::file_size(path, ec) != 0, path, "empty file (0 bytes)");
   check_png_complete(path);  // libpng aborts on what it cannot decode
   check_bmp_complete(path);
   const int64_t nifti_nonfinite = check_nifti_complete(path);
-  if (nifti_nonfinite > 0) throw FileError(path, concat(nifti_nonfinite, " voxel(s) are NaN or Inf"));
+  MEDSEG_CHECK_FILE(nifti_nonfinite <= 0, path, nifti_nonfinite, " voxel(s) are NaN or Inf");
   itk::ImageIOBase::Pointer io =
       itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::ImageIOFactory::IOFileModeEnum::ReadMode);
-  if (!io) throw FileError(path, "not a readable image (unknown format or corrupt header)");
+  MEDSEG_CHECK_FILE(io, path, "not a readable image (unknown format or corrupt header)");
   const bool natural = image_family(path) != ImageFamily::Medical;
   try {
     io->SetFileName(path);
@@ -353,22 +349,22 @@ itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
   const unsigned comps = io->GetNumberOfComponents();
   // nnU-Net's NaturalImage2DIO: a 2D RGB or RGBA file is 3 or 4 channels; nothing else holds several.
   const bool color = natural && nd == 2 && (comps == 3 || comps == 4);
-  if (comps != 1 && !(color && (volumes || tiff_planar_separate(path))))
-    throw FileError(path, concat("has ", comps, " components per voxel; ",
-                                 color ? "a color image is image channels, not a label or a single channel"
-                                 : natural && nd == 2 ? "2D images must be grayscale, RGB or RGBA"
-                                                      : "medseg expects one channel per file (_0000, _0001, ...)"));
-  if (nd < 2 || nd > 4 || (nd == 4 && io->GetDimensions(3) != 1 && !volumes))
-    throw FileError(path, concat("has ", nd, " dimensions; expected a 2D or 3D image"));
+  MEDSEG_CHECK_FILE(comps == 1 || (color && (volumes || tiff_planar_separate(path))), path, "has ", comps,
+                    " components per voxel; ",
+                    color                ? "a color image is image channels, not a label or a single channel"
+                    : natural && nd == 2 ? "2D images must be grayscale, RGB or RGBA"
+                                         : "medseg expects one channel per file (_0000, _0001, ...)");
+  MEDSEG_CHECK_FILE(nd >= 2 && nd <= 4 && (nd != 4 || io->GetDimensions(3) == 1 || volumes), path, "has ", nd,
+                    " dimensions; expected a 2D or 3D image");
   if (natural) check_natural_size(path, *io, nd);
   const std::string geometry = header_geometry_problem(*io, nd);
-  if (!geometry.empty()) throw FileError(path, "bad geometry in the header: " + geometry);
+  MEDSEG_CHECK_FILE(geometry.empty(), path, "bad geometry in the header: ", geometry);
   return io;
 }
 
 void check_finite(const std::string& path, const Volume& v) {
   const int64_t bad = count_non_finite(v);
-  if (bad > 0) throw FileError(path, concat(bad, " voxel(s) are NaN or Inf"));
+  MEDSEG_CHECK_FILE(bad <= 0, path, bad, " voxel(s) are NaN or Inf");
 }
 
 }  // namespace
@@ -403,8 +399,8 @@ std::vector<Volume> read_checked(const std::string& path, itk::ImageIOBase* io, 
   const auto pal = palette_of(io);
   if (!pal.empty()) {
     out = apply_palette(path, out.at(0), pal);
-    if (out.size() > 1 && !volumes)
-      throw FileError(path, "is a color palette image (3 channels); a label or a single channel must be grayscale");
+    MEDSEG_CHECK_FILE(out.size() <= 1 || volumes, path,
+                      "is a color palette image (3 channels); a label or a single channel must be grayscale");
   }
   for (const auto& v : out) check_finite(path, v);
   return out;
@@ -465,9 +461,9 @@ Volume read_label(const std::string& path) {
                               "); labels must be integers");
   }
   for (double x : {lo, hi})
-    if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max())
-      throw FileError(path, "label map has value " + label_value_str(x) +
-                                ", far outside any label range (labels are the integers dataset.json declares)");
+    MEDSEG_CHECK_FILE(x >= std::numeric_limits<int32_t>::min() && x <= std::numeric_limits<int32_t>::max(), path,
+                      "label map has value ", label_value_str(x),
+                      ", far outside any label range (labels are the integers dataset.json declares)");
   const bool fits16 = lo >= -32768 && hi <= 32767;
   const PixelType target = fits16 ? PixelType::Int16 : PixelType::Int32;
   if (v.pixel_type() == target) return v;
@@ -490,11 +486,10 @@ Volume writable_for_family(const std::string& path, const Volume& v) {
   const std::vector<double> values = v.to_double();
   const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
   const double min = values.empty() ? 0 : *lo, max = values.empty() ? 0 : *hi;
-  if (min < 0) throw FileError(path, "holds negative values (" + label_value_str(min) + "), which this format cannot");
+  MEDSEG_CHECK_FILE(min >= 0, path, "holds negative values (", label_value_str(min), "), which this format cannot");
   const bool bmp = ends_with(lower_name(path), ".bmp");
-  if (max > (bmp ? 255 : 65535))
-    throw FileError(
-        path, "value " + label_value_str(max) + " does not fit the format's " + (bmp ? "8" : "16") + "-bit pixels");
+  MEDSEG_CHECK_FILE(max <= (bmp ? 255 : 65535), path, "value ", label_value_str(max), " does not fit the format's ",
+                    (bmp ? "8" : "16"), "-bit pixels");
   const PixelType t = max < 255 ? PixelType::UInt8 : PixelType::UInt16;
   return v.pixel_type() == t ? v : Volume::from_values(t, v.shape(), v.geometry(), values);
 }
@@ -504,8 +499,8 @@ Volume writable_for_family(const std::string& path, const Volume& v) {
 void write_image(const std::string& path, const Volume& input) {
   init_itk_globals_once();
   const std::string ending = image_ending(path);
-  if (ending.empty())
-    throw FileError(path, "unknown image file ending (use .nii.gz, .nii, .nrrd, .mha, .gipl, .png, .bmp, .tif)");
+  MEDSEG_CHECK_FILE(!ending.empty(), path,
+                    "unknown image file ending (use .nii.gz, .nii, .nrrd, .mha, .gipl, .png, .bmp, .tif)");
   const fs::path target(path);
   const fs::path dir = target.parent_path();
   if (!dir.empty()) fs::create_directories(dir);

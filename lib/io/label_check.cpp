@@ -28,7 +28,7 @@ std::vector<int> distinct_label_values(const Volume& label) {
       if (seen[static_cast<size_t>(v)]) out.push_back(v - 32768);
     return out;
   }
-  if (label.pixel_type() != PixelType::Int32) throw Error("distinct_label_values: not an Int16/Int32 label map");
+  MEDSEG_CHECK(label.pixel_type() == PixelType::Int32, "distinct_label_values: not an Int16/Int32 label map");
   out.assign(label.data<int32_t>(), label.data<int32_t>() + label.numel());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -46,7 +46,7 @@ std::string undeclared_labels_problem(const Volume& label, const std::vector<int
 void check_label_values(const Volume& label, const std::vector<int>& declared, const std::string& file,
                         const std::string& case_id) {
   const std::string problem = undeclared_labels_problem(label, declared);
-  if (!problem.empty()) throw FileError(file, "case '" + case_id + "': " + problem);
+  MEDSEG_CHECK_FILE(problem.empty(), file, "case '", case_id, "': ", problem);
 }
 
 }  // namespace medseg::io

@@ -26,7 +26,7 @@ uint32_t le16(const unsigned char* p) { return uint32_t(p[0]) | uint32_t(p[1]) <
 
 std::string read_all(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw FileError(path, "cannot be opened");
+  MEDSEG_CHECK_FILE(f, path, "cannot be opened");
   return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
@@ -36,9 +36,8 @@ std::string lower(std::string s) {
 }
 
 void check_pixels(const std::string& path, int64_t width, int64_t height) {
-  if (width * height > kMaxNaturalImagePixels)
-    throw FileError(path, concat("declares ", width, " x ", height, " pixels; medseg reads 2D images of up to ",
-                                 kMaxNaturalImagePixels, " pixels (8192 x 8192)"));
+  MEDSEG_CHECK_FILE(width * height <= kMaxNaturalImagePixels, path, "declares ", width, " x ", height,
+                    " pixels; medseg reads 2D images of up to ", kMaxNaturalImagePixels, " pixels (8192 x 8192)");
 }
 
 struct Ihdr {
@@ -50,23 +49,23 @@ struct Ihdr {
 };
 
 Ihdr parse_ihdr(const std::string& path, const unsigned char* d, uint32_t length) {
-  if (length != 13) throw FileError(path, "corrupt PNG: IHDR is not 13 bytes");
+  MEDSEG_CHECK_FILE(length == 13, path, "corrupt PNG: IHDR is not 13 bytes");
   Ihdr h;
   h.width = be32(d);
   h.height = be32(d + 4);
   h.depth = d[8];
   h.color = d[9];
-  if (h.width == 0 || h.height == 0 || h.width > 0x7fffffff || h.height > 0x7fffffff)
-    throw FileError(path, concat("corrupt PNG: its header declares ", h.width, " x ", h.height, " pixels"));
+  MEDSEG_CHECK_FILE(h.width != 0 && h.height != 0 && h.width <= 0x7fffffff && h.height <= 0x7fffffff, path,
+                    "corrupt PNG: its header declares ", h.width, " x ", h.height, " pixels");
   static const std::array<std::vector<int>, 7> depths = {
       std::vector<int>{1, 2, 4, 8, 16}, {}, {8, 16}, {1, 2, 4, 8}, {8, 16}, {}, {8, 16}};
   const bool valid_color = h.color < 7 && !depths[static_cast<size_t>(h.color)].empty();
   bool valid_depth = false;
   if (valid_color)
     for (int v : depths[static_cast<size_t>(h.color)]) valid_depth = valid_depth || v == h.depth;
-  if (!valid_depth || d[10] != 0 || d[11] != 0 || d[12] > 1)
-    throw FileError(path, concat("corrupt PNG: color type ", h.color, " with bit depth ", h.depth, ", compression ",
-                                 int(d[10]), ", filter ", int(d[11]), ", interlace ", int(d[12]), " is not valid"));
+  MEDSEG_CHECK_FILE(valid_depth && d[10] == 0 && d[11] == 0 && d[12] <= 1, path, "corrupt PNG: color type ", h.color,
+                    " with bit depth ", h.depth, ", compression ", int(d[10]), ", filter ", int(d[11]), ", interlace ",
+                    int(d[12]), " is not valid");
   h.interlaced = d[12] == 1;
   check_pixels(path, h.width, h.height);
   return h;
@@ -89,11 +88,12 @@ std::vector<std::pair<int64_t, int64_t>> png_rows(const Ihdr& h) {
 // Inflates the image data and walks its rows: each starts with a filter byte 0-4, and the stream ends
 // exactly after the last row. Memory stays at one 64 KB buffer whatever the image's size.
 void check_png_data(const std::string& path, const std::string& data, const Ihdr& h) {
+  // #lizard forgives: one pass of zlib's inflate loop over PNG's row layout; split, its state would travel apart
   const auto rows = png_rows(h);
   size_t block = 0;
   int64_t row = 0, at = -1;  // at: the byte within the current row, -1 for its filter byte
   z_stream z{};
-  if (inflateInit(&z) != Z_OK) throw FileError(path, "zlib cannot start");
+  MEDSEG_CHECK_FILE(inflateInit(&z) == Z_OK, path, "zlib cannot start");
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   z.avail_in = static_cast<uInt>(data.size());
   std::vector<unsigned char> out(1 << 16);
@@ -135,7 +135,7 @@ void check_png_data(const std::string& path, const std::string& data, const Ihdr
   }
   inflateEnd(&z);
   if (problem.empty() && block != rows.size()) problem = "its image data ends before the last row (truncated file?)";
-  if (!problem.empty()) throw FileError(path, "corrupt PNG: " + problem);
+  MEDSEG_CHECK_FILE(problem.empty(), path, "corrupt PNG: ", problem);
 }
 
 // An 8-bit run-length-encoded BMP stream, walked as ITK 5.2's BMPImageIO::Read decodes it (bottom row
@@ -175,40 +175,41 @@ void check_bmp_rle8(const std::string& path, const unsigned char* d, size_t size
 }  // namespace
 
 void check_png_complete(const std::string& path) {
+  // #lizard forgives: PNG's chunk layout checked in file order, one condition per rule of the format
   if (!ends_with(lower(path), ".png")) return;
   const std::string bytes = read_all(path);
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   const size_t n = bytes.size();
   static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  if (n < 8 || !std::equal(signature, signature + 8, p)) throw FileError(path, "not a PNG file (bad signature)");
+  MEDSEG_CHECK_FILE(n >= 8 && std::equal(signature, signature + 8, p), path, "not a PNG file (bad signature)");
   Ihdr h;
   std::string data;  // the IDAT chunks' bytes, concatenated
   bool ihdr = false, plte = false, idat_done = false, iend = false;
   for (size_t at = 8; !iend;) {
-    if (n - at < 12) throw FileError(path, concat("corrupt PNG: cut short at byte ", at, " (truncated file?)"));
+    MEDSEG_CHECK_FILE(n - at >= 12, path, "corrupt PNG: cut short at byte ", at, " (truncated file?)");
     const uint32_t length = be32(p + at);
     const std::string type(reinterpret_cast<const char*>(p + at + 4), 4);
-    if (length > 0x7fffffff || length > n - at - 12)
-      throw FileError(path, concat("corrupt PNG: chunk at byte ", at, " runs past the end (truncated file?)"));
+    MEDSEG_CHECK_FILE(length <= 0x7fffffff && length <= n - at - 12, path, "corrupt PNG: chunk at byte ", at,
+                      " runs past the end (truncated file?)");
     for (char c : type)
-      if (!std::isalpha(static_cast<unsigned char>(c)))
-        throw FileError(path, concat("corrupt PNG: chunk at byte ", at, " has no valid type"));
+      MEDSEG_CHECK_FILE(std::isalpha(static_cast<unsigned char>(c)), path, "corrupt PNG: chunk at byte ", at,
+                        " has no valid type");
     const unsigned char* d = p + at + 8;
-    if (be32(d + length) != crc32(crc32(0L, Z_NULL, 0), p + at + 4, length + 4))
-      throw FileError(path, "corrupt PNG: chunk " + type + " fails its CRC check");
-    if (!ihdr && type != "IHDR") throw FileError(path, "corrupt PNG: the first chunk is not IHDR");
+    MEDSEG_CHECK_FILE(be32(d + length) == crc32(crc32(0L, Z_NULL, 0), p + at + 4, length + 4), path,
+                      "corrupt PNG: chunk ", type, " fails its CRC check");
+    MEDSEG_CHECK_FILE(ihdr || type == "IHDR", path, "corrupt PNG: the first chunk is not IHDR");
     const bool critical = std::isupper(static_cast<unsigned char>(type[0]));
     if (type == "IHDR") {
-      if (ihdr) throw FileError(path, "corrupt PNG: two IHDR chunks");
+      MEDSEG_CHECK_FILE(!ihdr, path, "corrupt PNG: two IHDR chunks");
       h = parse_ihdr(path, d, length);
       ihdr = true;
     } else if (type == "PLTE") {
-      if (plte || !data.empty() || length % 3 || length == 0 || length / 3 > 256 || h.color == 0 || h.color == 4 ||
-          (h.color == 3 && length / 3 > (1u << h.depth)))
-        throw FileError(path, "corrupt PNG: a PLTE chunk this image cannot have");
+      MEDSEG_CHECK_FILE(!plte && data.empty() && length % 3 == 0 && length != 0 && length / 3 <= 256 && h.color != 0 &&
+                            h.color != 4 && (h.color != 3 || length / 3 <= (1u << h.depth)),
+                        path, "corrupt PNG: a PLTE chunk this image cannot have");
       plte = true;
     } else if (type == "IDAT") {
-      if (idat_done) throw FileError(path, "corrupt PNG: IDAT chunks are not consecutive");
+      MEDSEG_CHECK_FILE(!idat_done, path, "corrupt PNG: IDAT chunks are not consecutive");
       data.append(reinterpret_cast<const char*>(d), length);
     } else if (type == "IEND") {
       iend = true;
@@ -218,17 +219,18 @@ void check_png_complete(const std::string& path) {
     if (type != "IDAT" && !data.empty()) idat_done = true;
     at += 12 + static_cast<size_t>(length);
   }
-  if (data.empty()) throw FileError(path, "corrupt PNG: no image data (IDAT)");
-  if (h.color == 3 && !plte) throw FileError(path, "corrupt PNG: a palette image without its palette (PLTE)");
+  MEDSEG_CHECK_FILE(!data.empty(), path, "corrupt PNG: no image data (IDAT)");
+  MEDSEG_CHECK_FILE(h.color != 3 || plte, path, "corrupt PNG: a palette image without its palette (PLTE)");
   check_png_data(path, data, h);
 }
 
 void check_bmp_complete(const std::string& path) {
+  // #lizard forgives: BMP's header layout checked field by field, one condition per rule of the format
   if (!ends_with(lower(path), ".bmp")) return;
   const std::string bytes = read_all(path);
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   const size_t n = bytes.size();
-  if (n < 26 || p[0] != 'B' || p[1] != 'M') throw FileError(path, "not a BMP file (too short or no 'BM')");
+  MEDSEG_CHECK_FILE(n >= 26 && p[0] == 'B' && p[1] == 'M', path, "not a BMP file (too short or no 'BM')");
   const uint32_t offset = le32(p + 10), dib = le32(p + 14);
   int64_t width = 0, height = 0;
   uint32_t bpp = 0, compression = 0;
@@ -245,24 +247,23 @@ void check_bmp_complete(const std::string& path) {
     throw FileError(path, concat("corrupt BMP: header of ", dib, " bytes"));
   }
   height = height < 0 ? -height : height;
-  if (width <= 0 || height <= 0)
-    throw FileError(path, concat("corrupt BMP: its header declares ", width, " x ", height, " pixels"));
+  MEDSEG_CHECK_FILE(width > 0 && height > 0, path, "corrupt BMP: its header declares ", width, " x ", height,
+                    " pixels");
   check_pixels(path, width, height);
-  if (bpp != 1 && bpp != 4 && bpp != 8 && bpp != 16 && bpp != 24 && bpp != 32)
-    throw FileError(path, concat("corrupt BMP: ", bpp, " bits per pixel"));
+  MEDSEG_CHECK_FILE(bpp == 1 || bpp == 4 || bpp == 8 || bpp == 16 || bpp == 24 || bpp == 32, path, "corrupt BMP: ", bpp,
+                    " bits per pixel");
   const int64_t row = (width * bpp + 31) / 32 * 4;
   // ITK decodes RLE8 (compression 1) itself and reads any other compression as raw rows, so only raw rows
   // (0), bit fields (3, raw rows with masks) and checked RLE8 are let through.
-  if (compression != 0 && compression != 3 && !(compression == 1 && bpp == 8))
-    throw FileError(path, concat("BMP compression ", compression, " with ", bpp, " bits per pixel is not read ",
-                                 "(uncompressed or 8-bit RLE only)"));
-  if (offset > n || (compression != 1 && row * height > static_cast<int64_t>(n - offset)))
-    throw FileError(path, concat("corrupt BMP: its header declares ", width, " x ", height, " pixels but the file ",
-                                 "holds fewer bytes (truncated file?)"));
+  MEDSEG_CHECK_FILE(compression == 0 || compression == 3 || (compression == 1 && bpp == 8), path, "BMP compression ",
+                    compression, " with ", bpp, " bits per pixel is not read ", "(uncompressed or 8-bit RLE only)");
+  MEDSEG_CHECK_FILE(offset <= n && (compression == 1 || row * height <= static_cast<int64_t>(n - offset)), path,
+                    "corrupt BMP: its header declares ", width, " x ", height, " pixels but the file ",
+                    "holds fewer bytes (truncated file?)");
   if (compression == 1) {
     const uint32_t data_size = le32(p + 34);
-    if (dib < 40 || data_size > n - offset)
-      throw FileError(path, "corrupt BMP: its RLE8 data runs past the end of the file (truncated file?)");
+    MEDSEG_CHECK_FILE(dib >= 40 && data_size <= n - offset, path,
+                      "corrupt BMP: its RLE8 data runs past the end of the file (truncated file?)");
     check_bmp_rle8(path, p + offset, data_size, width, height);
   }
 }

@@ -73,24 +73,25 @@ class NonFiniteCounter {
 // Layout of a NIfTI-1 or NIfTI-2 file from its header; refuses geometry ITK cannot take.
 Layout layout_of(const std::string& path, const unsigned char* bytes, size_t n) {
   const NiftiHeader h = parse_nifti_header(path, bytes, n);
-  if (h.ndim < 1 || h.ndim > 7)
-    throw FileError(path, concat("corrupt NIfTI", h.version == 2 ? "-2" : "", " header (dim[0]=", h.ndim, ")"));
-  if (h.bitpix <= 0 || h.bitpix % 8) throw FileError(path, concat("corrupt NIfTI header (bitpix=", h.bitpix, ")"));
+  MEDSEG_CHECK_FILE(h.ndim >= 1 && h.ndim <= 7, path, "corrupt NIfTI", h.version == 2 ? "-2" : "",
+                    " header (dim[0]=", h.ndim, ")");
+  MEDSEG_CHECK_FILE(h.bitpix > 0 && h.bitpix % 8 == 0, path, "corrupt NIfTI header (bitpix=", h.bitpix, ")");
   const std::string geometry = nifti_geometry_problem(h);
-  if (!geometry.empty()) throw FileError(path, "bad geometry in the NIfTI header: " + geometry);
+  MEDSEG_CHECK_FILE(geometry.empty(), path, "bad geometry in the NIfTI header: ", geometry);
   // The byte count must not wrap around: NIfTI-2 dims (2^32, 2^32) would come out as 0 voxels,
   // pass the size check, and leave ITK to allocate what the header declares.
   uint64_t image_bytes = static_cast<uint64_t>(h.bitpix / 8);
   for (int64_t i = 1; i <= h.ndim; ++i)
-    if (__builtin_mul_overflow(image_bytes, static_cast<uint64_t>(std::max<int64_t>(1, h.dim[static_cast<size_t>(i)])),
-                               &image_bytes))
-      throw FileError(path, "corrupt NIfTI header: the image size its dimensions declare exceeds 2^64 bytes");
+    MEDSEG_CHECK_FILE(
+        !__builtin_mul_overflow(image_bytes, static_cast<uint64_t>(std::max<int64_t>(1, h.dim[static_cast<size_t>(i)])),
+                                &image_bytes),
+        path, "corrupt NIfTI header: the image size its dimensions declare exceeds 2^64 bytes");
   Layout l;
   // NIfTI-1 stores vox_offset as a float; the data never starts inside the 348+4 header bytes.
   l.offset = h.version == 1 ? static_cast<uint64_t>(std::max<int64_t>(352, h.vox_offset))
                             : static_cast<uint64_t>(std::max<int64_t>(0, h.vox_offset));
-  if (__builtin_add_overflow(l.offset, image_bytes, &l.total))
-    throw FileError(path, "corrupt NIfTI header: the image size its dimensions declare exceeds 2^64 bytes");
+  MEDSEG_CHECK_FILE(!__builtin_add_overflow(l.offset, image_bytes, &l.total), path,
+                    "corrupt NIfTI header: the image size its dimensions declare exceeds 2^64 bytes");
   l.float_bytes = h.datatype == 16 ? 4 : (h.datatype == 64 ? 8 : 0);  // DT_FLOAT32, DT_FLOAT64
   l.swap = h.swapped;
   return l;
@@ -106,7 +107,7 @@ int64_t check_nifti_complete(const std::string& path) {
   const bool gz = has_ending(path, ".nii.gz");
   if (!gz && !has_ending(path, ".nii")) return 0;
   gzFile f = gzopen(path.c_str(), "rb");  // zlib reads uncompressed files transparently
-  if (!f) throw FileError(path, "cannot open");
+  MEDSEG_CHECK_FILE(f, path, "cannot open");
   std::unique_ptr<gzFile_s, int (*)(gzFile)> guard(f, gzclose);
   std::vector<unsigned char> buf(1 << 20);
   uint64_t total = 0;
@@ -129,17 +130,14 @@ int64_t check_nifti_complete(const std::string& path) {
   }
   int code = 0;
   gzerror(f, &code);
-  if (code != Z_OK && code != Z_BUF_ERROR) throw FileError(path, "corrupt gzip data");
+  MEDSEG_CHECK_FILE(code == Z_OK || code == Z_BUF_ERROR, path, "corrupt gzip data");
   // gzread stops at a truncated stream with Z_BUF_ERROR; the byte count tells where.
   const std::string after = gz ? " after decompression" : "";
-  if (total == 0)
-    throw FileError(
-        path, std::string(code == Z_BUF_ERROR ? "truncated" : "empty") + ": no NIfTI header (0 bytes" + after + ")");
-  if (total < layout.total)
-    throw FileError(path, truncated(total, layout.total) + (gz ? " (after decompression)" : ""));
-  if (code == Z_BUF_ERROR)
-    throw FileError(path, concat("truncated gzip stream: the ", total,
-                                 " bytes of image data are all there but the gzip end (checksum) is missing"));
+  MEDSEG_CHECK_FILE(total != 0, path, std::string(code == Z_BUF_ERROR ? "truncated" : "empty"),
+                    ": no NIfTI header (0 bytes", after, ")");
+  MEDSEG_CHECK_FILE(total >= layout.total, path, truncated(total, layout.total), (gz ? " (after decompression)" : ""));
+  MEDSEG_CHECK_FILE(code != Z_BUF_ERROR, path, "truncated gzip stream: the ", total,
+                    " bytes of image data are all there but the gzip end (checksum) is missing");
   return nonfinite ? nonfinite->count() : 0;
 }
 

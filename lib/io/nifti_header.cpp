@@ -127,14 +127,13 @@ std::string sform_problem(const NiftiHeader& h) {
 }  // namespace
 
 NiftiHeader parse_nifti_header(const std::string& path, const unsigned char* h, size_t n) {
-  if (n < 4) throw FileError(path, concat("truncated NIfTI header (", n, " bytes)"));
+  MEDSEG_CHECK_FILE(n >= 4, path, "truncated NIfTI header (", n, " bytes)");
   const int32_t raw = load<int32_t>(h, false);
   NiftiHeader r;
   r.swapped = raw != 348 && raw != 540;
   const int32_t size = r.swapped ? load<int32_t>(h, true) : raw;
-  if (size != 348 && size != 540) throw FileError(path, "not a NIfTI file (bad header size field)");
-  if (n < static_cast<size_t>(size))
-    throw FileError(path, concat("truncated NIfTI header (", n, " of ", size, " bytes)"));
+  MEDSEG_CHECK_FILE(size == 348 || size == 540, path, "not a NIfTI file (bad header size field)");
+  MEDSEG_CHECK_FILE(n >= static_cast<size_t>(size), path, "truncated NIfTI header (", n, " of ", size, " bytes)");
   r.version = size == 348 ? 1 : 2;
   if (r.version == 1)
     parse_v1(h, r.swapped, r);

@@ -11,11 +11,11 @@ OutputClasses output_classes(const DatasetInfo& dataset, const std::string& sour
   if (dataset.has_regions()) {
     m.regions = true;
     const ordered_json order = dataset.raw.value("regions_class_order", ordered_json());
-    if (!order.is_array()) throw FileError(source, "dataset has regions but no 'regions_class_order'");
+    MEDSEG_CHECK_FILE(order.is_array(), source, "dataset has regions but no 'regions_class_order'");
     for (const auto& v : order) m.values.push_back(v.get<int>());
-    if (static_cast<int64_t>(m.values.size()) != network_outputs(dataset))
-      throw FileError(source, concat("'regions_class_order' has ", m.values.size(), " entries for ",
-                                     network_outputs(dataset), " regions"));
+    MEDSEG_CHECK_FILE(static_cast<int64_t>(m.values.size()) == network_outputs(dataset), source,
+                      "'regions_class_order' has ", m.values.size(), " entries for ", network_outputs(dataset),
+                      " regions");
   } else {
     for (const auto& l : dataset.labels)
       if (l.name != "ignore") m.values.push_back(l.values.at(0));

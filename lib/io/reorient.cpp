@@ -51,8 +51,8 @@ Reorientation inverse(const Reorientation& r) {
 void check(const Reorientation& r, const std::string& where) {
   std::array<bool, 3> seen{false, false, false};
   for (int a : r.world_axis) {
-    if (a < 0 || a > 2 || seen[static_cast<std::size_t>(a)])
-      throw Error(where + ": reorientation axes must be a permutation of 0, 1, 2");
+    MEDSEG_CHECK(a >= 0 && a <= 2 && !seen[static_cast<std::size_t>(a)], where,
+                 ": reorientation axes must be a permutation of 0, 1, 2");
     seen[static_cast<std::size_t>(a)] = true;
   }
 }
@@ -74,7 +74,7 @@ Reorientation ras_reorientation(const Geometry& g) {
     int best = 0;
     for (int row = 1; row < 3; ++row)
       if (std::fabs(m[row][col]) > std::fabs(m[best][col])) best = row;  // first maximum, as np.argmax
-    if (m[best][col] == 0) throw Error("reorientation: the direction matrix has a zero column");
+    MEDSEG_CHECK(m[best][col] != 0, "reorientation: the direction matrix has a zero column");
     r.world_axis[static_cast<std::size_t>(col)] = best;
     r.flip[static_cast<std::size_t>(col)] = m[best][col] < 0;
     for (double& v : m[best]) v = 0;  // each world axis is taken once

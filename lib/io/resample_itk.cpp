@@ -138,7 +138,7 @@ void resize_3d(const float* src, const Shape3& in, float* dst, const Shape3& out
 
 void resize_slices(const float* src, const Shape3& in, int axis, float* dst, const Shape3& out, int order, bool clip) {
   check_args(in, out, order);
-  if (axis < 0 || axis > 2) throw Error("resize_slices: axis must be 0, 1 or 2");
+  MEDSEG_CHECK(axis >= 0 && axis <= 2, "resize_slices: axis must be 0, 1 or 2");
   MEDSEG_CHECK(in[axis] == out[axis], "resize_slices: the slice axis keeps its length (", in[axis], " -> ", out[axis],
                ")");
   if (in == out) {

@@ -86,10 +86,8 @@ std::string channel_name(const SyntheticDatasetOptions& o, int c) {
   return c == 0 ? "MRI" : "MRI" + std::to_string(c);
 }
 
-void write_case(const std::string& img_dir, const std::string& lbl_dir, const std::string& id,
-                const SyntheticDatasetOptions& o, uint64_t seed, bool partially_annotated) {
-  Rng r(seed);
-  std::array<int64_t, 3> shape{};
+// The case's grid: its shape and geometry (jittered spacing, random origin and, if asked, direction).
+Geometry case_geometry(Rng& r, const SyntheticDatasetOptions& o, std::array<int64_t, 3>& shape) {
   for (int a = 0; a < 3; ++a) shape[a] = r.integer(o.min_shape[a], o.max_shape[a]);
   Geometry g;
   for (int a = 0; a < 3; ++a) {
@@ -104,10 +102,12 @@ void write_case(const std::string& img_dir, const std::string& lbl_dir, const st
     g.origin[2] = 0.0;
     if (o.random_direction) g.direction = in_plane(g.direction);
   }
+  return g;
+}
 
-  // Body: an ellipsoid covering most of the volume; zero outside (air), so cropping matters.
-  const double bc[3] = {shape[0] / 2.0, shape[1] / 2.0, shape[2] / 2.0};
-  const double br[3] = {shape[0] * 0.45, shape[1] * r.uniform(0.36, 0.45), shape[2] * r.uniform(0.36, 0.45)};
+// One or two objects (boxes and ellipsoids) per label, near the body's centre `bc` (radii `br`).
+std::vector<Shape> case_objects(Rng& r, const SyntheticDatasetOptions& o, const std::array<int64_t, 3>& shape,
+                                const double (&bc)[3], const double (&br)[3]) {
   std::vector<Shape> objs;
   for (int l = 1; l <= o.num_labels; ++l) {
     const int count = 1 + static_cast<int>(r.integer(0, 1));
@@ -120,9 +120,38 @@ void write_case(const std::string& img_dir, const std::string& lbl_dir, const st
       objs.push_back(s);
     }
   }
+  return objs;
+}
+
+// The label at voxel centre `p`: that of the last object holding it (later objects win), 0 outside all.
+int label_at(const std::vector<Shape>& objs, const double (&p)[3]) {
+  int lab = 0;
+  for (const auto& s : objs) {
+    bool in;
+    if (s.box) {
+      in = true;
+      for (int a = 0; a < 3; ++a) in = in && std::abs(p[a] - s.c[a]) <= s.rad[a];
+    } else {
+      double e = 0;
+      for (int a = 0; a < 3; ++a) e += std::pow((p[a] - s.c[a]) / s.rad[a], 2);
+      in = e <= 1.0;
+    }
+    if (in) lab = s.label;
+  }
+  return lab;
+}
+
+struct CaseVolumes {
+  std::vector<double> label;
+  std::vector<std::vector<double>> chans;
+};
+
+// The label map and the channels: inside the body each channel's intensity follows the label, plus noise.
+CaseVolumes paint_case(Rng& r, const SyntheticDatasetOptions& o, const std::array<int64_t, 3>& shape,
+                       const double (&bc)[3], const double (&br)[3], const std::vector<Shape>& objs) {
   const int64_t n = shape[0] * shape[1] * shape[2];
-  std::vector<double> label(static_cast<size_t>(n), 0.0);
-  std::vector<std::vector<double>> chans(o.num_channels, std::vector<double>(static_cast<size_t>(n), 0.0));
+  CaseVolumes v{std::vector<double>(static_cast<size_t>(n), 0.0),
+                std::vector<std::vector<double>>(o.num_channels, std::vector<double>(static_cast<size_t>(n), 0.0))};
   std::vector<double> chan_base(o.num_channels), chan_step(o.num_channels);
   for (int c = 0; c < o.num_channels; ++c) {
     chan_base[c] = r.uniform(0.8, 1.2) * (c + 1);
@@ -136,82 +165,58 @@ void write_case(const std::string& img_dir, const std::string& lbl_dir, const st
         double d = 0;
         for (int a = 0; a < 3; ++a) d += std::pow((p[a] - bc[a]) / br[a], 2);
         if (d > 1.0) continue;  // outside the body: exactly zero in every channel
-        int lab = 0;
-        for (const auto& s : objs) {
-          bool in;
-          if (s.box) {
-            in = true;
-            for (int a = 0; a < 3; ++a) in = in && std::abs(p[a] - s.c[a]) <= s.rad[a];
-          } else {
-            double e = 0;
-            for (int a = 0; a < 3; ++a) e += std::pow((p[a] - s.c[a]) / s.rad[a], 2);
-            in = e <= 1.0;
-          }
-          if (in) lab = s.label;  // later objects win
-        }
-        label[static_cast<size_t>(i)] = lab;
+        const int lab = label_at(objs, p);
+        v.label[static_cast<size_t>(i)] = lab;
         for (int c = 0; c < o.num_channels; ++c)
-          chans[c][static_cast<size_t>(i)] = chan_base[c] + chan_step[c] * lab + o.noise_std * r.normal() + 1e-3;
+          v.chans[c][static_cast<size_t>(i)] = chan_base[c] + chan_step[c] * lab + o.noise_std * r.normal() + 1e-3;
       }
+  return v;
+}
+
+void write_case(const std::string& img_dir, const std::string& lbl_dir, const std::string& id,
+                const SyntheticDatasetOptions& o, uint64_t seed, bool partially_annotated) {
+  Rng r(seed);
+  std::array<int64_t, 3> shape{};
+  const Geometry g = case_geometry(r, o, shape);
+  // Body: an ellipsoid covering most of the volume; zero outside (air), so cropping matters.
+  const double bc[3] = {shape[0] / 2.0, shape[1] / 2.0, shape[2] / 2.0};
+  const double br[3] = {shape[0] * 0.45, shape[1] * r.uniform(0.36, 0.45), shape[2] * r.uniform(0.36, 0.45)};
+  const std::vector<Shape> objs = case_objects(r, o, shape, bc, br);
+  CaseVolumes v = paint_case(r, o, shape, bc, br, objs);
   if (partially_annotated) {
-    const int64_t from_x = shape[2] - shape[2] / 3;
-    for (int64_t v = 0; v < n; ++v)
-      if (v % shape[2] >= from_x) label[static_cast<size_t>(v)] = o.num_labels + 1;
+    const int64_t n = shape[0] * shape[1] * shape[2], from_x = shape[2] - shape[2] / 3;
+    for (int64_t k = 0; k < n; ++k)
+      if (k % shape[2] >= from_x) v.label[static_cast<size_t>(k)] = o.num_labels + 1;
   }
   // PNG and BMP hold 8-bit integers: the same intensities, scaled into 0..255 (contrast as before).
   const bool natural = image_family("x" + o.file_ending) == ImageFamily::Natural2D;
   if (natural)
-    for (auto& ch : chans)
-      for (double& v : ch) v = std::clamp(std::round(40 * v + 60), 0.0, 255.0);
+    for (auto& ch : v.chans)
+      for (double& x : ch) x = std::clamp(std::round(40 * x + 60), 0.0, 255.0);
   char buf[16];
   for (int c = 0; c < o.num_channels; ++c) {
     std::snprintf(buf, sizeof buf, "_%04d", c);
     write_image(img_dir + "/" + id + buf + o.file_ending,
-                Volume::from_values(natural ? PixelType::UInt8 : PixelType::Float32, shape, g, chans[c]));
+                Volume::from_values(natural ? PixelType::UInt8 : PixelType::Float32, shape, g, v.chans[c]));
   }
   if (!lbl_dir.empty())
-    write_image(lbl_dir + "/" + id + o.file_ending, Volume::from_values(PixelType::UInt8, shape, g, label));
+    write_image(lbl_dir + "/" + id + o.file_ending, Volume::from_values(PixelType::UInt8, shape, g, v.label));
 }
 
-}  // namespace
-
-std::string write_synthetic_dataset(const std::string& root, const SyntheticDatasetOptions& o, bool overwrite,
-                                    int threads) {
-  if (o.dataset_id < 0 || o.dataset_id > 999) throw Error("dataset id must be in 0..999");
-  if (o.num_cases < 1 || o.num_channels < 1 || o.num_labels < 1)
-    throw Error("need at least one case, channel and label");
+void check_synthetic_options(const SyntheticDatasetOptions& o) {
+  MEDSEG_CHECK(o.dataset_id >= 0 && o.dataset_id <= 999, "dataset id must be in 0..999");
+  MEDSEG_CHECK(o.num_cases >= 1 && o.num_channels >= 1 && o.num_labels >= 1,
+               "need at least one case, channel and label");
   // One label is no region.
-  if (o.regions && o.num_labels < 2) throw Error("--regions needs at least 2 labels");
+  MEDSEG_CHECK(!o.regions || o.num_labels >= 2, "--regions needs at least 2 labels");
   for (int a = o.two_d ? 1 : 0; a < 3; ++a)
-    if (o.min_shape[a] < 8 || o.max_shape[a] < o.min_shape[a])
-      throw Error("invalid shape range (each axis >= 8, max >= min)");
-  char name[32];
-  std::snprintf(name, sizeof name, "Dataset%03d_", o.dataset_id);
-  check_path_component(o.name, "dataset name (--name)");
-  check_path_component(o.file_ending, "file ending (--file-ending)");
-  const fs::path target = fs::path(root) / (name + o.name);
-  if (fs::exists(target) && !overwrite)
-    throw FileError(target.string(), "already exists (use --overwrite to replace it)");
-  refuse_taken_dataset_id(root, target.filename().string(), "choose another -d, or remove it");
-  // Built aside and moved into place at the end: a failed make leaves no partial dataset, and
-  // --overwrite keeps the old one until the new one is complete.
-  StagedFolder staged(target.string());
-  const fs::path folder = staged.path();
-  for (const char* sub : {"imagesTr", "labelsTr"}) fs::create_directories(folder / sub);
-  if (o.num_test_cases > 0)
-    for (const char* sub : {"imagesTs", "labelsTs"}) fs::create_directories(folder / sub);
+    MEDSEG_CHECK(o.min_shape[a] >= 8 && o.max_shape[a] >= o.min_shape[a],
+                 "invalid shape range (each axis >= 8, max >= min)");
+}
 
-  const int total = o.num_cases + o.num_test_cases;
-  parallel_for(total, threads, [&](int64_t k) {
-    const bool test = k >= o.num_cases;
-    char id[32];
-    std::snprintf(id, sizeof id, "%s_%03d", test ? "test" : "case", static_cast<int>(test ? k - o.num_cases : k));
-    write_case((folder / (test ? "imagesTs" : "imagesTr")).string(),
-               (folder / (test ? "labelsTs" : "labelsTr")).string(), id, o,
-               o.seed * 1000003ULL + static_cast<uint64_t>(k), o.ignore_label && !test);
-  });
-
-  // Written in the order nnU-Net's examples list keys; labels in value order ("region10" after "region9").
+// dataset.json, with keys in the order nnU-Net's examples list them; labels in value order ("region10" after
+// "region9").
+ordered_json synthetic_dataset_json(const SyntheticDatasetOptions& o) {
   ordered_json ds;
   for (int c = 0; c < o.num_channels; ++c) ds["channel_names"][std::to_string(c)] = channel_name(o, c);
   ordered_json labels = ordered_json::object();
@@ -234,6 +239,41 @@ std::string write_synthetic_dataset(const std::string& root, const SyntheticData
   ds["file_ending"] = o.file_ending;
   ds["name"] = o.name;
   ds["description"] = "Synthetic dataset written by medseg_make_dataset (seed " + std::to_string(o.seed) + ")";
+  return ds;
+}
+
+}  // namespace
+
+std::string write_synthetic_dataset(const std::string& root, const SyntheticDatasetOptions& o, bool overwrite,
+                                    int threads) {
+  check_synthetic_options(o);
+  char name[32];
+  std::snprintf(name, sizeof name, "Dataset%03d_", o.dataset_id);
+  check_path_component(o.name, "dataset name (--name)");
+  check_path_component(o.file_ending, "file ending (--file-ending)");
+  const fs::path target = fs::path(root) / (name + o.name);
+  MEDSEG_CHECK_FILE(!fs::exists(target) || overwrite, target.string(),
+                    "already exists (use --overwrite to replace it)");
+  refuse_taken_dataset_id(root, target.filename().string(), "choose another -d, or remove it");
+  // Built aside and moved into place at the end: a failed make leaves no partial dataset, and
+  // --overwrite keeps the old one until the new one is complete.
+  StagedFolder staged(target.string());
+  const fs::path folder = staged.path();
+  for (const char* sub : {"imagesTr", "labelsTr"}) fs::create_directories(folder / sub);
+  if (o.num_test_cases > 0)
+    for (const char* sub : {"imagesTs", "labelsTs"}) fs::create_directories(folder / sub);
+
+  const int total = o.num_cases + o.num_test_cases;
+  parallel_for(total, threads, [&](int64_t k) {
+    const bool test = k >= o.num_cases;
+    char id[32];
+    std::snprintf(id, sizeof id, "%s_%03d", test ? "test" : "case", static_cast<int>(test ? k - o.num_cases : k));
+    write_case((folder / (test ? "imagesTs" : "imagesTr")).string(),
+               (folder / (test ? "labelsTs" : "labelsTr")).string(), id, o,
+               o.seed * 1000003ULL + static_cast<uint64_t>(k), o.ignore_label && !test);
+  });
+
+  const ordered_json ds = synthetic_dataset_json(o);
   write_ordered_json((folder / "dataset.json").string(), ds);
   staged.commit();
   return target.string();

@@ -29,7 +29,7 @@ PixelType plane_pixel_type(const std::string& path, uint16_t bits, uint16_t form
 Volume read_tiff_planes(const std::string& path, const Geometry& g) {
   // libtiff reports through process-wide handlers; a failed call's return value is what is checked here.
   std::unique_ptr<TIFF, void (*)(TIFF*)> tif(TIFFOpen(path.c_str(), "r"), TIFFClose);
-  if (!tif) throw FileError(path, "not a readable TIFF file");
+  MEDSEG_CHECK_FILE(tif, path, "not a readable TIFF file");
   uint32_t w = 0, h = 0;
   uint16_t spp = 1, bits = 8, format = SAMPLEFORMAT_UINT, planar = PLANARCONFIG_CONTIG;
   TIFFGetField(tif.get(), TIFFTAG_IMAGEWIDTH, &w);
@@ -38,18 +38,17 @@ Volume read_tiff_planes(const std::string& path, const Geometry& g) {
   TIFFGetFieldDefaulted(tif.get(), TIFFTAG_BITSPERSAMPLE, &bits);
   TIFFGetFieldDefaulted(tif.get(), TIFFTAG_SAMPLEFORMAT, &format);
   TIFFGetFieldDefaulted(tif.get(), TIFFTAG_PLANARCONFIG, &planar);
-  if (planar != PLANARCONFIG_SEPARATE || w == 0 || h == 0)
-    throw FileError(path, "not a TIFF of separate sample planes");
-  if (TIFFIsTiled(tif.get())) throw FileError(path, "tiled TIFF stacks of separate planes are not supported");
+  MEDSEG_CHECK_FILE(planar == PLANARCONFIG_SEPARATE && w != 0 && h != 0, path, "not a TIFF of separate sample planes");
+  MEDSEG_CHECK_FILE(!TIFFIsTiled(tif.get()), path, "tiled TIFF stacks of separate planes are not supported");
   const PixelType type = plane_pixel_type(path, bits, format);
   Volume v(type, {static_cast<int64_t>(spp), static_cast<int64_t>(h), static_cast<int64_t>(w)}, g);
   const tmsize_t row_bytes = TIFFScanlineSize(tif.get());
-  if (row_bytes != static_cast<tmsize_t>(w) * (bits / 8)) throw FileError(path, "unexpected TIFF scanline size");
+  MEDSEG_CHECK_FILE(row_bytes == static_cast<tmsize_t>(w) * (bits / 8), path, "unexpected TIFF scanline size");
   char* dst = static_cast<char*>(v.raw());
   for (uint16_t s = 0; s < spp; ++s)
     for (uint32_t y = 0; y < h; ++y, dst += row_bytes)
-      if (TIFFReadScanline(tif.get(), dst, y, s) < 0)
-        throw FileError(path, concat("cannot read plane ", s, " row ", y, " (truncated or corrupt file?)"));
+      MEDSEG_CHECK_FILE(TIFFReadScanline(tif.get(), dst, y, s) >= 0, path, "cannot read plane ", s, " row ", y,
+                        " (truncated or corrupt file?)");
   return v;
 }
 

@@ -32,32 +32,26 @@ int64_t target_bytes(const ArchitecturePlan& a, const std::vector<int>& patch, i
   return static_cast<int64_t>(voxels * opt.target_bytes_per_voxel) * batch;
 }
 
-}  // namespace
-
-MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std::vector<int>& full_patch, int batch,
-                                        int in_channels, int num_classes, const MemoryOptions& opt) {
-  if (batch < 1) throw Error("memory model: batch size must be >= 1");
-  if (static_cast<int>(full_patch.size()) != arch.dim)
-    throw Error("memory model: patch rank differs from the architecture");
-  const bool ckpt = wants_checkpointing(arch, opt);
+// The settings every op's byte count depends on; with spatial parallelism, the slab axis.
+detail::StepSettings step_settings(const ArchitecturePlan& arch, const std::vector<int>& full_patch, int batch,
+                                   const MemoryOptions& opt) {
+  MEDSEG_CHECK(batch >= 1, "memory model: batch size must be >= 1");
+  MEDSEG_CHECK(static_cast<int>(full_patch.size()) == arch.dim,
+               "memory model: patch rank differs from the architecture");
   const bool cpu = opt.device == StepDevice::Cpu;
   detail::StepSettings step{opt.amp ? 2 : 4, batch, cpu, cpu && opt.amp};
   if (opt.spatial_parallel > 1) {
-    if (arch.swin) throw Error("memory model: SwinUNETR cannot be split into slabs (docs/spatial-parallel.md)");
-    if (arch.primus) throw Error("memory model: Primus cannot be split into slabs (docs/spatial-parallel.md)");
+    MEDSEG_CHECK(!arch.swin, "memory model: SwinUNETR cannot be split into slabs (docs/spatial-parallel.md)");
+    MEDSEG_CHECK(!arch.primus, "memory model: Primus cannot be split into slabs (docs/spatial-parallel.md)");
     step.halo_axis = spatial_shard_axis(full_patch, arch.strides, opt.spatial_parallel);
     MEDSEG_CHECK(step.halo_axis >= 0, "memory model: no axis of the patch splits into ", opt.spatial_parallel,
                  " slabs aligned with the network's strides");
   }
-  const std::vector<int> patch =
-      step.halo_axis < 0 ? full_patch : slab_patch(full_patch, step.halo_axis, opt.spatial_parallel);
-  const std::vector<Op> ops = arch.swin     ? detail::swin_ops(arch, patch, in_channels, num_classes, opt, step, ckpt)
-                              : arch.primus ? detail::primus_ops(arch, patch, in_channels, num_classes, opt, step, ckpt)
-                                            : detail::unet_ops(arch, patch, in_channels, num_classes, opt, step, ckpt);
-  MemoryEstimate e;
-  e.batch_size = batch;
-  e.amp = opt.amp;
-  e.checkpointing = ckpt;
+  return step;
+}
+
+// Weights and optimizer state: there through every phase.
+int64_t static_memory(MemoryEstimate& e, const std::vector<Op>& ops, const MemoryOptions& opt) {
   for (const auto& o : ops) e.parameters += o.params;
   e.weights_bytes = 4 * e.parameters;
   e.gradients_bytes = 4 * e.parameters;
@@ -65,24 +59,16 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
                              : opt.optimizer == OptimizerKind::AdamW     ? 2
                                                                          : 1;
   e.optimizer_bytes = opt_factor * 4 * e.parameters;
-  std::vector<int64_t> shape(patch.begin(), patch.end());
-  e.input_bytes =
-      static_cast<int64_t>(batch) * in_channels * detail::volume(shape) * 4 + target_bytes(arch, patch, batch, opt);
-  const int64_t static_bytes = e.weights_bytes + e.optimizer_bytes;
+  return e.weights_bytes + e.optimizer_bytes;
+}
 
-  // What each op keeps once forward is done; a checkpointed op keeps nothing but its segment input.
-  // Its AMP weight copies sit in autocast's cache until the autocast scope ends (before backward);
-  // the recomputation casts them again.
-  std::map<int, int64_t> segment_saved;
+// The forward pass: fills the peak, the saved bytes and the layers. Returns the bytes alive once it is done
+// (autocast's cached half weights of checkpointed ops dropped) and, in `peak_layer`, where it peaked.
+int64_t simulate_forward(MemoryEstimate& e, const std::vector<Op>& ops, int64_t live, std::string& peak_layer) {
+  // Checkpointed ops' AMP weight copies sit in autocast's cache until the autocast scope ends (before backward).
   int64_t cached_half = 0;
   for (const auto& o : ops)
-    if (o.segment >= 0) {
-      segment_saved[o.segment] += o.saved + o.half_weights;
-      cached_half += o.half_weights;
-    }
-
-  // Forward.
-  int64_t live = static_bytes + e.input_bytes;
+    if (o.segment >= 0) cached_half += o.half_weights;
   for (const auto& o : ops) {
     const bool in_ckpt = o.segment >= 0;
     const int64_t keep = (in_ckpt ? o.segment_input : o.saved) + o.half_weights;
@@ -100,11 +86,18 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
     LayerMemory lm{o.name, o.params, in_ckpt ? o.segment_input : o.saved, o.fwd_work, o.bwd_work, o.segment};
     e.layers.push_back(lm);
   }
-  std::string fwd_layer = e.peak_layer;
-  live -= cached_half;
+  peak_layer = e.peak_layer;
   e.half_weight_bytes -= cached_half;
+  return live - cached_half;
+}
 
-  // Backward, in reverse.
+// The backward pass, in reverse, from `live` bytes; returns the layer where it peaked.
+std::string simulate_backward(MemoryEstimate& e, const std::vector<Op>& ops, int64_t live) {
+  // What each op keeps once forward is done; a checkpointed op keeps nothing but its segment input, and the
+  // recomputation casts its AMP weights again.
+  std::map<int, int64_t> segment_saved;
+  for (const auto& o : ops)
+    if (o.segment >= 0) segment_saved[o.segment] += o.saved + o.half_weights;
   int64_t pending = 0, grads = 0;
   for (const auto& o : ops) pending += o.loss_grad;
   std::map<int, int64_t> held;
@@ -135,15 +128,21 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
       held.erase(o.tag);
     }
   }
+  return bwd_layer;
+}
 
-  // Optimizer step. LibTorch's SGD and AdamW loop over the parameters (no foreach): SGD's weight decay
-  // and Nesterov terms, AdamW's sqrt and division each make a parameter-sized temporary, two alive at
-  // once, freed before the next parameter. The batch is still referenced by the training loop.
+// Optimizer step. LibTorch's SGD and AdamW loop over the parameters (no foreach): SGD's weight decay
+// and Nesterov terms, AdamW's sqrt and division each make a parameter-sized temporary, two alive at
+// once, freed before the next parameter. The batch is still referenced by the training loop.
+void simulate_optimizer_step(MemoryEstimate& e, const std::vector<Op>& ops, int64_t static_bytes) {
   int64_t largest = 0;
   for (const auto& o : ops) largest = std::max(largest, o.largest_param > 0 ? o.largest_param : o.params);
   e.step_temp_bytes = 2 * 4 * largest;
   e.peak_step = static_bytes + e.gradients_bytes + e.input_bytes + e.step_temp_bytes;
+}
 
+// The overall peak: the phase with the most bytes (backward first on a tie, then forward) and its layer.
+void settle_peak(MemoryEstimate& e, const std::string& fwd_layer, const std::string& bwd_layer) {
   e.peak_bytes = std::max({e.peak_forward, e.peak_backward, e.peak_step});
   if (e.peak_bytes == e.peak_backward) {
     e.peak_phase = "backward";
@@ -155,6 +154,33 @@ MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std:
     e.peak_phase = "step";
     e.peak_layer = "";
   }
+}
+
+}  // namespace
+
+MemoryEstimate estimate_training_memory(const ArchitecturePlan& arch, const std::vector<int>& full_patch, int batch,
+                                        int in_channels, int num_classes, const MemoryOptions& opt) {
+  const detail::StepSettings step = step_settings(arch, full_patch, batch, opt);
+  const bool ckpt = wants_checkpointing(arch, opt);
+  const std::vector<int> patch =
+      step.halo_axis < 0 ? full_patch : slab_patch(full_patch, step.halo_axis, opt.spatial_parallel);
+  const std::vector<Op> ops = arch.swin     ? detail::swin_ops(arch, patch, in_channels, num_classes, opt, step, ckpt)
+                              : arch.primus ? detail::primus_ops(arch, patch, in_channels, num_classes, opt, step, ckpt)
+                                            : detail::unet_ops(arch, patch, in_channels, num_classes, opt, step, ckpt);
+  MemoryEstimate e;
+  e.batch_size = batch;
+  e.amp = opt.amp;
+  e.checkpointing = ckpt;
+  const int64_t static_bytes = static_memory(e, ops, opt);
+  std::vector<int64_t> shape(patch.begin(), patch.end());
+  e.input_bytes =
+      static_cast<int64_t>(batch) * in_channels * detail::volume(shape) * 4 + target_bytes(arch, patch, batch, opt);
+
+  std::string fwd_layer;
+  const int64_t live = simulate_forward(e, ops, static_bytes + e.input_bytes, fwd_layer);
+  const std::string bwd_layer = simulate_backward(e, ops, live);
+  simulate_optimizer_step(e, ops, static_bytes);
+  settle_peak(e, fwd_layer, bwd_layer);
   return e;
 }
 

@@ -26,78 +26,82 @@ struct Primus {
   }
 };
 
-}  // namespace
+// The sizes every Primus op's bytes follow from.
+struct PrimusShape {
+  int64_t voxels = 0;               // of the patch
+  int64_t t = 1;                    // patch tokens: prod(patch / patch_embed_size)
+  int64_t kernel = 1;               // voxels of one patch-embedding kernel
+  int64_t tokens = 0;               // t and the register tokens
+  int64_t e = 0, heads = 0, h = 0;  // embedding width, attention heads, MLP width
+};
 
-std::vector<Op> primus_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
-                           const MemoryOptions& opt, const StepSettings& step, bool checkpoint) {
-  if (!a.primus) throw Error("memory model: architecture is not Primus");
-  const PrimusPlan& p = *a.primus;
-  Primus w{step, step.bytes_per_activation == 2, {}};
-  std::vector<int64_t> full(patch.begin(), patch.end());
-  const int64_t voxels = volume(full), e = p.embed_dim, heads = p.eva_numheads;
-  int64_t t = 1, kernel = 1;
+PrimusShape primus_shape(const PrimusPlan& p, const std::vector<int64_t>& full) {
+  PrimusShape x;
+  x.voxels = volume(full);
+  x.e = p.embed_dim;
+  x.heads = p.eva_numheads;
   for (std::size_t i = 0; i < full.size(); ++i) {
-    t *= full[i] / p.patch_embed_size[i];
-    kernel *= p.patch_embed_size[i];
+    x.t *= full[i] / p.patch_embed_size[i];
+    x.kernel *= p.patch_embed_size[i];
   }
-  const int64_t tokens = t + p.num_register_tokens;
-  const auto h = static_cast<int64_t>(static_cast<double>(e) * p.mlp_ratio);
+  x.tokens = x.t + p.num_register_tokens;
+  x.h = static_cast<int64_t>(static_cast<double>(x.e) * p.mlp_ratio);
+  return x;
+}
 
+Op primus_embedding_op(const Primus& w, const PrimusPlan& p, const PrimusShape& x, int64_t in_ch) {
+  const int64_t e = x.e, tokens = x.tokens;
   Op embed;
   embed.name = "down_projection";
-  embed.params = in_ch * e * kernel + e + (p.use_abs_pos_embed ? tokens * e : 0) + p.num_register_tokens * e;
-  embed.largest_param = std::max(in_ch * e * kernel, p.use_abs_pos_embed ? tokens * e : 0);
-  embed.half_weights = w.half(in_ch * e * kernel);
-  embed.saved = w.amp ? 2 * step.batch * in_ch * voxels : 0;  // the input's half copy
-  embed.fwd_work = w.act(e * t) + w.fp32(e * tokens);         // conv output, its tokens with the position added
-  embed.bwd_work = w.fp32(e * tokens) + w.act(in_ch * voxels);
-  w.add(embed);
+  embed.params = in_ch * e * x.kernel + e + (p.use_abs_pos_embed ? tokens * e : 0) + p.num_register_tokens * e;
+  embed.largest_param = std::max(in_ch * e * x.kernel, p.use_abs_pos_embed ? tokens * e : 0);
+  embed.half_weights = w.half(in_ch * e * x.kernel);
+  embed.saved = w.amp ? 2 * w.step.batch * in_ch * x.voxels : 0;  // the input's half copy
+  embed.fwd_work = w.act(e * x.t) + w.fp32(e * tokens);           // conv output, its tokens with the position added
+  embed.bwd_work = w.fp32(e * tokens) + w.act(in_ch * x.voxels);
+  return embed;
+}
 
-  int segment = -1;
-  for (int b = 0; b < p.eva_depth; ++b) {
-    const std::string name = "eva.blocks." + std::to_string(b);
-    Op at;
-    at.name = name + ".attn";
-    const int64_t wa = 4 * e * e + 3 * e;
-    at.params = wa + 2 * e + (p.scale_attn_inner ? 2 * e : 0) + (p.init_values ? e : 0);
-    at.largest_param = e * e;
-    at.half_weights = w.half(wa);
-    // norm1 input (fp32), q/k/v projection input, q, k, v, rotated q and k, the attention output and its
-    // log-sum-exp (fp32), the inner norm's input (fp32), the projection input, the layer-scale input.
-    at.saved = w.fp32(e * tokens) + w.act(e * tokens) + 3 * w.act(e * tokens) + 2 * w.act(e * tokens) +
-               w.act(e * tokens) + w.fp32(heads * tokens) + (p.scale_attn_inner ? w.fp32(e * tokens) : 0) +
-               w.act(e * tokens) + (p.init_values ? w.act(e * tokens) : 0);
-    at.fwd_work = 3 * w.act(e * tokens);  // rotary temporaries
-    at.bwd_work = 6 * w.act(e * tokens) + 2 * w.fp32(e * tokens);
-    Op mlp;
-    mlp.name = name + ".mlp";
-    const int64_t wm = 3 * e * h + 2 * h + e;
-    mlp.params = wm + 2 * e + 2 * h + (p.init_values ? e : 0);
-    mlp.largest_param = e * h;
-    mlp.half_weights = w.half(wm);
-    // norm2 input (fp32), fc1 input, the gate and its SiLU, the other branch, their product (the norm's fp32
-    // input), fc2 input, the layer-scale input.
-    mlp.saved = w.fp32(e * tokens) + w.act(e * tokens) + 3 * w.act(h * tokens) + w.fp32(h * tokens) +
-                w.act(h * tokens) + (p.init_values ? w.act(e * tokens) : 0);
-    mlp.fwd_work = w.act(h * tokens);
-    mlp.bwd_work = 3 * w.act(h * tokens) + w.fp32(h * tokens);
-    if (checkpoint) {
-      at.segment = mlp.segment = ++segment;  // one EVA block per segment: its input is kept
-      at.segment_input = w.act(e * tokens);
-    }
-    w.add(at);
-    w.add(mlp);
-  }
-  Op norm;
-  norm.name = "eva.norm";
-  norm.params = 2 * e;
-  norm.saved = w.fp32(e * tokens);
-  norm.bwd_work = 2 * w.fp32(e * tokens);
-  w.add(norm);
+Op primus_attention_op(const Primus& w, const PrimusPlan& p, const PrimusShape& x, const std::string& name) {
+  const int64_t e = x.e, tokens = x.tokens;
+  Op at;
+  at.name = name + ".attn";
+  const int64_t wa = 4 * e * e + 3 * e;
+  at.params = wa + 2 * e + (p.scale_attn_inner ? 2 * e : 0) + (p.init_values ? e : 0);
+  at.largest_param = e * e;
+  at.half_weights = w.half(wa);
+  // norm1 input (fp32), q/k/v projection input, q, k, v, rotated q and k, the attention output and its
+  // log-sum-exp (fp32), the inner norm's input (fp32), the projection input, the layer-scale input.
+  at.saved = w.fp32(e * tokens) + w.act(e * tokens) + 3 * w.act(e * tokens) + 2 * w.act(e * tokens) +
+             w.act(e * tokens) + w.fp32(x.heads * tokens) + (p.scale_attn_inner ? w.fp32(e * tokens) : 0) +
+             w.act(e * tokens) + (p.init_values ? w.act(e * tokens) : 0);
+  at.fwd_work = 3 * w.act(e * tokens);  // rotary temporaries
+  at.bwd_work = 6 * w.act(e * tokens) + 2 * w.fp32(e * tokens);
+  return at;
+}
 
+Op primus_mlp_op(const Primus& w, const PrimusPlan& p, const PrimusShape& x, const std::string& name) {
+  const int64_t e = x.e, h = x.h, tokens = x.tokens;
+  Op mlp;
+  mlp.name = name + ".mlp";
+  const int64_t wm = 3 * e * h + 2 * h + e;
+  mlp.params = wm + 2 * e + 2 * h + (p.init_values ? e : 0);
+  mlp.largest_param = e * h;
+  mlp.half_weights = w.half(wm);
+  // norm2 input (fp32), fc1 input, the gate and its SiLU, the other branch, their product (the norm's fp32
+  // input), fc2 input, the layer-scale input.
+  mlp.saved = w.fp32(e * tokens) + w.act(e * tokens) + 3 * w.act(h * tokens) + w.fp32(h * tokens) + w.act(h * tokens) +
+              (p.init_values ? w.act(e * tokens) : 0);
+  mlp.fwd_work = w.act(h * tokens);
+  mlp.bwd_work = 3 * w.act(h * tokens) + w.fp32(h * tokens);
+  return mlp;
+}
+
+// The transposed-convolution decoder from the tokens' grid up to the patch.
+void add_primus_decoder(Primus& w, const PrimusPlan& p, const PrimusShape& x, int classes) {
   const PrimusDecoderStages d = primus_decoder_stages(
       std::vector<int64_t>(p.patch_embed_size.begin(), p.patch_embed_size.end()), p.embed_dim, classes);
-  int64_t v = t;
+  int64_t v = x.t;
   for (std::size_t s = 0; s + 1 < d.channels.size(); ++s) {
     const int64_t cin = d.channels[s], cout = d.channels[s + 1], k = volume(d.strides[s]);
     const bool last = s + 2 == d.channels.size();
@@ -115,8 +119,40 @@ std::vector<Op> primus_ops(const ArchitecturePlan& a, const std::vector<int>& pa
     w.add(up);
     v = out;
   }
+}
+
+}  // namespace
+
+std::vector<Op> primus_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
+                           const MemoryOptions& opt, const StepSettings& step, bool checkpoint) {
+  MEDSEG_CHECK(a.primus, "memory model: architecture is not Primus");
+  const PrimusPlan& p = *a.primus;
+  Primus w{step, step.bytes_per_activation == 2, {}};
+  const PrimusShape x = primus_shape(p, std::vector<int64_t>(patch.begin(), patch.end()));
+  w.add(primus_embedding_op(w, p, x, in_ch));
+
+  int segment = -1;
+  for (int b = 0; b < p.eva_depth; ++b) {
+    const std::string name = "eva.blocks." + std::to_string(b);
+    Op at = primus_attention_op(w, p, x, name);
+    Op mlp = primus_mlp_op(w, p, x, name);
+    if (checkpoint) {
+      at.segment = mlp.segment = ++segment;  // one EVA block per segment: its input is kept
+      at.segment_input = w.act(x.e * x.tokens);
+    }
+    w.add(at);
+    w.add(mlp);
+  }
+  Op norm;
+  norm.name = "eva.norm";
+  norm.params = 2 * x.e;
+  norm.saved = w.fp32(x.e * x.tokens);
+  norm.bwd_work = 2 * w.fp32(x.e * x.tokens);
+  w.add(norm);
+
+  add_primus_decoder(w, p, x, classes);
   (void)opt;
-  w.add(loss_op({voxels}, classes, step));
+  w.add(loss_op({x.voxels}, classes, step));
   return w.ops;
 }
 

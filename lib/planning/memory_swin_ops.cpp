@@ -101,24 +101,16 @@ struct Swin {
   }
 };
 
-}  // namespace
+// The patch and its token grids: stage i works at patch / 2^(i+1).
+struct SwinGrid {
+  const SwinPlan& s;
+  std::vector<int64_t> full;  // the patch
+  int64_t voxels;
+  int dim;
+  int64_t conv_taps, up_taps;  // 3^dim and 2^dim kernels
 
-std::vector<Op> swin_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
-                         const MemoryOptions& opt, const StepSettings& step, bool checkpoint) {
-  (void)opt;
-  if (!a.swin) throw Error("memory model: architecture is not SwinUNETR");
-  const SwinPlan& s = *a.swin;
-  const int dim = static_cast<int>(patch.size());
-  const int64_t feature_size = s.feature_size, in_channels = in_ch;
-  const int64_t conv_taps = dim == 3 ? 27 : 9, up_taps = dim == 3 ? 8 : 4;  // 3^dim and 2^dim kernels
-  for (int p : patch)
-    if (p % 32 != 0) throw Error("memory model: SwinUNETR needs patch sizes divisible by 32");
-  Swin w{step, step.bytes_per_activation == 2, checkpoint, {}};
-
-  std::vector<int64_t> full(patch.begin(), patch.end());
-  const int64_t voxels = volume(full);
-  // Token grids: stage i works at patch / 2^(i+1).
-  auto tokens = [&](int i, bool padded, int64_t* window) {
+  // Tokens of stage i, padded to whole windows or not; `window` (if given) gets the tokens of one window.
+  int64_t tokens(int i, bool padded = false, int64_t* window = nullptr) const {
     int64_t t = 1, wn = 1;
     for (int64_t x : full) {
       const int64_t r = x >> (i + 1);
@@ -128,66 +120,74 @@ std::vector<Op> swin_ops(const ArchitecturePlan& a, const std::vector<int>& patc
     }
     if (window) *window = wn;
     return t;
-  };
+  }
+};
 
+// The patch embedding and the four Swin stages, each with its merging and its hidden-state projection.
+void add_swin_transformer(Swin& w, const SwinGrid& g, int64_t in_channels) {
+  const SwinPlan& s = g.s;
+  const int64_t feature_size = s.feature_size;
   Op embed;
   embed.name = "swin.patch_embed";
-  embed.params = in_channels * feature_size * up_taps + feature_size;
-  embed.half_weights = w.half(in_channels * feature_size * up_taps);
-  embed.saved = w.amp ? 2 * step.batch * in_channels * voxels : 0;  // half copy of the input
-  embed.bwd_work =
-      w.activation_bytes(feature_size * tokens(0, false, nullptr)) + w.activation_bytes(in_channels * voxels);
+  embed.params = in_channels * feature_size * g.up_taps + feature_size;
+  embed.half_weights = w.half(in_channels * feature_size * g.up_taps);
+  embed.saved = w.amp ? 2 * w.step.batch * in_channels * g.voxels : 0;  // half copy of the input
+  embed.bwd_work = w.activation_bytes(feature_size * g.tokens(0)) + w.activation_bytes(in_channels * g.voxels);
   w.add(embed);
-  w.proj_out("swin.hidden0", feature_size, tokens(0, false, nullptr));
+  w.proj_out("swin.hidden0", feature_size, g.tokens(0));
   for (int i = 0; i < 4; ++i) {
-    const int64_t c = feature_size << i, t = tokens(i, false, nullptr);
+    const int64_t c = feature_size << i, t = g.tokens(i);
     int64_t wn = 0;
-    const int64_t tp = tokens(i, true, &wn);
+    const int64_t tp = g.tokens(i, true, &wn);
     bool can_shift = false;
-    for (int64_t x : full) can_shift = can_shift || (x >> (i + 1)) > s.window_size;
+    for (int64_t x : g.full) can_shift = can_shift || (x >> (i + 1)) > s.window_size;
     int64_t table = s.num_heads[i];
-    for (int j = 0; j < dim; ++j) table *= 2 * s.window_size - 1;
+    for (int j = 0; j < g.dim; ++j) table *= 2 * s.window_size - 1;
     const int64_t mask = can_shift ? 4 * tp * wn : 0;  // one fp32 mask per layer, not per sample
     for (int b = 0; b < s.depths[i]; ++b)
       w.block("swin.layers" + std::to_string(i + 1) + "." + std::to_string(b), c, s.num_heads[i], t, tp, wn, table,
               can_shift && b % 2 == 1, mask);
     w.merging("swin.layers" + std::to_string(i + 1) + ".merge", c, t);
-    w.proj_out("swin.hidden" + std::to_string(i + 1), 2 * c, tokens(i + 1, false, nullptr));
+    w.proj_out("swin.hidden" + std::to_string(i + 1), 2 * c, g.tokens(i + 1));
   }
+}
 
-  // CNN encoders on the input and the hidden states (never checkpointed in MONAI).
-  const int64_t t0 = tokens(0, false, nullptr), t1 = tokens(1, false, nullptr), t2 = tokens(2, false, nullptr),
-                t3 = tokens(3, false, nullptr), t4 = tokens(4, false, nullptr);
-  w.res_block("encoder1", in_channels, feature_size, conv_taps, voxels);
+// CNN encoders on the input and the hidden states (never checkpointed in MONAI); tagged with the skip they feed.
+void add_swin_cnn_encoders(Swin& w, const SwinGrid& g, int64_t in_channels) {
+  const int64_t feature_size = g.s.feature_size;
+  w.res_block("encoder1", in_channels, feature_size, g.conv_taps, g.voxels);
   // Its two convs each keep a half copy of the input.
-  if (w.amp) w.ops.back().saved += 2 * 2 * step.batch * in_channels * voxels;
+  if (w.amp) w.ops.back().saved += 2 * 2 * w.step.batch * in_channels * g.voxels;
   w.ops.back().tag = 0;
-  w.res_block("encoder2", feature_size, feature_size, conv_taps, t0);
+  w.res_block("encoder2", feature_size, feature_size, g.conv_taps, g.tokens(0));
   w.ops.back().tag = 1;
-  w.res_block("encoder3", 2 * feature_size, 2 * feature_size, conv_taps, t1);
+  w.res_block("encoder3", 2 * feature_size, 2 * feature_size, g.conv_taps, g.tokens(1));
   w.ops.back().tag = 2;
-  w.res_block("encoder4", 4 * feature_size, 4 * feature_size, conv_taps, t2);
+  w.res_block("encoder4", 4 * feature_size, 4 * feature_size, g.conv_taps, g.tokens(2));
   w.ops.back().tag = 3;
-  w.res_block("encoder10", 16 * feature_size, 16 * feature_size, conv_taps, t4);
+  w.res_block("encoder10", 16 * feature_size, 16 * feature_size, g.conv_taps, g.tokens(4));
+}
 
-  // Decoders: transposed conv (kernel 2, stride 2, no bias), concat with the skip, residual block 2C -> C.
+// Decoders: transposed conv (kernel 2, stride 2, no bias), concat with the skip, residual block 2C -> C.
+void add_swin_decoders(Swin& w, const SwinGrid& g) {
+  const int64_t feature_size = g.s.feature_size;
   struct Up {
     const char* name;
     int64_t cin, cout, v;
     int skip_tag;
   };
-  const Up ups[] = {{"decoder5", 16 * feature_size, 8 * feature_size, t3, 4},
-                    {"decoder4", 8 * feature_size, 4 * feature_size, t2, 3},
-                    {"decoder3", 4 * feature_size, 2 * feature_size, t1, 2},
-                    {"decoder2", 2 * feature_size, feature_size, t0, 1},
-                    {"decoder1", feature_size, feature_size, voxels, 0}};
+  const Up ups[] = {{"decoder5", 16 * feature_size, 8 * feature_size, g.tokens(3), 4},
+                    {"decoder4", 8 * feature_size, 4 * feature_size, g.tokens(2), 3},
+                    {"decoder3", 4 * feature_size, 2 * feature_size, g.tokens(1), 2},
+                    {"decoder2", 2 * feature_size, feature_size, g.tokens(0), 1},
+                    {"decoder1", feature_size, feature_size, g.voxels, 0}};
   for (const auto& u : ups) {
     Op t;
     t.name = std::string(u.name) + ".transpconv";
-    t.params = u.cin * u.cout * up_taps;
+    t.params = u.cin * u.cout * g.up_taps;
     t.half_weights = w.half(t.params);
     t.fwd_work = w.activation_bytes(u.cout * u.v);
-    t.bwd_work = w.activation_bytes(u.cout * u.v) + w.activation_bytes(u.cin * u.v / (dim == 3 ? 8 : 4));
+    t.bwd_work = w.activation_bytes(u.cout * u.v) + w.activation_bytes(u.cin * u.v / (g.dim == 3 ? 8 : 4));
     w.add(t);
     Op c;
     c.name = std::string(u.name) + ".concat";
@@ -197,8 +197,28 @@ std::vector<Op> swin_ops(const ArchitecturePlan& a, const std::vector<int>& patc
       c.hold = w.activation_bytes(2 * u.cout * u.v);
     }
     w.add(c);
-    w.res_block(std::string(u.name) + ".block", 2 * u.cout, u.cout, conv_taps, u.v);
+    w.res_block(std::string(u.name) + ".block", 2 * u.cout, u.cout, g.conv_taps, u.v);
   }
+}
+
+}  // namespace
+
+std::vector<Op> swin_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
+                         const MemoryOptions& opt, const StepSettings& step, bool checkpoint) {
+  (void)opt;
+  MEDSEG_CHECK(a.swin, "memory model: architecture is not SwinUNETR");
+  const SwinPlan& s = *a.swin;
+  const int dim = static_cast<int>(patch.size());
+  for (int p : patch) MEDSEG_CHECK(p % 32 == 0, "memory model: SwinUNETR needs patch sizes divisible by 32");
+  Swin w{step, step.bytes_per_activation == 2, checkpoint, {}};
+  std::vector<int64_t> full(patch.begin(), patch.end());
+  const int64_t voxels = volume(full);
+  const SwinGrid g{s, full, voxels, dim, dim == 3 ? 27 : 9, dim == 3 ? 8 : 4};
+
+  add_swin_transformer(w, g, in_ch);
+  add_swin_cnn_encoders(w, g, in_ch);
+  add_swin_decoders(w, g);
+  const int64_t feature_size = s.feature_size;
   Op out;
   out.name = "out";
   out.params = feature_size * classes + classes;

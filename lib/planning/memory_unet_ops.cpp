@@ -150,43 +150,50 @@ int64_t kvol(const std::vector<int>& k) {
   return v;
 }
 
-}  // namespace
+// Dropout's p from the plan's kwargs (DNA's default 0.5 when the plan names the op but not p); 0 without dropout.
+double unet_dropout_p(const ArchitecturePlan& a) {
+  if (a.dropout_op.empty()) return 0;
+  const json& k = a.dropout_op_kwargs;
+  return k.is_object() && k.contains("p") && k.at("p").is_number() ? k.at("p").get<double>() : 0.5;
+}
 
-std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
-                         const MemoryOptions& opt, const StepSettings& step, bool checkpoint) {
-  const bool residual = a.is_residual_encoder_unet();
-  if (!residual && !a.is_plain_unet()) throw Error("memory model: unsupported network '" + a.network_class_name + "'");
-  const int n_stages = a.n_stages;
-  Builder b{a, step, step.bytes_per_activation == 2, checkpoint, {}};
-  b.fp32_tconv = step.cpu_autocast && opt.cpu_autocast_fp32_transposed_conv;
-  if (!a.dropout_op.empty()) {
-    const json& k = a.dropout_op_kwargs;
-    b.dropout_p = k.is_object() && k.contains("p") && k.at("p").is_number() ? k.at("p").get<double>() : 0.5;
-  }
+// Resolution (voxels) after each stage's stride, and the planes of the slab axis (spatial parallelism).
+struct UnetGrid {
+  std::vector<int64_t> vox, len;  // per stage, after its stride
+  int64_t v_in = 0, len_in = 0;   // the patch
+  std::size_t ax = 0;             // the slab axis (0 without spatial parallelism)
+  const ArchitecturePlan* a = nullptr;
+  // Kernel size of stage `s` along the slab axis: the halo planes its convolutions fetch.
+  int k_axis(int s) const { return a->kernel_sizes[s][ax]; }
+};
 
-  // Resolution (voxels) after each stage's stride.
-  std::vector<int64_t> vox, len;  // len: planes of the slab axis after each stage (spatial parallelism)
+UnetGrid unet_grid(const ArchitecturePlan& a, const std::vector<int>& patch, const StepSettings& step) {
+  UnetGrid g;
+  g.a = &a;
   std::vector<int64_t> size(patch.begin(), patch.end());
-  const int64_t v_in = volume(size);
-  const std::size_t ax = step.halo_axis < 0 ? 0 : static_cast<std::size_t>(step.halo_axis);
-  const int64_t len_in = size[ax];
-  for (int s = 0; s < n_stages; ++s) {
+  g.v_in = volume(size);
+  g.ax = step.halo_axis < 0 ? 0 : static_cast<std::size_t>(step.halo_axis);
+  g.len_in = size[g.ax];
+  for (int s = 0; s < a.n_stages; ++s) {
     for (std::size_t i = 0; i < size.size(); ++i) size[i] /= a.strides[s][i];
-    vox.push_back(volume(size));
-    len.push_back(size[ax]);
+    g.vox.push_back(volume(size));
+    g.len.push_back(size[g.ax]);
   }
-  const auto k_axis = [&](int s) { return a.kernel_sizes[s][ax]; };
+  return g;
+}
+
+// The encoder's ops, stem included; each stage's last op is tagged with the stage (its skip's gradient lands there).
+void add_unet_encoder(Builder& b, const UnetGrid& g, int in_ch, bool residual) {
+  const ArchitecturePlan& a = b.a;
   const auto& features = a.features_per_stage;
   const auto blocks = a.encoder_blocks();
-
-  // Encoder.
-  int64_t cin = in_ch, vprev = v_in;
+  int64_t cin = in_ch, vprev = g.v_in;
   if (residual) {  // the stem runs outside the checkpointed stages
-    b.conv_norm_act("stem", cin, features[0], kvol(a.kernel_sizes[0]), v_in, v_in, true,
-                    b.halo_fraction(k_axis(0), len_in));
+    b.conv_norm_act("stem", cin, features[0], kvol(a.kernel_sizes[0]), g.v_in, g.v_in, true,
+                    b.halo_fraction(g.k_axis(0), g.len_in));
     cin = features[0];
   }
-  for (int s = 0; s < n_stages; ++s) {
+  for (int s = 0; s < a.n_stages; ++s) {
     // A checkpointed stage keeps its input; stage 0's (the batch or the stem output) is counted already.
     b.begin_segment(s == 0 ? 0 : b.activation_bytes(cin * vprev));
     const int64_t kv = kvol(a.kernel_sizes[s]);
@@ -194,88 +201,128 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
     for (int x : a.strides[s]) strided = strided || x != 1;
     for (int j = 0; j < blocks[s]; ++j) {
       const std::string name = "encoder." + std::to_string(s) + "." + std::to_string(j);
-      const int64_t vi = j == 0 ? vprev : vox[s];
+      const int64_t vi = j == 0 ? vprev : g.vox[s];
       const int64_t c_in = j == 0 ? cin : features[s];
-      const double h_in = b.halo_fraction(k_axis(s), j == 0 ? (s == 0 ? len_in : len[s - 1]) : len[s]);
-      const double h_out = b.halo_fraction(k_axis(s), len[s]);
+      const double h_in = b.halo_fraction(g.k_axis(s), j == 0 ? (s == 0 ? g.len_in : g.len[s - 1]) : g.len[s]);
+      const double h_out = b.halo_fraction(g.k_axis(s), g.len[s]);
       if (residual)
-        b.residual_block(name, c_in, features[s], kv, j == 0 && strided, vi, vox[s], h_in, h_out);
+        b.residual_block(name, c_in, features[s], kv, j == 0 && strided, vi, g.vox[s], h_in, h_out);
       else
-        b.conv_norm_act(name, c_in, features[s], kv, vi, vox[s], true, h_in);
+        b.conv_norm_act(name, c_in, features[s], kv, vi, g.vox[s], true, h_in);
     }
     b.ops.back().tag = s;  // the stage output: its gradient from the skip is consumed here
     cin = features[s];
-    vprev = vox[s];
+    vprev = g.vox[s];
   }
   // Under AMP the first conv reads a half copy of the input batch, which it keeps.
-  if (b.amp) b.ops.front().saved += 2 * step.batch * in_ch * v_in;
+  if (b.amp) b.ops.front().saved += 2 * b.step.batch * in_ch * g.v_in;
+}
 
-  // Decoder, bottom up; only the encoder is ever checkpointed (NetworkBuildOptions::checkpoint_encoder).
-  const bool encoder_checkpointed = b.checkpoint;
-  b.checkpoint = false;
-  b.segment = -1;
+// Decoder stage `dd`'s upsampling: from encoder stage e + 1's channels and voxels to stage e's.
+void add_unet_transposed_conv(Builder& b, const UnetGrid& g, int dd, int e, bool encoder_checkpointed) {
+  const ArchitecturePlan& a = b.a;
+  const auto& features = a.features_per_stage;
+  const int64_t channels = features[e], voxels = g.vox[e], channels_below = features[e + 1],
+                voxels_below = g.vox[e + 1];
+  Op t = b.make("decoder." + std::to_string(dd) + ".transpconv");
+  const int64_t w = channels_below * channels * kvol(a.strides[e + 1]) + (a.conv_bias ? channels : 0);
+  t.params = w;
+  t.largest_param = w - (a.conv_bias ? channels : 0);
+  t.macs = t.largest_param * voxels_below;  // each input voxel meets the whole kernel once
+  // Its input is kept by the layer that made it, except the checkpointed encoder's output.
+  if (dd == 0 && encoder_checkpointed) t.saved = b.activation_bytes(channels_below * voxels_below);
+  if (b.fp32_tconv) {  // input cast up and kept in fp32, output in fp32 until the concatenation
+    t.saved = b.fp32_bytes(channels_below * voxels_below);
+    t.fwd_work = b.fp32_bytes(channels * voxels);
+    t.bwd_work = b.fp32_bytes(channels * voxels) + b.fp32_bytes(channels_below * voxels_below) +
+                 b.activation_bytes(channels_below * voxels_below);
+  } else {
+    t.half_weights = b.half(w);
+    t.fwd_work = b.activation_bytes(channels * voxels);  // its output lives until the concatenation
+    t.bwd_work = b.activation_bytes(channels * voxels) + b.activation_bytes(channels_below * voxels_below);
+  }
+  b.add(std::move(t));
+}
+
+// Decoder stage `dd`'s concatenation of the upsampled features with encoder stage e's skip.
+void add_unet_concat(Builder& b, int64_t channels, int64_t voxels, int dd, int e) {
+  Op c = b.make("decoder." + std::to_string(dd) + ".concat");
+  // Read by the first conv (under CPU autocast: its half copy of the fp32 concat).
+  c.saved = b.activation_bytes(2 * channels * voxels);
+  c.hold_tag = e;  // the skip half of its gradient waits for the encoder
+  if (b.fp32_tconv) {
+    // fp32 transposed-conv output and the promoted fp32 concat
+    c.fwd_work = b.fp32_bytes(channels * voxels) + b.fp32_bytes(2 * channels * voxels);
+    c.hold = b.activation_bytes(channels * voxels);  // the skip's gradient, cast back to half
+  } else {
+    c.hold = b.activation_bytes(2 * channels * voxels);  // a view of the concat's gradient: the whole buffer stays
+  }
+  b.add(std::move(c));
+}
+
+// Decoder stage `dd`'s 1x1 segmentation head; its voxels join the loss's scales when the loss weighs them.
+void add_unet_seg_head(Builder& b, int64_t channels, int64_t voxels, int classes, int dd, bool last,
+                       bool deep_supervision, std::vector<int64_t>& loss_vox) {
+  Op h = b.make("decoder." + std::to_string(dd) + ".seg_head");
+  h.params = channels * classes + classes;
+  h.largest_param = channels * classes;
+  h.macs = channels * classes * voxels;
+  h.half_weights = b.half(h.params);
+  // oneDNN reorders the head's input to its blocked layout and writes the output padded to 16 channels.
+  if (b.step.cpu)
+    h.fwd_work = b.activation_bytes(channels * voxels) + b.activation_bytes((classes + 15) / 16 * 16 * voxels);
+  h.saved = b.activation_bytes(classes * voxels);  // the logits stay referenced by the training step
+  // nnU-Net weights deep-supervision terms 1/2^i and sets the lowest resolution's to 0.
+  const bool in_loss = last || !deep_supervision || dd > 0;
+  if (in_loss) {
+    h.loss_grad = b.fp32_bytes(classes * voxels);
+    loss_vox.push_back(voxels);
+  }
+  h.bwd_work = b.activation_bytes(channels * voxels);
+  b.add(std::move(h));
+}
+
+// The decoder's ops, bottom up; returns the voxels of each scale the loss reads.
+std::vector<int64_t> add_unet_decoder(Builder& b, const UnetGrid& g, int classes, bool deep_supervision,
+                                      bool encoder_checkpointed) {
+  const ArchitecturePlan& a = b.a;
+  const int n_stages = a.n_stages;
   const auto& dec = a.n_conv_per_stage_decoder;
   std::vector<int64_t> loss_vox;
   for (int dd = 0; dd + 1 < n_stages; ++dd) {
     const int e = n_stages - 2 - dd;  // encoder stage joined here
     // This decoder stage works at encoder stage e's channels and voxels; its input comes from the stage below.
-    const int64_t channels = features[e], voxels = vox[e], channels_below = features[e + 1], voxels_below = vox[e + 1];
+    const int64_t channels = a.features_per_stage[e], voxels = g.vox[e];
+    add_unet_transposed_conv(b, g, dd, e, encoder_checkpointed);
+    add_unet_concat(b, channels, voxels, dd, e);
     const std::string name = "decoder." + std::to_string(dd);
-    Op t = b.make(name + ".transpconv");
-    const int64_t w = channels_below * channels * kvol(a.strides[e + 1]) + (a.conv_bias ? channels : 0);
-    t.params = w;
-    t.largest_param = w - (a.conv_bias ? channels : 0);
-    t.macs = t.largest_param * voxels_below;  // each input voxel meets the whole kernel once
-    // Its input is kept by the layer that made it, except the checkpointed encoder's output.
-    if (dd == 0 && encoder_checkpointed) t.saved = b.activation_bytes(channels_below * voxels_below);
-    if (b.fp32_tconv) {  // input cast up and kept in fp32, output in fp32 until the concatenation
-      t.saved = b.fp32_bytes(channels_below * voxels_below);
-      t.fwd_work = b.fp32_bytes(channels * voxels);
-      t.bwd_work = b.fp32_bytes(channels * voxels) + b.fp32_bytes(channels_below * voxels_below) +
-                   b.activation_bytes(channels_below * voxels_below);
-    } else {
-      t.half_weights = b.half(w);
-      t.fwd_work = b.activation_bytes(channels * voxels);  // its output lives until the concatenation
-      t.bwd_work = b.activation_bytes(channels * voxels) + b.activation_bytes(channels_below * voxels_below);
-    }
-    b.add(std::move(t));
-    Op c = b.make(name + ".concat");
-    // Read by the first conv (under CPU autocast: its half copy of the fp32 concat).
-    c.saved = b.activation_bytes(2 * channels * voxels);
-    c.hold_tag = e;  // the skip half of its gradient waits for the encoder
-    if (b.fp32_tconv) {
-      // fp32 transposed-conv output and the promoted fp32 concat
-      c.fwd_work = b.fp32_bytes(channels * voxels) + b.fp32_bytes(2 * channels * voxels);
-      c.hold = b.activation_bytes(channels * voxels);  // the skip's gradient, cast back to half
-    } else {
-      c.hold = b.activation_bytes(2 * channels * voxels);  // a view of the concat's gradient: the whole buffer stays
-    }
-    b.add(std::move(c));
     const int n = dec.empty() ? 1 : dec[static_cast<std::size_t>(dd)];
     for (int j = 0; j < n; ++j)
       b.conv_norm_act(name + "." + std::to_string(j), j == 0 ? 2 * channels : channels, channels,
-                      kvol(a.kernel_sizes[e]), voxels, voxels, true, b.halo_fraction(k_axis(e), len[e]));
+                      kvol(a.kernel_sizes[e]), voxels, voxels, true, b.halo_fraction(g.k_axis(e), g.len[e]));
     const bool last = dd + 2 == n_stages;
-    if (opt.deep_supervision || last) {
-      Op h = b.make(name + ".seg_head");
-      h.params = channels * classes + classes;
-      h.largest_param = channels * classes;
-      h.macs = channels * classes * voxels;
-      h.half_weights = b.half(h.params);
-      // oneDNN reorders the head's input to its blocked layout and writes the output padded to 16 channels.
-      if (step.cpu)
-        h.fwd_work = b.activation_bytes(channels * voxels) + b.activation_bytes((classes + 15) / 16 * 16 * voxels);
-      h.saved = b.activation_bytes(classes * voxels);  // the logits stay referenced by the training step
-      // nnU-Net weights deep-supervision terms 1/2^i and sets the lowest resolution's to 0.
-      const bool in_loss = last || !opt.deep_supervision || dd > 0;
-      if (in_loss) {
-        h.loss_grad = b.fp32_bytes(classes * voxels);
-        loss_vox.push_back(voxels);
-      }
-      h.bwd_work = b.activation_bytes(channels * voxels);
-      b.add(std::move(h));
-    }
+    if (deep_supervision || last) add_unet_seg_head(b, channels, voxels, classes, dd, last, deep_supervision, loss_vox);
   }
+  return loss_vox;
+}
+
+}  // namespace
+
+std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
+                         const MemoryOptions& opt, const StepSettings& step, bool checkpoint) {
+  const bool residual = a.is_residual_encoder_unet();
+  MEDSEG_CHECK(residual || a.is_plain_unet(), "memory model: unsupported network '", a.network_class_name, "'");
+  Builder b{a, step, step.bytes_per_activation == 2, checkpoint, {}};
+  b.fp32_tconv = step.cpu_autocast && opt.cpu_autocast_fp32_transposed_conv;
+  b.dropout_p = unet_dropout_p(a);
+  const UnetGrid g = unet_grid(a, patch, step);
+  add_unet_encoder(b, g, in_ch, residual);
+
+  // Only the encoder is ever checkpointed (NetworkBuildOptions::checkpoint_encoder).
+  const bool encoder_checkpointed = b.checkpoint;
+  b.checkpoint = false;
+  b.segment = -1;
+  const std::vector<int64_t> loss_vox = add_unet_decoder(b, g, classes, opt.deep_supervision, encoder_checkpointed);
   b.segment = -1;
   Op l = loss_op(loss_vox, classes, step);
   l.segment = -1;

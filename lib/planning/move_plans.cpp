@@ -7,19 +7,17 @@ namespace medseg::planning {
 ordered_json move_plans(ordered_json plans, const std::string& target_dataset_name,
                         const std::string& source_plans_name, const std::string& target_plans_name,
                         const DatasetJsonInput& target_dataset) {
-  if (!plans.is_object() || !plans.contains("configurations") || !plans["configurations"].is_object())
-    throw Error("plans " + source_plans_name + " have no \"configurations\" object");
+  MEDSEG_CHECK(plans.is_object() && plans.contains("configurations") && plans["configurations"].is_object(), "plans ",
+               source_plans_name, " have no \"configurations\" object");
   plans["dataset_name"] = target_dataset_name;
   bool is_3d = false;
   for (auto& [name, cfg] : plans["configurations"].items()) {
-    if (!cfg.is_object())
-      throw Error("plans " + source_plans_name + ": configuration \"" + name + "\" is not an object");
+    MEDSEG_CHECK(cfg.is_object(), "plans ", source_plans_name, ": configuration \"", name, "\" is not an object");
     const auto patch = cfg.find("patch_size");
     if (patch != cfg.end() && patch->is_array() && patch->size() == 3) is_3d = true;
     if (target_plans_name == source_plans_name || !cfg.contains("data_identifier")) continue;
-    if (!cfg["data_identifier"].is_string())
-      throw Error("plans " + source_plans_name + ": configuration \"" + name +
-                  "\" has a data_identifier that is not a string");
+    MEDSEG_CHECK(cfg["data_identifier"].is_string(), "plans ", source_plans_name, ": configuration \"", name,
+                 "\" has a data_identifier that is not a string");
     const std::string old = cfg["data_identifier"].get<std::string>();
     cfg["data_identifier"] = old.rfind(source_plans_name, 0) == 0
                                  ? target_plans_name + old.substr(source_plans_name.size())

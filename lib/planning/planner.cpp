@@ -187,35 +187,47 @@ std::string normalization_scheme_for(const std::string& channel_name) {
   return normalization_class_name(normalization_for_channel(channel_name));
 }
 
-std::string reader_writer_for(const DatasetJsonInput& ds, bool is_3d) {
-  // NibabelIOWithReorient: io::load_case brings every volume to canonical orientation (io/reorient.h).
-  if (ds.overwrite_image_reader_writer == "NibabelIOWithReorient") {
-    std::string e;
-    for (unsigned char ch : ds.file_ending) e += static_cast<char>(std::tolower(ch));
-    if (e != ".nii" && e != ".nii.gz")
-      throw FileError(ds.source,
-                      "overwrite_image_reader_writer 'NibabelIOWithReorient' reads .nii and .nii.gz only, not "
-                      "file_ending '" +
-                          ds.file_ending + "'");
-  }
-  if (!ds.overwrite_image_reader_writer.empty()) return ds.overwrite_image_reader_writer;
+namespace {
+
+std::string lower_case_ending(const std::string& file_ending) {
   std::string e;
-  for (unsigned char ch : ds.file_ending) e += static_cast<char>(std::tolower(ch));
+  for (unsigned char ch : file_ending) e += static_cast<char>(std::tolower(ch));
+  return e;
+}
+
+// nnU-Net's reader/writer for a lower-case file ending; empty when none reads it.
+std::string default_reader_writer(const std::string& e, bool is_3d) {
   if (e == ".png" || e == ".bmp") return "NaturalImage2DIO";
   // nnU-Net tries NaturalImage2DIO first and falls back to Tiff3DIO when the file is 3D.
   if (e == ".tif") return is_3d ? "Tiff3DIO" : "NaturalImage2DIO";
   if (e == ".tiff") return "Tiff3DIO";
   if (e == ".nii.gz" || e == ".nrrd" || e == ".mha" || e == ".gipl") return "SimpleITKIO";
   if (e == ".nii") return "NibabelIO";
-  throw FileError(ds.source, "no image reader/writer supports file_ending '" + ds.file_ending + "'");
+  return "";
+}
+
+}  // namespace
+
+std::string reader_writer_for(const DatasetJsonInput& ds, bool is_3d) {
+  const std::string e = lower_case_ending(ds.file_ending);
+  // NibabelIOWithReorient: io::load_case brings every volume to canonical orientation (io/reorient.h).
+  MEDSEG_CHECK_FILE(ds.overwrite_image_reader_writer != "NibabelIOWithReorient" || e == ".nii" || e == ".nii.gz",
+                    ds.source,
+                    "overwrite_image_reader_writer 'NibabelIOWithReorient' reads .nii and .nii.gz only, not "
+                    "file_ending '",
+                    ds.file_ending, "'");
+  if (!ds.overwrite_image_reader_writer.empty()) return ds.overwrite_image_reader_writer;
+  const std::string rw = default_reader_writer(e, is_3d);
+  MEDSEG_CHECK_FILE(!rw.empty(), ds.source, "no image reader/writer supports file_ending '", ds.file_ending, "'");
+  return rw;
 }
 
 std::vector<double> fullres_target_spacing(const FingerprintInput& fp, double anisotropy_threshold,
                                            const std::vector<double>& overwrite) {
   if (!overwrite.empty()) {
-    if (overwrite.size() != 3) throw Error("overwrite_target_spacing needs 3 values");
+    MEDSEG_CHECK(overwrite.size() == 3, "overwrite_target_spacing needs 3 values");
     for (double v : overwrite)
-      if (!(v > 0) || !std::isfinite(v)) throw Error("overwrite_target_spacing values must be positive");
+      MEDSEG_CHECK(v > 0 && std::isfinite(v), "overwrite_target_spacing values must be positive");
     return overwrite;
   }
   std::vector<double> target, size;
@@ -292,7 +304,7 @@ std::optional<ConfigOut> plan_lowres(Ctx& c, const DatasetGeometry& g, const Con
   double median_vox = prod(g.median_t), patch_vox = prod(fullres.patch);
   std::vector<double> sp = g.spacing_t;
   for (int guard = 0; patch_vox / median_vox < c.spec.unet.lowres_creation_threshold; ++guard) {
-    if (guard > 10000) throw Error("planner: 3d_lowres search did not converge");
+    MEDSEG_CHECK(guard <= 10000, "planner: 3d_lowres search did not converge");
     const double max_sp = *std::max_element(sp.begin(), sp.end());
     bool any = false;
     for (double s : sp) any = any || max_sp / s > 2;
@@ -312,35 +324,29 @@ std::optional<ConfigOut> plan_lowres(Ctx& c, const DatasetGeometry& g, const Con
   return lowres;
 }
 
-}  // namespace
-
-ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput& ds, const PlannerOptions& opt) {
-  const PlannerSpec spec = find_planner_preset(opt.planner, opt.presets_dir);
-  const std::size_t n_channels = fp.foreground_intensity_properties_per_channel.size();
-  if (n_channels != 0 && n_channels != ds.channel_names.size())
-    throw FileError(fp.source, concat("foreground_intensity_properties_per_channel has ", n_channels, " channels but ",
-                                      ds.source, " names ", ds.channel_names.size()));
-  Ctx c{spec,
-        fp,
-        ds,
-        opt,
-        opt.gpu_memory_target_gb.value_or(spec.default_target_gb),
-        opt.plans_name.empty() ? spec.default_plans_name : opt.plans_name,
-        {}};
-  if (!(c.target_gb > 0)) throw Error("gpu_memory_target must be > 0");
-  if (opt.spatial_parallel < 1 || opt.spatial_parallel > 1024) throw Error("spatial_parallel must be in 1..1024");
-  if (opt.spatial_parallel > 1 && spec.network == NetworkKind::SwinUNETR)
-    throw Error(
-        "spatial parallelism covers U-Nets only; SwinUNETR would need shifted windows across slab borders "
-        "(docs/spatial-parallel.md)");
-  if (opt.spatial_parallel > 1 && opt.memory_model != MemoryModelKind::Bytes)
-    throw Error("planning for spatial parallelism needs the bytes memory model (--memory-model bytes)");
+// The inputs' and options' checks, in the order a user meets them.
+void check_plan_inputs(const Ctx& c) {
+  const PlannerOptions& opt = c.opt;
+  const std::size_t n_channels = c.fp.foreground_intensity_properties_per_channel.size();
+  MEDSEG_CHECK_FILE(n_channels == 0 || n_channels == c.ds.channel_names.size(), c.fp.source,
+                    "foreground_intensity_properties_per_channel has ", n_channels, " channels but ", c.ds.source,
+                    " names ", c.ds.channel_names.size());
+  MEDSEG_CHECK(c.target_gb > 0, "gpu_memory_target must be > 0");
+  MEDSEG_CHECK(opt.spatial_parallel >= 1 && opt.spatial_parallel <= 1024, "spatial_parallel must be in 1..1024");
+  MEDSEG_CHECK(opt.spatial_parallel <= 1 || c.spec.network != NetworkKind::SwinUNETR,
+               "spatial parallelism covers U-Nets only; SwinUNETR would need shifted windows across slab borders "
+               "(docs/spatial-parallel.md)");
+  MEDSEG_CHECK(opt.spatial_parallel <= 1 || opt.memory_model == MemoryModelKind::Bytes,
+               "planning for spatial parallelism needs the bytes memory model (--memory-model bytes)");
   check_path_component(c.plans_name, "plans name");  // the plans file and the data identifiers
   if (!opt.dataset_name.empty())
     check_path_component(opt.dataset_name, "dataset name");  // library callers may leave it empty
-  const DatasetGeometry g = dataset_geometry(c);
-  const bool is_3d = g.median_t[0] != 1;
+}
 
+// The configurations in nnU-Net's order (2d, 3d_lowres, 3d_fullres, 3d_cascade_fullres), each with its memory
+// estimate when asked for.
+ordered_json plan_configurations(Ctx& c, const DatasetGeometry& g, bool is_3d) {
+  const PlannerSpec& spec = c.spec;
   std::optional<ConfigOut> fullres, lowres;
   if (is_3d) {
     fullres = plan_config(c, g.spacing_t, g.median_t, false, data_identifier(c, "3d_fullres"), g.approx_n_voxels);
@@ -352,14 +358,6 @@ ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput&
                                  data_identifier(c, "2d"), g.approx_n_voxels);
   plan2d.plan["batch_dice"] = true;
 
-  std::vector<double> med_sp, med_shape;
-  for (std::size_t a = 0; a < 3; ++a) {
-    med_sp.push_back(median(column(fp.spacings, a)));
-    med_shape.push_back(median(column(fp.shapes_after_crop, a)));
-  }
-  std::vector<int64_t> med_shape_int;
-  for (double v : permute(med_shape, g.tf)) med_shape_int.push_back(round_half_even_int(v));
-
   ordered_json configs;
   configs["2d"] = plan2d.plan;
   if (lowres) {
@@ -369,12 +367,38 @@ ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput&
   if (fullres) configs["3d_fullres"] = fullres->plan;
   if (lowres)
     configs["3d_cascade_fullres"] = ordered_json{{"inherits_from", "3d_fullres"}, {"previous_stage", "3d_lowres"}};
-  if (opt.annotate_memory) {
+  if (c.opt.annotate_memory) {
     const std::string model =
-        spec.network == NetworkKind::SwinUNETR || opt.memory_model == MemoryModelKind::Bytes ? "bytes" : "proxy";
+        spec.network == NetworkKind::SwinUNETR || c.opt.memory_model == MemoryModelKind::Bytes ? "bytes" : "proxy";
     for (auto& [name, cfg] : configs.items())
       if (cfg.contains("architecture")) annotate_memory(c, cfg, model);
   }
+  return configs;
+}
+
+}  // namespace
+
+ordered_json plan_experiment(const FingerprintInput& fp, const DatasetJsonInput& ds, const PlannerOptions& opt) {
+  const PlannerSpec spec = find_planner_preset(opt.planner, opt.presets_dir);
+  Ctx c{spec,
+        fp,
+        ds,
+        opt,
+        opt.gpu_memory_target_gb.value_or(spec.default_target_gb),
+        opt.plans_name.empty() ? spec.default_plans_name : opt.plans_name,
+        {}};
+  check_plan_inputs(c);
+  const DatasetGeometry g = dataset_geometry(c);
+  const bool is_3d = g.median_t[0] != 1;
+  const ordered_json configs = plan_configurations(c, g, is_3d);
+
+  std::vector<double> med_sp, med_shape;
+  for (std::size_t a = 0; a < 3; ++a) {
+    med_sp.push_back(median(column(fp.spacings, a)));
+    med_shape.push_back(median(column(fp.shapes_after_crop, a)));
+  }
+  std::vector<int64_t> med_shape_int;
+  for (double v : permute(med_shape, g.tf)) med_shape_int.push_back(round_half_even_int(v));
 
   ordered_json plans;  // nnU-Net's key order
   plans["dataset_name"] = opt.dataset_name;

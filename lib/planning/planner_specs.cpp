@@ -135,22 +135,29 @@ std::vector<std::string> planner_preset_dirs(const std::string& presets_dir) {
   return data_search_dirs("plans", "MEDSEG_PLANS_PRESETS", presets_dir, "--presets");
 }
 
+namespace {
+
+// The message for a planner name no preset folder holds: the presets there are and where they live.
+std::string unknown_planner(const std::string& name_or_path, const std::vector<std::string>& dirs) {
+  std::string known, where;
+  for (const auto& n : named_jsons(dirs)) known += (known.empty() ? "" : ", ") + n;
+  for (const auto& d : dirs) where += (where.empty() ? "" : ", ") + d;
+  return concat("unknown planner '", name_or_path, "' (known: ", known.empty() ? "none" : known,
+                "; a preset is NAME.json in ", where, ", or give a .json path)");
+}
+
+}  // namespace
+
 PlannerSpec find_planner_preset(const std::string& name_or_path, const std::string& presets_dir) {
   if (ends_with(name_or_path, ".json") || name_or_path.find('/') != std::string::npos)
     return load_planner_preset(name_or_path);
   const std::vector<std::string> dirs = planner_preset_dirs(presets_dir);
   const std::string path = find_named_json(dirs, name_or_path);
-  if (path.empty()) {
-    std::string known, where;
-    for (const auto& n : named_jsons(dirs)) known += (known.empty() ? "" : ", ") + n;
-    for (const auto& d : dirs) where += (where.empty() ? "" : ", ") + d;
-    throw Error("unknown planner '" + name_or_path + "' (known: " + (known.empty() ? "none" : known) +
-                "; a preset is NAME.json in " + where + ", or give a .json path)");
-  }
+  MEDSEG_CHECK(!path.empty(), unknown_planner(name_or_path, dirs));
   PlannerSpec s = load_planner_preset(path);
   // A renamed copy that still carries the old name would write the old planner into the plans.
-  if (s.name != name_or_path)
-    throw FileError(path, "key 'name' is '" + s.name + "' but the file is the preset '" + name_or_path + "'");
+  MEDSEG_CHECK_FILE(s.name == name_or_path, path, "key 'name' is '", s.name, "' but the file is the preset '",
+                    name_or_path, "'");
   return s;
 }
 

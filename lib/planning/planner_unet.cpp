@@ -27,9 +27,9 @@ std::vector<int64_t> features_for(const UNetPreset& u, int n_stages, int dim) {
 UNetShape unet_shape(const Ctx& c, const Topology& t) {
   const int n = t.n_stages();
   const UNetPreset& p = c.spec.unet;
-  if (n > static_cast<int>(p.encoder_blocks.size()) || n - 1 > static_cast<int>(p.decoder_convs.size()))
-    throw FileError(c.spec.source, concat("planner: the patch needs ", n, " stages, more than the ",
-                                          p.encoder_blocks.size(), " of blocks_per_stage.encoder"));
+  MEDSEG_CHECK_FILE(n <= static_cast<int>(p.encoder_blocks.size()) && n - 1 <= static_cast<int>(p.decoder_convs.size()),
+                    c.spec.source, "planner: the patch needs ", n, " stages, more than the ", p.encoder_blocks.size(),
+                    " of blocks_per_stage.encoder");
   UNetShape u;
   u.residual_encoder = c.spec.network == NetworkKind::ResidualEncoderUNet;
   u.features = features_for(p, n, static_cast<int>(t.patch_size.size()));
@@ -94,7 +94,7 @@ Topology shrink(const Topology& t, const std::vector<double>& spacing, const std
   tmp[axis] -= static_cast<double>(t.divisor[axis]);
   const Topology reduced = pool_and_conv_props(spacing, tmp, min_edge);
   p[axis] -= reduced.divisor[axis];
-  if (p[axis] < 1) throw Error("planner: cannot shrink the patch further to meet the GPU memory target");
+  MEDSEG_CHECK(p[axis] >= 1, "planner: cannot shrink the patch further to meet the GPU memory target");
   return pool_and_conv_props(spacing, to_double(p), min_edge);
 }
 
@@ -108,8 +108,7 @@ std::string too_many_slabs(const Topology& t, int ranks) {
 
 ConfigOut plan_unet_configuration(Ctx& c, const std::vector<double>& spacing, const std::vector<double>& median,
                                   bool median_is_int, const std::string& data_identifier, double approx_n_voxels) {
-  for (double s : spacing)
-    if (!(s > 0)) throw Error("planner: spacing must be > 0");
+  for (double s : spacing) MEDSEG_CHECK(s > 0, "planner: spacing must be > 0");
   const int dim = static_cast<int>(spacing.size());
   const UNetPreset& u = c.spec.unet;
   Topology t = pool_and_conv_props(spacing, initial_patch(spacing, median), u.feature_map_min_edge);
@@ -152,7 +151,7 @@ ConfigOut plan_unet_configuration(Ctx& c, const std::vector<double>& spacing, co
         t = shrink(t, spacing, median, u.feature_map_min_edge);
       } catch (const Error&) {
         // The smallest patch does not split: the rank count is to blame, not the memory target.
-        if (!splits(t)) throw Error(too_many_slabs(t, mo.spatial_parallel));
+        MEDSEG_CHECK(splits(t), too_many_slabs(t, mo.spatial_parallel));
         throw;
       }
     }

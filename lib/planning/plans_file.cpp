@@ -17,7 +17,7 @@ ordered_json save_plans_file(const std::string& path, ordered_json plans) {
     try {
       old = read_ordered_json(path);
     } catch (const FileError& e) {
-      throw Error(std::string(e.what()) + "; it is an existing plans file: remove it or choose another plans name");
+      throw Error(concat(e.what(), "; it is an existing plans file: remove it or choose another plans name"));
     }
     if (old.contains("configurations") && old["configurations"].is_object())
       for (const auto& [name, cfg] : old["configurations"].items())

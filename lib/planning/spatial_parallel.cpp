@@ -13,7 +13,7 @@ std::vector<int> total_strides(const std::vector<std::vector<int>>& strides, int
 }
 
 int spatial_shard_axis(const std::vector<int>& patch, const std::vector<std::vector<int>>& strides, int n) {
-  if (n < 1) throw Error("spatial parallelism: the number of slabs must be >= 1");
+  MEDSEG_CHECK(n >= 1, "spatial parallelism: the number of slabs must be >= 1");
   if (n == 1) return -1;
   const std::vector<int> total = total_strides(strides, static_cast<int>(patch.size()));
   int best = -1;

@@ -5,6 +5,45 @@
 
 namespace medseg::postprocessing {
 
+namespace {
+
+// Labels the 26-connected component of `start` with `id` and returns its size. Flood fill with an explicit
+// stack (`stack`, empty on entry and exit, kept by the caller for its capacity): a recursive fill overflows on
+// large organs.
+int64_t flood_fill(const std::vector<uint8_t>& mask, const std::array<int64_t, 3>& shape, std::vector<int32_t>& label,
+                   int64_t start, int32_t id, std::vector<int64_t>& stack) {
+  const int64_t nz = shape[0], ny = shape[1], nx = shape[2];
+  int64_t size = 0;
+  label[start] = id;
+  stack.push_back(start);
+  while (!stack.empty()) {
+    const int64_t i = stack.back();
+    stack.pop_back();
+    ++size;
+    const int64_t z = i / (ny * nx), y = (i / nx) % ny, x = i % nx;
+    for (int64_t dz = -1; dz <= 1; ++dz) {
+      const int64_t zz = z + dz;
+      if (zz < 0 || zz >= nz) continue;
+      for (int64_t dy = -1; dy <= 1; ++dy) {
+        const int64_t yy = y + dy;
+        if (yy < 0 || yy >= ny) continue;
+        for (int64_t dx = -1; dx <= 1; ++dx) {
+          const int64_t xx = x + dx;
+          if (xx < 0 || xx >= nx) continue;
+          const int64_t j = (zz * ny + yy) * nx + xx;
+          if (mask[j] && !label[j]) {
+            label[j] = id;
+            stack.push_back(j);
+          }
+        }
+      }
+    }
+  }
+  return size;
+}
+
+}  // namespace
+
 Components connected_components(const std::vector<uint8_t>& mask, const std::array<int64_t, 3>& shape) {
   const int64_t nz = shape[0], ny = shape[1], nx = shape[2];
   if (static_cast<int64_t>(mask.size()) != nz * ny * nx)
@@ -15,35 +54,8 @@ Components connected_components(const std::vector<uint8_t>& mask, const std::arr
   std::vector<int64_t> stack;
   for (int64_t start = 0; start < static_cast<int64_t>(mask.size()); ++start) {
     if (!mask[start] || c.label[start]) continue;
-    // Flood fill with an explicit stack: a recursive fill overflows on large organs.
     const auto id = static_cast<int32_t>(c.sizes.size());
-    int64_t size = 0;
-    c.label[start] = id;
-    stack.push_back(start);
-    while (!stack.empty()) {
-      const int64_t i = stack.back();
-      stack.pop_back();
-      ++size;
-      const int64_t z = i / (ny * nx), y = (i / nx) % ny, x = i % nx;
-      for (int64_t dz = -1; dz <= 1; ++dz) {
-        const int64_t zz = z + dz;
-        if (zz < 0 || zz >= nz) continue;
-        for (int64_t dy = -1; dy <= 1; ++dy) {
-          const int64_t yy = y + dy;
-          if (yy < 0 || yy >= ny) continue;
-          for (int64_t dx = -1; dx <= 1; ++dx) {
-            const int64_t xx = x + dx;
-            if (xx < 0 || xx >= nx) continue;
-            const int64_t j = (zz * ny + yy) * nx + xx;
-            if (mask[j] && !c.label[j]) {
-              c.label[j] = id;
-              stack.push_back(j);
-            }
-          }
-        }
-      }
-    }
-    c.sizes.push_back(size);
+    c.sizes.push_back(flood_fill(mask, shape, c.label, start, id, stack));
   }
   return c;
 }

@@ -28,19 +28,19 @@ CrossvalResults gather_crossval(const std::string& model_folder, std::vector<std
                                 const std::string& references, const std::string& file_ending,
                                 const std::string& output_folder) {
   const fs::path model(model_folder);
-  if (!fs::is_directory(model)) throw FileError(model_folder, "model folder not found");
+  MEDSEG_CHECK_FILE(fs::is_directory(model), model_folder, "model folder not found");
   folds = parse_folds(folds, "-f");  // they name folders: numbers or "all", each once
   if (folds.empty()) folds = numbered_folds(model.string(), "validation");
-  if (folds.empty())
-    throw FileError(model_folder,
+  MEDSEG_CHECK_FILE(!folds.empty(), model_folder,
                     "no fold_K/validation folder: run the final validation (medseg_train ... --val) first");
   CrossvalResults r;
   r.folds = folds;
   r.folder = (model / ("crossval_results_folds_" + join(folds, "_"))).string();
   if (!output_folder.empty()) {
     std::error_code ec;
-    if (fs::exists(output_folder, ec) && !(fs::is_directory(output_folder, ec) && fs::is_empty(output_folder, ec)))
-      throw FileError(output_folder, "exists and is not empty: give an empty or new output folder (-o)");
+    MEDSEG_CHECK_FILE(
+        !fs::exists(output_folder, ec) || (fs::is_directory(output_folder, ec) && fs::is_empty(output_folder, ec)),
+        output_folder, "exists and is not empty: give an empty or new output folder (-o)");
     r.folder = output_folder;
   }
   r.references = references;
@@ -48,24 +48,24 @@ CrossvalResults gather_crossval(const std::string& model_folder, std::vector<std
     const std::string dataset = fs::absolute(model).lexically_normal().parent_path().filename().string();
     r.references = (fs::path(root_folder(Root::Preprocessed)) / dataset / "gt_segmentations").string();
   }
-  if (!fs::is_directory(r.references)) throw FileError(r.references, "reference folder not found");
+  MEDSEG_CHECK_FILE(fs::is_directory(r.references), r.references, "reference folder not found");
 
   std::map<std::string, std::string> origin;  // case file -> the fold it came from
   StagedFolder staged(r.folder);
   for (const auto& f : folds) {
     const fs::path val = model / ("fold_" + f) / "validation";
-    if (!fs::is_directory(val))
-      throw FileError(val.string(), "not found: fold " + f + " has no validation results (medseg_train ... --val)");
+    MEDSEG_CHECK_FILE(fs::is_directory(val), val.string(), "not found: fold ", f,
+                      " has no validation results (medseg_train ... --val)");
     for (const auto& e : fs::directory_iterator(val)) {
       const std::string n = e.path().filename().string();
       if (!e.is_regular_file() || !belongs_to_case(n, file_ending)) continue;
       const auto [it, fresh] = origin.emplace(n, f);
-      if (!fresh) throw FileError(e.path().string(), "also in fold " + it->second + "'s validation: the folds overlap");
+      MEDSEG_CHECK_FILE(fresh, e.path().string(), "also in fold ", it->second, "'s validation: the folds overlap");
       fs::copy_file(e.path(), fs::path(staged.path()) / n);
       r.cases += ends_with(n, file_ending);
     }
   }
-  if (r.cases == 0) throw FileError(model_folder, "the folds' validation folders hold no " + file_ending + " file");
+  MEDSEG_CHECK_FILE(r.cases != 0, model_folder, "the folds' validation folders hold no ", file_ending, " file");
   io::copy_dataset_jsons(model_folder, staged.path());
   staged.commit(output_folder.empty());  // -o: never over something that appeared meanwhile
   return r;

@@ -57,7 +57,7 @@ Postprocessing determine_postprocessing(const DetermineOptions& o) {
   std::vector<CasePair> cases;
   for (const auto& c : baseline.at("metric_per_case"))
     cases.push_back({c.at("reference_file").get<std::string>(), c.at("prediction_file").get<std::string>()});
-  if (cases.empty()) throw FileError(o.predictions, "holds no " + eval.file_ending + " prediction to score");
+  MEDSEG_CHECK_FILE(!cases.empty(), o.predictions, "holds no ", eval.file_ending, " prediction to score");
   const auto refs = static_cast<int64_t>(io::files_with_ending(o.references, eval.file_ending).size());
   if (refs > static_cast<int64_t>(cases.size()))
     spdlog::warn(

@@ -44,7 +44,7 @@ void collect_values(const json& j, std::vector<int>& out, const std::string& sou
                     int depth = 0) {
   if (j.is_number()) {
     const int v = json_as<int>(j, what, source);  // 4294967297 is no label, not label 1
-    if (v <= 0) throw FileError(source, concat("labels_or_regions holds ", v, " (only foreground labels > 0)"));
+    MEDSEG_CHECK_FILE(v > 0, source, "labels_or_regions holds ", v, " (only foreground labels > 0)");
     out.push_back(v);
   } else if (j.is_array() && depth < 2) {
     for (size_t i = 0; i < j.size(); ++i) collect_values(j[i], out, source, concat(what, "[", i, "]"), depth + 1);
@@ -90,30 +90,30 @@ json to_json(const Postprocessing& pp) {
 }
 
 Postprocessing postprocessing_from_json(const json& j, const std::string& source) {
-  if (!j.is_object()) throw FileError(source, "not a postprocessing.json (expected a JSON object)");
-  if (j.contains("format") && j.at("format") != kFormat)
-    throw FileError(source, "format is " + j.at("format").dump() + ", expected \"" + kFormat + "\"");
-  if (j.contains("version") && (!j.at("version").is_number_integer() || j.at("version").get<int>() > kVersion))
-    throw FileError(source,
-                    concat("version ", j.at("version").dump(), " is newer than this medseg reads (", kVersion, ")"));
+  MEDSEG_CHECK_FILE(j.is_object(), source, "not a postprocessing.json (expected a JSON object)");
+  MEDSEG_CHECK_FILE(!j.contains("format") || j.at("format") == kFormat, source, "format is ", j.at("format").dump(),
+                    ", expected \"", kFormat, "\"");
+  MEDSEG_CHECK_FILE(
+      !j.contains("version") || (j.at("version").is_number_integer() && j.at("version").get<int>() <= kVersion), source,
+      "version ", j.at("version").dump(), " is newer than this medseg reads (", kVersion, ")");
   for (const char* key : {"postprocessing_fns", "postprocessing_kwargs"})
-    if (!j.contains(key) || !j.at(key).is_array())
-      throw FileError(source, std::string("missing list '") + key + "': not a postprocessing.json");
+    MEDSEG_CHECK_FILE(j.contains(key) && j.at(key).is_array(), source, "missing list '", key,
+                      "': not a postprocessing.json");
   const json& fns = j.at("postprocessing_fns");
   const json& kwargs = j.at("postprocessing_kwargs");
-  if (fns.size() != kwargs.size())
-    throw FileError(source, concat(fns.size(), " postprocessing_fns but ", kwargs.size(), " postprocessing_kwargs"));
+  MEDSEG_CHECK_FILE(fns.size() == kwargs.size(), source, fns.size(), " postprocessing_fns but ", kwargs.size(),
+                    " postprocessing_kwargs");
   Postprocessing pp;
   pp.file_ending = io::file_ending_from_json(j, source, pp.file_ending);  // names the written files
   for (size_t i = 0; i < fns.size(); ++i) {
-    if (fns[i] != kKeepLargest)
-      throw FileError(source, "unknown postprocessing step " + fns[i].dump() + " (medseg knows " + kKeepLargest + ")");
-    if (!kwargs[i].is_object() || !kwargs[i].contains("labels_or_regions"))
-      throw FileError(source, concat("step ", i, " has no labels_or_regions"));
+    MEDSEG_CHECK_FILE(fns[i] == kKeepLargest, source, "unknown postprocessing step ", fns[i].dump(), " (medseg knows ",
+                      kKeepLargest, ")");
+    MEDSEG_CHECK_FILE(kwargs[i].is_object() && kwargs[i].contains("labels_or_regions"), source, "step ", i,
+                      " has no labels_or_regions");
     KeepLargestComponent s;
     collect_values(kwargs[i].at("labels_or_regions"), s.values, source,
                    concat("postprocessing_kwargs[", i, "].labels_or_regions"));
-    if (s.values.empty()) throw FileError(source, concat("step ", i, " has no labels"));
+    MEDSEG_CHECK_FILE(!s.values.empty(), source, "step ", i, " has no labels");
     pp.steps.push_back(std::move(s));
   }
   pp.before = j.value("input_folder", json::object());
@@ -126,10 +126,9 @@ void check_declared_labels(const Postprocessing& pp, const std::vector<io::Label
   const std::vector<int> foreground = io::foreground_labels(labels);
   for (size_t i = 0; i < pp.steps.size(); ++i)
     for (int v : pp.steps[i].values)
-      if (!std::binary_search(foreground.begin(), foreground.end(), v))
-        throw FileError(
-            source, concat("step ", i, " keeps label ", v,
-                           ", which dataset.json does not declare (foreground labels: ", json(foreground).dump(), ")"));
+      MEDSEG_CHECK_FILE(std::binary_search(foreground.begin(), foreground.end(), v), source, "step ", i,
+                        " keeps label ", v,
+                        ", which dataset.json does not declare (foreground labels: ", json(foreground).dump(), ")");
 }
 
 Postprocessing read_postprocessing(const std::string& path, const std::vector<io::LabelDef>& labels) {
@@ -142,16 +141,15 @@ void write_postprocessing(const std::string& path, const Postprocessing& pp) { w
 
 int64_t apply_postprocessing_to_folder(const std::string& input_folder, const std::string& output_folder,
                                        const Postprocessing& pp, int threads) {
-  if (!fs::is_directory(input_folder)) throw FileError(input_folder, "input folder not found");
+  MEDSEG_CHECK_FILE(fs::is_directory(input_folder), input_folder, "input folder not found");
   // Postprocessing writes to another folder, never over or around the predictions. A folder inside them is
   // nnU-Net's own layout (determine_postprocessing writes PRED/postprocessed) and harmless: only the input's
   // top-level files are read, and nothing there is replaced.
   const std::string overlap = path_overlap_problem(output_folder, input_folder, "input folder");
-  if (!overlap.empty() && overlap.rfind("lies inside", 0) != 0)
-    throw FileError(output_folder,
-                    overlap + "; postprocessing writes to another folder and never overwrites predictions");
+  MEDSEG_CHECK_FILE(overlap.empty() || overlap.rfind("lies inside", 0) == 0, output_folder, overlap,
+                    "; postprocessing writes to another folder and never overwrites predictions");
   const std::vector<std::string> names = io::files_with_ending(input_folder, pp.file_ending);
-  if (names.empty()) throw FileError(input_folder, "holds no " + pp.file_ending + " segmentation");
+  MEDSEG_CHECK_FILE(!names.empty(), input_folder, "holds no ", pp.file_ending, " segmentation");
   // A failure (or Ctrl-C) on any case removes the output folder this call created: a half-written
   // folder would pass for postprocessed predictions.
   NewFolderGuard guard(output_folder);

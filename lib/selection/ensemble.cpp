@@ -49,23 +49,20 @@ void check_probability_values(const Probabilities& p, const std::string& file) {
 Probabilities read_nnunet_probabilities(const std::string& folder, const std::string& id) {
   const std::string npz = (fs::path(folder) / (id + ".npz")).string();
   const fs::path dj = fs::path(folder) / "dataset.json";
-  if (!fs::is_regular_file(dj))
-    throw FileError(npz,
+  MEDSEG_CHECK_FILE(fs::is_regular_file(dj), npz,
                     "an nnU-Net probabilities file needs the folder's dataset.json (its classes), which is missing");
   const io::DatasetInfo ds = io::load_dataset_info(folder);
   const io::OutputClasses classes = io::output_classes(ds, dj.string());
   const std::string seg_file = (fs::path(folder) / (id + ds.file_ending)).string();
-  if (!fs::is_regular_file(seg_file))
-    throw FileError(
-        npz, "an nnU-Net probabilities file needs its segmentation " + seg_file + " (its geometry), which is missing");
+  MEDSEG_CHECK_FILE(fs::is_regular_file(seg_file), npz, "an nnU-Net probabilities file needs its segmentation ",
+                    seg_file, " (its geometry), which is missing");
   const Volume seg = io::read_image(seg_file);
   Probabilities p;
   p.values = preprocessing::read_npz_float32(npz, "probabilities", p.shape);
   const auto& s = seg.shape();
   const std::vector<int64_t> want{static_cast<int64_t>(classes.values.size()), s[0], s[1], s[2]};
-  if (p.shape != want)
-    throw FileError(npz, "probabilities of shape " + json(p.shape).dump() +
-                             "; its segmentation and dataset.json make " + json(want).dump());
+  MEDSEG_CHECK_FILE(p.shape == want, npz, "probabilities of shape ", json(p.shape).dump(),
+                    "; its segmentation and dataset.json make ", json(want).dump());
   p.meta = io::probabilities_meta(classes, p.shape, seg.geometry());
   check_probability_values(p, npz);
   return p;
@@ -76,12 +73,11 @@ Probabilities read_probabilities(const std::string& folder, const std::string& i
   if (!fs::exists(base + kSuffix) && fs::exists(base + ".npz")) return read_nnunet_probabilities(folder, id);
   Probabilities p;
   p.meta = read_json(base + "_probabilities.json");
-  if (p.meta.value("format", "") != "medseg-probabilities")
-    throw FileError(base + "_probabilities.json", "not a medseg-probabilities file");
+  MEDSEG_CHECK_FILE(p.meta.value("format", "") == "medseg-probabilities", base + "_probabilities.json",
+                    "not a medseg-probabilities file");
   p.values = preprocessing::read_npy_float32(base + kSuffix, p.shape);
-  if (p.shape.size() != 4 || p.meta.value("shape", json()) != json(p.shape))
-    throw FileError(base + kSuffix, "shape " + json(p.shape).dump() + " does not match its .json (" +
-                                        p.meta.value("shape", json()).dump() + ")");
+  MEDSEG_CHECK_FILE(p.shape.size() == 4 && p.meta.value("shape", json()) == json(p.shape), base + kSuffix, "shape ",
+                    json(p.shape).dump(), " does not match its .json (", p.meta.value("shape", json()).dump(), ")");
   check_probability_values(p, base + kSuffix);
   return p;
 }
@@ -135,14 +131,13 @@ void refuse_same_folder_twice(const std::vector<std::string>& inputs) {
   std::error_code ec;
   for (size_t i = 0; i < inputs.size(); ++i)
     for (size_t j = i + 1; j < inputs.size(); ++j)
-      if (fs::equivalent(inputs[i], inputs[j], ec))
-        throw Error("-i: " + inputs[i] + " and " + inputs[j] +
-                    " are the same folder; an ensemble averages the predictions of different folders");
+      MEDSEG_CHECK(!fs::equivalent(inputs[i], inputs[j], ec), "-i: ", inputs[i], " and ", inputs[j],
+                   " are the same folder; an ensemble averages the predictions of different folders");
 }
 
 // Cases with medseg's CASE_probabilities.npy or nnU-Net's CASE.npz.
 std::set<std::string> case_ids(const std::string& folder) {
-  if (!fs::is_directory(folder)) throw FileError(folder, "input folder not found");
+  MEDSEG_CHECK_FILE(fs::is_directory(folder), folder, "input folder not found");
   std::set<std::string> ids;
   for (const auto& n : io::files_with_ending(folder, kSuffix))
     ids.insert(n.substr(0, n.size() - std::string(kSuffix).size()));
@@ -153,22 +148,19 @@ std::set<std::string> case_ids(const std::string& folder) {
 }  // namespace
 
 int64_t ensemble_folders(const EnsembleOptions& o) {
-  if (o.inputs.size() < 2) throw Error("ensembling needs at least two input folders");
+  MEDSEG_CHECK(o.inputs.size() >= 2, "ensembling needs at least two input folders");
   const std::set<std::string> ids = case_ids(o.inputs[0]);
   refuse_same_folder_twice(o.inputs);
-  if (ids.empty())
-    throw FileError(
-        o.inputs[0],
-        "holds no CASE_probabilities.npy or CASE.npz (predict with --save_probabilities, or validate with --npz)");
+  MEDSEG_CHECK_FILE(
+      !ids.empty(), o.inputs[0],
+      "holds no CASE_probabilities.npy or CASE.npz (predict with --save_probabilities, or validate with --npz)");
   for (size_t f = 1; f < o.inputs.size(); ++f) {
     const auto other = case_ids(o.inputs[f]);
     for (const auto& id : ids)
-      if (!other.count(id))
-        throw FileError((fs::path(o.inputs[f]) / (id + kSuffix)).string(),
+      MEDSEG_CHECK_FILE(other.count(id), (fs::path(o.inputs[f]) / (id + kSuffix)).string(),
                         "missing: every folder must hold the same cases");
     for (const auto& id : other)
-      if (!ids.count(id))
-        throw FileError((fs::path(o.inputs[0]) / (id + kSuffix)).string(),
+      MEDSEG_CHECK_FILE(ids.count(id), (fs::path(o.inputs[0]) / (id + kSuffix)).string(),
                         "missing: every folder must hold the same cases");
   }
   for (const auto& in : o.inputs) check_output_apart(o.output, in, "input folder");
@@ -182,9 +174,8 @@ int64_t ensemble_folders(const EnsembleOptions& o) {
     for (size_t f = 1; f < o.inputs.size(); ++f) {
       const Probabilities p = read_probabilities(o.inputs[f], id);
       const std::string why = disagreement(sum.meta, p.meta);
-      if (!why.empty())
-        throw FileError((fs::path(o.inputs[f]) / (id + "_probabilities.json")).string(),
-                        "cannot be averaged with " + o.inputs[0] + "'s: " + why);
+      MEDSEG_CHECK_FILE(why.empty(), (fs::path(o.inputs[f]) / (id + "_probabilities.json")).string(),
+                        "cannot be averaged with ", o.inputs[0], "'s: ", why);
       for (size_t j = 0; j < sum.values.size(); ++j) sum.values[j] += p.values[j];
     }
     const float scale = 1.0f / static_cast<float>(o.inputs.size());

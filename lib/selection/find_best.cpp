@@ -86,16 +86,16 @@ std::string instructions(const FindBestOptions& o, const std::string& dataset, c
 // without 3d_lowres is not told to train 3d_lowres first.
 std::vector<std::string> default_configurations(const std::string& preprocessed_dataset, const std::string& plans) {
   const std::string file = (fs::path(preprocessed_dataset) / (plans + ".json")).string();
-  if (!fs::exists(file))
-    throw FileError(file, "not found: without the plans, name the configurations to compare (-c 2d 3d_fullres ...)");
+  MEDSEG_CHECK_FILE(fs::exists(file), file,
+                    "not found: without the plans, name the configurations to compare (-c 2d 3d_fullres ...)");
   const json p = read_json(file);
   const json& configs = p.is_object() && p.contains("configurations") ? p.at("configurations") : json();
-  if (!configs.is_object()) throw FileError(file, "key 'configurations' is not an object");
+  MEDSEG_CHECK_FILE(configs.is_object(), file, "key 'configurations' is not an object");
   std::vector<std::string> out;
   for (const char* c : {"2d", "3d_fullres", "3d_lowres", "3d_cascade_fullres"})
     if (configs.contains(c)) out.push_back(c);
-  if (out.empty())
-    throw FileError(file, "defines none of 2d, 3d_fullres, 3d_lowres, 3d_cascade_fullres: name them with -c");
+  MEDSEG_CHECK_FILE(!out.empty(), file,
+                    "defines none of 2d, 3d_fullres, 3d_lowres, 3d_cascade_fullres: name them with -c");
   return out;
 }
 
@@ -105,8 +105,8 @@ void check_names(const FindBestOptions& o) {
   check_path_component(o.trainer, "trainer name (-tr)");
   check_path_component(o.plans, "plans name (-p)");
   for (const auto& c : o.configurations) check_path_component(c, "configuration (-c)");
-  if (const auto twice = first_repeated(o.configurations))
-    throw Error("-c " + join(o.configurations, " ") + ": configuration '" + *twice + "' is given twice");
+  const auto twice = first_repeated(o.configurations);
+  MEDSEG_CHECK(!twice, "-c ", join(o.configurations, " "), ": configuration '", *twice, "' is given twice");
 }
 
 }  // namespace
@@ -133,12 +133,11 @@ json find_best_configuration(const FindBestOptions& in) {
     m.models = {(fs::path(results) / dataset / m.name).string()};
     m.configurations = {c};
     const std::string dj = (fs::path(m.models[0]) / "dataset.json").string();
-    if (!fs::exists(dj))
-      throw FileError(m.models[0], "no trained model here (dataset.json missing): train " + c +
-                                       " first, or leave it out of -c" +
-                                       (default_list ? " (by default -c is every configuration of " + o.plans + ": " +
-                                                           join(o.configurations, " ") + ")"
-                                                     : ""));
+    MEDSEG_CHECK_FILE(fs::exists(dj), m.models[0], "no trained model here (dataset.json missing): train ", c,
+                      " first, or leave it out of -c",
+                      (default_list ? " (by default -c is every configuration of " + o.plans + ": " +
+                                          join(o.configurations, " ") + ")"
+                                    : ""));
     evaluation::labels_from_dataset_json(read_ordered_json(dj), eval, dj);
     candidates.push_back(m);
   }

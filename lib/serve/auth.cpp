@@ -11,18 +11,17 @@ namespace medseg::serve {
 
 std::string read_token_file(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw FileError(path, "no such token file");
-  if (!S_ISREG(st.st_mode)) throw FileError(path, "the token file is not a regular file");
-  if ((st.st_mode & 077) != 0)
-    throw FileError(path, "the token file is readable by others; make it private (chmod 600)");
-  if (st.st_size > 4096) throw FileError(path, "the token file is over 4 KiB; it should hold one token");
+  MEDSEG_CHECK_FILE(::stat(path.c_str(), &st) == 0, path, "no such token file");
+  MEDSEG_CHECK_FILE(S_ISREG(st.st_mode), path, "the token file is not a regular file");
+  MEDSEG_CHECK_FILE((st.st_mode & 077) == 0, path, "the token file is readable by others; make it private (chmod 600)");
+  MEDSEG_CHECK_FILE(st.st_size <= 4096, path, "the token file is over 4 KiB; it should hold one token");
   std::ifstream f(path);
   std::string line;
   std::getline(f, line);
   const auto a = line.find_first_not_of(" \t\r\n"), b = line.find_last_not_of(" \t\r\n");
-  if (a == std::string::npos) throw FileError(path, "the token file's first line is empty");
+  MEDSEG_CHECK_FILE(a != std::string::npos, path, "the token file's first line is empty");
   const std::string token = line.substr(a, b - a + 1);
-  if (token.size() < 16) throw FileError(path, "the token is under 16 characters; use a long random one");
+  MEDSEG_CHECK_FILE(token.size() >= 16, path, "the token is under 16 characters; use a long random one");
   return token;
 }
 

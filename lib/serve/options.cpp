@@ -22,8 +22,10 @@ bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
 
-std::string check_options(const ServeOptions& o) {
-  if (o.models.empty()) return "no model: pass -m MODEL_FOLDER (or -m NAME=MODEL_FOLDER)";
+namespace {
+
+// The models' names: URL-safe and unique. Empty when they are.
+std::string check_model_names(const ServeOptions& o) {
   // A name travels in a URL path: letters, digits, '_', '-', '.', and '/' between parts.
   static const std::regex name_re("^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$");
   std::set<std::string> names;
@@ -33,6 +35,14 @@ std::string check_options(const ServeOptions& o) {
     if (!names.insert(m.name).second)
       return concat("two models are named '", m.name, "': name them with -m NAME=FOLDER");
   }
+  return "";
+}
+
+}  // namespace
+
+std::string check_options(const ServeOptions& o) {
+  if (o.models.empty()) return "no model: pass -m MODEL_FOLDER (or -m NAME=MODEL_FOLDER)";
+  if (std::string why = check_model_names(o); !why.empty()) return why;
   if (!is_loopback(o.host) && o.token.empty())
     return concat("--host ", o.host, " is not a loopback address: serving it needs --token_file (docs/serve.md)");
   if (o.port < 0 || o.port > 65535) return concat("--port ", o.port, ": not a port");

@@ -37,7 +37,7 @@ std::string make_scratch(const std::string& parent) {
   std::string p = parent;
   if (p.empty()) p = fs::temp_directory_path().string();
   std::string tmpl = (fs::path(p) / "medseg-serve-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) throw FileError(p, "cannot make the server's scratch folder there");
+  MEDSEG_CHECK_FILE(::mkdtemp(tmpl.data()) != nullptr, p, "cannot make the server's scratch folder there");
   return tmpl;
 }
 
@@ -106,7 +106,8 @@ void Service::Impl::drain() {
 }
 
 Service::Service(ServeOptions o) {
-  if (const std::string why = check_options(o); !why.empty()) throw Error(why);
+  const std::string why = check_options(o);
+  MEDSEG_CHECK(why.empty(), why);
   impl_ = std::make_unique<Impl>(std::move(o));
   Impl& s = *impl_;
   s.workers = std::make_unique<Workers>(s.o, s.store);
@@ -118,8 +119,7 @@ Service::Service(ServeOptions o) {
   } else {
     s.port = s.http.bind_to_port(s.o.host, s.o.port) ? s.o.port : -1;
   }
-  if (s.port < 0)
-    throw Error(concat("cannot listen on ", s.o.host, ":", s.o.port, " (in use, or not this host's address)"));
+  MEDSEG_CHECK(s.port >= 0, "cannot listen on ", s.o.host, ":", s.o.port, " (in use, or not this host's address)");
   s.http.widen_backlog(std::max(128, s.o.max_connections));
 }
 

@@ -82,12 +82,12 @@ std::vector<std::string> UploadWriter::finish() {
   head_.clear();
   close();
   for (std::size_t k = 0; k < part_bytes_.size(); ++k)
-    if (part_bytes_[k] == 0) throw Error(concat("part ", k, " of the upload is empty"));
-  if (files_.empty()) throw Error("the request has no body: send a .nii.gz, a .nii or a zip of a DICOM series");
+    MEDSEG_CHECK(part_bytes_[k] != 0, "part ", k, " of the upload is empty");
+  MEDSEG_CHECK(!files_.empty(), "the request has no body: send a .nii.gz, a .nii or a zip of a DICOM series");
   for (std::size_t k = 0; k < files_.size(); ++k)
-    if (files_[k].size() >= 8 && files_[k].compare(files_[k].size() - 8, 8, ".unknown") == 0)
-      throw Error(concat(files_.size() > 1 ? concat("part ", k, " of the upload") : std::string("the upload"),
-                         " is neither NIfTI (.nii, .nii.gz) nor a zip of a DICOM series"));
+    MEDSEG_CHECK(files_[k].size() < 8 || files_[k].compare(files_[k].size() - 8, 8, ".unknown") != 0,
+                 files_.size() > 1 ? concat("part ", k, " of the upload") : std::string("the upload"),
+                 " is neither NIfTI (.nii, .nii.gz) nor a zip of a DICOM series");
   return files_;
 }
 

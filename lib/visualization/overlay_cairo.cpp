@@ -189,11 +189,10 @@ cairo_status_t append_png(void* closure, const unsigned char* data, unsigned int
 }
 
 void check_shapes(const OverlayInput& in) {
-  if (!in.image || !in.segmentation) throw Error("overlay: an image and a segmentation are needed");
+  MEDSEG_CHECK(in.image && in.segmentation, "overlay: an image and a segmentation are needed");
   for (const Volume* v : {in.segmentation, in.reference})
-    if (v && v->shape() != in.image->shape())
-      throw Error("overlay of '" + in.title + "': image shape " + shape_str(in.image->shape()) +
-                  " differs from the segmentation's " + shape_str(v->shape()));
+    MEDSEG_CHECK(!v || v->shape() == in.image->shape(), "overlay of '", in.title, "': image shape ",
+                 shape_str(in.image->shape()), " differs from the segmentation's ", shape_str(v->shape()));
 }
 
 std::string render(const OverlayInput& in) {
@@ -230,8 +229,8 @@ std::string render(const OverlayInput& in) {
   draw_legend(cr.get(), legend, last.x + last.width + kMargin, kTitle + kCaption);
   cairo_surface_flush(surface.get());
   std::string png;
-  if (cairo_surface_write_to_png_stream(surface.get(), append_png, &png) != CAIRO_STATUS_SUCCESS)
-    throw Error("overlay of '" + in.title + "': PNG encoding failed");
+  MEDSEG_CHECK(cairo_surface_write_to_png_stream(surface.get(), append_png, &png) == CAIRO_STATUS_SUCCESS,
+               "overlay of '", in.title, "': PNG encoding failed");
   return png;
 }
 
@@ -245,7 +244,7 @@ void write_overlay(const std::string& png_path, const OverlayInput& in) {
   const fs::path folder = fs::path(png_path).parent_path();
   std::error_code ec;
   if (!folder.empty()) fs::create_directories(folder, ec);
-  if (ec) throw FileError(png_path, "cannot create its folder " + folder.string() + ": " + ec.message());
+  MEDSEG_CHECK_FILE(!ec, png_path, "cannot create its folder ", folder.string(), ": ", ec.message());
   write_file_atomic(png_path, png);
 }
 
