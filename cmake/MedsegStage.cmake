@@ -2,12 +2,16 @@
 # ITK's modules declare theirs in itk-module.cmake:
 #
 #   medseg_stage(<name> [TORCH] [FOLDER <folder>] [SOURCES_MATCHING <regex>] [SOURCES_NOT_MATCHING <regex>]
-#                [DEPENDS <stage>...] [PRIVATE_DEPENDS <stage>...] [LIBS <target>...] [PRIVATE_LIBS <target>...])
+#                [DEPENDS <stage>...] [PRIVATE_DEPENDS <stage>...] [LIBS <target>...] [PRIVATE_LIBS <target>...]
+#                [PUBLIC_HEADERS <header>...])
 #
 # makes the static library medseg_stage_<name> (alias medseg::<name>, file libmedseg_<name>.a) from lib/<folder>/**.cpp (folder: the name).
 # DEPENDS are the stages its headers include (public), PRIVATE_DEPENDS those only its .cpp files include;
 # TORCH links LibTorch (through core_torch, the torch half of lib/core). LIBS/PRIVATE_LIBS are third-party
 # targets; the word ITK stands for ${ITK_LIBRARIES}, libtiff and DCMTK, and drops out when MEDSEG_WITH_ITK=OFF.
+# PUBLIC_HEADERS are the headers of lib/<folder> (paths below it) that `cmake --install` ships, the stage's
+# interface to a program that links the installed package; the others are its own (docs/api.md, "Installed headers").
+# A public header includes only public headers (tests/base/layering_test.cpp).
 #
 # Why an undeclared include fails the build: a stage's sources do not see lib/. They see one folder per
 # stage, stage_include/<stage>/, holding a link named <stage> to lib/<stage> and nothing else, added to the
@@ -57,7 +61,7 @@ endfunction()
 
 function(medseg_stage name)
   cmake_parse_arguments(S "TORCH" "FOLDER;SOURCES_MATCHING;SOURCES_NOT_MATCHING"
-                        "DEPENDS;PRIVATE_DEPENDS;LIBS;PRIVATE_LIBS" ${ARGN})
+                        "DEPENDS;PRIVATE_DEPENDS;LIBS;PRIVATE_LIBS;PUBLIC_HEADERS" ${ARGN})
   if(NOT S_FOLDER)
     set(S_FOLDER ${name})
   endif()
@@ -107,6 +111,12 @@ function(medseg_stage name)
       target_compile_options(${target} PRIVATE -Wno-subobject-linkage)  # as in a header (tests/CMakeLists.txt)
     endif()
   endif()
+  foreach(h ${S_PUBLIC_HEADERS})
+    if(NOT EXISTS "${MEDSEG_LIB_DIR}/${S_FOLDER}/${h}")
+      message(FATAL_ERROR "lib/${S_FOLDER}/stage.cmake: public header '${h}' does not exist")
+    endif()
+    set_property(GLOBAL APPEND PROPERTY MEDSEG_PUBLIC_HEADERS "${S_FOLDER}/${h}")
+  endforeach()
   set_property(GLOBAL APPEND PROPERTY MEDSEG_STAGES ${name})
   set_property(GLOBAL PROPERTY MEDSEG_STAGE_DEPS_${name} ${S_DEPENDS} ${S_PRIVATE_DEPENDS})
   if(S_TORCH OR name STREQUAL "core_torch")

@@ -6,6 +6,7 @@
 // ensembling of folds, memory placement, export and the model folder's postprocessing), so its
 // segmentation is the one medseg_predict writes for the same image. No torch header is included.
 //
+// The example below compiles (ApiDocExamples in tests/base/stage_include_test.cpp):
 //   medseg::api::Segmenter model("/models/Dataset003_Liver/nnUNetTrainer__nnUNetPlans__3d_fullres");
 //   medseg::Volume ct = medseg::io::read_image("ct.nii.gz");      // or a buffer + Geometry
 //   medseg::api::SegmentOptions so;

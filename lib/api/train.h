@@ -4,10 +4,14 @@
 // sees the epoch's figures and may stop the run (it then resumes from checkpoint_latest with
 // `resume = true`). Errors are medseg::Error with the CLI's messages. No torch header is included.
 //
+// The example below compiles (ApiDocExamples in tests/base/stage_include_test.cpp):
 //   medseg::api::TrainFoldOptions o;
 //   o.epochs = 50;
-//   o.on_epoch = [](const medseg::api::EpochReport& e) { std::printf("%lld %.3f\n", e.epoch, e.ema_dice); return true;
-//   }; medseg::api::train_fold("Dataset003_Liver", "3d_fullres", "0", o);
+//   o.on_epoch = [](const medseg::api::EpochReport& e) {
+//     std::printf("%lld %.3f\n", static_cast<long long>(e.epoch), e.ema_dice);
+//     return true;
+//   };
+//   medseg::api::train_fold("Dataset003_Liver", "3d_fullres", "0", o);
 #include <cstdint>
 #include <functional>
 #include <optional>

@@ -3,4 +3,5 @@
 medseg_stage(checkpoint
   TORCH
   DEPENDS core
-  PRIVATE_LIBS ZLIB::ZLIB)
+  PRIVATE_LIBS ZLIB::ZLIB
+  PUBLIC_HEADERS average.h checkpoint.h container.h optimizer_state.h rng_state.h)

@@ -47,70 +47,76 @@ std::vector<LabelCounts> count_labels(const int32_t* ref, const int32_t* pred, i
   return out;
 }
 
+namespace {
+
+constexpr const char* kCountNames[6] = {"TP", "FP", "FN", "TN", "n_pred", "n_ref"};
+
+// One label's values over the cases: Dice, IoU and HD95 per case, and the counts summed (kCountNames' order).
+struct LabelSeries {
+  std::vector<double> dice, iou, hd;
+  double sums[6] = {0, 0, 0, 0, 0, 0};
+};
+
+// One case's metrics of one label, as nnU-Net's summary.json writes them; its values are added to `series`.
+json case_label_metrics(const LabelCounts& k, LabelSeries& series) {
+  const int64_t counts[6] = {k.tp, k.fp, k.fn, k.tn, k.tp + k.fp, k.tp + k.fn};
+  json e = {{"Dice", number_or_null(k.dice())}, {"IoU", number_or_null(k.iou())}};
+  for (int c = 0; c < 6; ++c) e[kCountNames[c]] = counts[c];
+  if (k.hd95) e["HD95"] = *k.hd95;
+  series.dice.push_back(k.dice());
+  series.iou.push_back(k.iou());
+  if (k.hd95) series.hd.push_back(*k.hd95);
+  for (int c = 0; c < 6; ++c) series.sums[c] += static_cast<double>(counts[c]);
+  return e;
+}
+
+double nanmean(const std::vector<double>& v) {
+  double s = 0;
+  int n = 0;
+  for (double x : v)
+    if (!std::isnan(x)) s += x, ++n;
+  return n ? s / n : kNaN;
+}
+
+// nnU-Net takes a plain mean over labels for the foreground mean: one label that is NaN for every case makes it NaN.
+double plain_mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? kNaN : s / static_cast<double>(v.size());
+}
+
+}  // namespace
+
 json summary_json(const std::vector<CaseResult>& cases, const std::vector<std::string>& keys) {
-  json per_case = json::array();
   const size_t nl = keys.size();
-  std::vector<std::vector<double>> dice(nl), iou(nl), hd(nl);
-  std::vector<double> sums[6];
-  for (auto& s : sums) s.assign(nl, 0.0);
+  std::vector<LabelSeries> series(nl);
+  json per_case = json::array();
   for (const auto& c : cases) {
     json m = json::object();
-    for (size_t l = 0; l < nl; ++l) {
-      const LabelCounts& k = c.per_label[l];
-      json e = {{"Dice", number_or_null(k.dice())},
-                {"IoU", number_or_null(k.iou())},
-                {"TP", k.tp},
-                {"FP", k.fp},
-                {"FN", k.fn},
-                {"TN", k.tn},
-                {"n_pred", k.tp + k.fp},
-                {"n_ref", k.tp + k.fn}};
-      if (k.hd95) e["HD95"] = *k.hd95;
-      m[keys[l]] = e;
-      dice[l].push_back(k.dice());
-      iou[l].push_back(k.iou());
-      if (k.hd95) hd[l].push_back(*k.hd95);
-      const double vals[6] = {double(k.tp), double(k.fp),        double(k.fn),
-                              double(k.tn), double(k.tp + k.fp), double(k.tp + k.fn)};
-      for (int s = 0; s < 6; ++s) sums[s][l] += vals[s];
-    }
+    for (size_t l = 0; l < nl; ++l) m[keys[l]] = case_label_metrics(c.per_label[l], series[l]);
     per_case.push_back({{"metrics", m}, {"prediction_file", c.prediction_file}, {"reference_file", c.reference_file}});
   }
-  auto nanmean = [](const std::vector<double>& v) {
-    double s = 0;
-    int n = 0;
-    for (double x : v)
-      if (!std::isnan(x)) s += x, ++n;
-    return n ? s / n : kNaN;
-  };
-  const char* count_names[6] = {"TP", "FP", "FN", "TN", "n_pred", "n_ref"};
   json mean = json::object();
-  std::vector<double> fg_dice, fg_iou, fg_hd;
-  std::vector<double> fg_counts[6];
+  std::vector<double> fg_dice, fg_iou, fg_hd, fg_counts[6];
   const double nc = cases.empty() ? kNaN : static_cast<double>(cases.size());
   for (size_t l = 0; l < nl; ++l) {
-    json e = {{"Dice", number_or_null(nanmean(dice[l]))}, {"IoU", number_or_null(nanmean(iou[l]))}};
-    for (int s = 0; s < 6; ++s) {
-      e[count_names[s]] = sums[s][l] / nc;
-      fg_counts[s].push_back(sums[s][l] / nc);
+    const LabelSeries& ls = series[l];
+    json e = {{"Dice", number_or_null(nanmean(ls.dice))}, {"IoU", number_or_null(nanmean(ls.iou))}};
+    for (int c = 0; c < 6; ++c) {
+      e[kCountNames[c]] = ls.sums[c] / nc;
+      fg_counts[c].push_back(ls.sums[c] / nc);
     }
-    if (!hd[l].empty()) {
-      e["HD95"] = nanmean(hd[l]);
-      fg_hd.push_back(nanmean(hd[l]));
+    if (!ls.hd.empty()) {
+      e["HD95"] = nanmean(ls.hd);
+      fg_hd.push_back(nanmean(ls.hd));
     }
     mean[keys[l]] = e;
-    fg_dice.push_back(nanmean(dice[l]));
-    fg_iou.push_back(nanmean(iou[l]));
+    fg_dice.push_back(nanmean(ls.dice));
+    fg_iou.push_back(nanmean(ls.iou));
   }
-  // nnU-Net takes a plain mean over labels here: one label that is NaN for every case makes it NaN.
-  auto mean_of = [](const std::vector<double>& v) {
-    double s = 0;
-    for (double x : v) s += x;
-    return v.empty() ? kNaN : s / static_cast<double>(v.size());
-  };
-  json fg = {{"Dice", number_or_null(mean_of(fg_dice))}, {"IoU", number_or_null(mean_of(fg_iou))}};
-  for (int s = 0; s < 6; ++s) fg[count_names[s]] = mean_of(fg_counts[s]);
-  if (!fg_hd.empty()) fg["HD95"] = mean_of(fg_hd);
+  json fg = {{"Dice", number_or_null(plain_mean(fg_dice))}, {"IoU", number_or_null(plain_mean(fg_iou))}};
+  for (int c = 0; c < 6; ++c) fg[kCountNames[c]] = plain_mean(fg_counts[c]);
+  if (!fg_hd.empty()) fg["HD95"] = plain_mean(fg_hd);
   return {{"foreground_mean", fg}, {"mean", mean}, {"metric_per_case", per_case}};
 }
 

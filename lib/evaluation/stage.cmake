@@ -2,4 +2,5 @@
 # Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
 medseg_stage(evaluation
   DEPENDS core
-  PRIVATE_DEPENDS io)
+  PRIVATE_DEPENDS io
+  PUBLIC_HEADERS evaluate_folder.h metrics.h)

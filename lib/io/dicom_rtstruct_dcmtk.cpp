@@ -77,6 +77,73 @@ bool add_slice_contours(DcmItem& roi, const std::vector<double>& values, int64_t
   return true;
 }
 
+// The source series' identifiers the structure set refers to.
+struct SourceIds {
+  OFString frame_of_reference, study, series, position_reference;
+};
+
+// The SOP common, patient, study, series, frame of reference and structure set modules.
+void put_structure_set_modules(DcmDataset& out, DcmDataset& head, const SourceIds& ids, const DicomSegInfo& info,
+                               const std::string& path) {
+  char uid[100];
+  char now[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(now, sizeof now, "%Y%m%d%H%M%S", std::gmtime(&t));
+  const std::string date(now, 8), time(now + 8, 6);
+  put(out, DCM_SOPClassUID, UID_RTStructureSetStorage, path);
+  put(out, DCM_SOPInstanceUID, dcmGenerateUniqueIdentifier(uid, SITE_INSTANCE_UID_ROOT), path);
+  copy_patient_study(head, out, path);
+  put(out, DCM_Modality, "RTSTRUCT", path);
+  put(out, DCM_FrameOfReferenceUID, ids.frame_of_reference.c_str(), path);  // the Frame of Reference module
+  put(out, DCM_PositionReferenceIndicator, ids.position_reference.c_str(), path);
+  put(out, DCM_SeriesInstanceUID, dcmGenerateUniqueIdentifier(uid, SITE_SERIES_UID_ROOT), path);
+  put(out, DCM_SeriesNumber, "902", path);
+  put(out, DCM_SeriesDescription, info.description.substr(0, 64), path);
+  put(out, DCM_Manufacturer, "medseg", path);
+  put(out, DCM_SoftwareVersions, info.version.empty() ? "unknown" : info.version, path);
+  put(out, DCM_OperatorsName, "", path);
+  put(out, DCM_InstanceNumber, "1", path);
+  put(out, DCM_StructureSetLabel, "MEDSEG", path);
+  put(out, DCM_StructureSetDate, date, path);
+  put(out, DCM_StructureSetTime, time, path);
+}
+
+// The Referenced Frame of Reference Sequence: the source study and series, and every slice as a contour image.
+void put_referenced_frame(DcmDataset& out, const SourceIds& ids, const std::vector<DicomInstance>& slices,
+                          const std::string& path) {
+  DcmItem& frame = append(out, DCM_ReferencedFrameOfReferenceSequence, path);
+  put(frame, DCM_FrameOfReferenceUID, ids.frame_of_reference.c_str(), path);
+  DcmItem& study = append(frame, DCM_RTReferencedStudySequence, path);
+  put(study, DCM_ReferencedSOPClassUID, "1.2.840.10008.3.1.2.3.1", path);  // Study Component Management, as RT uses
+  put(study, DCM_ReferencedSOPInstanceUID, ids.study.c_str(), path);
+  DcmItem& series = append(study, DCM_RTReferencedSeriesSequence, path);
+  put(series, DCM_SeriesInstanceUID, ids.series.c_str(), path);
+  add_contour_images(series, slices, path);
+}
+
+// One ROI, number `n`: its Structure Set ROI, ROI Contour (with the contours of `roi_contour`) and RT ROI
+// Observations items.
+void add_roi(DcmDataset& out, DcmItem& roi_contour, const DicomSegSegment& s, const std::string& n,
+             const SourceIds& ids, const std::string& path) {
+  DcmItem& roi = append(out, DCM_StructureSetROISequence, path);
+  put(roi, DCM_ROINumber, n, path);
+  put(roi, DCM_ReferencedFrameOfReferenceUID, ids.frame_of_reference.c_str(), path);
+  put(roi, DCM_ROIName, s.name.substr(0, 64), path);
+  put(roi, DCM_ROIGenerationAlgorithm, "AUTOMATIC", path);
+  DcmItem& contour = append(out, DCM_ROIContourSequence, path);
+  put(contour, DCM_ROIDisplayColor,
+      std::to_string(s.rgb[0]) + "\\" + std::to_string(s.rgb[1]) + "\\" + std::to_string(s.rgb[2]), path);
+  DcmSequenceOfItems* seq = nullptr;
+  check(roi_contour.findAndGetSequence(DCM_ContourSequence, seq, OFFalse, OFTrue), path, "the contours");
+  check(contour.insert(new DcmSequenceOfItems(*seq)), path, "the contours");
+  put(contour, DCM_ReferencedROINumber, n, path);
+  DcmItem& obs = append(out, DCM_RTROIObservationsSequence, path);
+  put(obs, DCM_ObservationNumber, n, path);
+  put(obs, DCM_ReferencedROINumber, n, path);
+  put(obs, DCM_RTROIInterpretedType, "ORGAN", path);
+  put(obs, DCM_ROIInterpreter, "", path);
+}
+
 }  // namespace
 
 void write_dicom_rtstruct(const std::string& path, const Volume& labels, const std::string& source,
@@ -91,45 +158,16 @@ void write_dicom_rtstruct(const std::string& path, const Volume& labels, const s
                                DCM_PixelData),
         slices[0].file, "reading the source");
   DcmDataset& head = *first.getDataset();
-  OFString for_uid, study_uid, source_series;
-  head.findAndGetOFString(DCM_FrameOfReferenceUID, for_uid);
-  head.findAndGetOFString(DCM_StudyInstanceUID, study_uid);
-  head.findAndGetOFString(DCM_SeriesInstanceUID, source_series);
+  SourceIds ids;
+  head.findAndGetOFString(DCM_FrameOfReferenceUID, ids.frame_of_reference);
+  head.findAndGetOFString(DCM_StudyInstanceUID, ids.study);
+  head.findAndGetOFString(DCM_SeriesInstanceUID, ids.series);
+  head.findAndGetOFString(DCM_PositionReferenceIndicator, ids.position_reference);
 
   DcmFileFormat file;
   DcmDataset& out = *file.getDataset();
-  char uid[100];
-  char now[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(now, sizeof now, "%Y%m%d%H%M%S", std::gmtime(&t));
-  const std::string date(now, 8), time(now + 8, 6);
-  put(out, DCM_SOPClassUID, UID_RTStructureSetStorage, path);
-  put(out, DCM_SOPInstanceUID, dcmGenerateUniqueIdentifier(uid, SITE_INSTANCE_UID_ROOT), path);
-  copy_patient_study(head, out, path);
-  put(out, DCM_Modality, "RTSTRUCT", path);
-  put(out, DCM_FrameOfReferenceUID, for_uid.c_str(), path);  // the Frame of Reference module, as dciodvfy asks
-  OFString position_reference;
-  head.findAndGetOFString(DCM_PositionReferenceIndicator, position_reference);
-  put(out, DCM_PositionReferenceIndicator, position_reference.c_str(), path);
-  put(out, DCM_SeriesInstanceUID, dcmGenerateUniqueIdentifier(uid, SITE_SERIES_UID_ROOT), path);
-  put(out, DCM_SeriesNumber, "902", path);
-  put(out, DCM_SeriesDescription, info.description.substr(0, 64), path);
-  put(out, DCM_Manufacturer, "medseg", path);
-  put(out, DCM_SoftwareVersions, info.version.empty() ? "unknown" : info.version, path);
-  put(out, DCM_OperatorsName, "", path);
-  put(out, DCM_InstanceNumber, "1", path);
-  put(out, DCM_StructureSetLabel, "MEDSEG", path);
-  put(out, DCM_StructureSetDate, date, path);
-  put(out, DCM_StructureSetTime, time, path);
-  DcmItem& frame = append(out, DCM_ReferencedFrameOfReferenceSequence, path);
-  put(frame, DCM_FrameOfReferenceUID, for_uid.c_str(), path);
-  DcmItem& study = append(frame, DCM_RTReferencedStudySequence, path);
-  put(study, DCM_ReferencedSOPClassUID, "1.2.840.10008.3.1.2.3.1", path);  // Study Component Management, as RT uses
-  put(study, DCM_ReferencedSOPInstanceUID, study_uid.c_str(), path);
-  DcmItem& series = append(study, DCM_RTReferencedSeriesSequence, path);
-  put(series, DCM_SeriesInstanceUID, source_series.c_str(), path);
-  add_contour_images(series, slices, path);
-
+  put_structure_set_modules(out, head, ids, info, path);
+  put_referenced_frame(out, ids, slices, path);
   const std::vector<double> values = labels.to_double();
   int number = 0;
   for (const DicomSegSegment& s : info.segments) {
@@ -138,25 +176,7 @@ void write_dicom_rtstruct(const std::string& path, const Volume& labels, const s
     for (int64_t z = 0; z < src.shape[0]; ++z)
       any |= add_slice_contours(roi_contour, values, z, src.shape, src.geometry, static_cast<double>(s.label),
                                 slices[static_cast<std::size_t>(z)], path);
-    if (!any) continue;  // a label without a voxel gets no ROI
-    const std::string n = std::to_string(++number);
-    DcmItem& roi = append(out, DCM_StructureSetROISequence, path);
-    put(roi, DCM_ROINumber, n, path);
-    put(roi, DCM_ReferencedFrameOfReferenceUID, for_uid.c_str(), path);
-    put(roi, DCM_ROIName, s.name.substr(0, 64), path);
-    put(roi, DCM_ROIGenerationAlgorithm, "AUTOMATIC", path);
-    DcmItem& contour = append(out, DCM_ROIContourSequence, path);
-    put(contour, DCM_ROIDisplayColor,
-        std::to_string(s.rgb[0]) + "\\" + std::to_string(s.rgb[1]) + "\\" + std::to_string(s.rgb[2]), path);
-    DcmSequenceOfItems* seq = nullptr;
-    check(roi_contour.findAndGetSequence(DCM_ContourSequence, seq, OFFalse, OFTrue), path, "the contours");
-    check(contour.insert(new DcmSequenceOfItems(*seq)), path, "the contours");
-    put(contour, DCM_ReferencedROINumber, n, path);
-    DcmItem& obs = append(out, DCM_RTROIObservationsSequence, path);
-    put(obs, DCM_ObservationNumber, n, path);
-    put(obs, DCM_ReferencedROINumber, n, path);
-    put(obs, DCM_RTROIInterpretedType, "ORGAN", path);
-    put(obs, DCM_ROIInterpreter, "", path);
+    if (any) add_roi(out, roi_contour, s, std::to_string(++number), ids, path);  // a label without a voxel: no ROI
   }
   if (number == 0) {  // nothing found: the sequences are required, and may be empty
     check(out.insertEmptyElement(DCM_StructureSetROISequence), path, "Structure Set ROI Sequence");

@@ -321,19 +321,37 @@ bool image_io_available() { return true; }
 
 namespace {
 
+// What is checked of the file before ITK sees it: it exists, is a file with bytes, and (PNG, BMP, NIfTI) is whole;
+// libpng aborts on what it cannot decode.
+void check_file_before_itk(const std::string& path) {
+  std::error_code ec;
+  MEDSEG_CHECK_FILE(fs::exists(path, ec), path, "file not found");
+  MEDSEG_CHECK_FILE(!fs::is_directory(path, ec), path, "is a folder, not an image file");
+  MEDSEG_CHECK_FILE(fs::file_size(path, ec) != 0, path, "empty file (0 bytes)");
+  check_png_complete(path);
+  check_bmp_complete(path);
+  const int64_t nifti_nonfinite = check_nifti_complete(path);
+  MEDSEG_CHECK_FILE(nifti_nonfinite <= 0, path, nifti_nonfinite, " voxel(s) are NaN or Inf");
+}
+
+// One component per voxel, but for nnU-Net's NaturalImage2DIO: a 2D RGB or RGBA file is 3 or 4 channels.
+void check_components(const std::string& path, const itk::ImageIOBase& io, bool natural, bool volumes) {
+  const unsigned nd = io.GetNumberOfDimensions();
+  const unsigned comps = io.GetNumberOfComponents();
+  const bool color = natural && nd == 2 && (comps == 3 || comps == 4);
+  if (comps == 1 || (color && (volumes || tiff_planar_separate(path)))) return;
+  const char* why = color                ? "a color image is image channels, not a label or a single channel"
+                    : natural && nd == 2 ? "2D images must be grayscale, RGB or RGBA"
+                                         : "medseg expects one channel per file (_0000, _0001, ...)";
+  throw FileError(path, concat("has ", comps, " components per voxel; ", why));
+}
+
 // The checks every read makes before any voxel is read: the file, a NIfTI's raw header, the header
 // ITK reads, one component, 2 to 4 dimensions (a 4th only when `volumes` allows more than one t),
 // the geometry. Returns the ImageIO that read the header.
 itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
   init_itk_globals_once();
-  std::error_code ec;
-  MEDSEG_CHECK_FILE(fs::exists(path, ec), path, "file not found");
-  MEDSEG_CHECK_FILE(!fs::is_directory(path, ec), path, "is a folder, not an image file");
-  MEDSEG_CHECK_FILE(fs::file_size(path, ec) != 0, path, "empty file (0 bytes)");
-  check_png_complete(path);  // libpng aborts on what it cannot decode
-  check_bmp_complete(path);
-  const int64_t nifti_nonfinite = check_nifti_complete(path);
-  MEDSEG_CHECK_FILE(nifti_nonfinite <= 0, path, nifti_nonfinite, " voxel(s) are NaN or Inf");
+  check_file_before_itk(path);
   itk::ImageIOBase::Pointer io =
       itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::ImageIOFactory::IOFileModeEnum::ReadMode);
   MEDSEG_CHECK_FILE(io, path, "not a readable image (unknown format or corrupt header)");
@@ -345,15 +363,8 @@ itk::ImageIOBase::Pointer open_checked(const std::string& path, bool volumes) {
     std::lock_guard<std::mutex> lock(itk_header_mutex());
     io->ReadImageInformation();
   } catch (const itk::ExceptionObject& e) { throw FileError(path, "corrupt image header: " + itk_reason(e)); }
+  check_components(path, *io, natural, volumes);
   const unsigned nd = io->GetNumberOfDimensions();
-  const unsigned comps = io->GetNumberOfComponents();
-  // nnU-Net's NaturalImage2DIO: a 2D RGB or RGBA file is 3 or 4 channels; nothing else holds several.
-  const bool color = natural && nd == 2 && (comps == 3 || comps == 4);
-  MEDSEG_CHECK_FILE(comps == 1 || (color && (volumes || tiff_planar_separate(path))), path, "has ", comps,
-                    " components per voxel; ",
-                    color                ? "a color image is image channels, not a label or a single channel"
-                    : natural && nd == 2 ? "2D images must be grayscale, RGB or RGBA"
-                                         : "medseg expects one channel per file (_0000, _0001, ...)");
   MEDSEG_CHECK_FILE(nd >= 2 && nd <= 4 && (nd != 4 || io->GetDimensions(3) == 1 || volumes), path, "has ", nd,
                     " dimensions; expected a 2D or 3D image");
   if (natural) check_natural_size(path, *io, nd);
@@ -436,35 +447,49 @@ std::array<int64_t, 3> image_file_shape(const std::string& path) {
   return {dim(2), dim(1), dim(0)};
 }
 
-Volume read_label(const std::string& path) {
-  Volume v = read_image(path);
+namespace {
+
+// A label map's integer range, and the first few distinct values that are not integers.
+struct LabelRange {
   double lo = 0, hi = 0;
-  bool first = true;
-  std::vector<double> non_integer;  // the first few distinct ones, for the message
+  bool any = false;
+  std::vector<double> non_integer;
+};
+
+LabelRange label_range(const Volume& v) {
+  LabelRange r;
   visit_pixels(v, [&](const auto* p) {
     for (int64_t i = 0; i < v.numel(); ++i) {
       const double x = static_cast<double>(p[i]);
       if (x != std::floor(x)) {  // read_image refused NaN/Inf already
-        if (non_integer.size() < 5 && std::find(non_integer.begin(), non_integer.end(), x) == non_integer.end())
-          non_integer.push_back(x);
+        if (r.non_integer.size() < 5 && std::find(r.non_integer.begin(), r.non_integer.end(), x) == r.non_integer.end())
+          r.non_integer.push_back(x);
         continue;
       }
-      if (first || x < lo) lo = x;
-      if (first || x > hi) hi = x;
-      first = false;
+      if (!r.any || x < r.lo) r.lo = x;
+      if (!r.any || x > r.hi) r.hi = x;
+      r.any = true;
     }
   });
-  if (!non_integer.empty()) {
+  return r;
+}
+
+}  // namespace
+
+Volume read_label(const std::string& path) {
+  Volume v = read_image(path);
+  const LabelRange r = label_range(v);
+  if (!r.non_integer.empty()) {
     std::string vals;
-    for (double x : non_integer) vals += (vals.empty() ? "" : ", ") + label_value_str(x);
+    for (double x : r.non_integer) vals += (vals.empty() ? "" : ", ") + label_value_str(x);
     throw FileError(path, "label map has non-integer value(s) " + vals + " (type " + pixel_type_name(v.pixel_type()) +
                               "); labels must be integers");
   }
-  for (double x : {lo, hi})
+  for (double x : {r.lo, r.hi})
     MEDSEG_CHECK_FILE(x >= std::numeric_limits<int32_t>::min() && x <= std::numeric_limits<int32_t>::max(), path,
                       "label map has value ", label_value_str(x),
                       ", far outside any label range (labels are the integers dataset.json declares)");
-  const bool fits16 = lo >= -32768 && hi <= 32767;
+  const bool fits16 = r.lo >= -32768 && r.hi <= 32767;
   const PixelType target = fits16 ? PixelType::Int16 : PixelType::Int32;
   if (v.pixel_type() == target) return v;
   return Volume::from_values(target, v.shape(), v.geometry(), v.to_double());

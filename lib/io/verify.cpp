@@ -26,6 +26,47 @@ bool tiff_sidecar(const DatasetInfo& info, const std::string& path) {
   return image_family("x" + info.file_ending) == ImageFamily::Tiff && ends_with(path, ".json");
 }
 
+// Files and folders in imagesTr that are no case's channel (a TIFF stack's .json sidecar is one).
+void stray_problems(const DatasetInfo& info, const ImageFolderScan& scan, std::vector<std::string>& problems) {
+  for (const auto& path : scan.stray)
+    if (!tiff_sidecar(info, path))
+      problems.push_back(path + (fs::is_directory(path) ? ": unexpected folder (not a DICOM series folder)"
+                                                        : ": unexpected file (expected CASE_XXXX" + info.file_ending +
+                                                              " or a DICOM series folder)"));
+  problems.insert(problems.end(), scan.problems.begin(), scan.problems.end());
+}
+
+// One case's channels against dataset.json's, and its label file.
+void case_layout_problems(const DatasetInfo& info, const std::string& id, const std::map<int, std::string>& files,
+                          std::vector<std::string>& problems) {
+  const fs::path images = fs::path(info.folder) / "imagesTr", labels = fs::path(info.folder) / "labelsTr";
+  const bool dicom = fs::is_directory(files.begin()->second);
+  for (const auto& [c, path] : files)
+    if (c >= info.num_channels())
+      problems.push_back(
+          concat(path, ": channel ", c, " but dataset.json declares ", info.num_channels(), " channel(s)"));
+  for (int c = 0; c < info.num_channels(); ++c)
+    if (!files.count(c))
+      problems.push_back(concat(
+          dicom ? dicom_channel_folder(images.string(), id, c) : channel_file(images.string(), id, c, info.file_ending),
+          ": missing channel ", c, " of case '", id, "'"));
+  if (!fs::exists(labels / (id + info.file_ending)))
+    problems.push_back((labels / (id + info.file_ending)).string() + ": label file missing for case '" + id + "'");
+}
+
+// Label files in labelsTr without a case in imagesTr.
+void orphan_label_problems(const DatasetInfo& info, const std::map<std::string, std::map<int, std::string>>& found,
+                           std::vector<std::string>& problems) {
+  const fs::path labels = fs::path(info.folder) / "labelsTr";
+  if (!fs::is_directory(labels)) return;
+  for (const auto& e : fs::directory_iterator(labels)) {
+    const std::string n = e.path().filename().string();
+    if (n[0] == '.' || tiff_sidecar(info, n)) continue;
+    if (!ends_with(n, info.file_ending) || !found.count(n.substr(0, n.size() - info.file_ending.size())))
+      problems.push_back(e.path().string() + ": label without matching images in imagesTr");
+  }
+}
+
 // Folder-level problems: stray files, missing channels, labels without images and vice versa. `found`
 // gets each case's channel files (or DICOM series folders) as the scan found them.
 void check_layout(const DatasetInfo& info, std::vector<std::string>& problems,
@@ -37,34 +78,10 @@ void check_layout(const DatasetInfo& info, std::vector<std::string>& problems,
   }
   if (!fs::is_directory(labels)) problems.push_back(labels.string() + ": folder not found");
   const ImageFolderScan scan = scan_image_folder(images.string(), info.file_ending, false);
-  for (const auto& path : scan.stray)
-    if (!tiff_sidecar(info, path))
-      problems.push_back(path + (fs::is_directory(path) ? ": unexpected folder (not a DICOM series folder)"
-                                                        : ": unexpected file (expected CASE_XXXX" + info.file_ending +
-                                                              " or a DICOM series folder)"));
-  problems.insert(problems.end(), scan.problems.begin(), scan.problems.end());
+  stray_problems(info, scan, problems);
   found = scan.cases;
-  for (const auto& [id, files] : scan.cases) {
-    const bool dicom = fs::is_directory(files.begin()->second);
-    for (const auto& [c, path] : files)
-      if (c >= info.num_channels())
-        problems.push_back(
-            concat(path, ": channel ", c, " but dataset.json declares ", info.num_channels(), " channel(s)"));
-    for (int c = 0; c < info.num_channels(); ++c)
-      if (!files.count(c))
-        problems.push_back(concat(dicom ? dicom_channel_folder(images.string(), id, c)
-                                        : channel_file(images.string(), id, c, info.file_ending),
-                                  ": missing channel ", c, " of case '", id, "'"));
-    if (!fs::exists(labels / (id + info.file_ending)))
-      problems.push_back((labels / (id + info.file_ending)).string() + ": label file missing for case '" + id + "'");
-  }
-  if (fs::is_directory(labels))
-    for (const auto& e : fs::directory_iterator(labels)) {
-      const std::string n = e.path().filename().string();
-      if (n[0] == '.' || tiff_sidecar(info, n)) continue;
-      if (!ends_with(n, info.file_ending) || !found.count(n.substr(0, n.size() - info.file_ending.size())))
-        problems.push_back(e.path().string() + ": label without matching images in imagesTr");
-    }
+  for (const auto& [id, files] : scan.cases) case_layout_problems(info, id, files, problems);
+  orphan_label_problems(info, found, problems);
   if (static_cast<int>(found.size()) != info.num_training)
     problems.push_back(concat((fs::path(info.folder) / "dataset.json").string(), ": numTraining is ", info.num_training,
                               " but imagesTr holds ", found.size(), " case(s)"));

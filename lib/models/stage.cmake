@@ -2,4 +2,6 @@
 # Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
 medseg_stage(models
   TORCH
-  DEPENDS core plans distributed)
+  DEPENDS core plans distributed
+  PUBLIC_HEADERS eva_blocks.h layers.h monai_blocks.h network.h onednn_conv.h plans_architecture.h swin_blocks.h
+                swin_unetr.h unet.h unet_blocks.h)

@@ -4,4 +4,5 @@
 # utilities/plans_handling apart from experiment_planning).
 # Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
 medseg_stage(plans
-  DEPENDS core)
+  DEPENDS core
+  PUBLIC_HEADERS normalization_names.h plan_limits.h plans.h primus_decoder.h)

@@ -1,4 +1,6 @@
 # lib/preprocessing: transpose, crop, normalise, resample; the case store; .npy/.npz arrays.
 # Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
 medseg_stage(preprocessing
-  DEPENDS core io fingerprint plans)
+  DEPENDS core io fingerprint plans
+  PUBLIC_HEADERS case_store.h class_locations.h dataset_preprocessing.h normalization.h npy.h npz.h one_hot.h
+                preprocessor.h resampling.h transpose.h)

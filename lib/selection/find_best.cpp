@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -109,28 +110,20 @@ void check_names(const FindBestOptions& o) {
   MEDSEG_CHECK(!twice, "-c ", join(o.configurations, " "), ": configuration '", *twice, "' is given twice");
 }
 
-}  // namespace
+// Where this run reads and writes: the dataset's results and preprocessed folders, and the references.
+struct FindBestPaths {
+  std::string results, dataset, references;
+};
 
-json find_best_configuration(const FindBestOptions& in) {
-  FindBestOptions o = in;
-  check_names(o);
-  const std::string results = root_folder(Root::Results);
-  const std::string dataset = find_dataset_name(results, o.dataset);
-  const fs::path preprocessed =
-      fs::path(root_folder(Root::Preprocessed)) / find_dataset_name(root_folder(Root::Preprocessed), o.dataset);
-  const std::string references = (preprocessed / "gt_segmentations").string();
-  const bool default_list = o.configurations.empty();
-  if (default_list) o.configurations = default_configurations(preprocessed.string(), o.plans);
-  check_names(o);
-
-  // Every model is checked before any output is written: a configuration that was not trained
-  // fails here, not after the others' crossval_results_folds_* folders were made.
+// Every model is checked before any output is written: a configuration that was not trained fails here, not after
+// the others' crossval_results_folds_* folders were made. Reads the labels the evaluation needs.
+std::vector<Candidate> trained_models(const FindBestOptions& o, const FindBestPaths& p, bool default_list,
+                                      evaluation::EvaluateOptions& eval) {
   std::vector<Candidate> candidates;
-  evaluation::EvaluateOptions eval;
   for (const auto& c : o.configurations) {
     Candidate m;
     m.name = o.trainer + "__" + o.plans + "__" + c;
-    m.models = {(fs::path(results) / dataset / m.name).string()};
+    m.models = {(fs::path(p.results) / p.dataset / m.name).string()};
     m.configurations = {c};
     const std::string dj = (fs::path(m.models[0]) / "dataset.json").string();
     MEDSEG_CHECK_FILE(fs::exists(dj), m.models[0], "no trained model here (dataset.json missing): train ", c,
@@ -141,72 +134,73 @@ json find_best_configuration(const FindBestOptions& in) {
     evaluation::labels_from_dataset_json(read_ordered_json(dj), eval, dj);
     candidates.push_back(m);
   }
+  return candidates;
+}
 
-  // The folders this call makes go again if a later step fails (or on Ctrl-C).
-  std::vector<std::unique_ptr<AdoptedFolder>> made;
-  std::vector<std::string> folds = o.folds;
+// Each model's validation predictions gathered into its crossval folder (made folders go to `made`); returns the
+// folds, the first model's (checked, or found), which the others must have.
+std::vector<std::string> gather_all(std::vector<Candidate>& candidates, std::vector<std::string> folds,
+                                    const FindBestPaths& p, const std::string& file_ending,
+                                    std::vector<std::unique_ptr<AdoptedFolder>>& made) {
   for (auto& m : candidates) {
     const std::set<std::string> before = crossval_folders(m.models[0]);
-    const auto cv = postprocessing::gather_crossval(m.models[0], folds, references, eval.file_ending);
+    const auto cv = postprocessing::gather_crossval(m.models[0], folds, p.references, file_ending);
     if (!before.count(fs::path(cv.folder).filename().string()))
       made.push_back(std::make_unique<AdoptedFolder>(cv.folder));
-    folds = cv.folds;  // the first model's folds (checked, or found), required of the others
+    folds = cv.folds;
     m.folder = cv.folder;
   }
-  eval.threads = o.threads;
-  eval.chill = true;
-  for (auto& c : candidates) score(c, references, eval);
+  return folds;
+}
 
-  if (o.ensembling && candidates.size() > 1) {
-    const fs::path ensembles = fs::path(results) / dataset / "ensembles";
-    if (!fs::exists(ensembles)) made.push_back(std::make_unique<AdoptedFolder>(ensembles.string()));
-    const size_t singles = candidates.size();
-    for (size_t i = 0; i < singles; ++i)
-      for (size_t j = i + 1; j < singles; ++j) {
-        const Candidate &a = candidates[i], &b = candidates[j];
-        if (!has_probabilities(a.folder) || !has_probabilities(b.folder)) {
-          spdlog::warn(
-              "no ensemble of {} and {}: their validation saved no probabilities (train with --npz, or "
-              "medseg_train ... --val --npz)",
-              a.name, b.name);
-          continue;
-        }
-        Candidate e;
-        e.name = "ensemble___" + a.name + "___" + b.name + "___" + join(folds, "_");
-        e.models = {a.models[0], b.models[0]};
-        e.configurations = {a.configurations[0], b.configurations[0]};
-        e.folder = (fs::path(results) / dataset / "ensembles" / e.name).string();
-        EnsembleOptions eo;
-        eo.inputs = {a.folder, b.folder};
-        eo.output = e.folder;
-        eo.file_ending = eval.file_ending;
-        eo.threads = o.threads;
-        const bool existed = fs::exists(e.folder);
-        if (existed) fs::remove_all(e.folder);  // ours, rebuilt from the current folds
-        ensemble_folders(eo);
-        if (!existed) made.push_back(std::make_unique<AdoptedFolder>(e.folder));
-        score(e, references, eval);
-        candidates.push_back(e);
-      }
+// The ensemble of two scored models, made in the dataset's ensembles/ folder and scored, or nullopt (with a warning)
+// when either saved no probabilities.
+std::optional<Candidate> ensemble_of(const Candidate& a, const Candidate& b, const std::vector<std::string>& folds,
+                                     const FindBestPaths& p, const evaluation::EvaluateOptions& eval, int threads,
+                                     std::vector<std::unique_ptr<AdoptedFolder>>& made) {
+  if (!has_probabilities(a.folder) || !has_probabilities(b.folder)) {
+    spdlog::warn(
+        "no ensemble of {} and {}: their validation saved no probabilities (train with --npz, or "
+        "medseg_train ... --val --npz)",
+        a.name, b.name);
+    return std::nullopt;
   }
+  Candidate e;
+  e.name = "ensemble___" + a.name + "___" + b.name + "___" + join(folds, "_");
+  e.models = {a.models[0], b.models[0]};
+  e.configurations = {a.configurations[0], b.configurations[0]};
+  e.folder = (fs::path(p.results) / p.dataset / "ensembles" / e.name).string();
+  EnsembleOptions eo;
+  eo.inputs = {a.folder, b.folder};
+  eo.output = e.folder;
+  eo.file_ending = eval.file_ending;
+  eo.threads = threads;
+  const bool existed = fs::exists(e.folder);
+  if (existed) fs::remove_all(e.folder);  // ours, rebuilt from the current folds
+  ensemble_folders(eo);
+  if (!existed) made.push_back(std::make_unique<AdoptedFolder>(e.folder));
+  score(e, p.references, eval);
+  return e;
+}
 
-  size_t best = 0;
-  for (size_t i = 1; i < candidates.size(); ++i)
-    if (candidates[i].dice > candidates[best].dice) best = i;  // NaN never wins; ties keep the first
-  const Candidate& b = candidates[best];
-  spdlog::info("best: {} (mean foreground Dice {:.5f})", b.name, b.dice);
+// Every pair of the single models, ensembled and scored, appended to the candidates.
+void add_ensembles(std::vector<Candidate>& candidates, const std::vector<std::string>& folds, const FindBestPaths& p,
+                   const evaluation::EvaluateOptions& eval, int threads,
+                   std::vector<std::unique_ptr<AdoptedFolder>>& made) {
+  const fs::path ensembles = fs::path(p.results) / p.dataset / "ensembles";
+  if (!fs::exists(ensembles)) made.push_back(std::make_unique<AdoptedFolder>(ensembles.string()));
+  const size_t singles = candidates.size();
+  for (size_t i = 0; i < singles; ++i)
+    for (size_t j = i + 1; j < singles; ++j)
+      if (auto e = ensemble_of(candidates[i], candidates[j], folds, p, eval, threads, made))
+        candidates.push_back(std::move(*e));
+}
 
-  postprocessing::DetermineOptions d;
-  d.predictions = b.folder;
-  d.references = references;
-  d.evaluation = eval;
-  d.baseline = b.summary;  // scored above with the same options
-  const auto pp = postprocessing::determine_postprocessing(d);
-  const std::string pp_file = (fs::path(b.folder) / "postprocessing.json").string();
-  if (b.models.size() == 1)
-    postprocessing::write_postprocessing((fs::path(b.models[0]) / "postprocessing.json").string(), pp);
-
-  json info = {{"dataset", dataset}, {"folds", folds}, {"considered_models", json::array()}};
+// inference_information.json: every model considered, and the best with its postprocessing.
+json inference_information(const std::vector<Candidate>& candidates, const Candidate& b, const FindBestPaths& p,
+                           const std::vector<std::string>& folds, const postprocessing::Postprocessing& pp,
+                           const std::string& pp_file) {
+  json info = {{"dataset", p.dataset}, {"folds", folds}, {"considered_models", json::array()}};
   for (const auto& c : candidates)
     info["considered_models"].push_back({{"name", c.name},
                                          {"configurations", c.configurations},
@@ -218,10 +212,53 @@ json find_best_configuration(const FindBestOptions& in) {
                                     {"postprocessing_file", pp_file},
                                     {"postprocessing_steps", pp.steps.size()},
                                     {"foreground_mean_dice_postprocessed", pp.after.at("foreground_mean").at("Dice")}};
-  const fs::path out = fs::path(results) / dataset;
+  return info;
+}
+
+}  // namespace
+
+json find_best_configuration(const FindBestOptions& in) {
+  FindBestOptions o = in;
+  check_names(o);
+  FindBestPaths p;
+  p.results = root_folder(Root::Results);
+  p.dataset = find_dataset_name(p.results, o.dataset);
+  const fs::path preprocessed =
+      fs::path(root_folder(Root::Preprocessed)) / find_dataset_name(root_folder(Root::Preprocessed), o.dataset);
+  p.references = (preprocessed / "gt_segmentations").string();
+  const bool default_list = o.configurations.empty();
+  if (default_list) o.configurations = default_configurations(preprocessed.string(), o.plans);
+  check_names(o);
+
+  evaluation::EvaluateOptions eval;
+  std::vector<Candidate> candidates = trained_models(o, p, default_list, eval);
+  std::vector<std::unique_ptr<AdoptedFolder>> made;  // go again if a later step fails (or on Ctrl-C)
+  const std::vector<std::string> folds = gather_all(candidates, o.folds, p, eval.file_ending, made);
+  eval.threads = o.threads;
+  eval.chill = true;
+  for (auto& c : candidates) score(c, p.references, eval);
+  if (o.ensembling && candidates.size() > 1) add_ensembles(candidates, folds, p, eval, o.threads, made);
+
+  size_t best = 0;
+  for (size_t i = 1; i < candidates.size(); ++i)
+    if (candidates[i].dice > candidates[best].dice) best = i;  // NaN never wins; ties keep the first
+  const Candidate& b = candidates[best];
+  spdlog::info("best: {} (mean foreground Dice {:.5f})", b.name, b.dice);
+
+  postprocessing::DetermineOptions d;
+  d.predictions = b.folder;
+  d.references = p.references;
+  d.evaluation = eval;
+  d.baseline = b.summary;  // scored above with the same options
+  const auto pp = postprocessing::determine_postprocessing(d);
+  const std::string pp_file = (fs::path(b.folder) / "postprocessing.json").string();
+  if (b.models.size() == 1)
+    postprocessing::write_postprocessing((fs::path(b.models[0]) / "postprocessing.json").string(), pp);
+  const json info = inference_information(candidates, b, p, folds, pp, pp_file);
+  const fs::path out = fs::path(p.results) / p.dataset;
   test_pause_point("find_best_scored");
   write_json((out / "inference_information.json").string(), info);
-  write_file_atomic((out / "inference_instructions.txt").string(), instructions(o, dataset, b, pp_file, folds));
+  write_file_atomic((out / "inference_instructions.txt").string(), instructions(o, p.dataset, b, pp_file, folds));
   for (auto& f : made) f->keep();
   return info;
 }

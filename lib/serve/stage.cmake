@@ -7,7 +7,8 @@ endif()
 medseg_stage(serve
   DEPENDS core
   PRIVATE_DEPENDS api io visualization
-  PRIVATE_LIBS PkgConfig::HTTPLIB)
+  PRIVATE_LIBS PkgConfig::HTTPLIB
+  PUBLIC_HEADERS auth.h jobs.h options.h routes.h service.h)
 
 # The OpenAPI document and the page are files a reader edits (docs/serve_openapi.json, lib/serve/page.html);
 # they are compiled in as string literals, remade when either changes.

@@ -4,4 +4,5 @@ medseg_stage(sharing
   TORCH
   DEPENDS core
   PRIVATE_DEPENDS checkpoint inference models plans io training
-  PRIVATE_LIBS PkgConfig::LIBZIP)
+  PRIVATE_LIBS PkgConfig::LIBZIP
+  PUBLIC_HEADERS manifest.h model_export.h model_install.h nnunet_export.h nnunet_import.h)

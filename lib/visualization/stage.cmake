@@ -3,4 +3,5 @@
 medseg_stage(visualization
   DEPENDS core io
   PRIVATE_DEPENDS postprocessing
-  PRIVATE_LIBS medseg_cairo PNG::PNG)
+  PRIVATE_LIBS medseg_cairo PNG::PNG
+  PUBLIC_HEADERS overlay.h slice_overlay.h)

@@ -27,10 +27,11 @@ using Graph = std::map<std::string, std::set<std::string>>;
 // What each stage may include besides itself: the DEPENDS and PRIVATE_DEPENDS of its lib/<stage>/stage.cmake,
 // the declarations the build itself enforces (cmake/MedsegStage.cmake). core_torch (lib/core's torch
 // half) is part of core.
-Graph read_declared(const fs::path& lib) {
+// `public_headers` gets each declaration's PUBLIC_HEADERS as "<folder>/<header>".
+Graph read_declared(const fs::path& lib, std::set<std::string>* public_headers = nullptr) {
   static const std::set<std::string> keywords = {
       "TORCH",           "FOLDER", "SOURCES_MATCHING", "SOURCES_NOT_MATCHING", "DEPENDS",
-      "PRIVATE_DEPENDS", "LIBS",   "PRIVATE_LIBS"};
+      "PRIVATE_DEPENDS", "LIBS",   "PRIVATE_LIBS",     "PUBLIC_HEADERS"};
   Graph g;
   for (const auto& e : fs::directory_iterator(lib)) {
     const fs::path decl = e.path() / "stage.cmake";
@@ -56,6 +57,8 @@ Graph read_declared(const fs::path& lib) {
         key = word;
       else if ((key == "DEPENDS" || key == "PRIVATE_DEPENDS") && word != folder && word != "core_torch")
         g[folder].insert(word);
+      else if (key == "PUBLIC_HEADERS" && public_headers)
+        public_headers->insert(folder + "/" + word);
       if (last) in_call = false;
     }
   }
@@ -161,6 +164,30 @@ TEST(Layering, ArchitectureDocumentMatchesTheDeclarations) {
   const Graph doc = documented(medseg::test::source_path("docs/architecture.md"));
   ASSERT_GE(doc.size(), 10u);
   EXPECT_EQ(doc, allowed());
+}
+
+// The installed package ships each stage's PUBLIC_HEADERS only (CMakeLists.txt): a public header that includes
+// a stage's own header would not compile for the program that links the package.
+TEST(Layering, PublicHeadersIncludeOnlyPublicHeaders) {
+  const fs::path lib = medseg::test::source_path("lib");
+  std::set<std::string> pub;
+  read_declared(lib, &pub);
+  ASSERT_GE(pub.size(), 100u);
+  EXPECT_TRUE(pub.count("api/segmenter.h"));
+  EXPECT_FALSE(pub.count("planning/planner_internal.h"));  // the planners' own
+  EXPECT_FALSE(pub.count("core/torch_pch.h"));             // the build's precompiled header
+  static const std::regex include_re(R"re(^\s*#\s*include\s*"([a-z_]+/[A-Za-z0-9_/]+\.h)")re");
+  for (const std::string& h : pub) {
+    ASSERT_TRUE(fs::exists(lib / h)) << h;
+    std::ifstream in(lib / h);
+    std::string line;
+    std::smatch m;
+    while (std::getline(in, line)) {
+      if (!std::regex_search(line, m, include_re)) continue;
+      EXPECT_TRUE(pub.count(m[1])) << "lib/" << h << " is public and includes " << m[1]
+                                   << ", which its stage.cmake does not list in PUBLIC_HEADERS";
+    }
+  }
 }
 
 TEST(Layering, DeclarationsAreRead) {

@@ -4,6 +4,7 @@
 // and "io/dataset.h" is not, although both are in lib/.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -34,7 +35,43 @@ std::string syntax_check_command(const std::string& file, const fs::path& probe)
   return "";
 }
 
+// The usage example in a header's leading comment: the lines after "The example below compiles", without their
+// "//   " prefix, up to the first line that is not part of it.
+std::string header_example(const fs::path& header) {
+  std::ifstream in(header);
+  std::string line, code;
+  bool in_example = false;
+  while (std::getline(in, line)) {
+    if (line.find("The example below compiles") != std::string::npos) {
+      in_example = true;
+      continue;
+    }
+    if (!in_example) continue;
+    if (line.rfind("//   ", 0) != 0) break;
+    code += line.substr(5) + "\n";
+  }
+  return code;
+}
+
 }  // namespace
+
+// The API headers' usage examples are code that compiles against the headers as the api stage sees them (a doc
+// test): a header change that breaks its own example fails here.
+TEST(ApiDocExamples, HeaderUsageExamplesCompile) {
+  test::TempDir dir("api_examples");
+  for (const char* header : {"api/train.h", "api/segmenter.h"}) {
+    const std::string code = header_example(test::source_path(std::string("lib/") + header));
+    ASSERT_GE(std::count(code.begin(), code.end(), '\n'), 4) << header << ": no example found";
+    const fs::path probe = dir / "example.cpp";
+    std::ofstream(probe) << "#include <cstdio>\n#include \"" << header
+                         << "\"\n#include \"io/image_io.h\"\nbool cancel_pressed = false;\nvoid example() {\n"
+                         << code << "}\n";
+    const std::string cmd = syntax_check_command("api/train.cpp", probe);
+    if (cmd.empty()) GTEST_SKIP() << "this build has no compile_commands.json entry for lib/api/train.cpp";
+    const auto r = test::run_cli("/bin/sh", "-c '" + cmd + "'");
+    EXPECT_EQ(r.exit_code, 0) << header << "'s example does not compile:\n" << code << r.output;
+  }
+}
 
 TEST(Layering, AnUndeclaredIncludeDoesNotCompile) {
   test::TempDir dir("stage_include");
