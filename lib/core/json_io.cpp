@@ -24,6 +24,16 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+namespace detail {
+
+void json_value_error(const json& v, const std::string& what, const std::string& file, const std::string& expected) {
+  std::string shown = v.dump();
+  if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+  throw FileError(file, concat(what, " is ", shown, " (expected ", expected, ")"));
+}
+
+}  // namespace detail
+
 namespace {
 
 // "[json.exception.out_of_range.406] number overflow parsing '1e400'" -> "number overflow parsing '1e400'"
