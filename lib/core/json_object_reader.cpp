@@ -27,7 +27,8 @@ JsonObjectReader::JsonObjectReader(const json& j, std::string source, std::strin
 JsonObjectReader::JsonObjectReader(const json& j, std::string source, std::string prefix, const std::string& what,
                                    std::string scope)
     : j_(j), source_(std::move(source)), prefix_(std::move(prefix)), scope_(std::move(scope)) {
-  check(j_.is_object(), prefix_.empty() ? what + " must be a JSON object" : "key '" + prefix_ + "' must be an object");
+  check(j_.is_object(),
+        prefix_.empty() ? concat(what, " must be a JSON object") : concat(key_name(""), " must be an object"));
 }
 
 JsonObjectReader JsonObjectReader::scoped(const json& j, std::string source, std::string scope,
@@ -49,7 +50,7 @@ void JsonObjectReader::check_keys(const std::set<std::string>& allowed, const st
                                   const std::string& variant) const {
   for (auto it = j_.begin(); it != j_.end(); ++it) {
     if (allowed.count(it.key())) continue;
-    if (elsewhere.count(it.key())) throw error(it.key(), "does not apply to " + variant);
+    if (elsewhere.count(it.key())) throw error(it.key(), concat("does not apply to ", variant));
     fail(concat("unknown key '", path_of(it.key()), "'"));
   }
 }
@@ -133,6 +134,16 @@ JsonObjectReader JsonObjectReader::optional_object(const std::string& key) const
   static const json empty = json::object();
   const json* v = find(key, false);
   return JsonObjectReader(v && !v->is_null() ? *v : empty, source_, path_of(key), "the file", scope_);
+}
+
+std::vector<JsonObjectReader> JsonObjectReader::objects(const std::string& key, bool required) const {
+  const json* v = find(key, required);
+  std::vector<JsonObjectReader> out;
+  if (!v) return out;
+  if (!v->is_array()) wrong_type(key, "a list of objects", *v);
+  for (std::size_t i = 0; i < v->size(); ++i)
+    out.push_back(JsonObjectReader((*v)[i], source_, concat(path_of(key), "[", i, "]"), "the file", scope_));
+  return out;
 }
 
 std::string JsonObjectReader::path_of(const std::string& key) const {

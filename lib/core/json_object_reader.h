@@ -102,6 +102,8 @@ class JsonObjectReader {
   JsonObjectReader object(const std::string& key, bool required) const;
   // The same for an optional object that may also be null (nnU-Net's "dropout_op_kwargs": null).
   JsonObjectReader optional_object(const std::string& key) const;
+  // A list of objects, each named by its place ("medseg.cases[3].id"); an absent optional one reads as [].
+  std::vector<JsonObjectReader> objects(const std::string& key, bool required) const;
 
  private:
   JsonObjectReader(const json& j, std::string source, std::string prefix, const std::string& what, std::string scope);

@@ -240,7 +240,7 @@ json resolve_configuration(const JsonObjectReader& configs, const std::string& n
   json c = configs.at(name);
   configs.check(c.is_object(), "configuration '", name, "' is not an object");
   if (!c.contains("inherits_from")) return c;
-  const auto parent = JsonObjectReader::scoped(c, configs.source(), "configuration '" + name + "'", "")
+  const auto parent = JsonObjectReader::scoped(c, configs.source(), concat("configuration '", name, "'"), "")
                           .get<std::string>("inherits_from");
   visited.push_back(name);
   configs.check(std::find(visited.begin(), visited.end(), parent) == visited.end(),
@@ -463,7 +463,7 @@ void read_medseg_hints(ConfigurationPlan& p, const json& c) {
 }  // namespace
 
 ConfigurationPlan configuration_from_json(const json& c, const std::string& name, const std::string& file) {
-  const auto r = JsonObjectReader::scoped(c, file, "configuration '" + name + "'", "the configuration");
+  const auto r = JsonObjectReader::scoped(c, file, concat("configuration '", name, "'"), "the configuration");
   ConfigurationPlan p;
   p.name = name;
   p.raw = c;
@@ -503,7 +503,7 @@ Plans plans_from_json(const json& j, const std::string& source) {
     std::vector<std::string> visited;
     json c = resolve_configuration(configs_reader, name, visited);
     if (!c.contains("architecture") && c.contains("UNet_class_name"))
-      c = convert_legacy_configuration(c, source, "configuration '" + name + "'");
+      c = convert_legacy_configuration(c, source, concat("configuration '", name, "'"));
     p.configurations.emplace(name, configuration_from_json(c, name, source));
   }
   return p;
