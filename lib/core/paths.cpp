@@ -48,11 +48,9 @@ void refuse_taken_dataset_id(const std::string& root, const std::string& folder_
   const int id = dataset_id_of(folder_name);
   if (id < 0) return;
   for (const std::string& other : list_datasets(root))
-    if (dataset_id_of(other) == id && other != folder_name) {
-      throw FileError((fs::path(root) / other).string(),
-                      concat("dataset id ", id, " is taken by this folder; ", folder_name, " beside it would make -d ",
-                             id, " ambiguous (", hint, ")"));
-    }
+    MEDSEG_CHECK_FILE(dataset_id_of(other) != id || other == folder_name, (fs::path(root) / other).string(),
+                      "dataset id ", id, " is taken by this folder; ", folder_name, " beside it would make -d ", id,
+                      " ambiguous (", hint, ")");
 }
 
 std::string find_dataset_name(const std::string& root, const std::string& key) {

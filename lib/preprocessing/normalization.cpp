@@ -114,8 +114,8 @@ void rescale01(float* x, int64_t n) {
 
 void rgb01(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
-    MEDSEG_CHECK(x[i] >= 0.0f && x[i] <= 255.0f, "RGBTo01Normalization: value ", x[i],
-                 " outside [0, 255]; the images do not look like 8-bit RGB");
+    MEDSEG_CHECK(x[i] >= 0.0f && x[i] <= 255.0f, planning::normalization_class_name(NormScheme::RGBTo01), ": value ",
+                 x[i], " outside [0, 255]; the images do not look like 8-bit RGB");
   for (int64_t i = 0; i < n; ++i) x[i] /= 255.0f;
 }
 
