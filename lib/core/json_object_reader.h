@@ -26,9 +26,9 @@ class JsonObjectReader {
   const std::string& source() const { return source_; }
   const std::string& scope() const { return scope_; }
   // "key 'batch.min'", for a message given to fail() or check().
-  std::string key_name(const std::string& key) const { return "key '" + path_of(key) + "'"; }
+  std::string key_name(const std::string& key) const { return concat("key '", path_of(key), "'"); }
   // `what` led by the scope, for json_as, which names the file but not the scope.
-  std::string in_scope(const std::string& what) const { return scope_.empty() ? what : scope_ + ": " + what; }
+  std::string in_scope(const std::string& what) const { return scope_.empty() ? what : concat(scope_, ": ", what); }
 
   FileError error(const std::string& key, const std::string& problem) const;
   // Throws FileError(file, "<scope>: <problem>").
@@ -39,7 +39,7 @@ class JsonObjectReader {
   void check(bool cond, const Parts&... parts) const {
     if (!cond) fail(concat(parts...));
   }
-  // error(key, <parts>) unless `cond` holds: "<file>: <scope>: key '<path>' <parts>".
+  // error(key, <parts>) unless `cond` holds: "<file>: <scope>: key '<path>' <parts>" (parts evaluated as in check).
   template <class... Parts>
   void check_key(bool cond, const std::string& key, const Parts&... parts) const {
     if (!cond) throw error(key, concat(parts...));
@@ -66,6 +66,7 @@ class JsonObjectReader {
   T get_or(const std::string& key, T fallback) const {
     return has(key) && !is_null(key) ? get<T>(key) : fallback;
   }
+  // The same, with nullopt for an absent key or null.
   template <class T>
   std::optional<T> get_optional(const std::string& key) const {
     return has(key) && !is_null(key) ? std::optional<T>(get<T>(key)) : std::nullopt;
