@@ -7,9 +7,9 @@ namespace medseg {
 AmpMode parse_amp(const std::string& value, const std::string& where, const std::string& file) {
   for (AmpMode m : {AmpMode::Auto, AmpMode::Off, AmpMode::Fp16, AmpMode::Bf16})
     if (value == to_string(m)) return m;
-  const std::string problem = "must be auto, off, fp16 or bf16, got '" + value + "'";
-  if (!file.empty()) throw FileError(file, "key '" + where + "' " + problem);
-  throw Error(where + " " + problem);
+  const std::string problem = concat("must be auto, off, fp16 or bf16, got '", value, "'");
+  MEDSEG_CHECK_FILE(file.empty(), file, "key '", where, "' ", problem);
+  throw Error(concat(where, " ", problem));
 }
 
 const char* to_string(AmpMode mode) {

@@ -37,7 +37,7 @@ AtomicWriter::AtomicWriter(std::string path) : path_(std::move(path)) {
   tmp_ =
       (dir / (target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd()))).string();
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw FileError(tmp_, "cannot create: " + errno_text());
+  MEDSEG_CHECK_FILE(fd_ >= 0, tmp_, "cannot create: ", errno_text());
 }
 
 AtomicWriter::~AtomicWriter() {
@@ -51,7 +51,7 @@ void AtomicWriter::write(const void* data, std::size_t n) {
     const ssize_t k = ::write(fd_, p, n);
     if (k < 0) {
       if (errno == EINTR) continue;
-      throw FileError(path_, "write failed: " + errno_text());
+      throw FileError(path_, concat("write failed: ", errno_text()));
     }
     p += k;
     n -= static_cast<std::size_t>(k);
@@ -60,11 +60,11 @@ void AtomicWriter::write(const void* data, std::size_t n) {
 }
 
 void AtomicWriter::commit(bool durable) {
-  if (durable && ::fsync(fd_) != 0) throw FileError(path_, "fsync failed: " + errno_text());
+  MEDSEG_CHECK_FILE(!durable || ::fsync(fd_) == 0, path_, "fsync failed: ", errno_text());
   const int rc = ::close(fd_);
   fd_ = -1;
-  if (rc != 0) throw FileError(path_, "close failed: " + errno_text());
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) throw FileError(path_, "rename failed: " + errno_text());
+  MEDSEG_CHECK_FILE(rc == 0, path_, "close failed: ", errno_text());
+  MEDSEG_CHECK_FILE(::rename(tmp_.c_str(), path_.c_str()) == 0, path_, "rename failed: ", errno_text());
   committed_ = true;
   if (durable) fsync_folder(fs::path(path_).parent_path());  // makes the rename itself durable
 }
@@ -77,11 +77,11 @@ void write_parts_atomic(const std::string& path, const std::vector<ByteSpan>& pa
 
 void sync_filesystem(const std::string& folder) {
   const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw FileError(folder, "cannot open: " + errno_text());
+  MEDSEG_CHECK_FILE(fd >= 0, folder, "cannot open: ", errno_text());
   const int rc = ::syncfs(fd);
   const std::string why = errno_text();
   ::close(fd);
-  if (rc != 0) throw FileError(folder, "syncfs failed: " + why);
+  MEDSEG_CHECK_FILE(rc == 0, folder, "syncfs failed: ", why);
 }
 
 }  // namespace medseg

@@ -15,7 +15,7 @@ struct AutocastSetting {
 // without CUDA: CPU autocast has bf16 only.
 inline AutocastSetting autocast_setting(AmpMode mode, bool cuda) {
   if (mode == AmpMode::Auto) mode = cuda ? AmpMode::Fp16 : AmpMode::Off;
-  if (mode == AmpMode::Fp16 && !cuda) throw Error("--amp fp16 needs CUDA; use --amp bf16 on the CPU");
+  MEDSEG_CHECK(mode != AmpMode::Fp16 || cuda, "--amp fp16 needs CUDA; use --amp bf16 on the CPU");
   if (mode == AmpMode::Off) return {};
   return {true, mode == AmpMode::Fp16 ? c10::ScalarType::Half : c10::ScalarType::BFloat16};
 }

@@ -40,7 +40,7 @@ std::vector<std::string> data_search_dirs(const std::string& subdir, const std::
                                           const std::string& flag_dir, const std::string& flag_name) {
   std::vector<std::string> dirs;
   auto add_user_dir = [&](const std::string& d, const std::string& from) {
-    if (!fs::is_directory(d)) throw FileError(d, "no such folder (given by " + from + ")");
+    MEDSEG_CHECK_FILE(fs::is_directory(d), d, "no such folder (given by ", from, ")");
     dirs.push_back(d);
   };
   if (!flag_dir.empty()) add_user_dir(flag_dir, flag_name);

@@ -18,16 +18,15 @@ uint64_t free_bytes(const std::string& path) {
   std::error_code ec;
   while (!fs::exists(p, ec) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
   struct statvfs st {};
-  if (::statvfs(p.c_str(), &st) != 0)
-    throw FileError(p.string(), std::string("cannot ask the file system for its free space: ") + std::strerror(errno));
+  MEDSEG_CHECK_FILE(::statvfs(p.c_str(), &st) == 0, p.string(),
+                    "cannot ask the file system for its free space: ", std::strerror(errno));
   return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
 }
 
 void check_free_space(const std::string& path, uint64_t needed, const std::string& what) {
   const uint64_t available = free_bytes(path);
-  if (needed > available)
-    throw FileError(path, "needs " + byte_size_text(needed) + " (" + what + ") but the file system has only " +
-                              byte_size_text(available) + " free; nothing was written");
+  MEDSEG_CHECK_FILE(needed <= available, path, "needs ", byte_size_text(needed), " (", what,
+                    ") but the file system has only ", byte_size_text(available), " free; nothing was written");
 }
 
 std::string byte_size_text(uint64_t bytes) {

@@ -74,7 +74,7 @@ uint64_t content_hash(const void* data, std::size_t n, uint64_t seed) {
 
 FileDigest file_digest(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path, "cannot open to compute its digest");
+  MEDSEG_CHECK_FILE(in, path, "cannot open to compute its digest");
   Hasher h(0);
   std::vector<char> buf(std::size_t(1) << 20);
   FileDigest d;
@@ -84,7 +84,7 @@ FileDigest file_digest(const std::string& path) {
     h.update(reinterpret_cast<const unsigned char*>(buf.data()), got);
     d.bytes += got;
   }
-  if (in.bad()) throw FileError(path, "read failed while computing its digest");
+  MEDSEG_CHECK_FILE(!in.bad(), path, "read failed while computing its digest");
   d.hash = h.finish();
   return d;
 }

@@ -16,13 +16,23 @@ namespace medseg {
 
 std::string read_file(const std::string& path) {
   // A folder opens as a stream on Linux and reads as nothing: say what it is.
-  if (fs::is_directory(path)) throw FileError(path, "is a folder, not a file");
+  MEDSEG_CHECK_FILE(!fs::is_directory(path), path, "is a folder, not a file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path, fs::exists(path) ? "cannot be opened" : "file not found");
+  MEDSEG_CHECK_FILE(in, path, fs::exists(path) ? "cannot be opened" : "file not found");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
+
+namespace detail {
+
+void json_value_error(const json& v, const std::string& what, const std::string& file, const std::string& expected) {
+  std::string shown = v.dump();
+  if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+  throw FileError(file, concat(what, " is ", shown, " (expected ", expected, ")"));
+}
+
+}  // namespace detail
 
 namespace {
 
@@ -60,7 +70,7 @@ class BoundedDomBuilder : public nlohmann::json_sax<J> {
   bool end_array() override { return close(); }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
     // parse_error, and out_of_range for a number overflow (1e400)
-    throw FileError(source_, "invalid JSON (" + without_exception_id(e.what()) + ")");
+    throw FileError(source_, concat("invalid JSON (", without_exception_id(e.what()), ")"));
   }
 
  private:
@@ -126,7 +136,7 @@ J parse_json_text(const std::string& text, const std::string& source) {
   } catch (const TooDeep&) {
     throw FileError(source, concat("invalid JSON (nested deeper than ", kMaxJsonDepth, " levels)"));
   } catch (const typename J::exception& e) {
-    throw FileError(source, "invalid JSON (" + without_exception_id(e.what()) + ")");
+    throw FileError(source, concat("invalid JSON (", without_exception_id(e.what()), ")"));
   }
   return root;
 }
@@ -136,7 +146,7 @@ template nlohmann::ordered_json parse_json_text<nlohmann::ordered_json>(const st
 
 json read_json(const std::string& path) {
   const std::string text = read_file(path);
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw FileError(path, "empty JSON file");
+  MEDSEG_CHECK_FILE(text.find_first_not_of(" \t\r\n") != std::string::npos, path, "empty JSON file");
   return parse_json_text<json>(text, path);
 }
 

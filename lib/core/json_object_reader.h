@@ -1,10 +1,10 @@
 #pragma once
-// Typed, range-checked reads of one JSON object of a file, for formats that must refuse what they do not
-// know (planner presets): every error is a FileError naming the file and the key path ("batch.min").
-#include <cmath>
-#include <limits>
+// Typed, range-checked reads of one JSON object of a file (planner presets, plans.json, a preprocessed case's
+// properties): every error is a FileError naming the file, the key path ("batch.min") and what was expected, in
+// json_as's words (core/json_io.h): "<file>: key 'batch.min' is 2.5 (expected an integer)".
+#include <cstdint>
+#include <optional>
 #include <set>
-#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,72 +14,38 @@
 
 namespace medseg {
 
-namespace detail {
-template <class T>
-struct is_std_vector : std::false_type {};
-template <class T, class A>
-struct is_std_vector<std::vector<T, A>> : std::true_type {};
-[[noreturn]] void json_value_error(const json& v, const std::string& what, const std::string& file,
-                                   const std::string& expected);
-}  // namespace detail
-
-// One value as T, with the rules JsonObjectReader applies, for readers that walk a JSON document
-// themselves (plans, checkpoint metadata): `v` as T, checked: `what` names the value in errors ("key 'batch_size'"),
-// `file` the file. An integer type takes only integral numbers within its range (99999999999999999999 is no int, and
-// 2.5 no batch size), a floating type only finite numbers; a list is checked element by element.
-// Throws FileError(file, "<what> ...").
-template <class T>
-T json_as(const json& v, const std::string& what, const std::string& file) {
-  if constexpr (std::is_same_v<T, bool>) {
-    if (!v.is_boolean()) detail::json_value_error(v, what, file, "true or false");
-    return v.get<bool>();
-  } else if constexpr (std::is_integral_v<T>) {
-    constexpr auto lo = std::numeric_limits<T>::min();
-    constexpr auto hi = std::numeric_limits<T>::max();
-    const std::string range = concat("an integer in ", +lo, "..", +hi);  // + prints int8_t/uint8_t as numbers
-    if (v.is_number_unsigned()) {
-      const auto u = v.get<uint64_t>();
-      if (u > static_cast<uint64_t>(hi)) detail::json_value_error(v, what, file, range);
-      return static_cast<T>(u);
-    }
-    if (v.is_number_integer()) {
-      const auto i = v.get<int64_t>();
-      if ((std::is_signed_v<T> && i < static_cast<int64_t>(lo)) || (!std::is_signed_v<T> && i < 0) ||
-          (i > 0 && static_cast<uint64_t>(i) > static_cast<uint64_t>(hi)))
-        detail::json_value_error(v, what, file, range);
-      return static_cast<T>(i);
-    }
-    if (v.is_number_float()) {  // 36.0 is 36; integers beyond 2^64 are parsed as floats
-      const double d = v.get<double>();
-      if (std::isfinite(d) && d == std::floor(d) && d >= static_cast<double>(lo) && d < static_cast<double>(hi) + 1.0)
-        return static_cast<T>(d);
-    }
-    detail::json_value_error(v, what, file, range);
-  } else if constexpr (std::is_floating_point_v<T>) {
-    if (!v.is_number() || !std::isfinite(v.get<double>())) detail::json_value_error(v, what, file, "a finite number");
-    return v.get<T>();
-  } else if constexpr (std::is_same_v<T, std::string>) {
-    if (!v.is_string()) detail::json_value_error(v, what, file, "a string");
-    return v.get<std::string>();
-  } else if constexpr (detail::is_std_vector<T>::value) {
-    if (!v.is_array()) detail::json_value_error(v, what, file, "a list");
-    T out;
-    for (std::size_t i = 0; i < v.size(); ++i)
-      out.push_back(json_as<typename T::value_type>(v[i], concat(what, "[", i, "]"), file));
-    return out;
-  } else {
-    try {
-      return v.get<T>();
-    } catch (const json::exception&) { detail::json_value_error(v, what, file, "another type"); }
-  }
-}
-
 class JsonObjectReader {
  public:
   // `what` names the object in the error when the top level is not an object ("a planner preset").
   JsonObjectReader(const json& j, std::string source, std::string prefix = "", const std::string& what = "the file");
+  // Every message led by `scope` ("<file>: configuration '2d': key 'batch_size' ..."), for objects named by where
+  // they stand in the file rather than by a key path (plans.json's configurations after inheritance).
+  static JsonObjectReader scoped(const json& j, std::string source, std::string scope, const std::string& what);
+
+  const json& value() const { return j_; }
+  const std::string& source() const { return source_; }
+  const std::string& scope() const { return scope_; }
+  // "key 'batch.min'", for a message given to fail() or check().
+  std::string key_name(const std::string& key) const { return concat("key '", path_of(key), "'"); }
+  // `what` led by the scope, for json_as, which names the file but not the scope.
+  std::string in_scope(const std::string& what) const { return scope_.empty() ? what : concat(scope_, ": ", what); }
 
   FileError error(const std::string& key, const std::string& problem) const;
+  // Throws FileError(file, "<scope>: <problem>").
+  [[noreturn]] void fail(const std::string& problem) const;
+  // fail(<parts streamed in order>) unless `cond` holds: MEDSEG_CHECK_FILE with the scope. The parts are evaluated
+  // whether or not the check fails (a function, not a macro): keep them cheap.
+  template <class... Parts>
+  void check(bool cond, const Parts&... parts) const {
+    if (!cond) fail(concat(parts...));
+  }
+  // error(key, <parts>) unless `cond` holds: "<file>: <scope>: key '<path>' <parts>" (parts evaluated as in check).
+  template <class... Parts>
+  void check_key(bool cond, const std::string& key, const Parts&... parts) const {
+    if (!cond) throw error(key, concat(parts...));
+  }
+  // "<what> is <value> (must be <lo>..<hi>)" unless lo <= value <= hi.
+  void check_range(int64_t value, int64_t lo, int64_t hi, const std::string& what) const;
 
   // Every key is in `allowed`; a key in `elsewhere` belongs to another variant (named `variant`) of the format.
   void check_keys(const std::set<std::string>& allowed, const std::set<std::string>& elsewhere = {},
@@ -87,6 +53,24 @@ class JsonObjectReader {
 
   bool has(const std::string& key) const { return j_.contains(key); }
   bool is_null(const std::string& key) const { return j_.contains(key) && j_.at(key).is_null(); }
+  // The key's value, as it is; the key is required.
+  const json& at(const std::string& key) const { return *find(key, true); }
+
+  // The key's value by json_as's rules (core/json_io.h); the key is required.
+  template <class T>
+  T get(const std::string& key) const {
+    return json_as<T>(at(key), in_scope(key_name(key)), source_);
+  }
+  // The same, with `fallback` for an absent key or null (Python's None, which nnU-Net writes for "not set").
+  template <class T>
+  T get_or(const std::string& key, T fallback) const {
+    return has(key) && !is_null(key) ? get<T>(key) : fallback;
+  }
+  // The same, with nullopt for an absent key or null.
+  template <class T>
+  std::optional<T> get_optional(const std::string& key) const {
+    return has(key) && !is_null(key) ? std::optional<T>(get<T>(key)) : std::nullopt;
+  }
 
   // Without a fallback the key is required. Strings must not be empty.
   std::string string(const std::string& key, const std::string* fallback = nullptr) const;
@@ -106,9 +90,9 @@ class JsonObjectReader {
     std::string names;
     for (const auto& [name, value] : options) {
       if (name == s) return value;
-      names += (names.empty() ? "'" : ", '") + name + "'";
+      names += concat(names.empty() ? "'" : ", '", name, "'");
     }
-    throw error(key, "is '" + s + "' (must be one of " + names + ")");
+    throw error(key, concat("is '", s, "' (must be one of ", names, ")"));
   }
 
   // A required array of min_len..max_len finite numbers in [lo, hi].
@@ -117,15 +101,20 @@ class JsonObjectReader {
 
   // A nested object; an absent optional one reads as {} so that its keys take their defaults.
   JsonObjectReader object(const std::string& key, bool required) const;
+  // The same for an optional object that may also be null (nnU-Net's "dropout_op_kwargs": null).
+  JsonObjectReader optional_object(const std::string& key) const;
+  // A list of objects, each named by its place ("medseg.cases[3].id"); an absent optional one reads as [].
+  std::vector<JsonObjectReader> objects(const std::string& key, bool required) const;
 
  private:
+  JsonObjectReader(const json& j, std::string source, std::string prefix, const std::string& what, std::string scope);
   std::string path_of(const std::string& key) const;
   const json* find(const std::string& key, bool required) const;
-  FileError wrong_type(const std::string& key, const std::string& want, const json& v) const;
+  [[noreturn]] void wrong_type(const std::string& key, const std::string& want, const json& v) const;
   int integer_value(const json& v, const std::string& key, int lo, int hi) const;
 
   const json& j_;
-  std::string source_, prefix_;
+  std::string source_, prefix_, scope_;
 };
 
 }  // namespace medseg

@@ -6,7 +6,7 @@ namespace medseg {
 
 ordered_json read_ordered_json(const std::string& path) {
   const std::string text = read_file(path);
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw FileError(path, "empty JSON file");
+  MEDSEG_CHECK_FILE(text.find_first_not_of(" \t\r\n") != std::string::npos, path, "empty JSON file");
   return parse_json_text<ordered_json>(text, path);
 }
 

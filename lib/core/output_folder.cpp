@@ -47,7 +47,7 @@ NewFolderGuard::NewFolderGuard(const std::string& folder, bool only_if_empty) : 
   fs::create_directories(folder, ec);
   if (ec) {
     if (!missing.empty()) fs::remove_all(missing, ec);
-    throw FileError(folder, "cannot create the folder: " + ec.message());
+    throw FileError(folder, concat("cannot create the folder: ", ec.message()));
   }
   created_ = missing.string();
   if (created_.empty()) return;
@@ -94,7 +94,7 @@ StagedFolder::StagedFolder(std::string target)
   on_signal_ = RemoveOnSignal::tree(tmp_);
   std::error_code ec;
   fs::create_directory(tmp_, ec);
-  if (ec) throw FileError(tmp_, "cannot create the folder: " + ec.message());
+  MEDSEG_CHECK_FILE(!ec, tmp_, "cannot create the folder: ", ec.message());
 }
 
 StagedFolder::~StagedFolder() {
@@ -106,18 +106,17 @@ StagedFolder::~StagedFolder() {
 void StagedFolder::commit(bool replace) {
   if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
     // An existing target: rename() only replaces an empty folder, so exchange the two names.
-    if (errno != ENOTEMPTY && errno != EEXIST)
-      throw FileError(target_, std::string("cannot move into place: ") + std::strerror(errno));
-    if (!replace) throw FileError(target_, "already exists; it was left as it was");
+    MEDSEG_CHECK_FILE(errno == ENOTEMPTY || errno == EEXIST, target_, "cannot move into place: ", std::strerror(errno));
+    MEDSEG_CHECK_FILE(replace, target_, "already exists; it was left as it was");
     if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) != 0) {
       // No RENAME_EXCHANGE on this file system: the target is briefly absent (never half-written).
       const std::string old = staging_sibling(target_, "old");
-      if (::rename(target_.c_str(), old.c_str()) != 0)
-        throw FileError(target_, std::string("cannot move the old folder aside: ") + std::strerror(errno));
+      MEDSEG_CHECK_FILE(::rename(target_.c_str(), old.c_str()) == 0, target_,
+                        "cannot move the old folder aside: ", std::strerror(errno));
       if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
         const std::string why = std::strerror(errno);
         ::rename(old.c_str(), target_.c_str());
-        throw FileError(target_, "cannot move into place: " + why);
+        throw FileError(target_, concat("cannot move into place: ", why));
       }
       tmp_ = old;
       on_signal_ = RemoveOnSignal::tree(tmp_);

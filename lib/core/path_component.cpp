@@ -13,6 +13,7 @@ namespace {
 // The length of the well-formed UTF-8 sequence starting at value[i] (RFC 3629: no overlong forms, no
 // surrogates, nothing beyond U+10FFFF), 0 when there is none.
 size_t utf8_sequence(const std::string& v, size_t i) {
+  // #lizard forgives: RFC 3629's table of lead-byte ranges reads best as one list of cases
   const auto b = [&](size_t k) { return k < v.size() ? static_cast<unsigned char>(v[k]) : 0u; };
   const unsigned c = b(i);
   const auto cont = [&](size_t k) { return (b(k) & 0xc0) == 0x80; };
@@ -51,7 +52,7 @@ std::string printable(const std::string& value) {
 
 std::string path_component_problem(const std::string& v) {
   if (v.empty()) return "it is empty";
-  if (v == "." || v == "..") return "it is '" + v + "'";
+  if (v == "." || v == "..") return concat("it is '", v, "'");
   if (v.find('/') != std::string::npos) return "it contains '/'";
   if (v.find('\\') != std::string::npos) return "it contains '\\'";
   for (unsigned char c : v)
@@ -63,9 +64,9 @@ std::string path_component_problem(const std::string& v) {
 void check_path_component(const std::string& value, const std::string& what, const std::string& file) {
   const std::string why = path_component_problem(value);
   if (why.empty()) return;
-  const std::string msg =
-      what + " '" + printable(value) + "' is not a valid name (" + why + "; it must be a single file or folder name)";
-  if (file.empty()) throw Error(msg);
+  const std::string msg = concat(what, " '", printable(value), "' is not a valid name (", why,
+                                 "; it must be a single file or folder name)");
+  MEDSEG_CHECK(!file.empty(), msg);
   throw FileError(file, msg);
 }
 
@@ -73,15 +74,15 @@ std::string parse_fold(const std::string& fold) {
   const bool digits = !fold.empty() && fold.size() <= 9 &&
                       std::all_of(fold.begin(), fold.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (fold == "all") return fold;
-  if (!digits) throw Error("fold must be a non-negative integer or 'all', got '" + printable(fold) + "'");
+  MEDSEG_CHECK(digits, "fold must be a non-negative integer or 'all', got '", printable(fold), "'");
   return std::to_string(std::stol(fold));
 }
 
 std::vector<std::string> parse_folds(const std::vector<std::string>& folds, const std::string& flag) {
   std::vector<std::string> out;
   for (const std::string& f : folds) out.push_back(parse_fold(f));
-  if (const auto twice = first_repeated(out))
-    throw Error(flag + " " + printable(join(folds, " ")) + ": fold " + *twice + " is given twice");
+  const auto twice = first_repeated(out);
+  MEDSEG_CHECK(!twice, flag, " ", printable(join(folds, " ")), ": fold ", *twice, " is given twice");
   return out;
 }
 

@@ -31,15 +31,15 @@ bool is_same_or_inside(const std::string& path, const std::string& folder) {
 
 std::string path_overlap_problem(const std::string& output, const std::string& input, const std::string& what) {
   const fs::path out = resolved(output), in = resolved(input);
-  if (out == in) return "is the " + what + " itself";
-  if (inside(out, in)) return "lies inside the " + what + " (" + input + ")";
-  if (inside(in, out)) return "contains the " + what + " (" + input + ")";
+  if (out == in) return concat("is the ", what, " itself");
+  if (inside(out, in)) return concat("lies inside the ", what, " (", input, ")");
+  if (inside(in, out)) return concat("contains the ", what, " (", input, ")");
   return "";
 }
 
 void check_output_apart(const std::string& output, const std::string& input, const std::string& what) {
   const std::string problem = path_overlap_problem(output, input, what);
-  if (!problem.empty()) throw FileError(output, problem + "; choose an output outside it");
+  MEDSEG_CHECK_FILE(problem.empty(), output, problem, "; choose an output outside it");
 }
 
 }  // namespace medseg

@@ -22,8 +22,8 @@ std::string root_folder(Root which, const std::string& flag) {
     const char* v = std::getenv(var);
     if (v && *v) return v;
   }
-  throw Error(std::string("environment variable ") + n[0] + " is not set (nor " + n[1] +
-              "); set it or pass the folder explicitly");
+  throw Error(
+      concat("environment variable ", n[0], " is not set (nor ", n[1], "); set it or pass the folder explicitly"));
 }
 
 int dataset_id_of(const std::string& name) {
@@ -48,15 +48,13 @@ void refuse_taken_dataset_id(const std::string& root, const std::string& folder_
   const int id = dataset_id_of(folder_name);
   if (id < 0) return;
   for (const std::string& other : list_datasets(root))
-    if (dataset_id_of(other) == id && other != folder_name) {
-      throw FileError((fs::path(root) / other).string(),
-                      concat("dataset id ", id, " is taken by this folder; ", folder_name, " beside it would make -d ",
-                             id, " ambiguous (", hint, ")"));
-    }
+    MEDSEG_CHECK_FILE(dataset_id_of(other) != id || other == folder_name, (fs::path(root) / other).string(),
+                      "dataset id ", id, " is taken by this folder; ", folder_name, " beside it would make -d ", id,
+                      " ambiguous (", hint, ")");
 }
 
 std::string find_dataset_name(const std::string& root, const std::string& key) {
-  if (!fs::is_directory(root)) throw FileError(root, "dataset root folder does not exist");
+  MEDSEG_CHECK_FILE(fs::is_directory(root), root, "dataset root folder does not exist");
   const auto all = list_datasets(root);
   std::vector<std::string> hits;
   const bool numeric = !key.empty() && std::all_of(key.begin(), key.end(), ::isdigit);
@@ -68,10 +66,10 @@ std::string find_dataset_name(const std::string& root, const std::string& key) {
   if (hits.size() == 1) return hits[0];
   std::string listing;
   for (const auto& d : (hits.empty() ? all : hits)) listing += (listing.empty() ? "" : ", ") + d;
-  if (hits.empty())
-    throw Error("dataset '" + key + "' not found under " + root +
-                (all.empty() ? " (no DatasetXXX_Name folders there)" : " (available: " + listing + ")"));
-  throw Error("dataset '" + key + "' is ambiguous under " + root + ": " + listing);
+  MEDSEG_CHECK(
+      !hits.empty(), "dataset '", key, "' not found under ", root,
+      all.empty() ? std::string(" (no DatasetXXX_Name folders there)") : concat(" (available: ", listing, ")"));
+  throw Error(concat("dataset '", key, "' is ambiguous under ", root, ": ", listing));
 }
 
 std::vector<std::string> numbered_folds(const std::string& folder, const std::string& containing) {

@@ -29,7 +29,7 @@ StagedFile::StagedFile(const std::string& target)
   on_signal_ = RemoveOnSignal::tree(folder_);
   std::error_code ec;
   fs::create_directory(folder_, ec);
-  if (ec) throw FileError(folder_, "cannot create the folder: " + ec.message());
+  MEDSEG_CHECK_FILE(!ec, folder_, "cannot create the folder: ", ec.message());
   file_ = (fs::path(folder_) / fs::absolute(target).lexically_normal().filename()).string();
 }
 
@@ -41,14 +41,14 @@ StagedFile::~StagedFile() {
 
 void StagedFile::commit(bool replace) {
   if (replace) {
-    if (::rename(file_.c_str(), target_.c_str()) != 0)
-      throw FileError(target_, std::string("cannot move into place: ") + std::strerror(errno));
+    MEDSEG_CHECK_FILE(::rename(file_.c_str(), target_.c_str()) == 0, target_,
+                      "cannot move into place: ", std::strerror(errno));
   } else if (::renameat2(AT_FDCWD, file_.c_str(), AT_FDCWD, target_.c_str(), RENAME_NOREPLACE) != 0) {
-    if (errno == EEXIST) throw FileError(target_, "already exists; it was left as it was");
+    MEDSEG_CHECK_FILE(errno != EEXIST, target_, "already exists; it was left as it was");
     // No RENAME_NOREPLACE on this file system: link() refuses an existing target just the same.
-    if ((errno != EINVAL && errno != ENOSYS) || ::link(file_.c_str(), target_.c_str()) != 0)
-      throw FileError(target_, errno == EEXIST ? std::string("already exists; it was left as it was")
-                                               : std::string("cannot move into place: ") + std::strerror(errno));
+    MEDSEG_CHECK_FILE((errno == EINVAL || errno == ENOSYS) && ::link(file_.c_str(), target_.c_str()) == 0, target_,
+                      errno == EEXIST ? std::string("already exists; it was left as it was")
+                                      : concat("cannot move into place: ", std::strerror(errno)));
   }
   parents_.keep();
   std::error_code ec;

@@ -67,8 +67,8 @@ MemoryLimit memory_limit_override() {
   if (!v || !*v) return {};
   char* end = nullptr;
   const double g = std::strtod(v, &end);
-  if (end == v || *end != '\0' || !(g > 0) || g > 1e9)
-    throw Error(std::string("MEDSEG_MEMORY_LIMIT_GIB must be a positive number of GiB, got '") + v + "'");
+  MEDSEG_CHECK(end != v && *end == '\0' && g > 0 && g <= 1e9,
+               "MEDSEG_MEMORY_LIMIT_GIB must be a positive number of GiB, got '", v, "'");
   return {static_cast<int64_t>(g * 1073741824.0), "MEDSEG_MEMORY_LIMIT_GIB"};
 }
 

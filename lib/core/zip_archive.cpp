@@ -29,7 +29,7 @@ std::string libzip_message(int code) {
   return m;
 }
 
-std::string entry_label(const std::string& name) { return "entry '" + printable(name) + "'"; }
+std::string entry_label(const std::string& name) { return concat("entry '", printable(name), "'"); }
 
 uint32_t crc_update(uint32_t crc, const char* data, std::size_t n) {
   // zlib's crc32 takes uInt lengths; kChunk-sized pieces fit.
@@ -40,15 +40,14 @@ uint32_t crc_update(uint32_t crc, const char* data, std::size_t n) {
 struct EntryStream {
   zip_file_t* f;
   EntryStream(zip* z, const ZipEntry& e, const std::string& zip_path) : f(zip_fopen_index(z, e.index, 0)) {
-    if (!f) throw FileError(zip_path, entry_label(e.name) + ": cannot open: " + zip_strerror(z));
+    MEDSEG_CHECK_FILE(f, zip_path, entry_label(e.name), ": cannot open: ", zip_strerror(z));
   }
   ~EntryStream() { zip_fclose(f); }
   // Bytes read into `buf` (0 at the end); libzip verifies the entry's CRC when it reaches the end.
   std::size_t read(char* buf, std::size_t n, const ZipEntry& e, const std::string& zip_path) {
     const zip_int64_t got = zip_fread(f, buf, n);
-    if (got < 0)
-      throw FileError(zip_path,
-                      entry_label(e.name) + ": cannot read (" + zip_file_strerror(f) + "): the zip is damaged");
+    MEDSEG_CHECK_FILE(got >= 0, zip_path, entry_label(e.name), ": cannot read (", zip_file_strerror(f),
+                      "): the zip is damaged");
     return static_cast<std::size_t>(got);
   }
 };
@@ -80,7 +79,7 @@ std::string crc32_hex(uint32_t crc) {
 
 Crc32Digest crc32_digest_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw FileError(path, std::string("cannot read: ") + std::strerror(errno));
+  MEDSEG_CHECK_FILE(f, path, "cannot read: ", std::strerror(errno));
   Crc32Digest d;
   d.crc32 = static_cast<uint32_t>(::crc32(0L, Z_NULL, 0));
   std::string buf(kChunk, '\0');
@@ -91,26 +90,25 @@ Crc32Digest crc32_digest_file(const std::string& path) {
   }
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
-  if (failed) throw FileError(path, "read error");
+  MEDSEG_CHECK_FILE(!failed, path, "read error");
   return d;
 }
 
 ZipReader::ZipReader(std::string path) : path_(std::move(path)) {
   std::error_code ec;
   const fs::file_status kind = fs::status(path_, ec);
-  if (fs::is_directory(kind)) throw FileError(path_, "is a folder, not a zip file");
-  if (!fs::exists(kind)) throw FileError(path_, "zip file not found");
-  if (!fs::is_regular_file(kind)) throw FileError(path_, "is not a regular file, so not a zip file");
+  MEDSEG_CHECK_FILE(!fs::is_directory(kind), path_, "is a folder, not a zip file");
+  MEDSEG_CHECK_FILE(fs::exists(kind), path_, "zip file not found");
+  MEDSEG_CHECK_FILE(fs::is_regular_file(kind), path_, "is not a regular file, so not a zip file");
   int code = 0;
   z_ = zip_open(path_.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
   if (!z_ && code == ZIP_ER_EXISTS) {
     // libzip's consistency check found a name twice and does not say which: find it.
     const std::string twice = repeated_entry_name(path_);
-    if (!twice.empty()) throw FileError(path_, entry_label(twice) + " appears twice");
+    MEDSEG_CHECK_FILE(twice.empty(), path_, entry_label(twice), " appears twice");
   }
-  if (!z_)
-    throw FileError(path_,
-                    "not a readable zip file (" + libzip_message(code) + "): truncated, damaged or another format");
+  MEDSEG_CHECK_FILE(z_, path_, "not a readable zip file (", libzip_message(code),
+                    "): truncated, damaged or another format");
   const zip_int64_t n = zip_get_num_entries(z_, 0);
   for (zip_int64_t i = 0; i < n; ++i) {
     zip_stat_t st;
@@ -136,15 +134,15 @@ ZipReader::~ZipReader() {
 }
 
 std::string ZipReader::read(const ZipEntry& e, uint64_t max_bytes) const {
-  if (e.size > max_bytes)
-    throw FileError(path_, concat(entry_label(e.name), ": ", e.size, " bytes, more than the ", max_bytes, " expected"));
+  MEDSEG_CHECK_FILE(e.size <= max_bytes, path_, entry_label(e.name), ": ", e.size, " bytes, more than the ", max_bytes,
+                    " expected");
   EntryStream s(z_, e, path_);
   std::string out;
   std::string buf(kChunk, '\0');
   std::size_t n = 0;
   while ((n = s.read(buf.data(), buf.size(), e, path_)) > 0) {
     out.append(buf.data(), n);
-    if (out.size() > max_bytes) throw FileError(path_, entry_label(e.name) + ": holds more bytes than its record says");
+    MEDSEG_CHECK_FILE(out.size() <= max_bytes, path_, entry_label(e.name), ": holds more bytes than its record says");
   }
   return out;
 }
@@ -152,18 +150,16 @@ std::string ZipReader::read(const ZipEntry& e, uint64_t max_bytes) const {
 Crc32Digest ZipReader::extract(const ZipEntry& e, const std::string& target) const {
   EntryStream s(z_, e, path_);
   std::FILE* out = std::fopen(target.c_str(), "wbx");  // "x": never through an existing file or link
-  if (!out) throw FileError(target, std::string("cannot create: ") + std::strerror(errno));
+  MEDSEG_CHECK_FILE(out, target, "cannot create: ", std::strerror(errno));
   Crc32Digest d;
   d.crc32 = static_cast<uint32_t>(::crc32(0L, Z_NULL, 0));
   std::string buf(kChunk, '\0');
   try {
     std::size_t n = 0;
     while ((n = s.read(buf.data(), buf.size(), e, path_)) > 0) {
-      if (d.size + n > e.size)
-        throw FileError(path_, concat(entry_label(e.name), ": holds more bytes than its record says (", e.size,
-                                      "): the zip is damaged or forged"));
-      if (std::fwrite(buf.data(), 1, n, out) != n)
-        throw FileError(target, std::string("write failed: ") + std::strerror(errno));
+      MEDSEG_CHECK_FILE(d.size + n <= e.size, path_, entry_label(e.name), ": holds more bytes than its record says (",
+                        e.size, "): the zip is damaged or forged");
+      MEDSEG_CHECK_FILE(std::fwrite(buf.data(), 1, n, out) == n, target, "write failed: ", std::strerror(errno));
       d.crc32 = crc_update(d.crc32, buf.data(), n);
       d.size += n;
     }
@@ -171,17 +167,15 @@ Crc32Digest ZipReader::extract(const ZipEntry& e, const std::string& target) con
     std::fclose(out);
     throw;
   }
-  if (std::fclose(out) != 0) throw FileError(target, std::string("write failed: ") + std::strerror(errno));
+  MEDSEG_CHECK_FILE(std::fclose(out) == 0, target, "write failed: ", std::strerror(errno));
   return d;
 }
 
 ZipWriter::ZipWriter(std::string path, bool replace) : path_(std::move(path)) {
   int code = 0;
   z_ = zip_open(path_.c_str(), ZIP_CREATE | (replace ? ZIP_TRUNCATE : ZIP_EXCL), &code);
-  if (!z_) {
-    if (code == ZIP_ER_EXISTS) throw FileError(path_, "already exists; pass --overwrite to replace it");
-    throw FileError(path_, "cannot create the zip file (" + libzip_message(code) + ")");
-  }
+  MEDSEG_CHECK_FILE(z_ || code != ZIP_ER_EXISTS, path_, "already exists; pass --overwrite to replace it");
+  MEDSEG_CHECK_FILE(z_, path_, "cannot create the zip file (", libzip_message(code), ")");
 }
 
 ZipWriter::~ZipWriter() {
@@ -190,32 +184,34 @@ ZipWriter::~ZipWriter() {
 
 void ZipWriter::add_file(const std::string& name, const std::string& source, bool compress) {
   zip_source_t* src = zip_source_file(z_, source.c_str(), 0, -1);
-  if (!src) throw FileError(source, std::string("cannot add to the zip: ") + zip_strerror(z_));
+  MEDSEG_CHECK_FILE(src, source, "cannot add to the zip: ", zip_strerror(z_));
   const zip_int64_t idx = zip_file_add(z_, name.c_str(), src, ZIP_FL_ENC_UTF_8);
   if (idx < 0) {
     zip_source_free(src);
-    throw FileError(path_, entry_label(name) + ": cannot add (" + zip_strerror(z_) + ")");
+    throw FileError(path_, concat(entry_label(name), ": cannot add (", zip_strerror(z_), ")"));
   }
-  if (zip_set_file_compression(z_, static_cast<zip_uint64_t>(idx), compress ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0) != 0)
-    throw FileError(path_, entry_label(name) + ": cannot set the compression (" + zip_strerror(z_) + ")");
+  MEDSEG_CHECK_FILE(
+      zip_set_file_compression(z_, static_cast<zip_uint64_t>(idx), compress ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0) == 0,
+      path_, entry_label(name), ": cannot set the compression (", zip_strerror(z_), ")");
 }
 
 void ZipWriter::add_bytes(const std::string& name, std::string bytes, bool compress) {
   buffers_.push_back(std::make_unique<std::string>(std::move(bytes)));
   const std::string& b = *buffers_.back();
   zip_source_t* src = zip_source_buffer(z_, b.data(), b.size(), 0);
-  if (!src) throw FileError(path_, entry_label(name) + ": cannot add (" + zip_strerror(z_) + ")");
+  MEDSEG_CHECK_FILE(src, path_, entry_label(name), ": cannot add (", zip_strerror(z_), ")");
   const zip_int64_t idx = zip_file_add(z_, name.c_str(), src, ZIP_FL_ENC_UTF_8);
   if (idx < 0) {
     zip_source_free(src);
-    throw FileError(path_, entry_label(name) + ": cannot add (" + zip_strerror(z_) + ")");
+    throw FileError(path_, concat(entry_label(name), ": cannot add (", zip_strerror(z_), ")"));
   }
-  if (zip_set_file_compression(z_, static_cast<zip_uint64_t>(idx), compress ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0) != 0)
-    throw FileError(path_, entry_label(name) + ": cannot set the compression (" + zip_strerror(z_) + ")");
+  MEDSEG_CHECK_FILE(
+      zip_set_file_compression(z_, static_cast<zip_uint64_t>(idx), compress ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0) == 0,
+      path_, entry_label(name), ": cannot set the compression (", zip_strerror(z_), ")");
 }
 
 void ZipWriter::commit() {
-  if (zip_close(z_) != 0) throw FileError(path_, std::string("cannot write the zip file: ") + zip_strerror(z_));
+  MEDSEG_CHECK_FILE(zip_close(z_) == 0, path_, "cannot write the zip file: ", zip_strerror(z_));
   z_ = nullptr;
 }
 

@@ -9,13 +9,12 @@
 namespace medseg::fingerprint {
 
 std::vector<uint8_t> nonzero_mask(const std::vector<Volume>& channels) {
-  if (channels.empty()) throw Error("crop_to_nonzero: no channels");
+  MEDSEG_CHECK(!channels.empty(), "crop_to_nonzero: no channels");
   const int64_t n = channels[0].numel();
   std::vector<uint8_t> mask(static_cast<std::size_t>(n), 0);
   for (const Volume& v : channels) {
-    if (v.shape() != channels[0].shape())
-      throw Error("crop_to_nonzero: channel shapes differ (" + shape_str(v.shape()) + " vs " +
-                  shape_str(channels[0].shape()) + ")");
+    MEDSEG_CHECK(v.shape() == channels[0].shape(), "crop_to_nonzero: channel shapes differ (", shape_str(v.shape()),
+                 " vs ", shape_str(channels[0].shape()), ")");
     visit_pixels(v, [&](const auto* p) {
       for (int64_t i = 0; i < n; ++i) mask[i] |= static_cast<uint8_t>(!(p[i] == 0));
     });
@@ -63,7 +62,7 @@ void flood_outside(std::vector<uint8_t>& m, const Shape3& shape, int64_t seed, s
 
 void fill_holes(std::vector<uint8_t>& mask, const Shape3& shape) {
   const int64_t Z = shape[0], Y = shape[1], X = shape[2];
-  if (static_cast<int64_t>(mask.size()) != Z * Y * X) throw Error("fill_holes: mask size does not match shape");
+  MEDSEG_CHECK(static_cast<int64_t>(mask.size()) == Z * Y * X, "fill_holes: mask size does not match shape");
   std::vector<int64_t> stack;
   auto seed = [&](int64_t i) {
     if (mask[i] == 0) flood_outside(mask, shape, i, stack);
@@ -123,8 +122,8 @@ Geometry cropped_geometry(const Geometry& g, const Shape3& lo) {
 
 Volume crop_volume(const Volume& v, const Box& b) {
   for (int a = 0; a < 3; ++a)
-    if (b.lo[a] < 0 || b.hi[a] > v.shape()[a] || b.lo[a] > b.hi[a])
-      throw Error("crop: box does not fit the volume of shape " + shape_str(v.shape()));
+    MEDSEG_CHECK(b.lo[a] >= 0 && b.hi[a] <= v.shape()[a] && b.lo[a] <= b.hi[a],
+                 "crop: box does not fit the volume of shape ", shape_str(v.shape()));
   Volume out(v.pixel_type(), b.shape(), cropped_geometry(v.geometry(), b.lo));
   visit_pixels(v, [&](const auto* p) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(p)>>;
@@ -136,9 +135,9 @@ Volume crop_volume(const Volume& v, const Box& b) {
 Volume uncrop(const Volume& cropped, const Box& b, const Shape3& full_shape, const Geometry& full_geometry,
               double fill) {
   for (int a = 0; a < 3; ++a)
-    if (b.lo[a] < 0 || b.hi[a] > full_shape[a] || b.shape()[a] != cropped.shape()[a])
-      throw Error("uncrop: box does not match the cropped shape " + shape_str(cropped.shape()) + " or the full shape " +
-                  shape_str(full_shape));
+    MEDSEG_CHECK(b.lo[a] >= 0 && b.hi[a] <= full_shape[a] && b.shape()[a] == cropped.shape()[a],
+                 "uncrop: box does not match the cropped shape ", shape_str(cropped.shape()), " or the full shape ",
+                 shape_str(full_shape));
   Volume out(cropped.pixel_type(), full_shape, full_geometry);
   visit_pixels(out, [&](auto* dst) {
     using T = std::remove_pointer_t<decltype(dst)>;
@@ -183,9 +182,8 @@ CropResult crop_to_nonzero(const std::vector<Volume>& channels, const Volume* se
 
   const Geometry g = cropped_geometry(channels[0].geometry(), r.bbox.lo);
   if (seg && seg->numel() > 0) {
-    if (seg->shape() != r.shape_before)
-      throw Error("crop_to_nonzero: label shape " + shape_str(seg->shape()) + " differs from image shape " +
-                  shape_str(r.shape_before));
+    MEDSEG_CHECK(seg->shape() == r.shape_before, "crop_to_nonzero: label shape ", shape_str(seg->shape()),
+                 " differs from image shape ", shape_str(r.shape_before));
     Volume s = crop_volume(*seg, r.bbox);
     const PixelType t = signed_label_type(s.pixel_type());
     if (t != s.pixel_type()) s = Volume::from_values(t, s.shape(), s.geometry(), s.to_double());

@@ -13,7 +13,7 @@
 namespace medseg::fingerprint {
 
 int64_t samples_per_case(int64_t max_samples_total, int64_t n_cases) {
-  if (n_cases <= 0) throw Error("fingerprint: the dataset has no cases");
+  MEDSEG_CHECK(n_cases > 0, "fingerprint: the dataset has no cases");
   return std::max<int64_t>(1, max_samples_total / n_cases);
 }
 
@@ -83,8 +83,8 @@ std::vector<float> gather_channel(std::vector<CaseAnalysis>& results, int c) {
 
 void check_finite(const CaseAnalysis& a, const io::CaseFiles& files) {
   for (std::size_t c = 0; c < a.record.stats.size(); ++c)
-    if (a.record.num_foreground_voxels > 0 && !std::isfinite(a.record.stats[c].mean))
-      throw FileError(files.images[c], "contains NaN or infinite values inside the foreground");
+    MEDSEG_CHECK_FILE(a.record.num_foreground_voxels <= 0 || std::isfinite(a.record.stats[c].mean), files.images[c],
+                      "contains NaN or infinite values inside the foreground");
 }
 
 }  // namespace
@@ -138,8 +138,8 @@ DatasetFingerprint extract_fingerprint(const std::vector<io::CaseFiles>& cases, 
   fp.intensity_per_channel.resize(num_channels);
   parallel_for(num_channels, o.threads, [&](int64_t c) {
     std::vector<float> all = gather_channel(results, static_cast<int>(c));
-    if (all.empty())
-      throw Error("no training case has foreground (label > 0) voxels: cannot compute intensity statistics");
+    MEDSEG_CHECK(!all.empty(),
+                 "no training case has foreground (label > 0) voxels: cannot compute intensity statistics");
     spdlog::debug("channel {}: statistics over {} foreground samples", c, all.size());
     fp.intensity_per_channel[c] = compute_intensity_stats(all);
   });

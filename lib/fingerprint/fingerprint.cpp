@@ -56,75 +56,51 @@ ojson medseg_to_json(const DatasetFingerprint& fp) {
 
 // --- parsing ------------------------------------------------------------------------------------
 
-const json& need(const json& j, const std::string& key, const std::string& src, const std::string& where) {
-  if (!j.is_object() || !j.contains(key)) throw FileError(src, "missing key '" + where + key + "'");
-  return j.at(key);
+// A statistic; null is NaN (a case without foreground).
+double get_num(const JsonObjectReader& r, const std::string& key) {
+  return r.is_null(key) ? IntensityStats::kNaN : r.get<double>(key);
 }
 
-double get_num(const json& j, const std::string& key, const std::string& src, const std::string& where) {
-  const json& v = need(j, key, src, where);
-  if (v.is_null()) return IntensityStats::kNaN;
-  if (!v.is_number()) throw FileError(src, "key '" + where + key + "' must be a number");
-  return v.get<double>();
-}
-
-IntensityStats stats_from_json(const json& j, const std::string& src, const std::string& where) {
+IntensityStats stats_from_json(const JsonObjectReader& r) {
   IntensityStats s;
-  s.max = get_num(j, "max", src, where);
-  s.mean = get_num(j, "mean", src, where);
-  s.median = get_num(j, "median", src, where);
-  s.min = get_num(j, "min", src, where);
-  s.percentile_00_5 = get_num(j, "percentile_00_5", src, where);
-  s.percentile_99_5 = get_num(j, "percentile_99_5", src, where);
-  s.std = get_num(j, "std", src, where);
+  s.max = get_num(r, "max");
+  s.mean = get_num(r, "mean");
+  s.median = get_num(r, "median");
+  s.min = get_num(r, "min");
+  s.percentile_00_5 = get_num(r, "percentile_00_5");
+  s.percentile_99_5 = get_num(r, "percentile_99_5");
+  s.std = get_num(r, "std");
   return s;
 }
 
-template <class T>
-std::array<T, 3> triple(const json& v, const std::string& src, const std::string& what) {
-  if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number())
-    throw FileError(src, what + " must be a list of 3 numbers (z, y, x)");
-  // Checked: a float such as 1e57 must not be cast into an integer (undefined behaviour, found by fuzzing).
-  return {json_as<T>(v[0], what + "[0]", src), json_as<T>(v[1], what + "[1]", src),
-          json_as<T>(v[2], what + "[2]", src)};
-}
-
-template <class T>
-std::vector<std::array<T, 3>> triples(const json& j, const std::string& key, const std::string& src) {
-  const json& v = need(j, key, src, "");
-  if (!v.is_array()) throw FileError(src, "key '" + key + "' must be a list");
-  std::vector<std::array<T, 3>> out;
-  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(triple<T>(v[i], src, concat(key, "[", i, "]")));
-  return out;
-}
-
-void medseg_from_json(const json& m, const std::string& src, DatasetFingerprint& fp) {
-  const std::string w = "medseg.";
-  fp.has_medseg = true;
-  fp.version = json_as<int>(need(m, "version", src, w), "key 'medseg.version'", src);
-  if (fp.version > kFingerprintVersion)
-    throw FileError(
-        src, concat("fingerprint version ", fp.version, " is newer than this medseg (", kFingerprintVersion, ")"));
-  fp.exact_stats = m.value("exact_stats", false);
-  fp.samples_per_case = m.value("samples_per_case", int64_t{0});
-  fp.max_samples_total = m.value("max_samples_total", int64_t{0});
-  fp.seed = m.value("seed", uint64_t{1234});
-  for (const json& c : m.value("cases", json::array())) {
-    CaseRecord r;
-    r.id = need(c, "id", src, w + "cases[].").get<std::string>();
-    r.shape_before_crop = triple<int64_t>(need(c, "shape_before_crop", src, w + "cases[]."), src, "shape_before_crop");
-    const json& b = need(c, "bbox", src, w + "cases[].");
-    if (!b.is_array() || b.size() != 3) throw FileError(src, "medseg.cases[].bbox must be [[z0,z1],[y0,y1],[x0,x1]]");
-    for (int a = 0; a < 3; ++a) {
-      r.bbox.lo[a] = json_as<int64_t>(b[a].at(0), "medseg.cases[].bbox", src);
-      r.bbox.hi[a] = json_as<int64_t>(b[a].at(1), "medseg.cases[].bbox", src);
-    }
-    r.relative_size_after_cropping = get_num(c, "relative_size_after_cropping", src, w + "cases[].");
-    r.num_foreground_voxels = c.value("num_foreground_voxels", int64_t{0});
-    for (const json& s : c.value("foreground_intensity_stats_per_channel", json::array()))
-      r.stats.push_back(stats_from_json(s, src, w + "cases[].stats."));
-    fp.cases.push_back(std::move(r));
+// One case of medseg's own block. Checked reads (json_as): a float such as 1e57 must not be cast into an
+// integer (undefined behaviour, found by fuzzing).
+CaseRecord case_record_from_json(const JsonObjectReader& c) {
+  CaseRecord r;
+  r.id = c.get<std::string>("id");
+  r.shape_before_crop = c.get<Shape3>("shape_before_crop");
+  const auto bbox = c.get<std::array<std::array<int64_t, 2>, 3>>("bbox");  // [[z0, z1], [y0, y1], [x0, x1]]
+  for (std::size_t a = 0; a < 3; ++a) {
+    r.bbox.lo[a] = bbox[a][0];
+    r.bbox.hi[a] = bbox[a][1];
   }
+  r.relative_size_after_cropping = get_num(c, "relative_size_after_cropping");
+  r.num_foreground_voxels = c.get_or<int64_t>("num_foreground_voxels", 0);
+  for (const JsonObjectReader& s : c.objects("foreground_intensity_stats_per_channel", false))
+    r.stats.push_back(stats_from_json(s));
+  return r;
+}
+
+void medseg_from_json(const JsonObjectReader& m, DatasetFingerprint& fp) {
+  fp.has_medseg = true;
+  fp.version = m.get<int>("version");
+  m.check(fp.version <= kFingerprintVersion, "fingerprint version ", fp.version, " is newer than this medseg (",
+          kFingerprintVersion, ")");
+  fp.exact_stats = m.get_or<bool>("exact_stats", false);
+  fp.samples_per_case = m.get_or<int64_t>("samples_per_case", 0);
+  fp.max_samples_total = m.get_or<int64_t>("max_samples_total", 0);
+  fp.seed = m.get_or<uint64_t>("seed", 1234);
+  for (const JsonObjectReader& c : m.objects("cases", false)) fp.cases.push_back(case_record_from_json(c));
 }
 
 }  // namespace
@@ -146,24 +122,19 @@ nlohmann::ordered_json fingerprint_to_json(const DatasetFingerprint& fp) {
 }
 
 DatasetFingerprint fingerprint_from_json(const json& j, const std::string& src) {
-  if (!j.is_object()) throw FileError(src, "a fingerprint must be a JSON object");
+  const JsonObjectReader r(j, src, "", "a fingerprint");
   DatasetFingerprint fp;
   fp.has_medseg = false;
-  const json& ch = need(j, "foreground_intensity_properties_per_channel", src, "");
-  if (!ch.is_object() || ch.empty())
-    throw FileError(src, "'foreground_intensity_properties_per_channel' must be a non-empty object");
-  for (std::size_t c = 0; c < ch.size(); ++c) {
-    const std::string k = std::to_string(c);
-    const std::string where = "foreground_intensity_properties_per_channel." + k + ".";
-    if (!ch.contains(k)) throw FileError(src, "missing key 'foreground_intensity_properties_per_channel." + k + "'");
-    fp.intensity_per_channel.push_back(stats_from_json(ch.at(k), src, where));
-  }
-  fp.median_relative_size_after_cropping = get_num(j, "median_relative_size_after_cropping", src, "");
-  fp.shapes_after_crop = triples<int64_t>(j, "shapes_after_crop", src);
-  fp.spacings = triples<double>(j, "spacings", src);
-  if (fp.shapes_after_crop.size() != fp.spacings.size())
-    throw FileError(src, "'shapes_after_crop' and 'spacings' list different numbers of cases");
-  if (j.contains("medseg")) medseg_from_json(j.at("medseg"), src, fp);
+  const JsonObjectReader ch = r.object("foreground_intensity_properties_per_channel", true);
+  r.check(!ch.value().empty(), "'foreground_intensity_properties_per_channel' must be a non-empty object");
+  for (std::size_t c = 0; c < ch.value().size(); ++c)  // keys "0", "1", ...: one per channel, in order
+    fp.intensity_per_channel.push_back(stats_from_json(ch.object(std::to_string(c), true)));
+  fp.median_relative_size_after_cropping = get_num(r, "median_relative_size_after_cropping");
+  fp.shapes_after_crop = r.get<std::vector<Shape3>>("shapes_after_crop");
+  fp.spacings = r.get<std::vector<std::array<double, 3>>>("spacings");
+  r.check(fp.shapes_after_crop.size() == fp.spacings.size(),
+          "'shapes_after_crop' and 'spacings' list different numbers of cases");
+  if (r.has("medseg")) medseg_from_json(r.object("medseg", true), fp);
   return fp;
 }
 
@@ -172,7 +143,7 @@ DatasetFingerprint load_fingerprint(const std::string& path) {
   try {
     return fingerprint_from_json(j, path);
   } catch (const FileError&) { throw; } catch (const std::exception& e) {
-    throw FileError(path, std::string("malformed fingerprint (") + e.what() + ")");
+    throw FileError(path, concat("malformed fingerprint (", e.what(), ")"));
   }
 }
 

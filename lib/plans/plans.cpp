@@ -14,67 +14,41 @@
 namespace medseg::planning {
 namespace {
 
-// Context for error messages: "<file>: configuration '3d_fullres': key 'patch_size' ...".
-struct Where {
-  std::string file, scope;
-  [[noreturn]] void fail(const std::string& problem) const {
-    throw FileError(file, (scope.empty() ? "" : scope + ": ") + problem);
-  }
-  const json& at(const json& j, const std::string& key) const {
-    if (!j.is_object() || !j.contains(key)) fail("missing key '" + key + "'");
-    return j.at(key);
-  }
-  // "key 'batch_size'" for fail() and range(), which put the scope in front themselves.
-  static std::string key(const std::string& k) { return "key '" + k + "'"; }
-  // "configuration '3d_fullres': key 'batch_size'", for json_as, which does not.
-  std::string scoped(const std::string& what) const { return (scope.empty() ? "" : scope + ": ") + what; }
-  void range(int64_t v, int64_t lo, int64_t hi, const std::string& what) const {
-    if (v < lo || v > hi) fail(concat(what, " is ", v, " (must be ", lo, "..", hi, ")"));
-  }
-  void name(const std::string& value, const std::string& what) const {
-    check_path_component(value, (scope.empty() ? "" : scope + ": ") + what, file);
-  }
-};
+// plans.json is read through JsonObjectReader (core/json_object_reader.h), scoped: a configuration's messages
+// read "<file>: configuration '3d_fullres': key 'patch_size' ...". arch_kwargs and the resampling kwargs are
+// read with their keys named alone ("key 'n_stages'"), as the constructor arguments they are.
 
-template <class T>
-T get(const json& j, const std::string& key, const Where& w) {
-  return json_as<T>(w.at(j, key), w.scoped(w.key(key)), w.file);
-}
-
-template <class T>
-T get_or(const json& j, const std::string& key, T fallback, const Where& w) {
-  if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return fallback;
-  return get<T>(j, key, w);
+// A name that becomes part of a path (data_identifier, a configuration's name): one path component.
+void check_plans_name(const JsonObjectReader& r, const std::string& value, const std::string& what) {
+  check_path_component(value, r.in_scope(what), r.source());
 }
 
 // Lists of per-stage rows; a scalar entry (allowed by DNA) is expanded to `dim` copies.
-std::vector<std::vector<int>> get_rows(const json& j, const std::string& key, int dim, int n, const Where& w) {
-  const json& v = w.at(j, key);
+std::vector<std::vector<int>> get_rows(const JsonObjectReader& k, const std::string& key, int dim, int n) {
+  const json& v = k.at(key);
+  const std::string what = k.in_scope(k.key_name(key));
+  if (v.is_number()) return std::vector<std::vector<int>>(n, std::vector<int>(dim, json_as<int>(v, what, k.source())));
+  k.check(v.is_array(), k.key_name(key), " must be a list");
   std::vector<std::vector<int>> rows;
-  if (v.is_number())
-    return std::vector<std::vector<int>>(n, std::vector<int>(dim, json_as<int>(v, w.scoped(w.key(key)), w.file)));
-  if (!v.is_array()) w.fail("key '" + key + "' must be a list");
   for (std::size_t i = 0; i < v.size(); ++i) {
     const json& r = v[i];
-    const std::string what = w.scoped(concat(w.key(key), "[", i, "]"));
+    const std::string at = concat(what, "[", i, "]");
     if (r.is_number()) {
-      rows.emplace_back(dim, json_as<int>(r, what, w.file));
-    } else if (r.is_array() && static_cast<int>(r.size()) == dim) {
-      rows.push_back(json_as<std::vector<int>>(r, what, w.file));
-    } else {
-      w.fail(concat("key '", key, "' rows must have ", dim, " entries"));
+      rows.emplace_back(dim, json_as<int>(r, at, k.source()));
+      continue;
     }
+    k.check(r.is_array() && static_cast<int>(r.size()) == dim, k.key_name(key), " rows must have ", dim, " entries");
+    rows.push_back(json_as<std::vector<int>>(r, at, k.source()));
   }
-  if (static_cast<int>(rows.size()) != n)
-    w.fail(concat("key '", key, "' has ", rows.size(), " rows, expected n_stages=", n));
+  k.check(static_cast<int>(rows.size()) == n, k.key_name(key), " has ", rows.size(), " rows, expected n_stages=", n);
   return rows;
 }
 
-std::vector<int> get_per_stage(const json& j, const std::string& key, int n, const Where& w) {
-  const json& v = w.at(j, key);
-  if (v.is_number()) return std::vector<int>(n, json_as<int>(v, w.scoped(w.key(key)), w.file));
-  auto out = get<std::vector<int>>(j, key, w);
-  if (static_cast<int>(out.size()) != n) w.fail(concat("key '", key, "' has ", out.size(), " entries, expected ", n));
+// One value per stage; a scalar is expanded to `n` copies.
+std::vector<int> get_per_stage(const JsonObjectReader& k, const std::string& key, int n) {
+  if (k.at(key).is_number()) return std::vector<int>(n, k.get<int>(key));
+  auto out = k.get<std::vector<int>>(key);
+  k.check(static_cast<int>(out.size()) == n, k.key_name(key), " has ", out.size(), " entries, expected ", n);
   return out;
 }
 
@@ -96,24 +70,23 @@ void set_if_changed(json& j, const std::string& key, const T& value) {
   if (!j.contains(key) || j.at(key) != v) j[key] = std::move(v);
 }
 
-ResamplingKwargs resampling_from_json(const json& j, const Where& w) {
+ResamplingKwargs resampling_from_json(const json& j, const JsonObjectReader& config) {
+  const auto k = JsonObjectReader::scoped(j, config.source(), config.scope(), "resampling kwargs");
   ResamplingKwargs r;
-  if (!j.is_object()) w.fail("resampling kwargs must be an object");
   r.raw = j;
-  r.is_seg = get_or<bool>(j, "is_seg", false, w);
-  r.order = get_or<int>(j, "order", r.is_seg ? 1 : 3, w);
-  r.order_z = get_or<int>(j, "order_z", 0, w);
-  if (j.contains("force_separate_z") && !j.at("force_separate_z").is_null())
-    r.force_separate_z = get<bool>(j, "force_separate_z", w);
+  r.is_seg = k.get_or<bool>("is_seg", false);
+  r.order = k.get_or<int>("order", r.is_seg ? 1 : 3);
+  r.order_z = k.get_or<int>("order_z", 0);
+  r.force_separate_z = k.get_optional<bool>("force_separate_z");
   r.separate_z_anisotropy_threshold =
-      get_or<double>(j, "separate_z_anisotropy_threshold", r.separate_z_anisotropy_threshold, w);
-  r.memefficient_seg_resampling = get_or<bool>(j, "memefficient_seg_resampling", false, w);
-  r.mode = get_or<std::string>(j, "mode", r.mode, w);
-  r.aniso_axis_mode = get_or<std::string>(j, "aniso_axis_mode", r.aniso_axis_mode, w);
-  w.range(r.order, 0, 5, w.key("order"));
-  w.range(r.order_z, 0, 5, w.key("order_z"));
-  if (!(r.separate_z_anisotropy_threshold > 0) || !std::isfinite(r.separate_z_anisotropy_threshold))
-    w.fail("separate_z_anisotropy_threshold must be a positive number");
+      k.get_or<double>("separate_z_anisotropy_threshold", r.separate_z_anisotropy_threshold);
+  r.memefficient_seg_resampling = k.get_or<bool>("memefficient_seg_resampling", false);
+  r.mode = k.get_or<std::string>("mode", r.mode);
+  r.aniso_axis_mode = k.get_or<std::string>("aniso_axis_mode", r.aniso_axis_mode);
+  k.check_range(r.order, 0, 5, k.key_name("order"));
+  k.check_range(r.order_z, 0, 5, k.key_name("order_z"));
+  k.check(r.separate_z_anisotropy_threshold > 0 && std::isfinite(r.separate_z_anisotropy_threshold),
+          "separate_z_anisotropy_threshold must be a positive number");
   return r;
 }
 
@@ -142,100 +115,100 @@ json resampling_to_json(const ResamplingKwargs& r) {
   return j;
 }
 
-SwinPlan swin_from_json(const json& k, const Where& w) {
+SwinPlan swin_from_json(const JsonObjectReader& k) {
   SwinPlan s;
-  s.feature_size = get_or<int>(k, "feature_size", s.feature_size, w);
-  s.depths = get_or<std::vector<int>>(k, "depths", s.depths, w);
-  s.num_heads = get_or<std::vector<int>>(k, "num_heads", s.num_heads, w);
-  s.window_size = get_or<int>(k, "window_size", s.window_size, w);
-  s.patch_size = get_or<int>(k, "patch_size", s.patch_size, w);
-  s.use_v2 = get_or<bool>(k, "use_v2", s.use_v2, w);
-  s.use_checkpoint = get_or<bool>(k, "use_checkpoint", s.use_checkpoint, w);
-  s.normalize = get_or<bool>(k, "normalize", s.normalize, w);
-  s.drop_rate = get_or<double>(k, "drop_rate", s.drop_rate, w);
-  s.attn_drop_rate = get_or<double>(k, "attn_drop_rate", s.attn_drop_rate, w);
-  s.dropout_path_rate = get_or<double>(k, "dropout_path_rate", s.dropout_path_rate, w);
-  if (s.feature_size <= 0 || s.feature_size % 12 != 0)
-    w.fail("SwinUNETR feature_size must be a positive multiple of 12");
-  w.range(s.feature_size, 12, PlanLimits::max_features, w.key("feature_size"));
-  if (s.depths.size() != 4 || s.num_heads.size() != 4) w.fail("SwinUNETR depths and num_heads need 4 entries");
+  s.feature_size = k.get_or<int>("feature_size", s.feature_size);
+  s.depths = k.get_or<std::vector<int>>("depths", s.depths);
+  s.num_heads = k.get_or<std::vector<int>>("num_heads", s.num_heads);
+  s.window_size = k.get_or<int>("window_size", s.window_size);
+  s.patch_size = k.get_or<int>("patch_size", s.patch_size);
+  s.use_v2 = k.get_or<bool>("use_v2", s.use_v2);
+  s.use_checkpoint = k.get_or<bool>("use_checkpoint", s.use_checkpoint);
+  s.normalize = k.get_or<bool>("normalize", s.normalize);
+  s.drop_rate = k.get_or<double>("drop_rate", s.drop_rate);
+  s.attn_drop_rate = k.get_or<double>("attn_drop_rate", s.attn_drop_rate);
+  s.dropout_path_rate = k.get_or<double>("dropout_path_rate", s.dropout_path_rate);
+  k.check(s.feature_size > 0 && s.feature_size % 12 == 0, "SwinUNETR feature_size must be a positive multiple of 12");
+  k.check_range(s.feature_size, 12, PlanLimits::max_features, k.key_name("feature_size"));
+  k.check(s.depths.size() == 4 && s.num_heads.size() == 4, "SwinUNETR depths and num_heads need 4 entries");
   for (std::size_t i = 0; i < 4; ++i) {
-    w.range(s.depths[i], 1, PlanLimits::max_convs_per_stage, concat(w.key("depths"), "[", i, "]"));
-    w.range(s.num_heads[i], 1, s.feature_size << i, concat(w.key("num_heads"), "[", i, "]"));
-    if ((s.feature_size << i) % s.num_heads[i] != 0)
-      w.fail(concat(w.key("num_heads"), "[", i, "] is ", s.num_heads[i], ", which does not divide the stage width ",
-                    s.feature_size << i));
+    k.check_range(s.depths[i], 1, PlanLimits::max_convs_per_stage, concat(k.key_name("depths"), "[", i, "]"));
+    k.check_range(s.num_heads[i], 1, s.feature_size << i, concat(k.key_name("num_heads"), "[", i, "]"));
+    k.check((s.feature_size << i) % s.num_heads[i] == 0, k.key_name("num_heads"), "[", i, "] is ", s.num_heads[i],
+            ", which does not divide the stage width ", s.feature_size << i);
   }
-  w.range(s.window_size, 1, 64, w.key("window_size"));
-  if (s.patch_size != 2) w.fail(concat(w.key("patch_size"), " is ", s.patch_size, " (only 2 is supported)"));
+  k.check_range(s.window_size, 1, 64, k.key_name("window_size"));
+  k.check(s.patch_size == 2, k.key_name("patch_size"), " is ", s.patch_size, " (only 2 is supported)");
   const std::pair<const char*, double> rates[] = {
       {"drop_rate", s.drop_rate}, {"attn_drop_rate", s.attn_drop_rate}, {"dropout_path_rate", s.dropout_path_rate}};
   for (const auto& [key, r] : rates)
-    if (!(r >= 0 && r < 1)) w.fail(w.key(key) + " is " + json(r).dump() + " (must be in [0, 1))");
+    k.check(r >= 0 && r < 1, k.key_name(key), " is ", json(r).dump(), " (must be in [0, 1))");
   return s;
 }
 
-PrimusPlan primus_from_json(const json& k, const Where& w) {
+PrimusPlan read_primus_kwargs(const JsonObjectReader& k) {
   PrimusPlan p;
-  p.embed_dim = get<int>(k, "embed_dim", w);
-  p.eva_depth = get_or<int>(k, "eva_depth", p.eva_depth, w);
-  p.eva_numheads = get_or<int>(k, "eva_numheads", p.eva_numheads, w);
-  p.patch_embed_size = get_or<std::vector<int>>(k, "patch_embed_size", p.patch_embed_size, w);
-  if (k.contains("input_shape") && !k.at("input_shape").is_null())
-    p.input_shape = get<std::vector<int>>(k, "input_shape", w);
-  p.mlp_ratio = get_or<double>(k, "mlp_ratio", p.mlp_ratio, w);
-  p.drop_path_rate = get_or<double>(k, "drop_path_rate", p.drop_path_rate, w);
-  if (k.contains("init_values") && !k.at("init_values").is_null()) p.init_values = get<double>(k, "init_values", w);
-  p.scale_attn_inner = get_or<bool>(k, "scale_attn_inner", p.scale_attn_inner, w);
-  p.use_rot_pos_emb = get_or<bool>(k, "use_rot_pos_emb", p.use_rot_pos_emb, w);
-  p.use_abs_pos_embed = get_or<bool>(k, "use_abs_pos_embed", p.use_abs_pos_embed, w);
-  p.num_register_tokens = get_or<int>(k, "num_register_tokens", p.num_register_tokens, w);
-  w.range(p.embed_dim, 1, PlanLimits::max_features, w.key("embed_dim"));
-  w.range(p.eva_depth, 1, 64, w.key("eva_depth"));
-  w.range(p.eva_numheads, 1, p.embed_dim, w.key("eva_numheads"));
-  w.range(p.num_register_tokens, 0, 1024, w.key("num_register_tokens"));
-  if (!(p.mlp_ratio > 0 && p.mlp_ratio <= 64))
-    w.fail(w.key("mlp_ratio") + " is " + json(p.mlp_ratio).dump() + " (must be in (0, 64])");
+  p.embed_dim = k.get<int>("embed_dim");
+  p.eva_depth = k.get_or<int>("eva_depth", p.eva_depth);
+  p.eva_numheads = k.get_or<int>("eva_numheads", p.eva_numheads);
+  p.patch_embed_size = k.get_or<std::vector<int>>("patch_embed_size", p.patch_embed_size);
+  p.input_shape = k.get_or<std::vector<int>>("input_shape", p.input_shape);
+  p.mlp_ratio = k.get_or<double>("mlp_ratio", p.mlp_ratio);
+  p.drop_path_rate = k.get_or<double>("drop_path_rate", p.drop_path_rate);
+  p.init_values = k.get_optional<double>("init_values");
+  p.scale_attn_inner = k.get_or<bool>("scale_attn_inner", p.scale_attn_inner);
+  p.use_rot_pos_emb = k.get_or<bool>("use_rot_pos_emb", p.use_rot_pos_emb);
+  p.use_abs_pos_embed = k.get_or<bool>("use_abs_pos_embed", p.use_abs_pos_embed);
+  p.num_register_tokens = k.get_or<int>("num_register_tokens", p.num_register_tokens);
+  return p;
+}
+
+PrimusPlan primus_from_json(const JsonObjectReader& k) {
+  PrimusPlan p = read_primus_kwargs(k);
+  k.check_range(p.embed_dim, 1, PlanLimits::max_features, k.key_name("embed_dim"));
+  k.check_range(p.eva_depth, 1, 64, k.key_name("eva_depth"));
+  k.check_range(p.eva_numheads, 1, p.embed_dim, k.key_name("eva_numheads"));
+  k.check_range(p.num_register_tokens, 0, 1024, k.key_name("num_register_tokens"));
+  k.check(p.mlp_ratio > 0 && p.mlp_ratio <= 64, k.key_name("mlp_ratio"), " is ", json(p.mlp_ratio).dump(),
+          " (must be in (0, 64])");
   // eva.py's rule for 3D tokens: the rotary embedding takes head_dim / 1.5, a whole multiple of 4.
-  if (p.embed_dim % p.eva_numheads != 0 || (p.embed_dim / p.eva_numheads) % 6 != 0)
-    w.fail(concat(w.key("embed_dim"), " / ", w.key("eva_numheads"), " is ", p.embed_dim, " / ", p.eva_numheads,
-                  " (each head must be a whole multiple of 6 wide for the 3D rotary embedding)"));
-  if (p.patch_embed_size.size() != 3) w.fail(w.key("patch_embed_size") + " needs 3 entries (Primus is 3D)");
+  k.check(p.embed_dim % p.eva_numheads == 0 && (p.embed_dim / p.eva_numheads) % 6 == 0, k.key_name("embed_dim"), " / ",
+          k.key_name("eva_numheads"), " is ", p.embed_dim, " / ", p.eva_numheads,
+          " (each head must be a whole multiple of 6 wide for the 3D rotary embedding)");
+  k.check(p.patch_embed_size.size() == 3, k.key_name("patch_embed_size"), " needs 3 entries (Primus is 3D)");
   for (std::size_t i = 0; i < 3; ++i) {
     const int e = p.patch_embed_size[i];
-    if (e < 1 || e > 64 || (e & (e - 1)) != 0)
-      w.fail(concat(w.key("patch_embed_size"), "[", i, "] is ", e, " (must be a power of two up to 64)"));
+    k.check(e >= 1 && e <= 64 && (e & (e - 1)) == 0, k.key_name("patch_embed_size"), "[", i, "] is ", e,
+            " (must be a power of two up to 64)");
   }
-  if (!(p.drop_path_rate >= 0 && p.drop_path_rate < 1))
-    w.fail(w.key("drop_path_rate") + " is " + json(p.drop_path_rate).dump() + " (must be in [0, 1))");
+  k.check(p.drop_path_rate >= 0 && p.drop_path_rate < 1, k.key_name("drop_path_rate"), " is ",
+          json(p.drop_path_rate).dump(), " (must be in [0, 1))");
   return p;
 }
 
 // nnU-Net before 2.4 stored the U-Net as flat keys; rebuild the "architecture" block from them
 // the way nnU-Net's ConfigurationManager does.
-json convert_legacy_configuration(json c, const Where& w) {
-  const auto cls = get<std::string>(c, "UNet_class_name", w);
-  std::string full;
-  if (cls == "PlainConvUNet")
-    full = "dynamic_network_architectures.architectures.unet.PlainConvUNet";
-  else if (cls == "ResidualEncoderUNet")
-    full = "dynamic_network_architectures.architectures.residual_unet.ResidualEncoderUNet";
-  else
-    w.fail("unknown legacy UNet_class_name '" + cls + "'");
-  const auto enc = get<std::vector<int>>(c, "n_conv_per_stage_encoder", w);
+json convert_legacy_configuration(json c, const std::string& file, const std::string& scope) {
+  const auto r = JsonObjectReader::scoped(c, file, scope, "the configuration");
+  const auto cls = r.get<std::string>("UNet_class_name");
+  r.check(cls == "PlainConvUNet" || cls == "ResidualEncoderUNet", "unknown legacy UNet_class_name '", cls, "'");
+  const std::string full = cls == "PlainConvUNet"
+                               ? "dynamic_network_architectures.architectures.unet.PlainConvUNet"
+                               : "dynamic_network_architectures.architectures.residual_unet.ResidualEncoderUNet";
+  const auto enc = r.get<std::vector<int>>("n_conv_per_stage_encoder");
   const int n = static_cast<int>(enc.size());
-  const int dim = static_cast<int>(get<std::vector<int>>(c, "patch_size", w).size());
-  const int base = get<int>(c, "UNet_base_num_features", w), maxf = get<int>(c, "unet_max_num_features", w);
+  const int dim = static_cast<int>(r.get<std::vector<int>>("patch_size").size());
+  const int base = r.get<int>("UNet_base_num_features"), maxf = r.get<int>("unet_max_num_features");
   std::vector<int> feats;
   for (int i = 0; i < n; ++i) feats.push_back(std::min(base << i, maxf));
   const std::string d = std::to_string(dim);
   json k = {{"n_stages", n},
             {"features_per_stage", feats},
             {"conv_op", "torch.nn.modules.conv.Conv" + d + "d"},
-            {"kernel_sizes", c.at("conv_kernel_sizes")},
-            {"strides", c.at("pool_op_kernel_sizes")},
+            {"kernel_sizes", r.at("conv_kernel_sizes")},
+            {"strides", r.at("pool_op_kernel_sizes")},
             {cls == "PlainConvUNet" ? "n_conv_per_stage" : "n_blocks_per_stage", enc},
-            {"n_conv_per_stage_decoder", c.at("n_conv_per_stage_decoder")},
+            {"n_conv_per_stage_decoder", r.at("n_conv_per_stage_decoder")},
             {"conv_bias", true},
             {"norm_op", "torch.nn.modules.instancenorm.InstanceNorm" + d + "d"},
             {"norm_op_kwargs", {{"eps", 1e-05}, {"affine", true}}},
@@ -253,247 +226,284 @@ json convert_legacy_configuration(json c, const Where& w) {
   return c;
 }
 
-json resolve_configuration(const json& configs, const std::string& name, std::vector<std::string>& visited,
-                           const Where& w) {
-  if (!configs.contains(name)) {
-    std::string names;
-    for (const auto& [k, v] : configs.items()) names += (names.empty() ? "" : ", ") + k;
-    w.fail("configuration '" + name + "' does not exist (available: " + names + ")");
-  }
+// The names of a JSON object's keys, "a, b, c", for a message.
+std::string key_list(const json& j) {
+  std::string names;
+  for (const auto& [k, v] : j.items()) names += (names.empty() ? "" : ", ") + k;
+  return names;
+}
+
+json resolve_configuration(const JsonObjectReader& configs, const std::string& name,
+                           std::vector<std::string>& visited) {
+  configs.check(configs.has(name), "configuration '", name, "' does not exist (available: ", key_list(configs.value()),
+                ")");
   json c = configs.at(name);
-  if (!c.is_object()) w.fail("configuration '" + name + "' is not an object");
+  configs.check(c.is_object(), "configuration '", name, "' is not an object");
   if (!c.contains("inherits_from")) return c;
-  const auto parent = get<std::string>(c, "inherits_from", Where{w.file, "configuration '" + name + "'"});
+  const auto parent = JsonObjectReader::scoped(c, configs.source(), concat("configuration '", name, "'"), "")
+                          .get<std::string>("inherits_from");
   visited.push_back(name);
-  if (std::find(visited.begin(), visited.end(), parent) != visited.end())
-    w.fail("circular inherits_from chain at configuration '" + name + "' -> '" + parent + "'");
-  json base = resolve_configuration(configs, parent, visited, w);
+  configs.check(std::find(visited.begin(), visited.end(), parent) == visited.end(),
+                "circular inherits_from chain at configuration '", name, "' -> '", parent, "'");
+  json base = resolve_configuration(configs, parent, visited);
   base.update(c);  // shallow, child keys win (as in nnU-Net)
   return base;
 }
 
 // Every per-stage value of a U-Net in its range (a stride of 0 or 10^6 features fail here, naming the
 // key, instead of deep in torch or in a huge allocation).
-void check_unet_ranges(const ArchitecturePlan& a, const Where& w) {
+void check_unet_ranges(const ArchitecturePlan& a, const JsonObjectReader& k) {
   const auto each = [&](const std::vector<int>& v, const std::string& what, int lo, int hi) {
-    for (std::size_t i = 0; i < v.size(); ++i) w.range(v[i], lo, hi, concat(what, "[", i, "]"));
+    for (std::size_t i = 0; i < v.size(); ++i) k.check_range(v[i], lo, hi, concat(what, "[", i, "]"));
   };
-  each(a.features_per_stage, w.key("features_per_stage"), 1, PlanLimits::max_features);
-  each(a.n_conv_per_stage, w.key("n_conv_per_stage"), 1, PlanLimits::max_convs_per_stage);
-  each(a.n_blocks_per_stage, w.key("n_blocks_per_stage"), 1, PlanLimits::max_convs_per_stage);
-  each(a.n_conv_per_stage_decoder, w.key("n_conv_per_stage_decoder"), 1, PlanLimits::max_convs_per_stage);
-  for (int s = 0; s < a.n_stages; ++s) {
+  each(a.features_per_stage, k.key_name("features_per_stage"), 1, PlanLimits::max_features);
+  each(a.n_conv_per_stage, k.key_name("n_conv_per_stage"), 1, PlanLimits::max_convs_per_stage);
+  each(a.n_blocks_per_stage, k.key_name("n_blocks_per_stage"), 1, PlanLimits::max_convs_per_stage);
+  each(a.n_conv_per_stage_decoder, k.key_name("n_conv_per_stage_decoder"), 1, PlanLimits::max_convs_per_stage);
+  for (std::size_t s = 0; s < static_cast<std::size_t>(a.n_stages); ++s) {
     const std::string at = concat("[", s, "]");
-    each(a.strides[static_cast<std::size_t>(s)], w.key("strides") + at, 1, PlanLimits::max_stride);
-    each(a.kernel_sizes[static_cast<std::size_t>(s)], w.key("kernel_sizes") + at, 1, PlanLimits::max_kernel_size);
-    for (std::size_t d = 0; d < a.kernel_sizes[static_cast<std::size_t>(s)].size(); ++d)
-      if (a.kernel_sizes[static_cast<std::size_t>(s)][d] % 2 == 0)
-        w.fail(concat(w.key("kernel_sizes"), at, "[", d, "] is ", a.kernel_sizes[static_cast<std::size_t>(s)][d],
-                      " (must be odd)"));
+    each(a.strides[s], k.key_name("strides") + at, 1, PlanLimits::max_stride);
+    each(a.kernel_sizes[s], k.key_name("kernel_sizes") + at, 1, PlanLimits::max_kernel_size);
+    for (std::size_t d = 0; d < a.kernel_sizes[s].size(); ++d)
+      k.check(a.kernel_sizes[s][d] % 2 != 0, k.key_name("kernel_sizes"), at, "[", d, "] is ", a.kernel_sizes[s][d],
+              " (must be odd)");
   }
-  if (!(a.norm_eps > 0)) w.fail(w.key("norm_op_kwargs.eps") + " is " + json(a.norm_eps).dump() + " (must be > 0)");
+  k.check(a.norm_eps > 0, k.key_name("norm_op_kwargs.eps"), " is ", json(a.norm_eps).dump(), " (must be > 0)");
 }
 
 // transpose_forward a permutation of 0..2 (duplicates would drop an axis), transpose_backward its inverse.
-void check_transpose(const std::vector<int>& fwd, const std::vector<int>& bwd, const Where& w) {
+void check_transpose(const std::vector<int>& fwd, const std::vector<int>& bwd, const JsonObjectReader& r) {
   const auto is_perm = [](const std::vector<int>& v) {
     std::vector<int> s = v;
     std::sort(s.begin(), s.end());
     return s == std::vector<int>{0, 1, 2};
   };
-  if (!is_perm(fwd))
-    w.fail(w.key("transpose_forward") + " is " + json(fwd).dump() + " (must be a permutation of [0, 1, 2])");
-  if (!is_perm(bwd) || fwd[static_cast<std::size_t>(bwd[0])] != 0 || fwd[static_cast<std::size_t>(bwd[1])] != 1 ||
-      fwd[static_cast<std::size_t>(bwd[2])] != 2)
-    w.fail(w.key("transpose_backward") + " is " + json(bwd).dump() + " (must be the inverse of transpose_forward " +
-           json(fwd).dump() + ")");
+  r.check(is_perm(fwd), r.key_name("transpose_forward"), " is ", json(fwd).dump(),
+          " (must be a permutation of [0, 1, 2])");
+  const auto at = [&](int i) { return fwd[static_cast<std::size_t>(bwd[static_cast<std::size_t>(i)])]; };
+  r.check(is_perm(bwd) && at(0) == 0 && at(1) == 1 && at(2) == 2, r.key_name("transpose_backward"), " is ",
+          json(bwd).dump(), " (must be the inverse of transpose_forward ", json(fwd).dump(), ")");
+}
+
+// The network's total stride on `axis`: what each patch edge must be divisible by.
+int64_t total_stride(const ArchitecturePlan& arch, std::size_t axis) {
+  if (arch.swin) return 32;                                     // patch embedding (2) and four patch mergings
+  if (arch.primus) return arch.primus->patch_embed_size[axis];  // the tokens
+  int64_t total = 1;
+  for (const auto& s : arch.strides) total = std::min<int64_t>(total * s[axis], int64_t{1} << 40);
+  return total;
+}
+
+// A configuration's patch and batch against its network: 1..max per value, and each patch axis
+// divisible by the network's total stride on that axis (else the decoder cannot meet the skips).
+void check_patch_and_batch(const std::vector<int>& patch, int batch, const ArchitecturePlan& arch,
+                           const JsonObjectReader& r) {
+  r.check_range(batch, 1, PlanLimits::max_batch_size, r.key_name("batch_size"));
+  for (std::size_t i = 0; i < patch.size(); ++i)
+    r.check_range(patch[i], 1, PlanLimits::max_patch_edge, concat(r.key_name("patch_size"), "[", i, "]"));
+  if (patch.size() != static_cast<std::size_t>(arch.dim)) return;  // the caller reports the rank mismatch
+  for (std::size_t i = 0; i < patch.size(); ++i) {
+    const int64_t total = total_stride(arch, i);
+    r.check(patch[i] % total == 0, r.key_name("patch_size"), "[", i, "] is ", patch[i],
+            ", not divisible by the network's total stride ", total, " on that axis");
+  }
+}
+
+// The U-Net's stages: convolution rank, stage count and the per-stage lists.
+void read_unet_stages(ArchitecturePlan& a, const JsonObjectReader& k) {
+  a.conv_op = k.get<std::string>("conv_op");
+  a.dim = dim_of_conv_op(a.conv_op);
+  a.n_stages = k.get<int>("n_stages");
+  k.check_range(a.n_stages, 1, PlanLimits::max_stages, k.key_name("n_stages"));
+  if (a.dim == 0) {  // custom conv op: take the rank from the kernel sizes
+    const json& ks = k.at("kernel_sizes");
+    a.dim = (ks.is_array() && !ks.empty() && ks[0].is_array()) ? static_cast<int>(ks[0].size()) : 3;
+  }
+  a.features_per_stage = get_per_stage(k, "features_per_stage", a.n_stages);
+  a.kernel_sizes = get_rows(k, "kernel_sizes", a.dim, a.n_stages);
+  a.strides = get_rows(k, "strides", a.dim, a.n_stages);
+  if (k.has("n_conv_per_stage")) a.n_conv_per_stage = get_per_stage(k, "n_conv_per_stage", a.n_stages);
+  if (k.has("n_blocks_per_stage")) a.n_blocks_per_stage = get_per_stage(k, "n_blocks_per_stage", a.n_stages);
+  k.check(!a.n_conv_per_stage.empty() || !a.n_blocks_per_stage.empty(),
+          "arch_kwargs needs n_conv_per_stage or n_blocks_per_stage");
+  if (k.has("n_conv_per_stage_decoder"))
+    a.n_conv_per_stage_decoder = get_per_stage(k, "n_conv_per_stage_decoder", a.n_stages - 1);
+}
+
+// The U-Net's operations (norm, dropout, nonlinearity) with torch's defaults for what their kwargs leave out.
+void read_unet_ops(ArchitecturePlan& a, const JsonObjectReader& k) {
+  a.conv_bias = k.get_or<bool>("conv_bias", false);
+  a.norm_op = k.get_or<std::string>("norm_op", "");
+  a.dropout_op = k.get_or<std::string>("dropout_op", "");
+  a.nonlin = k.get_or<std::string>("nonlin", "");
+  a.norm_op_kwargs = k.has("norm_op_kwargs") ? k.at("norm_op_kwargs") : json(nullptr);
+  a.dropout_op_kwargs = k.has("dropout_op_kwargs") ? k.at("dropout_op_kwargs") : json(nullptr);
+  a.nonlin_kwargs = k.has("nonlin_kwargs") ? k.at("nonlin_kwargs") : json(nullptr);
+  const JsonObjectReader norm = k.optional_object("norm_op_kwargs");
+  a.norm_eps = norm.get_or<double>("eps", 1e-5);
+  const bool batch_norm = after_last_dot(a.norm_op).rfind("BatchNorm", 0) == 0;
+  a.norm_affine = norm.get_or<bool>("affine", batch_norm);  // torch's defaults
+  const JsonObjectReader nonlin = k.optional_object("nonlin_kwargs");
+  a.nonlin_inplace = nonlin.get_or<bool>("inplace", false);
+  a.nonlin_negative_slope = nonlin.get_or<double>("negative_slope", 0.01);
+  if (!a.dropout_op.empty()) a.dropout_p = k.optional_object("dropout_op_kwargs").get_or<double>("p", 0.5);
+  a.block = k.get_or<std::string>("block", "");
+  a.stem_channels = k.get_optional<int>("stem_channels");
+  a.nonlin_first = k.get_or<bool>("nonlin_first", false);
 }
 
 }  // namespace
 
-// A configuration's patch and batch against its network: 1..max per value, and each patch axis
-// divisible by the network's total stride on that axis (else the decoder cannot meet the skips).
-static void check_patch_and_batch(const std::vector<int>& patch, int batch, const ArchitecturePlan& arch,
-                                  const std::string& source, const std::string& scope) {
-  const Where w{source, scope};
-  w.range(batch, 1, PlanLimits::max_batch_size, w.key("batch_size"));
-  for (std::size_t i = 0; i < patch.size(); ++i)
-    w.range(patch[i], 1, PlanLimits::max_patch_edge, concat(w.key("patch_size"), "[", i, "]"));
-  if (patch.size() != static_cast<std::size_t>(arch.dim)) return;  // the caller reports the rank mismatch
-  for (std::size_t i = 0; i < patch.size(); ++i) {
-    int64_t total = 1;
-    if (arch.swin)
-      total = 32;  // patch embedding (2) and four patch mergings
-    else if (arch.primus)
-      total = arch.primus->patch_embed_size[i];  // the tokens
-    else
-      for (const auto& s : arch.strides) total = std::min<int64_t>(total * s[i], int64_t{1} << 40);
-    if (patch[i] % total != 0)
-      w.fail(concat(w.key("patch_size"), "[", i, "] is ", patch[i], ", not divisible by the network's total stride ",
-                    total, " on that axis"));
-  }
-}
-
 json resolve_configuration(const json& configurations, const std::string& name, const std::string& source) {
   std::vector<std::string> visited;
-  return resolve_configuration(configurations, name, visited, Where{source, ""});
+  return resolve_configuration(JsonObjectReader::scoped(configurations, source, "", "'configurations'"), name, visited);
 }
 
 ArchitecturePlan architecture_from_json(const json& arch, const std::string& source, const std::string& scope) {
-  Where w{source, scope};
+  const auto r = JsonObjectReader::scoped(arch, source, scope, "'architecture'");
   ArchitecturePlan a;
-  if (!arch.is_object()) w.fail("'architecture' must be an object");
   a.raw = arch;
-  a.network_class_name = get<std::string>(arch, "network_class_name", w);
+  a.network_class_name = r.get<std::string>("network_class_name");
   a.short_name = after_last_dot(a.network_class_name);
-  const json& k = w.at(arch, "arch_kwargs");
-  if (arch.contains("_kw_requires_import"))
-    a.kw_requires_import = get<std::vector<std::string>>(arch, "_kw_requires_import", w);
+  const auto k = JsonObjectReader::scoped(r.at("arch_kwargs"), source, scope, "arch_kwargs");
+  a.kw_requires_import = r.get_or<std::vector<std::string>>("_kw_requires_import", {});
   if (a.short_name == "Primus") {
-    a.primus = primus_from_json(k, w);
+    a.primus = primus_from_json(k);
     a.dim = 3;
     a.n_stages = 1;
     return a;
   }
-  if (a.short_name.rfind("Primus", 0) == 0)
-    w.fail("network_class_name " + a.network_class_name +
-           ": of dynamic-network-architectures' Primus classes only Primus itself is built (not the V2/V3 patch "
-           "embeddings or the preset subclasses; name Primus with embed_dim, eva_depth and eva_numheads)");
+  r.check(a.short_name.rfind("Primus", 0) != 0, "network_class_name ", a.network_class_name,
+          ": of dynamic-network-architectures' Primus classes only Primus itself is built (not the V2/V3 patch "
+          "embeddings or the preset subclasses; name Primus with embed_dim, eva_depth and eva_numheads)");
   if (a.short_name == "SwinUNETR") {
-    a.swin = swin_from_json(k, w);
-    a.dim = get_or<int>(k, "spatial_dims", 3, w);
-    if (a.dim != 2 && a.dim != 3) w.fail(concat(w.key("spatial_dims"), " is ", a.dim, " (must be 2 or 3)"));
+    a.swin = swin_from_json(k);
+    a.dim = k.get_or<int>("spatial_dims", 3);
+    k.check(a.dim == 2 || a.dim == 3, k.key_name("spatial_dims"), " is ", a.dim, " (must be 2 or 3)");
     a.n_stages = 5;  // the input resolution plus four Swin stages (strides 2,4,8,16,32)
     return a;
   }
-  a.conv_op = get<std::string>(k, "conv_op", w);
-  a.dim = dim_of_conv_op(a.conv_op);
-  a.n_stages = get<int>(k, "n_stages", w);
-  w.range(a.n_stages, 1, PlanLimits::max_stages, w.key("n_stages"));
-  if (a.dim == 0) {  // custom conv op: take the rank from the kernel sizes
-    const json& ks = w.at(k, "kernel_sizes");
-    a.dim = (ks.is_array() && !ks.empty() && ks[0].is_array()) ? static_cast<int>(ks[0].size()) : 3;
-  }
-  a.features_per_stage = get_per_stage(k, "features_per_stage", a.n_stages, w);
-  a.kernel_sizes = get_rows(k, "kernel_sizes", a.dim, a.n_stages, w);
-  a.strides = get_rows(k, "strides", a.dim, a.n_stages, w);
-  if (k.contains("n_conv_per_stage")) a.n_conv_per_stage = get_per_stage(k, "n_conv_per_stage", a.n_stages, w);
-  if (k.contains("n_blocks_per_stage")) a.n_blocks_per_stage = get_per_stage(k, "n_blocks_per_stage", a.n_stages, w);
-  if (a.n_conv_per_stage.empty() && a.n_blocks_per_stage.empty())
-    w.fail("arch_kwargs needs n_conv_per_stage or n_blocks_per_stage");
-  if (k.contains("n_conv_per_stage_decoder"))
-    a.n_conv_per_stage_decoder = get_per_stage(k, "n_conv_per_stage_decoder", a.n_stages - 1, w);
-  a.conv_bias = get_or<bool>(k, "conv_bias", false, w);
-  a.norm_op = get_or<std::string>(k, "norm_op", "", w);
-  a.dropout_op = get_or<std::string>(k, "dropout_op", "", w);
-  a.nonlin = get_or<std::string>(k, "nonlin", "", w);
-  a.norm_op_kwargs = k.value("norm_op_kwargs", json(nullptr));
-  a.dropout_op_kwargs = k.value("dropout_op_kwargs", json(nullptr));
-  a.nonlin_kwargs = k.value("nonlin_kwargs", json(nullptr));
-  a.norm_eps = get_or<double>(a.norm_op_kwargs, "eps", 1e-5, w);
-  const bool batch_norm = after_last_dot(a.norm_op).rfind("BatchNorm", 0) == 0;
-  a.norm_affine = get_or<bool>(a.norm_op_kwargs, "affine", batch_norm, w);  // torch's defaults
-  a.nonlin_inplace = get_or<bool>(a.nonlin_kwargs, "inplace", false, w);
-  a.nonlin_negative_slope = get_or<double>(a.nonlin_kwargs, "negative_slope", 0.01, w);
-  if (!a.dropout_op.empty()) a.dropout_p = get_or<double>(a.dropout_op_kwargs, "p", 0.5, w);
-  a.block = get_or<std::string>(k, "block", "", w);
-  if (k.contains("stem_channels") && !k.at("stem_channels").is_null())
-    a.stem_channels = get<int>(k, "stem_channels", w);
-  a.nonlin_first = get_or<bool>(k, "nonlin_first", false, w);
-  check_unet_ranges(a, w);
+  read_unet_stages(a, k);
+  read_unet_ops(a, k);
+  check_unet_ranges(a, k);
   return a;
 }
 
-ConfigurationPlan configuration_from_json(const json& c, const std::string& name, const std::string& file) {
-  Where w{file, "configuration '" + name + "'"};
-  ConfigurationPlan p;
-  p.name = name;
-  p.raw = c;
-  p.data_identifier = get<std::string>(c, "data_identifier", w);
-  w.name(p.data_identifier, "data_identifier");  // preprocessing writes into <preprocessed>/<data_identifier>/
-  p.preprocessor_name = get<std::string>(c, "preprocessor_name", w);
-  p.batch_size = get<int>(c, "batch_size", w);
-  p.patch_size = get<std::vector<int>>(c, "patch_size", w);
-  if (p.patch_size.size() != 2 && p.patch_size.size() != 3) w.fail("patch_size must have 2 or 3 entries");
-  p.median_image_size_in_voxels = get<std::vector<double>>(c, "median_image_size_in_voxels", w);
-  p.spacing = get<std::vector<double>>(c, "spacing", w);
-  if (p.spacing.size() != p.patch_size.size()) w.fail("spacing and patch_size differ in length");
+namespace {
+
+// What the configuration's patches are: identifier, batch, patch, spacing and normalization per channel.
+void read_patch_settings(ConfigurationPlan& p, const JsonObjectReader& r) {
+  p.data_identifier = r.get<std::string>("data_identifier");
+  check_plans_name(r, p.data_identifier, "data_identifier");  // preprocessing writes into <preprocessed>/<id>/
+  p.preprocessor_name = r.get<std::string>("preprocessor_name");
+  p.batch_size = r.get<int>("batch_size");
+  p.patch_size = r.get<std::vector<int>>("patch_size");
+  r.check(p.patch_size.size() == 2 || p.patch_size.size() == 3, "patch_size must have 2 or 3 entries");
+  p.median_image_size_in_voxels = r.get<std::vector<double>>("median_image_size_in_voxels");
+  p.spacing = r.get<std::vector<double>>("spacing");
+  r.check(p.spacing.size() == p.patch_size.size(), "spacing and patch_size differ in length");
   for (std::size_t i = 0; i < p.spacing.size(); ++i)
-    if (!(p.spacing[i] > 0))
-      w.fail(concat(w.key("spacing"), "[", i, "] is ", json(p.spacing[i]).dump(), " (must be > 0)"));
-  p.normalization_schemes = get<std::vector<std::string>>(c, "normalization_schemes", w);
+    r.check(p.spacing[i] > 0, r.key_name("spacing"), "[", i, "] is ", json(p.spacing[i]).dump(), " (must be > 0)");
+  p.normalization_schemes = r.get<std::vector<std::string>>("normalization_schemes");
   for (std::size_t i = 0; i < p.normalization_schemes.size(); ++i)
     if (!normalization_scheme(p.normalization_schemes[i]))
-      w.fail(concat(w.key("normalization_schemes"), "[", i, "] '", p.normalization_schemes[i],
+      r.fail(concat(r.key_name("normalization_schemes"), "[", i, "] '", p.normalization_schemes[i],
                     "' is not a normalization scheme (known: ", known_normalization_names(), ")"));
-  p.use_mask_for_norm = get<std::vector<bool>>(c, "use_mask_for_norm", w);
-  if (p.use_mask_for_norm.size() != p.normalization_schemes.size())
-    w.fail("use_mask_for_norm and normalization_schemes differ in length");
-  p.resampling_fn_data = get<std::string>(c, "resampling_fn_data", w);
-  p.resampling_fn_seg = get<std::string>(c, "resampling_fn_seg", w);
-  p.resampling_fn_probabilities = get<std::string>(c, "resampling_fn_probabilities", w);
-  p.resampling_fn_data_kwargs = resampling_from_json(w.at(c, "resampling_fn_data_kwargs"), w);
-  p.resampling_fn_seg_kwargs = resampling_from_json(w.at(c, "resampling_fn_seg_kwargs"), w);
-  p.resampling_fn_probabilities_kwargs = resampling_from_json(w.at(c, "resampling_fn_probabilities_kwargs"), w);
-  p.batch_dice = get<bool>(c, "batch_dice", w);
-  p.inherits_from = get_or<std::string>(c, "inherits_from", "", w);
-  p.previous_stage = get_or<std::string>(c, "previous_stage", "", w);
+  p.use_mask_for_norm = r.get<std::vector<bool>>("use_mask_for_norm");
+  r.check(p.use_mask_for_norm.size() == p.normalization_schemes.size(),
+          "use_mask_for_norm and normalization_schemes differ in length");
+}
+
+void read_resampling(ConfigurationPlan& p, const JsonObjectReader& r) {
+  p.resampling_fn_data = r.get<std::string>("resampling_fn_data");
+  p.resampling_fn_seg = r.get<std::string>("resampling_fn_seg");
+  p.resampling_fn_probabilities = r.get<std::string>("resampling_fn_probabilities");
+  p.resampling_fn_data_kwargs = resampling_from_json(r.at("resampling_fn_data_kwargs"), r);
+  p.resampling_fn_seg_kwargs = resampling_from_json(r.at("resampling_fn_seg_kwargs"), r);
+  p.resampling_fn_probabilities_kwargs = resampling_from_json(r.at("resampling_fn_probabilities_kwargs"), r);
+}
+
+// The configuration's place in a cascade: its parent in the file and the stages before and after it.
+void read_cascade(ConfigurationPlan& p, const JsonObjectReader& r) {
+  p.inherits_from = r.get_or<std::string>("inherits_from", "");
+  p.previous_stage = r.get_or<std::string>("previous_stage", "");
   if (!p.previous_stage.empty())
-    w.name(p.previous_stage, "previous_stage");  // OUTPUT/<previous_stage>/, its model folder
-  if (c.contains("next_stage") && !c.at("next_stage").is_null()) {
-    if (c.at("next_stage").is_string())
-      p.next_stage = {c.at("next_stage").get<std::string>()};
+    check_plans_name(r, p.previous_stage, "previous_stage");  // OUTPUT/<previous_stage>/, its model folder
+  if (r.has("next_stage") && !r.is_null("next_stage")) {      // one name or a list of them
+    if (r.at("next_stage").is_string())
+      p.next_stage = {r.get<std::string>("next_stage")};
     else
-      p.next_stage = get<std::vector<std::string>>(c, "next_stage", w);
+      p.next_stage = r.get<std::vector<std::string>>("next_stage");
   }
-  for (const auto& next : p.next_stage) w.name(next, "next_stage");  // predicted_next_stage/<next_stage>/
-  p.architecture = architecture_from_json(w.at(c, "architecture"), file, w.scope);
-  if (p.architecture.dim != p.dim()) w.fail("architecture rank differs from patch_size rank");
-  check_patch_and_batch(p.patch_size, p.batch_size, p.architecture, file, w.scope);
+  for (const auto& next : p.next_stage) check_plans_name(r, next, "next_stage");  // predicted_next_stage/<next>/
+}
+
+void read_network(ConfigurationPlan& p, const JsonObjectReader& r) {
+  p.architecture = architecture_from_json(r.at("architecture"), r.source(), r.scope());
+  r.check(p.architecture.dim == p.dim(), "architecture rank differs from patch_size rank");
+  check_patch_and_batch(p.patch_size, p.batch_size, p.architecture, r);
   if (p.architecture.primus) {  // Primus is built for tiles of the patch size
     PrimusPlan& primus = *p.architecture.primus;
     if (primus.input_shape.empty()) primus.input_shape = p.patch_size;
-    if (primus.input_shape != p.patch_size)
-      w.fail("architecture.arch_kwargs.input_shape differs from patch_size (Primus is built for its patch size)");
+    r.check(primus.input_shape == p.patch_size,
+            "architecture.arch_kwargs.input_shape differs from patch_size (Primus is built for its patch size)");
   }
-  if (c.contains("medseg") && c.at("medseg").is_object()) {
-    const json& m = c.at("medseg");
-    if (m.contains("estimated_peak_bytes") && m.at("estimated_peak_bytes").is_number())
-      p.medseg.estimated_peak_bytes = m.at("estimated_peak_bytes").get<int64_t>();
-    p.medseg.memory_model = m.value("memory_model", "");
-    p.medseg.memory = m.value("memory", json(nullptr));
-  }
+}
+
+// medseg's own hints (the planner's memory estimate); read leniently, as nnU-Net ignores them.
+void read_medseg_hints(ConfigurationPlan& p, const json& c) {
+  if (!c.contains("medseg") || !c.at("medseg").is_object()) return;
+  const json& m = c.at("medseg");
+  if (m.contains("estimated_peak_bytes") && m.at("estimated_peak_bytes").is_number())
+    p.medseg.estimated_peak_bytes = m.at("estimated_peak_bytes").get<int64_t>();
+  p.medseg.memory_model = m.value("memory_model", "");
+  p.medseg.memory = m.value("memory", json(nullptr));
+}
+
+}  // namespace
+
+ConfigurationPlan configuration_from_json(const json& c, const std::string& name, const std::string& file) {
+  const auto r = JsonObjectReader::scoped(c, file, concat("configuration '", name, "'"), "the configuration");
+  ConfigurationPlan p;
+  p.name = name;
+  p.raw = c;
+  read_patch_settings(p, r);
+  read_resampling(p, r);
+  p.batch_dice = r.get<bool>("batch_dice");
+  read_cascade(p, r);
+  read_network(p, r);
+  read_medseg_hints(p, c);
   return p;
 }
 
 Plans plans_from_json(const json& j, const std::string& source) {
-  Where w{source, ""};
-  if (!j.is_object()) w.fail("plans must be a JSON object");
+  const auto r = JsonObjectReader::scoped(j, source, "", "plans");
   Plans p;
   p.raw = j;
   p.source = source;
-  p.dataset_name = get<std::string>(j, "dataset_name", w);
-  w.name(p.dataset_name, "dataset_name");
-  p.plans_name = get<std::string>(j, "plans_name", w);
-  w.name(p.plans_name, "plans_name");
-  p.original_median_spacing_after_transp = get<std::vector<double>>(j, "original_median_spacing_after_transp", w);
-  p.original_median_shape_after_transp = get<std::vector<int>>(j, "original_median_shape_after_transp", w);
-  p.image_reader_writer = get<std::string>(j, "image_reader_writer", w);
-  p.transpose_forward = get<std::vector<int>>(j, "transpose_forward", w);
-  p.transpose_backward = get<std::vector<int>>(j, "transpose_backward", w);
-  check_transpose(p.transpose_forward, p.transpose_backward, w);
-  p.experiment_planner_used = get_or<std::string>(j, "experiment_planner_used", "", w);
-  p.label_manager = get_or<std::string>(j, "label_manager", "LabelManager", w);
+  p.dataset_name = r.get<std::string>("dataset_name");
+  check_plans_name(r, p.dataset_name, "dataset_name");
+  p.plans_name = r.get<std::string>("plans_name");
+  check_plans_name(r, p.plans_name, "plans_name");
+  p.original_median_spacing_after_transp = r.get<std::vector<double>>("original_median_spacing_after_transp");
+  p.original_median_shape_after_transp = r.get<std::vector<int>>("original_median_shape_after_transp");
+  p.image_reader_writer = r.get<std::string>("image_reader_writer");
+  p.transpose_forward = r.get<std::vector<int>>("transpose_forward");
+  p.transpose_backward = r.get<std::vector<int>>("transpose_backward");
+  check_transpose(p.transpose_forward, p.transpose_backward, r);
+  p.experiment_planner_used = r.get_or<std::string>("experiment_planner_used", "");
+  p.label_manager = r.get_or<std::string>("label_manager", "LabelManager");
   p.foreground_intensity_properties_per_channel =
       j.value("foreground_intensity_properties_per_channel", json::object());
-  const json& configs = w.at(j, "configurations");
-  if (!configs.is_object() || configs.empty()) w.fail("'configurations' must be a non-empty object");
+  const json& configs = r.at("configurations");
+  r.check(configs.is_object() && !configs.empty(), "'configurations' must be a non-empty object");
+  const auto configs_reader = JsonObjectReader::scoped(configs, source, "", "'configurations'");
   for (const auto& [name, raw] : configs.items()) {
-    w.name(name, "configuration name");  // part of the model folder's name
+    check_plans_name(r, name, "configuration name");  // part of the model folder's name
     std::vector<std::string> visited;
-    json c = resolve_configuration(configs, name, visited, w);
+    json c = resolve_configuration(configs_reader, name, visited);
     if (!c.contains("architecture") && c.contains("UNet_class_name"))
-      c = convert_legacy_configuration(c, Where{source, "configuration '" + name + "'"});
+      c = convert_legacy_configuration(c, source, concat("configuration '", name, "'"));
     p.configurations.emplace(name, configuration_from_json(c, name, source));
   }
   return p;
@@ -512,8 +522,8 @@ const ConfigurationPlan& Plans::configuration(const std::string& name) const {
   if (it != configurations.end()) return it->second;
   std::string names;
   for (const auto& [k, v] : configurations) names += (names.empty() ? "" : ", ") + k;
-  throw Error((source.empty() ? plans_name : source) + ": configuration '" + name +
-              "' does not exist (available: " + names + ")");
+  throw Error(concat(source.empty() ? plans_name : source, ": configuration '", name,
+                     "' does not exist (available: ", names, ")"));
 }
 
 namespace {

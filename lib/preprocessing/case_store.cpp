@@ -21,27 +21,6 @@ namespace medseg::preprocessing {
 
 // ---------------------------------------------------------------- properties JSON
 
-namespace {
-
-template <class T, std::size_t N>
-std::array<T, N> get_array(const json& j, const char* key, const std::string& source) {
-  if (!j.contains(key) || !j.at(key).is_array() || j.at(key).size() != N)
-    throw FileError(source, concat("key '", key, "' must be a list of ", N, " numbers"));
-  std::array<T, N> out{};
-  for (std::size_t i = 0; i < N; ++i) {
-    if (!j.at(key)[i].is_number()) throw FileError(source, std::string("key '") + key + "' must hold numbers");
-    out[i] = j.at(key)[i].get<T>();
-  }
-  return out;
-}
-
-const json& get_object(const json& j, const char* key, const std::string& source) {
-  if (!j.contains(key) || !j.at(key).is_object()) throw FileError(source, std::string("missing object '") + key + "'");
-  return j.at(key);
-}
-
-}  // namespace
-
 json case_properties_to_json(const CaseProperties& p) {
   json bbox = json::array();
   for (int a = 0; a < 3; ++a) bbox.push_back({p.bbox_used_for_cropping.lo[a], p.bbox_used_for_cropping.hi[a]});
@@ -80,59 +59,70 @@ json case_properties_to_json(const CaseProperties& p) {
   return j;
 }
 
+namespace {
+
+// One file's geometry as the store records it: "original_geometry", or a reorientation's "file_geometry".
+void read_geometry(const JsonObjectReader& g, Geometry& out) {
+  out.spacing = g.get<std::array<double, 3>>("spacing");
+  out.origin = g.get<std::array<double, 3>>("origin");
+  out.direction = g.get<std::array<double, 9>>("direction");
+}
+
+// The raw case as it was read: id, shape, spacing and the geometry of its file.
+void read_original_case(const JsonObjectReader& r, CaseProperties& p) {
+  p.id = r.get<std::string>("id");
+  p.original_shape = r.get<Shape3>("original_shape");
+  p.original_spacing = r.get<Spacing3>("original_spacing");
+  const JsonObjectReader g = r.object("original_geometry", true);
+  read_geometry(g, p.original_geometry);
+  // Absent before 2D files were told apart (stores written then hold 3D files only).
+  p.original_geometry.file_dimension = g.get_or<int>("file_dimension", 3);
+  MEDSEG_CHECK_FILE(p.original_geometry.file_dimension == 2 || p.original_geometry.file_dimension == 3, r.source(),
+                    "original_geometry.file_dimension must be 2 or 3");
+}
+
+// What preprocessing did, in the order it did it: transpose, crop, resample.
+void read_preprocessing_steps(const JsonObjectReader& r, CaseProperties& p) {
+  p.transpose_forward = r.get<Perm3>("transpose_forward");
+  to_perm3({p.transpose_forward[0], p.transpose_forward[1], p.transpose_forward[2]}, r.source());
+  p.shape_before_cropping = r.get<Shape3>("shape_before_cropping");
+  const auto bbox = r.get<std::array<std::array<int64_t, 2>, 3>>("bbox_used_for_cropping");  // [lo, hi] per axis
+  for (std::size_t a = 0; a < 3; ++a) {
+    p.bbox_used_for_cropping.lo[a] = bbox[a][0];
+    p.bbox_used_for_cropping.hi[a] = bbox[a][1];
+  }
+  p.shape_after_cropping_and_before_resampling = r.get<Shape3>("shape_after_cropping_and_before_resampling");
+  p.spacing_before_resampling = r.get<Spacing3>("spacing_before_resampling");
+  p.spacing_after_resampling = r.get<Spacing3>("spacing_after_resampling");
+  p.shape_after_resampling = r.get<Shape3>("shape_after_resampling");
+}
+
+}  // namespace
+
 CaseProperties case_properties_from_json(const json& j, const std::string& source) {
-  if (!j.is_object()) throw FileError(source, "properties must be a JSON object");
+  const JsonObjectReader r(j, source, "", "properties");
   CaseProperties p;
   try {
-    // json_as, not get<int>: a float such as 1e55 must not be cast into an int (undefined
-    // behaviour, found by fuzzing).
-    p.version = json_as<int>(j.contains("version") ? j.at("version") : json(), "key 'version'", source);
-    if (p.version != kCasePropertiesVersion)
-      throw FileError(source, concat("properties version ", p.version, " is not supported (expected ",
-                                     kCasePropertiesVersion, ")"));
-    p.id = json_get<std::string>(j, "id", source);
-    p.original_shape = get_array<int64_t, 3>(j, "original_shape", source);
-    p.original_spacing = get_array<double, 3>(j, "original_spacing", source);
-    const json& g = get_object(j, "original_geometry", source);
-    p.original_geometry.spacing = get_array<double, 3>(g, "spacing", source);
-    p.original_geometry.origin = get_array<double, 3>(g, "origin", source);
-    p.original_geometry.direction = get_array<double, 9>(g, "direction", source);
-    // Absent before 2D files were told apart (stores written then hold 3D files only).
-    p.original_geometry.file_dimension =
-        g.contains("file_dimension") ? json_as<int>(g.at("file_dimension"), "key 'file_dimension'", source) : 3;
-    if (p.original_geometry.file_dimension != 2 && p.original_geometry.file_dimension != 3)
-      throw FileError(source, "original_geometry.file_dimension must be 2 or 3");
-    p.transpose_forward = get_array<int, 3>(j, "transpose_forward", source);
-    to_perm3({p.transpose_forward[0], p.transpose_forward[1], p.transpose_forward[2]}, source);
-    p.shape_before_cropping = get_array<int64_t, 3>(j, "shape_before_cropping", source);
-    const json& bbox = j.at("bbox_used_for_cropping");
-    if (!bbox.is_array() || bbox.size() != 3)
-      throw FileError(source, "bbox_used_for_cropping must be 3 [lo, hi] pairs");
-    for (int a = 0; a < 3; ++a) {
-      p.bbox_used_for_cropping.lo[a] = json_as<int64_t>(bbox[a].at(0), "bbox_used_for_cropping", source);
-      p.bbox_used_for_cropping.hi[a] = json_as<int64_t>(bbox[a].at(1), "bbox_used_for_cropping", source);
+    // Checked reads (json_as): a float such as 1e55 must not be cast into an int (undefined behaviour, found by
+    // fuzzing).
+    p.version = r.get<int>("version");
+    MEDSEG_CHECK_FILE(p.version == kCasePropertiesVersion, source, "properties version ", p.version,
+                      " is not supported (expected ", kCasePropertiesVersion, ")");
+    read_original_case(r, p);
+    read_preprocessing_steps(r, p);
+    p.has_label = r.get<bool>("has_label");
+    if (r.has("reorientation")) {  // NibabelIOWithReorient (io/reorient.h)
+      const JsonObjectReader reo = r.object("reorientation", true);
+      p.reorientation = io::reorientation_from_json(reo.value(), source);
+      read_geometry(reo.object("file_geometry", true), p.file_geometry);
     }
-    p.shape_after_cropping_and_before_resampling =
-        get_array<int64_t, 3>(j, "shape_after_cropping_and_before_resampling", source);
-    p.spacing_before_resampling = get_array<double, 3>(j, "spacing_before_resampling", source);
-    p.spacing_after_resampling = get_array<double, 3>(j, "spacing_after_resampling", source);
-    p.shape_after_resampling = get_array<int64_t, 3>(j, "shape_after_resampling", source);
-    p.has_label = json_get<bool>(j, "has_label", source);
-    if (j.contains("reorientation")) {  // NibabelIOWithReorient (io/reorient.h)
-      const json& r = get_object(j, "reorientation", source);
-      p.reorientation = io::reorientation_from_json(r, source);
-      const json& fg = get_object(r, "file_geometry", source);
-      p.file_geometry.spacing = get_array<double, 3>(fg, "spacing", source);
-      p.file_geometry.origin = get_array<double, 3>(fg, "origin", source);
-      p.file_geometry.direction = get_array<double, 9>(fg, "direction", source);
-    }
-    for (const auto& [key, list] : get_object(j, "class_locations", source).items()) {
+    for (const auto& [key, list] : r.object("class_locations", true).value().items()) {
       ClassLocations cl{key, {}};
       for (const auto& v : list) cl.locations.push_back(v.get<Location>());
       p.class_locations.push_back(std::move(cl));
     }
   } catch (const FileError&) { throw; } catch (const std::exception& e) {
-    throw FileError(source, std::string("malformed properties (") + e.what() + ")");
+    throw FileError(source, concat("malformed properties (", e.what(), ")"));
   }
   return p;
 }
@@ -161,8 +151,8 @@ void write_seg_npy(const std::string& path, const std::vector<int64_t>& shape, c
 
 void write_preprocessed_case(const std::string& folder, const CaseProperties& props, const CaseArrays& a, bool sync) {
   const int64_t n = a.shape[0] * a.shape[1] * a.shape[2];
-  if (static_cast<int64_t>(a.data.size()) != a.channels * n || static_cast<int64_t>(a.seg.size()) != n)
-    throw Error("write_preprocessed_case " + props.id + ": array sizes do not match the shape");
+  MEDSEG_CHECK(static_cast<int64_t>(a.data.size()) == a.channels * n && static_cast<int64_t>(a.seg.size()) == n,
+               "write_preprocessed_case ", props.id, ": array sizes do not match the shape");
   const std::vector<int64_t> data_shape{a.channels, a.shape[0], a.shape[1], a.shape[2]};
   const std::vector<int64_t> seg_shape{1, a.shape[0], a.shape[1], a.shape[2]};
   write_npy(case_path(folder, props.id, ".npy"), "<f4", data_shape, a.data.data(), a.data.size() * sizeof(float), sync);
@@ -192,42 +182,44 @@ struct NpyMapping {
 
 namespace {
 
+// Closes a file descriptor on every way out of the scope (the mapping outlives it).
+struct CaseStoreFd {
+  int fd;
+  explicit CaseStoreFd(int f) : fd(f) {}
+  CaseStoreFd(const CaseStoreFd&) = delete;
+  CaseStoreFd& operator=(const CaseStoreFd&) = delete;
+  ~CaseStoreFd() { ::close(fd); }
+};
+
 // Maps `path` read-only and checks it is a complete 4-D C-order .npy of a known dtype.
 std::shared_ptr<detail::NpyMapping> map_npy(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0)
-    throw FileError(path, errno == ENOENT ? "file not found" : std::string("cannot open: ") + std::strerror(errno));
+  MEDSEG_CHECK_FILE(fd >= 0, path,
+                    errno == ENOENT ? std::string("file not found") : concat("cannot open: ", std::strerror(errno)));
+  const CaseStoreFd closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    throw FileError(path, "cannot stat");
-  }
+  MEDSEG_CHECK_FILE(::fstat(fd, &st) == 0, path, "cannot stat");
   const auto size = static_cast<std::size_t>(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    throw FileError(path, "empty file");
-  }
+  MEDSEG_CHECK_FILE(size != 0, path, "empty file");
   void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (addr == MAP_FAILED) throw FileError(path, std::string("mmap failed: ") + std::strerror(errno));
+  MEDSEG_CHECK_FILE(addr != MAP_FAILED, path, "mmap failed: ", std::strerror(errno));
   auto m = std::make_shared<detail::NpyMapping>();
   m->addr = addr;
   m->size = size;
   m->header = parse_npy_header(m->bytes(), size, path);
   const NpyHeader& h = m->header;
-  if (h.fortran_order) throw FileError(path, "Fortran-ordered arrays are not supported");
-  if (h.shape.size() != 4)
-    throw FileError(path, concat("expected a 4-D array (C, Z, Y, X), got ", h.shape.size(), "-D"));
-  if (h.item_size() == 0) throw FileError(path, "unsupported dtype '" + h.descr + "'");
+  MEDSEG_CHECK_FILE(!h.fortran_order, path, "Fortran-ordered arrays are not supported");
+  MEDSEG_CHECK_FILE(h.shape.size() == 4, path, "expected a 4-D array (C, Z, Y, X), got ", h.shape.size(), "-D");
+  MEDSEG_CHECK_FILE(h.item_size() != 0, path, "unsupported dtype '", h.descr, "'");
   const std::size_t need = h.data_offset + static_cast<std::size_t>(h.numel()) * h.item_size();
-  if (size < need) throw FileError(path, concat("truncated: ", size, " bytes, the header promises ", need));
+  MEDSEG_CHECK_FILE(size >= need, path, "truncated: ", size, " bytes, the header promises ", need);
   return m;
 }
 
 SegDType seg_dtype_of(const NpyHeader& h, const std::string& path) {
   if (h.descr == "|i1" || h.descr == "<i1") return SegDType::Int8;
   if (h.descr == "<i2") return SegDType::Int16;
-  throw FileError(path, "dtype '" + h.descr + "', expected int8 '|i1' or int16 '<i2'");
+  throw FileError(path, concat("dtype '", h.descr, "', expected int8 '|i1' or int16 '<i2'"));
 }
 
 }  // namespace
@@ -235,7 +227,7 @@ SegDType seg_dtype_of(const NpyHeader& h, const std::string& path) {
 PreprocessedCase open_preprocessed_case(const std::string& folder, const std::string& id) {
   PreprocessedCase c;
   const std::string json_path = case_path(folder, id, ".json");
-  if (!fs::exists(json_path)) throw FileError(json_path, "file not found (case not preprocessed?)");
+  MEDSEG_CHECK_FILE(fs::exists(json_path), json_path, "file not found (case not preprocessed?)");
   c.props_ = case_properties_from_json(read_json(json_path), json_path);
   const std::string data_path = case_path(folder, id, ".npy");
   const std::string seg_path = case_path(folder, id, "_seg.npy");
@@ -243,16 +235,16 @@ PreprocessedCase open_preprocessed_case(const std::string& folder, const std::st
   c.seg_map_ = map_npy(seg_path);
   const NpyHeader& dh = c.data_map_->header;
   const NpyHeader& sh = c.seg_map_->header;
-  if (dh.descr != "<f4") throw FileError(data_path, "dtype '" + dh.descr + "', expected float32 '<f4'");
+  MEDSEG_CHECK_FILE(dh.descr == "<f4", data_path, "dtype '", dh.descr, "', expected float32 '<f4'");
   c.seg_dtype_ = seg_dtype_of(sh, seg_path);
   c.channels_ = static_cast<int>(dh.shape[0]);
   c.shape_ = {dh.shape[1], dh.shape[2], dh.shape[3]};
-  if (sh.shape[0] != 1 || Shape3{sh.shape[1], sh.shape[2], sh.shape[3]} != c.shape_)
-    throw FileError(seg_path, "shape does not match " + data_path);
-  if (c.props_.shape_after_resampling != c.shape_)
-    throw FileError(json_path, "shape_after_resampling " + shape_str(c.props_.shape_after_resampling) +
-                                   " does not match " + data_path + " " + shape_str(c.shape_));
-  if (c.props_.id != id) throw FileError(json_path, "id '" + c.props_.id + "' does not match the file name");
+  MEDSEG_CHECK_FILE(sh.shape[0] == 1 && (Shape3{sh.shape[1], sh.shape[2], sh.shape[3]} == c.shape_), seg_path,
+                    "shape does not match ", data_path);
+  MEDSEG_CHECK_FILE(c.props_.shape_after_resampling == c.shape_, json_path, "shape_after_resampling ",
+                    shape_str(c.props_.shape_after_resampling), " does not match ", data_path, " ",
+                    shape_str(c.shape_));
+  MEDSEG_CHECK_FILE(c.props_.id == id, json_path, "id '", c.props_.id, "' does not match the file name");
   c.data_ptr_ = reinterpret_cast<const float*>(c.data_map_->bytes() + dh.data_offset);
   c.seg_ptr_ = c.seg_map_->bytes() + sh.data_offset;
   return c;
@@ -266,7 +258,7 @@ int PreprocessedCase::seg_at(int64_t z, int64_t y, int64_t x) const {
 
 std::vector<std::string> list_preprocessed_cases(const std::string& folder) {
   std::vector<std::string> ids;
-  if (!fs::is_directory(folder)) throw FileError(folder, "folder not found");
+  MEDSEG_CHECK_FILE(fs::is_directory(folder), folder, "folder not found");
   for (const auto& e : fs::directory_iterator(folder)) {
     const std::string name = e.path().filename().string();
     if (e.path().extension() != ".json") continue;
@@ -334,7 +326,7 @@ SegmentationFile open_segmentation_file(const std::string& path) {
   f.map_ = map_npy(path);
   const NpyHeader& h = f.map_->header;
   f.dtype_ = seg_dtype_of(h, path);
-  if (h.shape[0] != 1) throw FileError(path, concat("expected one channel (1, Z, Y, X), got ", h.shape[0]));
+  MEDSEG_CHECK_FILE(h.shape[0] == 1, path, "expected one channel (1, Z, Y, X), got ", h.shape[0]);
   f.shape_ = {h.shape[1], h.shape[2], h.shape[3]};
   f.ptr_ = f.map_->bytes() + h.data_offset;
   return f;

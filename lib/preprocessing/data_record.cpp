@@ -35,11 +35,11 @@ bool same_spacing(const json& a, const json& b) {
 
 // "plans 'P' configuration 'C': spacing [..], normalization [..] (mask [..]), transpose [..]"
 std::string describe(const json& r) {
-  return "plans '" + r.value("plans_name", std::string("?")) + "' configuration '" +
-         r.value("configuration", std::string("?")) + "' (spacing " + r.value("spacing", json()).dump() +
-         ", normalization " + r.value("normalization_schemes", json()).dump() + ", mask " +
-         r.value("use_mask_for_norm", json()).dump() + ", transpose " + r.value("transpose_forward", json()).dump() +
-         ")";
+  return concat("plans '", r.value("plans_name", std::string("?")), "' configuration '",
+                r.value("configuration", std::string("?")), "' (spacing ", r.value("spacing", json()).dump(),
+                ", normalization ", r.value("normalization_schemes", json()).dump(), ", mask ",
+                r.value("use_mask_for_norm", json()).dump(), ", transpose ",
+                r.value("transpose_forward", json()).dump(), ")");
 }
 
 }  // namespace
@@ -64,18 +64,16 @@ void check_data_record(const std::string& folder, const PreprocessPlan& plan) {
   const fs::path file = fs::path(folder) / kDataRecordName;
   if (!fs::exists(file)) return;
   const json old = read_json(file.string());
-  if (!old.is_object()) throw FileError(file.string(), "not a JSON object");
+  MEDSEG_CHECK_FILE(old.is_object(), file.string(), "not a JSON object");
   const json now = data_record(plan);
   if (old.value("plans_name", std::string()) == plan.plans_name) return;
   const bool same = same_spacing(old.value("spacing", json()), now["spacing"]) &&
                     old.value("transpose_forward", json()) == now["transpose_forward"] &&
                     canonical_schemes(old.value("normalization_schemes", json())) == now["normalization_schemes"] &&
                     old.value("use_mask_for_norm", json()) == now["use_mask_for_norm"];
-  if (same) return;
-  throw FileError(folder, "holds the data of " + describe(old) + ", which " + describe(now) +
-                              " would replace under the same data_identifier and change under the first plans' "
-                              "models; give '" +
-                              plan.plans_name + "' its own data_identifier, or remove the folder");
+  MEDSEG_CHECK_FILE(same, folder, "holds the data of ", describe(old), ", which ", describe(now),
+                    " would replace under the same data_identifier and change under the first plans' models; give '",
+                    plan.plans_name, "' its own data_identifier, or remove the folder");
 }
 
 }  // namespace medseg::preprocessing

@@ -39,8 +39,7 @@ std::vector<int> threads_per_configuration(const DatasetPreprocessRequest& r, co
   } else {
     throw Error(concat("-np needs one value or one per configuration (", configs.size(), "), got ", r.threads.size()));
   }
-  for (int v : t)
-    if (v < 1) throw Error("-np values must be at least 1");
+  for (int v : t) MEDSEG_CHECK(v >= 1, "-np values must be at least 1");
   return t;
 }
 
@@ -57,8 +56,7 @@ void copy_dataset_json(const std::string& raw_dataset_folder, const std::string&
 std::vector<ConfigurationReport> preprocess_dataset(const DatasetPreprocessRequest& r) {
   check_path_component(r.plans_name, "plans name");
   const std::string plans_path = (fs::path(r.preprocessed_dataset_folder) / (r.plans_name + ".json")).string();
-  if (!fs::exists(plans_path))
-    throw FileError(plans_path,
+  MEDSEG_CHECK_FILE(fs::exists(plans_path), plans_path,
                     "plans file not found; run medseg_plan_experiment (or medseg_plan_and_preprocess) first");
   const planning::Plans plans = planning::load_plans(plans_path);
   const io::DatasetInfo info = io::load_dataset_info(r.raw_dataset_folder);

@@ -114,8 +114,8 @@ void rescale01(float* x, int64_t n) {
 
 void rgb01(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
-    MEDSEG_CHECK(x[i] >= 0.0f && x[i] <= 255.0f, "RGBTo01Normalization: value ", x[i],
-                 " outside [0, 255]; the images do not look like 8-bit RGB");
+    MEDSEG_CHECK(x[i] >= 0.0f && x[i] <= 255.0f, planning::normalization_class_name(NormScheme::RGBTo01), ": value ",
+                 x[i], " outside [0, 255]; the images do not look like 8-bit RGB");
   for (int64_t i = 0; i < n; ++i) x[i] /= 255.0f;
 }
 
@@ -123,20 +123,19 @@ void rgb01(float* x, int64_t n) {
 
 NormScheme parse_norm_scheme(const std::string& name) {
   if (const auto s = planning::normalization_scheme(name)) return *s;
-  throw Error("unknown normalization scheme '" + name + "' (known: " + planning::known_normalization_names() + ")");
+  throw Error(concat("unknown normalization scheme '", name, "' (known: ", planning::known_normalization_names(), ")"));
 }
 
 const char* norm_scheme_name(NormScheme s) { return planning::normalization_class_name(s); }
 
 IntensityProps intensity_props_from_json(const json& per_channel, int channel, const std::string& source) {
   const std::string key = std::to_string(channel);
-  if (!per_channel.is_object() || !per_channel.contains(key))
-    throw FileError(source, "foreground_intensity_properties_per_channel has no entry for channel " + key);
+  MEDSEG_CHECK_FILE(per_channel.is_object() && per_channel.contains(key), source,
+                    "foreground_intensity_properties_per_channel has no entry for channel ", key);
   const json& j = per_channel.at(key);
   auto get = [&](const char* k) {
-    if (!j.contains(k) || !j.at(k).is_number())
-      throw FileError(source,
-                      "foreground_intensity_properties_per_channel[\"" + key + "\"] lacks a numeric '" + k + "'");
+    MEDSEG_CHECK_FILE(j.contains(k) && j.at(k).is_number(), source, "foreground_intensity_properties_per_channel[\"",
+                      key, "\"] lacks a numeric '", k, "'");
     return j.at(k).get<double>();
   };
   return {get("mean"), get("std"), get("percentile_00_5"), get("percentile_99_5")};
@@ -146,7 +145,8 @@ void normalize_channel(float* x, int64_t n, NormScheme scheme, bool use_mask, co
                        const IntensityProps* props, const ChannelLayout* layout) {
   switch (scheme) {
     case NormScheme::CT:
-      if (!props) throw Error("CTNormalization needs the dataset's foreground intensity properties");
+      MEDSEG_CHECK(props, planning::normalization_class_name(NormScheme::CT),
+                   " needs the dataset's foreground intensity properties");
       ct(x, n, *props);
       return;
     case NormScheme::ZScore: zscore(x, n, use_mask, seg, layout); return;

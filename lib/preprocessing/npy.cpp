@@ -40,7 +40,7 @@ class DictParser {
         h.shape = int_tuple();
         has_shape = true;
       } else {
-        fail("unexpected key '" + key + "'");
+        fail(concat("unexpected key '", key, "'"));
       }
       skip_ws();
       if (peek() == ',') ++i_;
@@ -50,14 +50,16 @@ class DictParser {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& why) const { throw FileError(path_, "not a valid .npy header: " + why); }
+  [[noreturn]] void fail(const std::string& why) const {
+    throw FileError(path_, concat("not a valid .npy header: ", why));
+  }
   char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
   void skip_ws() {
     while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
   }
   void expect(char c) {
     skip_ws();
-    if (peek() != c) fail(std::string("expected '") + c + "'");
+    if (peek() != c) fail(concat("expected '", c, "'"));
     ++i_;
   }
   std::string string_literal() {
@@ -140,29 +142,29 @@ std::string npy_header(const std::string& descr, const std::vector<int64_t>& sha
 }
 
 NpyHeader parse_npy_header(const char* bytes, std::size_t size, const std::string& path) {
-  if (size < kMagicLen + 4 || std::memcmp(bytes, kMagic, kMagicLen) != 0)
-    throw FileError(path, "not a .npy file (no \\x93NUMPY magic)");
+  MEDSEG_CHECK_FILE(size >= kMagicLen + 4 && std::memcmp(bytes, kMagic, kMagicLen) == 0, path,
+                    "not a .npy file (no \\x93NUMPY magic)");
   const int major = static_cast<unsigned char>(bytes[6]), minor = static_cast<unsigned char>(bytes[7]);
   std::size_t len = 0, prefix = 0;
   if (major == 1) {
     len = static_cast<unsigned char>(bytes[8]) | (static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8);
     prefix = 10;
   } else if (major == 2 || major == 3) {
-    if (size < 12) throw FileError(path, "truncated .npy header");
+    MEDSEG_CHECK_FILE(size >= 12, path, "truncated .npy header");
     for (int i = 0; i < 4; ++i) len |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
     prefix = 12;
   } else {
     throw FileError(path, concat("unsupported .npy format version ", major, ".", minor));
   }
-  if (size < prefix + len) throw FileError(path, "truncated .npy header");
+  MEDSEG_CHECK_FILE(size >= prefix + len, path, "truncated .npy header");
   const std::string dict(bytes + prefix, len);
   NpyHeader h = DictParser(dict, path).parse();
   // The byte count the header promises must not wrap around: (2^40)^3 voxels would come out as 0
   // and let a tiny file pass the size check of the reader.
   int64_t n = 1;
   for (int64_t s : h.shape)
-    if (__builtin_mul_overflow(n, s, &n) || n > kMaxElements)
-      throw FileError(path, "not a valid .npy header: shape has more than 2^56 elements");
+    MEDSEG_CHECK_FILE(!__builtin_mul_overflow(n, s, &n) && n <= kMaxElements, path,
+                      "not a valid .npy header: shape has more than 2^56 elements");
   h.data_offset = prefix + len;
   h.major = major;
   h.minor = minor;
@@ -177,23 +179,22 @@ void write_npy(const std::string& path, const std::string& descr, const std::vec
 
 std::vector<float> read_npy_float32(const std::string& path, std::vector<int64_t>& shape) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw FileError(path, "cannot open (missing file?)");
+  MEDSEG_CHECK_FILE(f, path, "cannot open (missing file?)");
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   const NpyHeader h = parse_npy_header(bytes.data(), bytes.size(), path);
-  if (h.descr != "<f4") throw FileError(path, "holds dtype " + h.descr + ", expected float32 ('<f4')");
-  if (h.fortran_order) throw FileError(path, "is in Fortran order; expected C order");
-  if (h.data_offset > bytes.size()) throw FileError(path, "truncated inside its header");
+  MEDSEG_CHECK_FILE(h.descr == "<f4", path, "holds dtype ", h.descr, ", expected float32 ('<f4')");
+  MEDSEG_CHECK_FILE(!h.fortran_order, path, "is in Fortran order; expected C order");
+  MEDSEG_CHECK_FILE(h.data_offset <= bytes.size(), path, "truncated inside its header");
   const std::size_t have = bytes.size() - h.data_offset;
   const std::string truncated = concat("truncated: ", have, " data bytes for the shape its header declares");
   std::size_t count = 1;  // the header's element count, checked before it can overflow
-  for (const int64_t s : h.shape)
-    if (s < 0) throw FileError(path, "has a negative extent in its shape");
+  for (const int64_t s : h.shape) MEDSEG_CHECK_FILE(s >= 0, path, "has a negative extent in its shape");
   for (const int64_t s : h.shape) {
     if (s == 0) {
       count = 0;
       break;
     }
-    if (count > have / sizeof(float) / static_cast<std::size_t>(s)) throw FileError(path, truncated);
+    MEDSEG_CHECK_FILE(count <= have / sizeof(float) / static_cast<std::size_t>(s), path, truncated);
     count *= static_cast<std::size_t>(s);
   }
   const std::size_t need = count * sizeof(float);

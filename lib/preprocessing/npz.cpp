@@ -29,19 +29,17 @@ std::vector<float> read_npz_float32(const std::string& path, const std::string& 
     if (e.name != name) continue;
     const std::string bytes = zip.read(e, std::numeric_limits<uint64_t>::max());
     const NpyHeader h = parse_npy_header(bytes.data(), bytes.size(), path + ":" + name);
-    if (h.descr != "<f4" || h.fortran_order)
-      throw FileError(path, "array '" + key + "' is " + h.descr + (h.fortran_order ? " in Fortran order" : "") +
-                                "; expected little-endian float32 in C order");
+    MEDSEG_CHECK_FILE(h.descr == "<f4" && !h.fortran_order, path, "array '", key, "' is ", h.descr,
+                      h.fortran_order ? " in Fortran order" : "", "; expected little-endian float32 in C order");
     const size_t want = static_cast<size_t>(h.numel()) * sizeof(float);
-    if (bytes.size() != h.data_offset + want)
-      throw FileError(path, concat("array '", key, "' holds ", bytes.size() - h.data_offset,
-                                   " data bytes; its header says ", want));
+    MEDSEG_CHECK_FILE(bytes.size() == h.data_offset + want, path, "array '", key, "' holds ",
+                      bytes.size() - h.data_offset, " data bytes; its header says ", want);
     std::vector<float> out(static_cast<size_t>(h.numel()));
     std::memcpy(out.data(), bytes.data() + h.data_offset, want);
     shape = h.shape;
     return out;
   }
-  throw FileError(path, "holds no array '" + key + "' (no " + name + " entry)");
+  throw FileError(path, concat("holds no array '", key, "' (no ", name, " entry)"));
 }
 
 }  // namespace medseg::preprocessing

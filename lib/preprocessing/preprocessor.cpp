@@ -39,8 +39,8 @@ std::vector<int16_t> to_int16(const Volume& v, const std::string& what) {
   visit_pixels(v, [&](const auto* p) {
     for (std::size_t i = 0; i < out.size(); ++i) {
       const double x = static_cast<double>(p[i]);
-      if (x < std::numeric_limits<int16_t>::min() || x > std::numeric_limits<int16_t>::max())
-        throw Error(what + ": label value " + std::to_string(x) + " does not fit int16");
+      MEDSEG_CHECK(x >= std::numeric_limits<int16_t>::min() && x <= std::numeric_limits<int16_t>::max(), what,
+                   ": label value ", std::to_string(x), " does not fit int16");
       out[i] = static_cast<int16_t>(x);
     }
   });
@@ -59,18 +59,18 @@ ResampleSpec resample_spec(const std::string& fn, const planning::ResamplingKwar
   s.force_separate_z = k.force_separate_z;
   s.anisotropy_threshold = k.separate_z_anisotropy_threshold;
   if (fn == "resample_torch_fornnunet") {
-    if (k.mode != "linear" || k.aniso_axis_mode != "nearest-exact")
-      throw Error(source + ": resample_torch_fornnunet with mode '" + k.mode + "' and aniso_axis_mode '" +
-                  k.aniso_axis_mode + "' is not supported (medseg implements nnU-Net's 'linear' and 'nearest-exact')");
+    MEDSEG_CHECK(k.mode == "linear" && k.aniso_axis_mode == "nearest-exact", source,
+                 ": resample_torch_fornnunet with mode '", k.mode, "' and aniso_axis_mode '", k.aniso_axis_mode,
+                 "' is not supported (medseg implements nnU-Net's 'linear' and 'nearest-exact')");
     s.kernel = ResampleKernel::Torch;
     s.memefficient_seg = k.memefficient_seg_resampling;
     return s;
   }
-  if (fn != "resample_data_or_seg_to_shape" && fn != "resample_data_or_seg_to_spacing")
-    throw Error(source + ": resampling function '" + fn +
-                "' is not supported (medseg implements resample_data_or_seg_to_shape and resample_torch_fornnunet)");
-  if (k.order < 0 || k.order > 5 || k.order_z < 0 || k.order_z > 5)
-    throw Error(source + ": resampling orders must be in 0..5");
+  MEDSEG_CHECK(fn == "resample_data_or_seg_to_shape" || fn == "resample_data_or_seg_to_spacing", source,
+               ": resampling function '", fn,
+               "' is not supported (medseg implements resample_data_or_seg_to_shape and resample_torch_fornnunet)");
+  MEDSEG_CHECK(k.order >= 0 && k.order <= 5 && k.order_z >= 0 && k.order_z <= 5, source,
+               ": resampling orders must be in 0..5");
   s.orders = {k.order, k.order_z};
   return s;
 }
@@ -83,11 +83,11 @@ PreprocessPlan make_preprocess_plan(const planning::Plans& plans, const std::str
   p.plans_name = plans.plans_name;
   p.configuration = configuration;
   p.data_identifier = c.data_identifier;
-  if (p.data_identifier.empty()) throw Error(src + ": configuration '" + configuration + "' has no data_identifier");
+  MEDSEG_CHECK(!p.data_identifier.empty(), src, ": configuration '", configuration, "' has no data_identifier");
   p.transpose_forward = to_perm3(plans.transpose_forward, src);
   p.spacing = c.spacing;
-  if (p.spacing.size() != 2 && p.spacing.size() != 3)
-    throw Error(src + ": configuration '" + configuration + "' spacing must have 2 or 3 values");
+  MEDSEG_CHECK(p.spacing.size() == 2 || p.spacing.size() == 3, src, ": configuration '", configuration,
+               "' spacing must have 2 or 3 values");
   const int nch = dataset.num_channels();
   MEDSEG_CHECK(
       static_cast<int>(c.normalization_schemes.size()) == nch && static_cast<int>(c.use_mask_for_norm.size()) == nch,
@@ -97,7 +97,7 @@ PreprocessPlan make_preprocess_plan(const planning::Plans& plans, const std::str
     NormScheme s;
     try {
       s = parse_norm_scheme(c.normalization_schemes[ch]);
-    } catch (const Error& e) { throw Error(src + ": " + e.what()); }
+    } catch (const Error& e) { throw Error(concat(src, ": ", e.what())); }
     p.schemes.push_back(s);
     p.use_mask.push_back(c.use_mask_for_norm[ch]);
     if (s == NormScheme::CT)
@@ -151,7 +151,7 @@ PreprocessedCaseData preprocess_case(io::LoadedCase loaded, const PreprocessPlan
   const int nch = static_cast<int>(crop.channels.size());
   MEDSEG_CHECK(nch == static_cast<int>(plan.schemes.size()), "case '", props.id, "' has ", nch,
                " channel(s), the plans expect ", plan.schemes.size());
-  std::vector<int16_t> seg = to_int16(crop.seg, "case '" + props.id + "'");
+  std::vector<int16_t> seg = to_int16(crop.seg, concat("case '", props.id, "'"));
   std::vector<float> data(static_cast<std::size_t>(nch * n));
   for (int c = 0; c < nch; ++c) {
     const float* src = crop.channels[c].data<float>();

@@ -148,7 +148,7 @@ SeparateZ decide_separate_z(std::optional<bool> force, const Spacing3& current, 
 std::vector<float> resample_data(const std::vector<float>& data, int channels, const Shape3& in, const Shape3& out,
                                  const SeparateZ& sep, const ResampleOrders& orders) {
   const int64_t n_in = numel(in), n_out = numel(out);
-  if (static_cast<int64_t>(data.size()) != channels * n_in) throw Error("resample_data: buffer size does not match");
+  MEDSEG_CHECK(static_cast<int64_t>(data.size()) == channels * n_in, "resample_data: buffer size does not match");
   if (in == out) return data;
   std::vector<float> result(static_cast<std::size_t>(channels * n_out));
   for (int c = 0; c < channels; ++c) {
@@ -173,7 +173,7 @@ std::vector<float> resample_data(const std::vector<float>& data, int channels, c
 
 std::vector<int16_t> resample_seg(const std::vector<int16_t>& seg, const Shape3& in, const Shape3& out,
                                   const SeparateZ& sep, const ResampleOrders& orders) {
-  if (static_cast<int64_t>(seg.size()) != numel(in)) throw Error("resample_seg: buffer size does not match");
+  MEDSEG_CHECK(static_cast<int64_t>(seg.size()) == numel(in), "resample_seg: buffer size does not match");
   if (in == out) return seg;
   auto full = [&](int order, bool clip) {
     return [order, clip](const float* s, const Shape3& i, float* d, const Shape3& o) {

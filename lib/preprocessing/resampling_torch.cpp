@@ -133,40 +133,64 @@ std::vector<float> interpolate(std::vector<float> cur, int channels, const Shape
 
 std::vector<float> resample_data_torch(const std::vector<float>& data, int channels, const Shape3& in,
                                        const Shape3& out, const SeparateZ& sep) {
-  if (static_cast<int64_t>(data.size()) != channels * numel(in))
-    throw Error("resample_data_torch: buffer size does not match");
+  MEDSEG_CHECK(static_cast<int64_t>(data.size()) == channels * numel(in),
+               "resample_data_torch: buffer size does not match");
   if (in == out) return data;
   return interpolate(data, channels, in, out, sep);
 }
 
-std::vector<int16_t> resample_seg_torch(const std::vector<int16_t>& seg, const Shape3& in, const Shape3& out,
-                                        const SeparateZ& sep, bool memefficient) {
-  if (static_cast<int64_t>(seg.size()) != numel(in)) throw Error("resample_seg_torch: buffer size does not match");
-  if (in == out) return seg;
+namespace {
+
+// One label's mask (`one` inside, 0 outside) resampled like data.
+std::vector<float> resampled_label_mask(const std::vector<int16_t>& seg, int16_t label, float one, const Shape3& in,
+                                        const Shape3& out, const SeparateZ& sep) {
+  std::vector<float> mask(seg.size());
+  for (std::size_t i = 0; i < seg.size(); ++i) mask[i] = seg[i] == label ? one : 0.0f;
+  return interpolate(std::move(mask), 1, in, out, sep);
+}
+
+// nnU-Net's memory-efficient rule: labels in ascending order, each voxel whose resampled mask exceeds 0.5 takes
+// the label (a later label overwrites an earlier one).
+std::vector<int16_t> torch_seg_by_threshold(const std::vector<int16_t>& seg, const Shape3& in, const Shape3& out,
+                                            const SeparateZ& sep) {
+  std::vector<int16_t> result(static_cast<std::size_t>(numel(out)), 0);
+  for (int16_t label : sorted_labels(seg)) {
+    const std::vector<float> r = resampled_label_mask(seg, label, 1.0f, in, out, sep);
+    for (std::size_t i = 0; i < result.size(); ++i)
+      if (r[i] > 0.5f) result[i] = label;
+  }
+  return result;
+}
+
+// nnU-Net's default rule, masks of 1000 in fp16: a voxel above 700 takes the label (the last such label wins),
+// every other voxel the argmax over labels, kept as a running maximum (strictly greater: the first label wins ties).
+std::vector<int16_t> torch_seg_by_argmax(const std::vector<int16_t>& seg, const Shape3& in, const Shape3& out,
+                                         const SeparateZ& sep) {
   const auto n = static_cast<std::size_t>(numel(out));
   std::vector<int16_t> result(n, 0);
-  // The fp16 argmax over labels, kept as a running maximum (strictly greater: the first label wins ties).
-  std::vector<float> best(memefficient ? 0 : n, -std::numeric_limits<float>::infinity());
-  std::vector<int16_t> best_label(memefficient ? 0 : n, 0);
-  std::vector<uint8_t> done(memefficient ? 0 : n, 0);
-  const float one = memefficient ? 1.0f : 1000.0f;
+  std::vector<float> best(n, -std::numeric_limits<float>::infinity());
+  std::vector<int16_t> best_label(n, 0);
+  std::vector<uint8_t> done(n, 0);
   for (int16_t label : sorted_labels(seg)) {
-    std::vector<float> mask(seg.size());
-    for (std::size_t i = 0; i < seg.size(); ++i) mask[i] = seg[i] == label ? one : 0.0f;
-    const std::vector<float> r = interpolate(std::move(mask), 1, in, out, sep);
+    const std::vector<float> r = resampled_label_mask(seg, label, 1000.0f, in, out, sep);
     for (std::size_t i = 0; i < n; ++i) {
-      if (memefficient) {
-        if (r[i] > 0.5f) result[i] = label;
-        continue;
-      }
       const float h = round_to_half(r[i]);
       if (h > 700.0f) result[i] = label, done[i] = 1;
       if (h > best[i]) best[i] = h, best_label[i] = label;
     }
   }
-  for (std::size_t i = 0; i < done.size(); ++i)
+  for (std::size_t i = 0; i < n; ++i)
     if (!done[i]) result[i] = best_label[i];
   return result;
+}
+
+}  // namespace
+
+std::vector<int16_t> resample_seg_torch(const std::vector<int16_t>& seg, const Shape3& in, const Shape3& out,
+                                        const SeparateZ& sep, bool memefficient) {
+  MEDSEG_CHECK(static_cast<int64_t>(seg.size()) == numel(in), "resample_seg_torch: buffer size does not match");
+  if (in == out) return seg;
+  return memefficient ? torch_seg_by_threshold(seg, in, out, sep) : torch_seg_by_argmax(seg, in, out, sep);
 }
 
 }  // namespace medseg::preprocessing

@@ -11,7 +11,7 @@ Perm3 to_perm3(const std::vector<int>& v, const std::string& source) {
     ok = v[i] >= 0 && v[i] < 3 && !seen[v[i]];
     if (ok) seen[v[i]] = true;
   }
-  if (!ok) throw Error(source + ": transpose must be a permutation of [0, 1, 2]");
+  MEDSEG_CHECK(ok, source, ": transpose must be a permutation of [0, 1, 2]");
   return {v[0], v[1], v[2]};
 }
 

@@ -137,7 +137,7 @@ const std::vector<BadPreset> kBadPresets = {
     {"MissingBlocks", "ExperimentPlanner", [](json& p) { p.erase("blocks_per_stage"); },
      "missing key 'blocks_per_stage'"},
     {"TargetIsAString", "nnUNetPlannerResEncM", [](json& p) { p["gpu_memory_target_gb"] = "8"; },
-     "key 'gpu_memory_target_gb' must be a number"},
+     "key 'gpu_memory_target_gb' is \"8\" (expected a number)"},
     {"NegativeTarget", "nnUNetPlannerResEncM", [](json& p) { p["gpu_memory_target_gb"] = -8; },
      "key 'gpu_memory_target_gb' is -8"},
     {"ZeroReferenceMemory", "nnUNetPlannerResEncM", [](json& p) { p["reference"]["gpu_memory_gb"] = 0; },
@@ -148,7 +148,7 @@ const std::vector<BadPreset> kBadPresets = {
     {"EmptyEncoderBlocks", "nnUNetPlannerResEncM", [](json& p) { p["blocks_per_stage"]["encoder"] = json::array(); },
      "key 'blocks_per_stage.encoder' is empty"},
     {"FractionalBlocks", "nnUNetPlannerResEncM", [](json& p) { p["blocks_per_stage"]["encoder"][1] = 2.5; },
-     "key 'blocks_per_stage.encoder[1]' must be an integer"},
+     "key 'blocks_per_stage.encoder[1]' is 2.5 (expected an integer)"},
     {"DecoderNotOneShorter", "ExperimentPlanner",
      [](json& p) {
        p["blocks_per_stage"]["decoder"] = {2, 2, 2};
