@@ -24,10 +24,10 @@ if [[ $all == 1 ]]; then
     grep -v '^tests/')
   cmake --build "$build" --target "${pchs[@]}" -j "$jobs" >/dev/null
   # Only files the build compiles (a file for a switched-off option, e.g. *_cairo_off.cpp, has no command).
-  mapfile -t files < <(ls lib/*/*.cpp lib/*/*/*.cpp apps/*.cpp bench/*.cpp 2>/dev/null |
+  mapfile -t files < <(ls lib/*/*.cpp lib/*/*/*.cpp apps/*.cpp bench/*.cpp bench/*/*.cpp 2>/dev/null |
     while read -r f; do grep -qF "\"file\": \"$root/$f\"" "$build/compile_commands.json" && echo "$f"; done)
 else
-  mapfile -t files < <(ls lib/{core,io,fingerprint,planning,preprocessing,evaluation,postprocessing,selection,visualization}/*.cpp |
+  mapfile -t files < <(ls lib/{core,io,fingerprint,plans,planning,preprocessing,evaluation,postprocessing,selection,visualization}/*.cpp |
     grep -v -e '_itk\.cpp$' -e '/core/torch_')
   # lib/serve includes no torch header either; it is built only where cpp-httplib is found.
   if grep -qF "\"file\": \"$root/lib/serve/" "$build/compile_commands.json"; then files+=(lib/serve/*.cpp); fi
