@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   auto* o_model = app.get_option("--memory-model");
   app.add_option("--spatial_parallel", o.spatial_parallel,
                  "Plan for N ranks each holding a slab of every patch (medseg_train --spatial_parallel N); the memory "
-                 "target is per rank; implies --memory-model bytes (docs/spatial-parallel.md)")
+                 "target is per rank; implies --memory-model bytes (docs/spatial_parallel.md)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   return cli::run(argc, argv, app, [&] {

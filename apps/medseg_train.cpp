@@ -79,7 +79,7 @@ void declare(CLI::App& app, TrainArgs& a) {
   app.add_option(
          "--spatial_parallel", a.opt.spatial_parallel,
          "Spatial parallelism: N local ranks share every patch in slabs (halo exchange; batch 1 volumes too large "
-         "for one device; docs/spatial-parallel.md)")
+         "for one device; docs/spatial_parallel.md)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--num_gpus", a.num_gpus, "nnU-Net's -num_gpus: N local ranks, one GPU each (--device cuda)")
       ->check(CLI::Range(1, 1024));

@@ -1,4 +1,4 @@
-// medseg_bench_spatial: what spatial parallelism (docs/spatial-parallel.md) buys and costs on this
+// medseg_bench_spatial: what spatial parallelism (docs/spatial_parallel.md) buys and costs on this
 // machine, for a ResidualEncoderUNet 3D on one cubic patch at batch 1:
 //   memory: the peak CPU bytes above the start of one forward + backward, per rank, with the patch
 //           split over R ranks against one process holding it whole; prints the ratio R / 1.

@@ -79,7 +79,7 @@ bash "$root/scripts/check_install.sh" "$build"
 elapsed "the installed package and the example consumer" "$start"
 
 # Against Debian's LibTorch 1.13 every torch-using source (library and apps) is compiled with -Werror, and
-# the tests of what differs between the two LibTorch versions run (docs/libtorch-versions.md, "CI"):
+# the tests of what differs between the two LibTorch versions run (docs/libtorch_versions.md, "CI"):
 # torch_compat.h's surfaces (autocast and the grad scaler, c10d's Reducer and process groups, the optimizer
 # state key, RNG states, the counting allocator), model numerics, checkpoints and exact resume, torch's
 # pickle files, and one end-to-end workflow. The rest (argument and file checks, messages, sampling, CLI

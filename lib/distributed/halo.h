@@ -2,7 +2,7 @@
 // Spatial parallelism at batch 1: each rank holds a slab of the patch along one spatial axis and the
 // same weights. A convolution whose window crosses a slab border needs a few planes of the
 // neighbour's slab (its halo); halo_exchange fetches them inside autograd, and its backward sends the
-// halo planes' gradient back to the rank that owns them. See docs/spatial-parallel.md.
+// halo planes' gradient back to the rank that owns them. See docs/spatial_parallel.md.
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>

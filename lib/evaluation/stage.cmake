@@ -3,4 +3,5 @@
 medseg_stage(evaluation
   DEPENDS core
   PRIVATE_DEPENDS io
+  PRIVATE_LIBS ITK  # distance maps for HD95 (distance_map_itk.cpp)
   PUBLIC_HEADERS evaluate_folder.h metrics.h)

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/numeric.h"
-#include "io/distance_map.h"
+#include "evaluation/distance_map.h"
 
 namespace medseg::evaluation {
 
@@ -41,7 +41,7 @@ static std::vector<double> directed(const std::vector<uint8_t>& from_surface, co
 double hd95(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, const std::array<int64_t, 3>& shape,
             const std::array<double, 3>& spacing) {
   const auto sa = surface_voxels(a, shape), sb = surface_voxels(b, shape);
-  const auto da = io::distance_to_mask(sa, shape, spacing), db = io::distance_to_mask(sb, shape, spacing);
+  const auto da = distance_to_mask(sa, shape, spacing), db = distance_to_mask(sb, shape, spacing);
   return std::max(percentile(directed(sa, db), 95.0), percentile(directed(sb, da), 95.0));
 }
 

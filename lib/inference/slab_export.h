@@ -5,7 +5,7 @@
 // slices it interpolates from have arrived. Memory: the current slab, two input slices (K planes
 // each), the segmentation, and with probabilities every resampled class.
 //
-// Why its own kernel and not io/resample.h's: an order 0 or 1 resize is a product of 1D
+// Why its own kernel and not preprocessing/skimage_resize.h's: an order 0 or 1 resize is a product of 1D
 // interpolations, one per axis, so the pass along the slab axis can run slice by slice between the
 // in-plane passes. The passes always run in the axis order 0, 1, 2, so slabs along any axis (and a
 // single slab holding the whole image) give the same numbers bit for bit. The taps are skimage's (pixel-area aligned:

@@ -1,7 +1,7 @@
 #pragma once
-// Internal to lib/io's *_itk.cpp files: call before any ITK object is made. Registers the image
-// IO factories and creates ITK's process-wide globals on the calling thread, once, so that
-// threads reading, writing or filtering images in parallel never create them concurrently.
+// For every stage's *_itk.cpp files (io, evaluation, preprocessing): call before any ITK object is made. Registers the
+// image IO factories and creates ITK's process-wide globals on the calling thread, once, so that threads reading,
+// writing or filtering images in parallel never create them concurrently.
 #include <mutex>
 
 namespace medseg::io {

@@ -4,5 +4,5 @@ medseg_stage(io
   DEPENDS core
   PRIVATE_LIBS ITK ZLIB::ZLIB
   PUBLIC_HEADERS case_loader.h dataset.h dataset_conversion.h dicom_seg.h dicom_series.h dicom_zip.h
-                distance_map.h image_folder.h image_formats.h image_io.h label_check.h nifti_check.h
-                output_classes.h reorient.h resample.h synthetic_dataset.h)
+                image_folder.h image_formats.h image_io.h itk_globals.h label_check.h nifti_check.h
+                output_classes.h reorient.h synthetic_dataset.h)

@@ -36,7 +36,7 @@ class SegmentationNetworkImpl : public torch::nn::Module {
   virtual std::string segmentation_head_prefix() const = 0;
   // Trainable elements, each tensor once (deep-supervision heads included).
   int64_t parameter_count() const;
-  // Spatial parallelism (docs/spatial-parallel.md): with an active shard, forward takes this rank's
+  // Spatial parallelism (docs/spatial_parallel.md): with an active shard, forward takes this rank's
   // slab of the patch and returns every output as this rank's slab; every rank of the shard must run
   // forward and backward together. nullopt (the default): the whole patch, exactly as before. This
   // base refuses (medseg::Error); the U-Nets override it.

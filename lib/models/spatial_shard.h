@@ -1,5 +1,5 @@
 #pragma once
-// The layers of a spatially sharded U-Net forward (docs/spatial-parallel.md): each rank runs the
+// The layers of a spatially sharded U-Net forward (docs/spatial_parallel.md): each rank runs the
 // network on its slab of the patch along one axis; convolutions fetch their halo from the
 // neighbouring slabs, instance norm reduces its statistics over all slabs. Every other layer of the
 // U-Nets (1x1 convs, transposed convs and average pools with kernel == stride, LeakyReLU, dropout)
@@ -32,7 +32,7 @@ at::Tensor sharded_conv(const at::Tensor& x, const at::Tensor& weight, const at:
 // InstanceNormImpl's arithmetic with statistics over the whole volume: per (batch, channel) the mean
 // from all-reduced sums, then the biased variance from all-reduced squared deviations (two passes, as
 // batch norm). Backward all-reduces the two sums batch norm's gradient needs. Parameter gradients are
-// this slab's share (see docs/spatial-parallel.md for why averaging them over ranks is exact).
+// this slab's share (see docs/spatial_parallel.md for why averaging them over ranks is exact).
 at::Tensor sharded_instance_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
                                  const distributed::SpatialShard& shard);
 

@@ -64,7 +64,7 @@ class SwinUNETRImpl : public CloneableNetwork<SwinUNETRImpl> {
   // Throws medseg::Error unless every spatial size is divisible by 32.
   std::vector<torch::Tensor> forward(const torch::Tensor& x) override;
   void set_deep_supervision(bool) override {}  // single-scale output
-  // Refuses any shard: shifted windows and patch merging cross slab borders (docs/spatial-parallel.md).
+  // Refuses any shard: shifted windows and patch merging cross slab borders (docs/spatial_parallel.md).
   void set_spatial_shard(std::optional<distributed::SpatialShard> shard) override;
   bool deep_supervision() const override { return false; }
   std::string class_name() const override { return "SwinUNETR"; }

@@ -41,8 +41,8 @@ detail::StepSettings step_settings(const ArchitecturePlan& arch, const std::vect
   const bool cpu = opt.device == StepDevice::Cpu;
   detail::StepSettings step{opt.amp ? 2 : 4, batch, cpu, cpu && opt.amp};
   if (opt.spatial_parallel > 1) {
-    MEDSEG_CHECK(!arch.swin, "memory model: SwinUNETR cannot be split into slabs (docs/spatial-parallel.md)");
-    MEDSEG_CHECK(!arch.primus, "memory model: Primus cannot be split into slabs (docs/spatial-parallel.md)");
+    MEDSEG_CHECK(!arch.swin, "memory model: SwinUNETR cannot be split into slabs (docs/spatial_parallel.md)");
+    MEDSEG_CHECK(!arch.primus, "memory model: Primus cannot be split into slabs (docs/spatial_parallel.md)");
     step.halo_axis = spatial_shard_axis(full_patch, arch.strides, opt.spatial_parallel);
     MEDSEG_CHECK(step.halo_axis >= 0, "memory model: no axis of the patch splits into ", opt.spatial_parallel,
                  " slabs aligned with the network's strides");

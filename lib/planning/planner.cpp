@@ -335,7 +335,7 @@ void check_plan_inputs(const Ctx& c) {
   MEDSEG_CHECK(opt.spatial_parallel >= 1 && opt.spatial_parallel <= 1024, "spatial_parallel must be in 1..1024");
   MEDSEG_CHECK(opt.spatial_parallel <= 1 || c.spec.network != NetworkKind::SwinUNETR,
                "spatial parallelism covers U-Nets only; SwinUNETR would need shifted windows across slab borders "
-               "(docs/spatial-parallel.md)");
+               "(docs/spatial_parallel.md)");
   MEDSEG_CHECK(opt.spatial_parallel <= 1 || opt.memory_model == MemoryModelKind::Bytes,
                "planning for spatial parallelism needs the bytes memory model (--memory-model bytes)");
   check_path_component(c.plans_name, "plans name");  // the plans file and the data identifiers

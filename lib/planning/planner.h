@@ -27,7 +27,7 @@ struct PlannerOptions {
   bool amp = true;                // bytes model: mixed precision training
   std::string optimizer = "sgd";  // bytes model: "sgd" (momentum) or "adamw"
   bool annotate_memory = true;    // add configuration["medseg"] with the byte estimate
-  // Bytes model: plan for N ranks that each hold a slab of every patch (docs/spatial-parallel.md); the
+  // Bytes model: plan for N ranks that each hold a slab of every patch (docs/spatial_parallel.md); the
   // memory target is per rank. 3D U-Net configurations only.
   int spatial_parallel = 1;
 };

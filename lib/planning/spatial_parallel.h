@@ -1,5 +1,5 @@
 #pragma once
-// Spatial parallelism (docs/spatial-parallel.md): the one rule for which axis of a patch is split
+// Spatial parallelism (docs/spatial_parallel.md): the one rule for which axis of a patch is split
 // into slabs, shared by the planner's memory model and the trainer. No torch.
 #include <vector>
 

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "core/numeric.h"
-#include "io/resample.h"
+#include "preprocessing/skimage_resize.h"
 #include "preprocessing/label_values.h"
 #include "preprocessing/resampling_torch.h"
 #include "preprocessing/zoom_linear.h"
@@ -98,9 +98,9 @@ auto mask_resize(int order, int slice_axis) {
     if (order == 1) return zoom_linear(s, i, d, o, slice_axis);
     std::vector<float> fs(s, s + numel(i)), fd(static_cast<std::size_t>(numel(o)));
     if (slice_axis < 0)
-      io::resize_3d(fs.data(), i, fd.data(), o, order, true);
+      resize_3d(fs.data(), i, fd.data(), o, order, true);
     else
-      io::resize_slices(fs.data(), i, slice_axis, fd.data(), o, order, true);
+      resize_slices(fs.data(), i, slice_axis, fd.data(), o, order, true);
     std::copy(fd.begin(), fd.end(), d);
   };
 }
@@ -155,18 +155,18 @@ std::vector<float> resample_data(const std::vector<float>& data, int channels, c
     const float* src = data.data() + c * n_in;
     float* dst = result.data() + c * n_out;
     if (!sep.enabled) {
-      io::resize_3d(src, in, dst, out, orders.order, true);
+      resize_3d(src, in, dst, out, orders.order, true);
       continue;
     }
     const Shape3 mid = inplane_shape(in, out, sep.axis);
     if (mid == out) {
-      io::resize_slices(src, in, sep.axis, dst, out, orders.order, true);
+      resize_slices(src, in, sep.axis, dst, out, orders.order, true);
       continue;
     }
     std::vector<float> tmp(static_cast<std::size_t>(numel(mid)));
-    io::resize_slices(src, in, sep.axis, tmp.data(), mid, orders.order, true);
+    resize_slices(src, in, sep.axis, tmp.data(), mid, orders.order, true);
     // scipy's map_coordinates does not clip.
-    io::resize_3d(tmp.data(), mid, dst, out, orders.order_z, false);
+    resize_3d(tmp.data(), mid, dst, out, orders.order_z, false);
   }
   return result;
 }
@@ -177,7 +177,7 @@ std::vector<int16_t> resample_seg(const std::vector<int16_t>& seg, const Shape3&
   if (in == out) return seg;
   auto full = [&](int order, bool clip) {
     return [order, clip](const float* s, const Shape3& i, float* d, const Shape3& o) {
-      io::resize_3d(s, i, d, o, order, clip);
+      resize_3d(s, i, d, o, order, clip);
     };
   };
   if (!sep.enabled) {
@@ -187,7 +187,7 @@ std::vector<int16_t> resample_seg(const std::vector<int16_t>& seg, const Shape3&
   const int axis = sep.axis, order = orders.order;
   auto slices = [axis](int o_) {
     return [axis, o_](const float* s, const Shape3& i, float* d, const Shape3& o) {
-      io::resize_slices(s, i, axis, d, o, o_, true);
+      resize_slices(s, i, axis, d, o, o_, true);
     };
   };
   const Shape3 mid = inplane_shape(in, out, axis);

@@ -1,6 +1,6 @@
 #pragma once
 // nnU-Net's resampling rules (preprocessing/resampling/default_resampling.py) on top of the ITK
-// kernels in io/resample.h:
+// kernels in preprocessing/skimage_resize.h:
 //  * new shape = round(old_spacing / new_spacing * old_shape) per axis (Python round);
 //  * "separate z": when max/min spacing > 3 in the current spacing (else in the new spacing), the
 //    axis holding the largest spacing is resampled apart: each slice in-plane with `order`, then

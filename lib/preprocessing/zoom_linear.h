@@ -3,7 +3,7 @@
 // skimage.transform.resize(order=1, mode='edge', anti_aliasing=False) computes for nnU-Net's one-hot
 // label masks. A segmentation's resampled label is an argmax over these scores and a near tie
 // (0.5000000000000003 against 0.49999999999999967) is decided by the last bit, so the scores are
-// reproduced in scipy's own operation order rather than by ITK's interpolator (io/resample.h), which
+// reproduced in scipy's own operation order rather than by ITK's interpolator (preprocessing/skimage_resize.h), which
 // agrees with them only to a float step.
 #include "core/grid.h"
 

@@ -13,7 +13,7 @@
 //  - weights and buffers start from rank 0's, and every rank checks it holds the same plans, config,
 //    dataset and weights.
 //
-// Spatial parallelism (`spatial_axis` >= 0, docs/spatial-parallel.md): every rank draws the whole
+// Spatial parallelism (`spatial_axis` >= 0, docs/spatial_parallel.md): every rank draws the whole
 // batch and keeps its slab of every patch along the axis (the network exchanges halos and reduces
 // instance-norm statistics over the slabs); the loss pools its sums over the slabs (spatial_sum),
 // so it is the whole batch's on every rank, and averaging the gradients over the ranks is exact.

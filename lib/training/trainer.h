@@ -36,7 +36,7 @@ struct TrainOptions {
   // The ranks of a data-parallel run (null: one process). Every rank constructs a Trainer with the
   // same inputs; rank 0 alone writes (training/data_parallel.h).
   std::shared_ptr<distributed::ProcessGroup> group;
-  // --spatial_parallel: the group's ranks share every patch in slabs (docs/spatial-parallel.md)
+  // --spatial_parallel: the group's ranks share every patch in slabs (docs/spatial_parallel.md)
   // instead of sharing the batch. Must equal the group's size.
   int spatial_parallel = 1;
   // Called on every rank after each epoch with its metrics (api/train.h). Returning false stops the

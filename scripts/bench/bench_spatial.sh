@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Spatial parallelism, model side (docs/spatial-parallel.md): a ResidualEncoderUNet 3D on one cubic
+# Spatial parallelism, model side (docs/spatial_parallel.md): a ResidualEncoderUNet 3D on one cubic
 # patch at batch 1, split over RANKS ranks (each its own process) against one process:
 #   - peak CPU bytes of one forward + backward per rank, and the ratio RANKS / 1 (issue 11: <= 0.6 at 2);
 #   - the communication share of one full-resolution ResEnc stage's forward + backward: time in halo

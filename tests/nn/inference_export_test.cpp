@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "inference/export.h"
-#include "io/resample.h"
+#include "preprocessing/skimage_resize.h"
 
 using namespace medseg;
 using namespace medseg::inference;
@@ -76,7 +76,7 @@ TEST(InferenceExport, UncropAndBackTransposeByHand) {
 }
 
 TEST(InferenceExport, LogitsAreResampledLinearlyOnThePixelAreaGrid) {
-  if (!io::resampling_available()) GTEST_SKIP() << "built with -DMEDSEG_WITH_ITK=OFF: no resampling kernels";
+  if (!preprocessing::resampling_available()) GTEST_SKIP() << "built with -DMEDSEG_WITH_ITK=OFF: no resampling kernels";
   // Identity transpose, no crop; the last axis was upsampled 3 -> 6 by preprocessing (spacing 1 ->
   // 0.5). Class 1's logit along x is (0..5) - 2.6; going back to 3 voxels samples x at
   // (o + 0.5) * 2 - 0.5 = 0.5, 2.5, 4.5 -> -2.1, -0.1, 1.9: only the last voxel beats class 0's 0.

@@ -1,4 +1,4 @@
-// medseg_train --spatial_parallel 2 (docs/spatial-parallel.md): two ranks each holding one slab of
+// medseg_train --spatial_parallel 2 (docs/spatial_parallel.md): two ranks each holding one slab of
 // every patch against a single process on the whole patches, checkpoints compared with
 // `medseg_checkpoint diff`; and the bad combinations refused with one line.
 //

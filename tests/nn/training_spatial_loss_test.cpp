@@ -1,7 +1,7 @@
 // The DC+CE loss on slabs (spatial parallelism): with the per-sample Dice counts and the
 // cross-entropy's sum and count pooled over the slabs, every rank's loss is the whole patch's, and
 // each rank's logit gradient is N times the whole-patch gradient's slab (the gradient convention of
-// docs/spatial-parallel.md: averaging parameter gradients over the N ranks gives the exact one).
+// docs/spatial_parallel.md: averaging parameter gradients over the N ranks gives the exact one).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>

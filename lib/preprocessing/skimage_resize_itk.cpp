@@ -17,9 +17,9 @@
 
 #include "core/error.h"
 #include "io/itk_globals.h"
-#include "io/resample.h"
+#include "preprocessing/skimage_resize.h"
 
-namespace medseg::io {
+namespace medseg::preprocessing {
 
 namespace {
 
@@ -56,7 +56,7 @@ std::vector<float> pad_edge(const float* src, const Shape3& in, const Shape3& pa
 // ITK's dimension d is array axis 2 - d.
 template <unsigned D>
 void resample_itk(const float* src, const Shape3& in, float* dst, const Shape3& out, int order) {
-  init_itk_globals_once();
+  io::init_itk_globals_once();
   using Image = itk::Image<float, D>;
   const int64_t pad = order >= 2 ? kSplineEdgePad : 0;
   Shape3 pads{0, 0, 0};
@@ -167,4 +167,4 @@ void resize_slices(const float* src, const Shape3& in, int axis, float* dst, con
   }
 }
 
-}  // namespace medseg::io
+}  // namespace medseg::preprocessing

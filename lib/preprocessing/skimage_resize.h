@@ -1,7 +1,7 @@
 #pragma once
 // Resampling kernels on a regular voxel grid, implemented with ITK's ResampleImageFilter and its
-// interpolators (resample_itk.cpp). This header does not expose ITK; a build without ITK gets
-// stubs that throw (resample_stub.cpp).
+// interpolators (skimage_resize_itk.cpp). This header does not expose ITK; a build without ITK gets
+// stubs that throw (skimage_resize_stub.cpp).
 //
 // The kernels mirror skimage.transform.resize(image, out_shape, order, mode='edge',
 // anti_aliasing=False, clip=True), which nnU-Net uses for data and (one-hot) labels:
@@ -19,7 +19,7 @@
 
 #include "core/grid.h"
 
-namespace medseg::io {
+namespace medseg::preprocessing {
 
 constexpr int kSplineEdgePad = 12;  // scipy's pre-padding for spline orders > 1 with mode 'nearest'
 
@@ -36,4 +36,4 @@ void resize_3d(const float* src, const Shape3& in, float* dst, const Shape3& out
 void resize_slices(const float* src, const Shape3& in, int axis, float* dst, const Shape3& out, int order,
                    bool clip = true);
 
-}  // namespace medseg::io
+}  // namespace medseg::preprocessing

@@ -5,16 +5,16 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "io/distance_map.h"
+#include "evaluation/distance_map.h"
 #include "io/itk_globals.h"
 
-namespace medseg::io {
+namespace medseg::evaluation {
 
 std::vector<float> distance_to_mask(const std::vector<uint8_t>& mask, const std::array<int64_t, 3>& shape,
                                     const std::array<double, 3>& spacing) {
   MEDSEG_CHECK(!std::none_of(mask.begin(), mask.end(), [](uint8_t v) { return v != 0; }),
                "distance_to_mask: empty mask");
-  init_itk_globals_once();
+  io::init_itk_globals_once();
   using MaskT = itk::Image<uint8_t, 3>;
   using DistT = itk::Image<float, 3>;
   auto img = MaskT::New();
@@ -42,4 +42,4 @@ std::vector<float> distance_to_mask(const std::vector<uint8_t>& mask, const std:
   return out;
 }
 
-}  // namespace medseg::io
+}  // namespace medseg::evaluation

@@ -1,0 +1,71 @@
+# The test executables of tests/base, and the files each one compiles (tests/CMakeLists.txt), declared as ITK
+# lists a module's tests in its test/CMakeLists.txt: a new test file goes into one of these lists (configuring
+# fails while a file of this folder is in none, or in two). base: the torch-free stages' tests. base_cli: the
+# files that run the built programs (test::run_cli, support/bad_input.h), the only executable here that waits
+# for the apps. Files named *_itk_test.cpp or *_cairo_test.cpp drop out of builds without ITK or cairo.
+medseg_tests(base
+  bad_input_json_test.cpp
+  core_cpu_features_test.cpp
+  core_digest_test.cpp
+  core_disk_space_test.cpp
+  core_error_test.cpp
+  core_file_digest_test.cpp
+  core_signal_cleanup_test.cpp
+  core_staged_folder_test.cpp
+  dataset_label_order_test.cpp
+  fingerprint_crop_test.cpp
+  fingerprint_extract_test.cpp
+  fingerprint_json_test.cpp
+  fingerprint_stats_test.cpp
+  io_dicom_public_files_itk_test.cpp
+  io_dicom_series_itk_test.cpp
+  io_errors_itk_test.cpp
+  io_mask_contours_itk_test.cpp
+  io_natural_formats_itk_test.cpp
+  io_reorient_itk_test.cpp
+  io_roundtrip_itk_test.cpp
+  layering_test.cpp
+  numeric_test.cpp
+  planning_inheritance_test.cpp
+  planning_memory_test.cpp
+  planning_network_flops_test.cpp
+  planning_nnunet_golden_test.cpp
+  planning_planner_test.cpp
+  planning_plans_test.cpp
+  planning_presets_test.cpp
+  planning_spatial_parallel_test.cpp
+  planning_swin_planner_test.cpp
+  planning_topology_test.cpp
+  postprocessing_test.cpp
+  preprocessing_normalization_test.cpp
+  preprocessing_pipeline_itk_test.cpp
+  preprocessing_resample_itk_test.cpp
+  preprocessing_store_test.cpp
+  preprocessing_zoom_linear_itk_test.cpp
+  progress_test.cpp
+  visualization_overlay_cairo_test.cpp)
+medseg_tests(base_cli
+  amp_test.cpp
+  bad_input_evaluate_itk_test.cpp
+  bad_input_geometry_itk_test.cpp
+  bad_input_labels_itk_test.cpp
+  bad_input_messages_itk_test.cpp
+  bad_input_names_itk_test.cpp
+  bad_input_natural_images_itk_test.cpp
+  bad_output_folders_itk_test.cpp
+  dataset_conversion_itk_test.cpp
+  dataset_itk_test.cpp
+  dicom_dataset_itk_test.cpp
+  evaluation_itk_test.cpp
+  fingerprint_cli_itk_test.cpp
+  install_relocatable_test.cpp
+  io_threads_itk_test.cpp
+  planning_cli_test.cpp
+  planning_move_plans_test.cpp
+  planning_presets_cli_test.cpp
+  plot_overlay_pngs_itk_test.cpp
+  postprocessing_itk_test.cpp
+  preprocessing_cli_itk_test.cpp
+  selection_itk_test.cpp
+  selection_npz_itk_test.cpp
+  stage_include_test.cpp)

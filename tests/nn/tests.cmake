@@ -1,0 +1,99 @@
+# The test executables of tests/nn, and the files each one compiles (tests/CMakeLists.txt), declared as ITK
+# lists a module's tests in its test/CMakeLists.txt: a new test file goes into one of these lists (configuring
+# fails while a file of this folder is in none, or in two). One executable per group of torch stages (they share
+# one precompiled header); nn_cli: the files that run the built programs (test::run_cli, support/bad_input.h),
+# the only executable here that waits for the apps. Files named *_itk_test.cpp or *_cairo_test.cpp drop out of
+# builds without ITK or cairo.
+medseg_tests(models
+  models_activation_checkpoint_test.cpp
+  models_arch_plan_test.cpp
+  models_clone_test.cpp
+  models_inplace_test.cpp
+  models_layers_test.cpp
+  models_naming_test.cpp
+  models_onednn_conv_test.cpp
+  models_primus_test.cpp
+  models_swin_test.cpp
+  models_unet_test.cpp)
+medseg_tests(data
+  data_augment_distribution_test.cpp
+  data_augment_test.cpp
+  data_cascade_test.cpp
+  data_da5_test.cpp
+  data_device_augment_test.cpp
+  data_loader_test.cpp
+  data_sampler_test.cpp
+  data_spatial_fused_test.cpp
+  data_store_test.cpp
+  spatial_reference.cpp)
+medseg_tests(training
+  checkpoint_kill_test.cpp
+  checkpoint_test.cpp
+  memory_model_measured_test.cpp
+  scoped_process_state_test.cpp
+  training_grad_scaler_test.cpp
+  training_loss_test.cpp
+  training_metrics_log_test.cpp
+  training_optimizer_resume_test.cpp
+  training_region_loss_test.cpp
+  training_schedule_test.cpp
+  training_spatial_loss_test.cpp
+  training_splits_test.cpp
+  training_trainer_variants_test.cpp
+  training_variant_settings_test.cpp)
+medseg_tests(inference
+  inference_export_test.cpp
+  inference_model_folder_test.cpp
+  inference_predict_itk_test.cpp
+  inference_slabs_test.cpp
+  inference_sliding_window_test.cpp
+  inference_torch_resampling_test.cpp
+  link_order_test.cpp
+  serve_jobs_test.cpp
+  sharing_torch_pickle_test.cpp)
+medseg_tests(distributed
+  distributed_address_test.cpp
+  distributed_halo_test.cpp
+  distributed_p2p_test.cpp)
+medseg_tests(gpu
+  gpu_cuda_test.cpp)
+medseg_tests(nn_cli
+  api_itk_test.cpp
+  bad_input_folders_itk_test.cpp
+  bad_input_messages_test.cpp
+  bad_input_predict_flags_itk_test.cpp
+  bad_input_predict_itk_test.cpp
+  bad_input_ranges_itk_test.cpp
+  checkpoint_cli_test.cpp
+  cli_openmp_policy_test.cpp
+  distributed_hosts_itk_test.cpp
+  distributed_hosts_predict_itk_test.cpp
+  distributed_train_itk_test.cpp
+  inference_cli_itk_test.cpp
+  inference_dicom_cli_itk_test.cpp
+  inference_dicom_seg_cli_itk_test.cpp
+  inference_import_itk_test.cpp
+  inference_parts_itk_test.cpp
+  inference_sharded_itk_test.cpp
+  models_info_test.cpp
+  models_init_model_itk_test.cpp
+  models_spatial_shard_test.cpp
+  overlays_cli_itk_cairo_test.cpp
+  predict_input_overwrite_itk_test.cpp
+  predict_slabs_itk_test.cpp
+  serve_cli_itk_test.cpp
+  sharing_hostile_import_itk_test.cpp
+  sharing_model_zip_test.cpp
+  sharing_nnunet_export_itk_test.cpp
+  sharing_predict_itk_test.cpp
+  spatial_train_itk_test.cpp
+  training_2d_e2e_itk_cairo_test.cpp
+  training_device_augment_itk_test.cpp
+  training_png_e2e_itk_test.cpp
+  training_primus_e2e_itk_test.cpp
+  training_resume_itk_test.cpp
+  training_two_trainers_itk_test.cpp
+  training_variants_e2e_itk_test.cpp
+  workflow_cascade_itk_test.cpp
+  workflow_itk_test.cpp
+  workflow_reorient_itk_test.cpp)
