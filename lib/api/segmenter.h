@@ -10,7 +10,10 @@
 //   medseg::api::Segmenter model("/models/Dataset003_Liver/nnUNetTrainer__nnUNetPlans__3d_fullres");
 //   medseg::Volume ct = medseg::io::read_image("ct.nii.gz");      // or a buffer + Geometry
 //   medseg::api::SegmentOptions so;
-//   so.progress = [](double f) { return !cancel_pressed; };
+//   so.progress = [](double done) {  // the share of the work done, 0..1
+//     std::printf("\r%3.0f %%", 100 * done);
+//     return !cancel_pressed;  // false stops it
+//   };
 //   medseg::api::Segmentation s = model.segment({ct}, so);
 //
 // Errors are medseg::Error (medseg::FileError for a bad model folder) with the CLIs' messages;
