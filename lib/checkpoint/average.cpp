@@ -13,7 +13,7 @@
 namespace medseg::checkpoint {
 
 void average_checkpoints(const std::vector<std::string>& inputs, const std::string& output) {
-  if (inputs.size() < 2) throw Error("average: need at least two checkpoints");
+  MEDSEG_CHECK(inputs.size() >= 2, "average: need at least two checkpoints");
   for (const std::string& in : inputs) check_output_apart(output, in, "input checkpoint");  // it would be replaced
   TensorArchive base = read_archive(inputs[0]);
   std::vector<std::map<std::string, at::Tensor>> others;
@@ -30,10 +30,9 @@ void average_checkpoints(const std::vector<std::string>& inputs, const std::stri
     at::Tensor sum = t.to(at::kDouble);
     for (std::size_t i = 0; i < others.size(); ++i) {
       const auto it = others[i].find(name);
-      if (it == others[i].end()) throw FileError(inputs[i + 1], "has no tensor '" + name + "'");
-      if (it->second.sizes() != t.sizes())
-        throw FileError(inputs[i + 1], "tensor '" + name + "' has shape " + c10::str(it->second.sizes()) + ", " +
-                                           inputs[0] + " has " + c10::str(t.sizes()));
+      MEDSEG_CHECK_FILE(it != others[i].end(), inputs[i + 1], "has no tensor '", name, "'");
+      MEDSEG_CHECK_FILE(it->second.sizes() == t.sizes(), inputs[i + 1], "tensor '", name, "' has shape ",
+                        c10::str(it->second.sizes()), ", ", inputs[0], " has ", c10::str(t.sizes()));
       sum = sum + it->second.to(at::kDouble);
     }
     updates.emplace_back(t, (sum / static_cast<double>(inputs.size())).to(t.scalar_type()));
@@ -42,9 +41,10 @@ void average_checkpoints(const std::vector<std::string>& inputs, const std::stri
     for (const auto& entry : others[i]) {
       // Not a structured binding: C++17 lambdas cannot capture one (clang refuses, gcc allows).
       const std::string& name = entry.first;
-      if (name.compare(0, prefix.size(), prefix) == 0 &&
-          std::none_of(base.tensors.begin(), base.tensors.end(), [&](const auto& b) { return b.first == name; }))
-        throw FileError(inputs[i + 1], "has tensor '" + name + "', which " + inputs[0] + " lacks");
+      MEDSEG_CHECK_FILE(
+          name.compare(0, prefix.size(), prefix) != 0 ||
+              !std::none_of(base.tensors.begin(), base.tensors.end(), [&](const auto& b) { return b.first == name; }),
+          inputs[i + 1], "has tensor '", name, "', which ", inputs[0], " lacks");
     }
   for (auto& [target, mean] : updates) target.copy_(mean);
   // Training state of the first input would make the average look resumable: drop all of it.

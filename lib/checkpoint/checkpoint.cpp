@@ -91,7 +91,7 @@ void add_rng_tensor(Checkpoint& ck, const std::string& key, const at::Tensor& t)
 }
 
 Checkpoint from_archive(const std::string& path, const TensorArchive& a) {
-  if (a.meta.value("kind", "") != kKind) throw FileError(path, "not a medseg training checkpoint (meta.kind)");
+  MEDSEG_CHECK_FILE(a.meta.value("kind", "") == kKind, path, "not a medseg training checkpoint (meta.kind)");
   Checkpoint ck;
   try {
     const json& m = a.meta;
@@ -162,8 +162,8 @@ void load_weights(torch::nn::Module& model, const NamedTensors& weights, bool st
     if (!std::any_of(dst.begin(), dst.end(), [&](const auto& d) { return d.first == name; }))
       unexpected.push_back(name);
   }
-  if (strict && !missing.empty()) throw Error("checkpoint: weights missing for " + list_some(missing));
-  if (strict && !unexpected.empty()) throw Error("checkpoint: unexpected weights " + list_some(unexpected));
+  MEDSEG_CHECK(!strict || missing.empty(), "checkpoint: weights missing for ", list_some(missing));
+  MEDSEG_CHECK(!strict || unexpected.empty(), "checkpoint: unexpected weights ", list_some(unexpected));
 
   torch::NoGradGuard no_grad;
   // The first module tensor loaded from each checkpoint storage; later aliases are tied to it.
@@ -172,9 +172,8 @@ void load_weights(torch::nn::Module& model, const NamedTensors& weights, bool st
     auto it = src.find(name);
     if (it == src.end()) continue;
     const at::Tensor& value = it->second;
-    if (value.sizes() != target.sizes())
-      throw Error("checkpoint: shape of '" + name + "' is " + c10::str(value.sizes()) + ", the model expects " +
-                  c10::str(target.sizes()));
+    MEDSEG_CHECK(value.sizes() == target.sizes(), "checkpoint: shape of '", name, "' is ", c10::str(value.sizes()),
+                 ", the model expects ", c10::str(target.sizes()));
     std::vector<int64_t> view{value.storage_offset()};
     view.insert(view.end(), value.strides().begin(), value.strides().end());
     const auto key = std::make_pair(static_cast<const void*>(value.storage().unsafeGetStorageImpl()), view);

@@ -103,9 +103,9 @@ json describe(const NamedTensors& tensors, std::vector<Blob>& blobs) {
   json entries = json::array();
   int64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    if (!t.defined()) throw Error("checkpoint tensor '" + name + "' is undefined");
-    if (t.layout() != at::kStrided || t.is_quantized())
-      throw Error("checkpoint tensor '" + name + "' is not a dense strided tensor");
+    MEDSEG_CHECK(t.defined(), "checkpoint tensor '", name, "' is undefined");
+    MEDSEG_CHECK(t.layout() == at::kStrided && !t.is_quantized(), "checkpoint tensor '", name,
+                 "' is not a dense strided tensor");
     const std::string dt = dtype_name(t.scalar_type());
     const auto key = std::make_pair(static_cast<const void*>(t.storage().unsafeGetStorageImpl()), t.scalar_type());
     auto it = blob_of.find(key);
@@ -133,7 +133,7 @@ json describe(const NamedTensors& tensors, std::vector<Blob>& blobs) {
 std::string dtype_name(c10::ScalarType t) {
   const auto& m = dtype_names();
   auto it = m.find(t);
-  if (it == m.end()) throw Error(std::string("checkpoint: unsupported tensor dtype ") + c10::toString(t));
+  MEDSEG_CHECK(it != m.end(), "checkpoint: unsupported tensor dtype ", c10::toString(t));
   return it->second;
 }
 
@@ -160,7 +160,7 @@ AliasStats alias_stats(const NamedTensors& tensors) {
 }
 
 void write_archive(const std::string& path, const TensorArchive& archive) {
-  if (!host_is_little_endian()) throw Error("checkpoint: big-endian hosts are not supported");
+  MEDSEG_CHECK(host_is_little_endian(), "checkpoint: big-endian hosts are not supported");
   std::vector<Blob> blobs;
   json header = {{"format", "medseg-checkpoint"}, {"meta", archive.meta}};
   header["tensors"] = describe(archive.tensors, blobs);
@@ -205,17 +205,17 @@ class CrcSource {
  public:
   CrcSource(const std::string& path) : path_(path), in_(path, std::ios::binary) {
     // A folder opens as a stream on Linux and only fails at its size: say what it is.
-    if (fs::is_directory(path)) throw FileError(path, "is a folder, not a checkpoint file");
-    if (!in_) throw FileError(path, fs::exists(path) ? "cannot be opened" : "file not found");
+    MEDSEG_CHECK_FILE(!fs::is_directory(path), path, "is a folder, not a checkpoint file");
+    MEDSEG_CHECK_FILE(in_, path, fs::exists(path) ? "cannot be opened" : "file not found");
     std::error_code ec;
     size_ = static_cast<int64_t>(fs::file_size(path, ec));
-    if (ec) throw FileError(path, "cannot determine file size");
+    MEDSEG_CHECK_FILE(!ec, path, "cannot determine file size");
   }
   void read(void* dst, int64_t n, const char* what) {
     auto* p = static_cast<char*>(dst);
     for (int64_t off = 0; off < n; off += static_cast<int64_t>(kChunk)) {
       const auto k = static_cast<std::streamsize>(std::min<int64_t>(kChunk, n - off));
-      if (!in_.read(p + off, k)) throw FileError(path_, std::string("truncated while reading ") + what);
+      MEDSEG_CHECK_FILE(in_.read(p + off, k), path_, "truncated while reading ", what);
       crc_ = crc32(crc_, reinterpret_cast<const Bytef*>(p + off), static_cast<uInt>(k));
     }
     pos_ += n;
@@ -242,18 +242,17 @@ struct Preamble {
 };
 
 Preamble read_preamble(const std::string& path, CrcSource& src) {
-  if (src.size() < kPreambleBytes + kTrailerBytes)
-    throw FileError(path, concat("not a medseg checkpoint (file too small: ", src.size(), " bytes)"));
+  MEDSEG_CHECK_FILE(src.size() >= kPreambleBytes + kTrailerBytes, path,
+                    "not a medseg checkpoint (file too small: ", src.size(), " bytes)");
   char pre[kPreambleBytes];
   src.read(pre, kPreambleBytes, "the preamble");
-  if (std::memcmp(pre, kCheckpointMagic, 8) != 0)
-    throw FileError(path, "not a medseg checkpoint (magic 'MEDSEGCK' missing)");
+  MEDSEG_CHECK_FILE(std::memcmp(pre, kCheckpointMagic, 8) == 0, path,
+                    "not a medseg checkpoint (magic 'MEDSEGCK' missing)");
   Preamble p{get_le<uint32_t>(pre + 8), get_le<uint64_t>(pre + 16)};
-  if (p.version == 0 || p.version > kCheckpointFormatVersion)
-    throw FileError(path, concat("checkpoint format version ", p.version,
-                                 " is not supported (this build reads version ", kCheckpointFormatVersion, ")"));
-  if (static_cast<int64_t>(p.header_size) > src.size() - kPreambleBytes - kTrailerBytes)
-    throw FileError(path, "truncated or corrupt checkpoint (header size exceeds the file)");
+  MEDSEG_CHECK_FILE(p.version != 0 && p.version <= kCheckpointFormatVersion, path, "checkpoint format version ",
+                    p.version, " is not supported (this build reads version ", kCheckpointFormatVersion, ")");
+  MEDSEG_CHECK_FILE(static_cast<int64_t>(p.header_size) <= src.size() - kPreambleBytes - kTrailerBytes, path,
+                    "truncated or corrupt checkpoint (header size exceeds the file)");
   return p;
 }
 
@@ -329,17 +328,17 @@ std::vector<at::Tensor> read_blobs(CrcSource& src, const json& header, int64_t d
   try {
     const int64_t data_bytes = header.at("data_bytes").get<int64_t>();
     // Compared without adding to data_bytes first: a value near 2^63 would overflow.
-    if (data_bytes < 0 || data_bytes != src.size() - kTrailerBytes - data_start)
-      throw FileError(path, concat("truncated or corrupt checkpoint (size ", src.size(), " bytes, header declares ",
-                                   data_bytes, " bytes of tensor data)"));
+    MEDSEG_CHECK_FILE(data_bytes >= 0 && data_bytes == src.size() - kTrailerBytes - data_start, path,
+                      "truncated or corrupt checkpoint (size ", src.size(), " bytes, header declares ", data_bytes,
+                      " bytes of tensor data)");
     for (const auto& b : header.at("blobs")) {
       const auto dt = dtype_from_name(b.at("dtype").get<std::string>());
       const int64_t off = b.at("offset").get<int64_t>(), nbytes = b.at("nbytes").get<int64_t>();
       const int64_t item = static_cast<int64_t>(c10::elementSize(dt));
       // Blobs lie in order inside the data section; written so that no sum can overflow.
-      if (off < 0 || off < src.pos() - data_start || nbytes < 0 || off > data_bytes || nbytes > data_bytes - off ||
-          nbytes % item != 0)
-        throw FileError(path, "corrupt checkpoint header (bad blob offsets)");
+      MEDSEG_CHECK_FILE(off >= 0 && off >= src.pos() - data_start && nbytes >= 0 && off <= data_bytes &&
+                            nbytes <= data_bytes - off && nbytes % item == 0,
+                        path, "corrupt checkpoint header (bad blob offsets)");
       src.skip_to(data_start + off);
       at::Tensor flat = at::empty({nbytes / item}, at::TensorOptions().dtype(dt));
       src.read(flat.data_ptr(), nbytes, "tensor data");

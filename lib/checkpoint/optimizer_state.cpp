@@ -100,7 +100,7 @@ OptimizerState capture_optimizer_state(torch::optim::Optimizer& opt, const torch
     json params = json::array();
     for (const auto& p : group.params()) {
       auto n = names.find(p.unsafeGetTensorImpl());
-      if (n == names.end()) throw Error("checkpoint: the optimizer holds a parameter that is not in the model");
+      MEDSEG_CHECK(n != names.end(), "checkpoint: the optimizer holds a parameter that is not in the model");
       params.push_back(n->second);
       auto it = state.find(compat::optimizer_state_key(state, p));
       if (it == state.end()) continue;  // no step taken yet for this parameter
@@ -120,9 +120,8 @@ OptimizerState capture_optimizer_state(torch::optim::Optimizer& opt, const torch
 
 void restore_optimizer_state(torch::optim::Optimizer& opt, const torch::nn::Module& model, const OptimizerState& st) {
   const std::string type = optimizer_type(opt);
-  if (st.type != type)
-    throw Error("checkpoint: optimizer state is for " + (st.type.empty() ? std::string("no optimizer") : st.type) +
-                ", but the trainer uses " + type);
+  MEDSEG_CHECK(st.type == type, "checkpoint: optimizer state is for ",
+               (st.type.empty() ? std::string("no optimizer") : st.type), ", but the trainer uses ", type);
   auto& groups = opt.param_groups();
   MEDSEG_CHECK(st.groups.size() == groups.size(), "checkpoint: optimizer has ", groups.size(),
                " parameter groups, checkpoint has ", st.groups.size());
@@ -133,7 +132,7 @@ void restore_optimizer_state(torch::optim::Optimizer& opt, const torch::nn::Modu
     apply_options(groups[g].options(), st.groups[g].at("options"));
     for (const auto& p : groups[g].params()) {
       auto n = names.find(p.unsafeGetTensorImpl());
-      if (n == names.end()) throw Error("checkpoint: the optimizer holds a parameter that is not in the model");
+      MEDSEG_CHECK(n != names.end(), "checkpoint: the optimizer holds a parameter that is not in the model");
       const std::string& name = n->second;
       if (!st.buffers.count(name) && !st.scalars.count(name)) continue;
       const auto key = compat::optimizer_state_key(state, p);

@@ -43,8 +43,8 @@ at::Tensor view_of(std::vector<T>& buf, at::IntArrayRef sizes, at::ScalarType ty
 PipelineConfig base_pipeline(const planning::ConfigurationPlan& plan, bool deep_supervision, double oversample) {
   PipelineConfig cfg;
   const auto& ps = plan.patch_size;
-  if (ps.size() != 2 && ps.size() != 3)
-    throw Error("configuration '" + plan.name + "': patch_size must have 2 or 3 entries");
+  MEDSEG_CHECK(ps.size() == 2 || ps.size() == 3, "configuration '", plan.name,
+               "': patch_size must have 2 or 3 entries");
   cfg.is_2d = ps.size() == 2;
   cfg.final_patch = cfg.is_2d ? Shape3{1, ps[0], ps[1]} : Shape3{ps[0], ps[1], ps[2]};
   cfg.loader_patch = cfg.final_patch;

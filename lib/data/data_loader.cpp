@@ -27,9 +27,9 @@ LoaderState LoaderState::from_json(const json& j) {
 DataLoader::DataLoader(std::shared_ptr<const CaseSource> cases, PipelineConfig cfg, LoaderOptions opt,
                        LoaderState start)
     : cases_(std::move(cases)), cfg_(std::move(cfg)), opt_(opt), seed_(start.seed) {
-  if (!cases_ || cases_->size() == 0) throw Error("data loader: no cases");
-  if (opt_.batches_per_epoch < 1) throw Error("data loader: batches_per_epoch must be >= 1");
-  if (start.epoch < 0 || start.next_batch < 0) throw Error("data loader: negative start position");
+  MEDSEG_CHECK(cases_ && cases_->size() != 0, "data loader: no cases");
+  MEDSEG_CHECK(opt_.batches_per_epoch >= 1, "data loader: batches_per_epoch must be >= 1");
+  MEDSEG_CHECK(start.epoch >= 0 && start.next_batch >= 0, "data loader: negative start position");
   next_claim_ = next_deliver_ = start.epoch * opt_.batches_per_epoch + start.next_batch;
   const int n = std::max(0, opt_.num_workers);
   const int cached = opt_.num_cached > 0 ? opt_.num_cached : std::max(6, n / 2);

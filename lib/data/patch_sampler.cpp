@@ -64,9 +64,8 @@ Shape3 initial_patch_size(const Shape3& final_patch, double max_rotation, bool d
 
 PatchSampler::PatchSampler(const Shape3& patch, const Shape3& final_patch) : patch_(patch) {
   for (int d = 0; d < 3; ++d) {
-    if (patch[d] < final_patch[d] || final_patch[d] < 1)
-      throw Error("patch sampler: loader patch " + shape_str(patch) + " must contain the final patch " +
-                  shape_str(final_patch));
+    MEDSEG_CHECK(patch[d] >= final_patch[d] && final_patch[d] >= 1, "patch sampler: loader patch ", shape_str(patch),
+                 " must contain the final patch ", shape_str(final_patch));
     need_to_pad_[d] = patch[d] - final_patch[d];
   }
 }

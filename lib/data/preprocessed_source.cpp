@@ -19,7 +19,7 @@ int sampling_class_id(const std::string& key, size_t position) {
 
 PreprocessedCaseSource::PreprocessedCaseSource(const std::string& folder, const std::vector<std::string>& ids) {
   const std::vector<std::string> which = ids.empty() ? preprocessing::list_preprocessed_cases(folder) : ids;
-  if (which.empty()) throw Error(folder + ": no preprocessed cases");
+  MEDSEG_CHECK(!which.empty(), folder, ": no preprocessed cases");
   for (const auto& id : which) {
     cases_.push_back(preprocessing::open_preprocessed_case(folder, id));
     const auto& c = cases_.back();

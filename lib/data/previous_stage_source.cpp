@@ -15,19 +15,18 @@ std::string previous_stage_file(const std::string& folder, const std::string& id
 preprocessing::SegmentationFile open_previous_stage(const std::string& folder, const std::string& id,
                                                     const Shape3& shape, const std::string& hint) {
   const std::string file = previous_stage_file(folder, id);
-  if (!fs::exists(file)) throw FileError(file, "previous-stage segmentation not found; " + hint);
+  MEDSEG_CHECK_FILE(fs::exists(file), file, "previous-stage segmentation not found; ", hint);
   preprocessing::SegmentationFile seg = preprocessing::open_segmentation_file(file);
-  if (seg.shape() != shape)
-    throw FileError(file, "shape " + shape_str(seg.shape()) + " differs from the preprocessed case's " +
-                              shape_str(shape) + "; " + hint);
+  MEDSEG_CHECK_FILE(seg.shape() == shape, file, "shape ", shape_str(seg.shape()),
+                    " differs from the preprocessed case's ", shape_str(shape), "; ", hint);
   return seg;
 }
 
 PreviousStageSource::PreviousStageSource(std::shared_ptr<const CaseSource> base, const std::string& folder,
                                          std::vector<int> labels, const std::string& hint)
     : base_(std::move(base)), labels_(std::move(labels)) {
-  if (!base_) throw Error("PreviousStageSource: no cases");
-  if (labels_.empty()) throw Error("PreviousStageSource: a cascade needs at least one foreground label");
+  MEDSEG_CHECK(base_, "PreviousStageSource: no cases");
+  MEDSEG_CHECK(!labels_.empty(), "PreviousStageSource: a cascade needs at least one foreground label");
   for (int64_t i = 0; i < base_->size(); ++i)
     segs_.push_back(open_previous_stage(folder, base_->id(i), base_->shape(i), hint));
 }

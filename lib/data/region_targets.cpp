@@ -9,14 +9,14 @@
 namespace medseg::data {
 
 at::Tensor region_targets(const at::Tensor& labels, const std::vector<std::vector<int>>& regions, bool ignore_channel) {
-  if (regions.empty()) throw Error("region targets: no regions");
-  if (labels.dim() < 3 || labels.size(1) != 1)
-    throw Error("region targets: labels of shape " + c10::str(labels.sizes()) + " are not (B, 1, *spatial)");
+  MEDSEG_CHECK(!regions.empty(), "region targets: no regions");
+  MEDSEG_CHECK(labels.dim() >= 3 && labels.size(1) == 1, "region targets: labels of shape ", c10::str(labels.sizes()),
+               " are not (B, 1, *spatial)");
   const at::Tensor l = labels.squeeze(1).to(at::kInt);
   std::vector<at::Tensor> channels;
   channels.reserve(regions.size() + 1);
   for (const auto& r : regions) {
-    if (r.empty()) throw Error("region targets: an empty region");
+    MEDSEG_CHECK(!r.empty(), "region targets: an empty region");
     at::Tensor in = l.eq(r.front());
     for (size_t k = 1; k < r.size(); ++k) in.logical_or_(l.eq(r[k]));
     channels.push_back(in);

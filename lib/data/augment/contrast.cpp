@@ -11,11 +11,11 @@ namespace medseg::data::augment {
 
 void apply_contrast(at::Tensor& data, const std::vector<int64_t>& channels, const std::vector<double>& factors,
                     bool preserve_range) {
-  if (!data.is_contiguous() || data.scalar_type() != at::kFloat)
-    throw Error("contrast: expected a contiguous float32 (C, z, y, x) tensor");
+  MEDSEG_CHECK(data.is_contiguous() && data.scalar_type() == at::kFloat,
+               "contrast: expected a contiguous float32 (C, z, y, x) tensor");
   const int64_t n = data[0].numel();
   float* base = data.data_ptr<float>();  // (C, ...) contiguous: the pipeline guarantees it
-  if (channels.size() != factors.size()) throw Error("contrast: one factor per channel expected");
+  MEDSEG_CHECK(channels.size() == factors.size(), "contrast: one factor per channel expected");
   for (size_t c = 0; c < factors.size(); ++c) {
     float* x = base + channels[c] * n;
     const ChannelStats st = channel_stats(x, n, false);

@@ -13,7 +13,7 @@ std::vector<Scale3> deep_supervision_scales(const std::vector<std::vector<int>>&
   std::array<double, 3> prod{1, 1, 1};
   for (size_t s = 0; s + 1 < strides.size(); ++s) {  // the last (lowest) resolution is not supervised
     const auto& st = strides[s];
-    if (st.size() != 2 && st.size() != 3) throw Error("deep supervision: strides must have 2 or 3 entries");
+    MEDSEG_CHECK(st.size() == 2 || st.size() == 3, "deep supervision: strides must have 2 or 3 entries");
     const size_t off = 3 - st.size();
     for (size_t d = 0; d < st.size(); ++d) prod[off + d] *= st[d];
     out.push_back({1.0 / prod[0], 1.0 / prod[1], 1.0 / prod[2]});

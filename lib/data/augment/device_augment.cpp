@@ -38,8 +38,9 @@ void finish(at::Tensor& data, at::Tensor& seg, const std::vector<SampleDraw>& dr
 DeviceAugmented augment_on_device(const DeviceBatchInput& in, const AugmentConfig& cfg,
                                   const std::vector<Scale3>& ds_scales, const at::Device& device) {
   const int64_t n = in.data.size(0);
-  if (in.data.dim() != 5 || in.seg.dim() != 5 || in.seg.size(0) != n || static_cast<int64_t>(in.draws.size()) != n)
-    throw Error("device augmentation: expected (n, C, z, y, x) patches, (n, 1, z, y, x) labels and n records");
+  MEDSEG_CHECK(
+      in.data.dim() == 5 && in.seg.dim() == 5 && in.seg.size(0) == n && static_cast<int64_t>(in.draws.size()) == n,
+      "device augmentation: expected (n, C, z, y, x) patches, (n, 1, z, y, x) labels and n records");
   at::NoGradGuard no_grad;
   const at::Tensor data = in.data.to(device, /*non_blocking=*/true), seg = in.seg.to(device, true);
   std::vector<at::Tensor> images, labels;
@@ -59,7 +60,7 @@ DeviceAugmented augment_on_device(const DeviceBatchInput& in, const AugmentConfi
 }
 
 Batch augment_batch_on_device(Batch batch, const PipelineConfig& cfg, const at::Device& device) {
-  if (!batch.device_input) throw Error("device augmentation: the batch carries no loader patches");
+  MEDSEG_CHECK(batch.device_input, "device augmentation: the batch carries no loader patches");
   DeviceAugmented a = augment_on_device(*batch.device_input, cfg.aug, cfg.ds_scales, device);
   batch.device_input.reset();
   batch.data = a.data;

@@ -27,8 +27,8 @@ void affine(float* x, int64_t n, float a, float b) {
 // undoing the sign is then one affine map of p: x = s ((p r + lo - mean') k + m) with
 // k = std_before / max(std', 1e-7). pow itself stays torch's (vectorised) op.
 void apply_gamma(at::Tensor& data, const std::vector<double>& gammas, bool invert, bool retain_stats) {
-  if (!data.is_contiguous() || data.scalar_type() != at::kFloat)
-    throw Error("gamma: expected a contiguous float32 (C, z, y, x) tensor");
+  MEDSEG_CHECK(data.is_contiguous() && data.scalar_type() == at::kFloat,
+               "gamma: expected a contiguous float32 (C, z, y, x) tensor");
   const int64_t n = data[0].numel();
   float* base = data.data_ptr<float>();  // (C, ...) contiguous: the pipeline guarantees it
   const double sign = invert ? -1.0 : 1.0;

@@ -88,8 +88,8 @@ LowResParams sample_low_resolution(const AugmentConfig& cfg, int64_t channels, R
 }
 
 void apply_low_resolution(at::Tensor& data, const LowResParams& p) {
-  if (!data.is_contiguous() || data.scalar_type() != at::kFloat)
-    throw Error("low resolution: expected a contiguous float32 (C, z, y, x) tensor");
+  MEDSEG_CHECK(data.is_contiguous() && data.scalar_type() == at::kFloat,
+               "low resolution: expected a contiguous float32 (C, z, y, x) tensor");
   const std::array<int64_t, 3> full{data.size(1), data.size(2), data.size(3)};
   for (size_t i = 0; i < p.channels.size(); ++i) {
     std::array<int64_t, 3> small{};

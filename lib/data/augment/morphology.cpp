@@ -66,7 +66,7 @@ std::vector<uint8_t> erode(const std::vector<uint8_t>& m, const Shape3& s, doubl
 
 std::vector<double> squared_distance_to(const std::vector<uint8_t>& mask, const Shape3& shape) {
   const int64_t Z = shape[0], Y = shape[1], X = shape[2];
-  if (static_cast<int64_t>(mask.size()) != Z * Y * X) throw Error("squared_distance_to: mask size differs from shape");
+  MEDSEG_CHECK(static_cast<int64_t>(mask.size()) == Z * Y * X, "squared_distance_to: mask size differs from shape");
   std::vector<double> f(mask.size());
   for (size_t i = 0; i < mask.size(); ++i) f[i] = mask[i] ? 0.0 : kFar;
   std::vector<double> d, z;
@@ -83,7 +83,7 @@ std::vector<double> squared_distance_to(const std::vector<uint8_t>& mask, const 
 
 std::vector<uint8_t> binary_operation(const std::vector<uint8_t>& mask, const Shape3& shape, BinaryOp op,
                                       double radius) {
-  if (!(radius > 0)) throw Error("binary_operation: radius must be > 0");
+  MEDSEG_CHECK(radius > 0, "binary_operation: radius must be > 0");
   const double r2 = radius * radius;
   switch (op) {
     case BinaryOp::Dilation: return dilate(mask, shape, r2);

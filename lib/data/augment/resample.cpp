@@ -193,7 +193,7 @@ MEDSEG_WIDE_CLONES void resample_in_plane(const SpatialMap& mp, const float* ima
   const Geometry geo = geometry(mp);
   const int64_t Z = mp.crop[0], H = mp.crop[1], W = mp.crop[2], HW = H * W;
   const int64_t P1 = mp.patch[1], P2 = mp.patch[2], plane = P1 * P2;
-  if (mp.patch[0] != Z) throw Error("spatial transform: in-plane resampling needs patch z == crop z");
+  MEDSEG_CHECK(mp.patch[0] == Z, "spatial transform: in-plane resampling needs patch z == crop z");
   struct Point {
     int64_t base;
     float w[4];  // nw, ne, sw, se

@@ -131,18 +131,18 @@ SpatialPlan plan_spatial(const Shape3& loader, const Shape3& patch, const Spatia
 Sample apply_spatial(const Sample& region, const SpatialPlan& plan, Sample* into) {
   const SpatialMap& mp = plan.map;
   const Shape3 rs{region.data.size(1), region.data.size(2), region.data.size(3)};
-  if (rs != mp.crop || region.seg.sizes() != at::IntArrayRef({1, rs[0], rs[1], rs[2]}))
-    throw Error("spatial transform: the region read does not have the planned shape " + shape_str(mp.crop));
+  MEDSEG_CHECK(rs == mp.crop && region.seg.sizes() == at::IntArrayRef({1, rs[0], rs[1], rs[2]}),
+               "spatial transform: the region read does not have the planned shape ", shape_str(mp.crop));
   if (!plan.active) return region;
   const int64_t C = region.data.size(0);
   const at::Tensor data = region.data.contiguous(), seg = region.seg.contiguous();
   Sample out;
   if (into) {
     out = *into;
-    if (out.data.sizes() != at::IntArrayRef({C, mp.patch[0], mp.patch[1], mp.patch[2]}) ||
-        out.seg.sizes() != at::IntArrayRef({1, mp.patch[0], mp.patch[1], mp.patch[2]}) || !out.data.is_contiguous() ||
-        !out.seg.is_contiguous())
-      throw Error("spatial transform: output buffers do not have the patch shape " + shape_str(mp.patch));
+    MEDSEG_CHECK(out.data.sizes() == at::IntArrayRef({C, mp.patch[0], mp.patch[1], mp.patch[2]}) &&
+                     out.seg.sizes() == at::IntArrayRef({1, mp.patch[0], mp.patch[1], mp.patch[2]}) &&
+                     out.data.is_contiguous() && out.seg.is_contiguous(),
+                 "spatial transform: output buffers do not have the patch shape ", shape_str(mp.patch));
   } else {
     out.data = at::empty({C, mp.patch[0], mp.patch[1], mp.patch[2]}, at::kFloat);
     out.seg = at::empty({1, mp.patch[0], mp.patch[1], mp.patch[2]}, at::kShort);
