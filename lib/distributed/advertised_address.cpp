@@ -58,8 +58,8 @@ AdvertisedAddress local_address_toward(const std::string& master_addr, int port)
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port > 0 ? port : 29500);
-  if (const int rc = getaddrinfo(master_addr.c_str(), service.c_str(), &hints, &found); rc != 0)
-    throw Error("MASTER_ADDR " + master_addr + " does not resolve: " + gai_strerror(rc));
+  const int rc = getaddrinfo(master_addr.c_str(), service.c_str(), &hints, &found);
+  MEDSEG_CHECK(rc == 0, "MASTER_ADDR ", master_addr, " does not resolve: ", gai_strerror(rc));
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, &freeaddrinfo);
   std::vector<const addrinfo*> candidates;
   for (const int family : {AF_INET, AF_INET6})

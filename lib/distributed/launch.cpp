@@ -63,7 +63,7 @@ pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   const pid_t pid = fork();
-  if (pid < 0) throw Error(std::string("--nproc_per_node: cannot start a rank: ") + std::strerror(errno));
+  MEDSEG_CHECK(pid >= 0, "--nproc_per_node: cannot start a rank: ", std::strerror(errno));
   if (pid == 0) {
     setpgid(0, 0);  // Ctrl-C reaches the launcher only; it forwards it once
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -168,7 +168,7 @@ void wait_all(std::vector<Rank>& ranks, std::chrono::seconds grace) {
 
 int free_loopback_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error(std::string("cannot open a socket to find a free port: ") + std::strerror(errno));
+  MEDSEG_CHECK(fd >= 0, "cannot open a socket to find a free port: ", std::strerror(errno));
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -177,12 +177,12 @@ int free_loopback_port() {
   const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
                   getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
   close(fd);
-  if (!ok) throw Error(std::string("cannot find a free loopback port: ") + std::strerror(errno));
+  MEDSEG_CHECK(ok, "cannot find a free loopback port: ", std::strerror(errno));
   return ntohs(a.sin_port);
 }
 
 int launch_local_ranks(const std::vector<std::string>& args, const LaunchOptions& o) {
-  if (o.nproc < 1) throw Error("--nproc_per_node must be at least 1");
+  MEDSEG_CHECK(o.nproc >= 1, "--nproc_per_node must be at least 1");
   const int port = free_loopback_port();
   const ScopedForwarding forwarding;
   const ErrorFolder errors;

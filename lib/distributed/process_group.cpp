@@ -114,8 +114,8 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const World& world, const Pr
     b->store->setTimeout(ms);
   } catch (const std::exception& e) {
     const std::string why = one_line(e.what());
-    if (world.rank == 0)
-      throw Error(world.label() + ": cannot serve the rendezvous on " + where + " (port in use? " + why + ")");
+    MEDSEG_CHECK(world.rank != 0, world.label(), ": cannot serve the rendezvous on ", where, " (port in use? ", why,
+                 ")");
     throw Error(concat(world.label(), ": cannot reach rank 0's rendezvous on ", where, " within ",
                        options.timeout.count(), " s (", why, ")"));
   }
@@ -289,13 +289,13 @@ void agree(ProcessGroup* group, const std::string& what, const std::function<voi
   if (rank0_first) {
     first = group->all_gather(mine);
     if (!first[0].empty()) {
-      if (group->rank() == 0) throw Error(first[0]);
+      MEDSEG_CHECK(group->rank() != 0, first[0]);
       throw Error(group->backend().world.label() + ": " + what + " failed on rank 0: " + first[0]);
     }
     if (group->rank() != 0) run();
   }
   const auto all = group->all_gather(mine);
-  if (!mine.empty()) throw Error(mine);
+  MEDSEG_CHECK(mine.empty(), mine);
   for (size_t r = 0; r < all.size(); ++r)
     MEDSEG_CHECK(all[r].empty(), group->backend().world.label(), ": ", what, " failed on rank ", r, ": ", all[r]);
 }

@@ -93,9 +93,8 @@ std::vector<std::string> await_ranks(c10d::Store& store, const World& w, const s
   std::vector<bool> seen(static_cast<size_t>(w.world_size), false);
   try {
     // A second process with this RANK would overwrite our entry; the counter tells.
-    if (store.add(kPrefix + "count/" + std::to_string(w.rank), 1) > 1)
-      throw Error(concat(w.label(), ": another process already joined as RANK=", w.rank, " on ", where,
-                         ": every rank needs its own RANK"));
+    MEDSEG_CHECK(store.add(kPrefix + "count/" + std::to_string(w.rank), 1) <= 1, w.label(),
+                 ": another process already joined as RANK=", w.rank, " on ", where, ": every rank needs its own RANK");
     const std::string mine = std::to_string(w.world_size) + " " + my_address;
     store.set(kPrefix + std::to_string(w.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
     seen[static_cast<size_t>(w.rank)] = true;

@@ -32,15 +32,15 @@ World world_from_environment() {
   const auto rank = env("RANK"), size = env("WORLD_SIZE");
   World w;
   if (!rank && !size) return w;
-  if (!rank) throw Error("WORLD_SIZE is set but RANK is not: a distributed run needs both (see docs/distributed.md)");
-  if (!size) throw Error("RANK is set but WORLD_SIZE is not: a distributed run needs both (see docs/distributed.md)");
+  MEDSEG_CHECK(rank, "WORLD_SIZE is set but RANK is not: a distributed run needs both (see docs/distributed.md)");
+  MEDSEG_CHECK(size, "RANK is set but WORLD_SIZE is not: a distributed run needs both (see docs/distributed.md)");
   w.world_size = env_int("WORLD_SIZE", *size, 1, 65536);
   w.rank = env_int("RANK", *rank, 0, w.world_size - 1);
   w.local_rank = env("LOCAL_RANK") ? env_int("LOCAL_RANK", *env("LOCAL_RANK"), 0, 65535) : w.rank;
   if (!w.distributed()) return w;
   if (const auto addr = env("MASTER_ADDR")) w.master_addr = *addr;
   const auto port = env("MASTER_PORT");
-  if (!port) throw Error("WORLD_SIZE=" + *size + " but MASTER_PORT is not set: rank 0's rendezvous port is needed");
+  MEDSEG_CHECK(port, "WORLD_SIZE=", *size, " but MASTER_PORT is not set: rank 0's rendezvous port is needed");
   w.master_port = env_int("MASTER_PORT", *port, 1, 65535);
   return w;
 }

@@ -212,7 +212,7 @@ void check_part(int num_parts, int part_id) {
 }
 
 void attach_previous_stage(std::vector<CaseInput>& cases, const std::string& folder, const std::string& file_ending) {
-  if (!fs::is_directory(folder)) throw FileError(folder, "previous-stage predictions folder not found");
+  MEDSEG_CHECK_FILE(fs::is_directory(folder), folder, "previous-stage predictions folder not found");
   for (CaseInput& c : cases) {
     const std::string file = (fs::path(folder) / (c.id + file_ending)).string();
     if (!fs::exists(file)) {

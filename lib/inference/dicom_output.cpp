@@ -25,23 +25,23 @@ const std::array<std::array<uint8_t, 3>, 9> kPalette{{{31, 119, 180},
                                                       {23, 190, 207}}};
 
 io::DicomCode code(const json& j, const std::string& file, const std::string& where) {
-  if (!j.is_array() || j.size() != 3 || !j[0].is_string() || !j[1].is_string() || !j[2].is_string())
-    throw FileError(file, where +
-                              " must be [code value, coding scheme, code meaning], e.g. [\"10200004\", \"SCT\", "
-                              "\"Liver\"]");
+  MEDSEG_CHECK_FILE(j.is_array() && j.size() == 3 && j[0].is_string() && j[1].is_string() && j[2].is_string(), file,
+                    where,
+                    " must be [code value, coding scheme, code meaning], e.g. [\"10200004\", \"SCT\", "
+                    "\"Liver\"]");
   io::DicomCode c{j[0].get<std::string>(), j[1].get<std::string>(), j[2].get<std::string>()};
-  if (c.value.empty() || c.value.size() > 64 || c.scheme.empty() || c.scheme.size() > 16 || c.meaning.empty() ||
-      c.meaning.size() > 64)
-    throw FileError(file, where + ": a code value and meaning of 1..64 characters and a scheme of 1..16");
+  MEDSEG_CHECK_FILE(!c.value.empty() && c.value.size() <= 64 && !c.scheme.empty() && c.scheme.size() <= 16 &&
+                        !c.meaning.empty() && c.meaning.size() <= 64,
+                    file, where, ": a code value and meaning of 1..64 characters and a scheme of 1..16");
   return c;
 }
 
 std::array<uint8_t, 3> color(const json& j, const std::string& file, const std::string& where) {
   std::array<uint8_t, 3> rgb{};
-  if (!j.is_array() || j.size() != 3) throw FileError(file, where + " must be [r, g, b], each 0..255");
+  MEDSEG_CHECK_FILE(j.is_array() && j.size() == 3, file, where, " must be [r, g, b], each 0..255");
   for (std::size_t i = 0; i < 3; ++i) {
-    if (!j[i].is_number_integer() || j[i].get<int64_t>() < 0 || j[i].get<int64_t>() > 255)
-      throw FileError(file, where + " must be [r, g, b], each 0..255");
+    MEDSEG_CHECK_FILE(j[i].is_number_integer() && j[i].get<int64_t>() >= 0 && j[i].get<int64_t>() <= 255, file, where,
+                      " must be [r, g, b], each 0..255");
     rgb[i] = static_cast<uint8_t>(j[i].get<int64_t>());
   }
   return rgb;
@@ -72,8 +72,8 @@ std::vector<std::pair<int, std::string>> foreground(const ModelFolder& model, co
 }  // namespace
 
 void check_output_format(const std::string& format) {
-  if (format != "auto" && format != "nifti" && format != "dicom_seg" && format != "rtstruct")
-    throw Error("--output_format: '" + format + "' is not auto, nifti, dicom_seg or rtstruct");
+  MEDSEG_CHECK(format == "auto" || format == "nifti" || format == "dicom_seg" || format == "rtstruct",
+               "--output_format: '", format, "' is not auto, nifti, dicom_seg or rtstruct");
 }
 
 namespace {

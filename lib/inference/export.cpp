@@ -33,7 +33,7 @@ LabelMapping label_mapping(const io::DatasetInfo& dataset, const std::string& so
   m.values = classes.values;
   int max_value = 0;
   for (int v : m.values) max_value = std::max(max_value, v);
-  if (max_value > 65535) throw FileError(source, "label values above 65535 are not supported");
+  MEDSEG_CHECK_FILE(max_value <= 65535, source, "label values above 65535 are not supported");
   m.pixel_type = max_value > 255 ? PixelType::UInt16 : PixelType::UInt8;
   return m;
 }
@@ -87,8 +87,8 @@ std::vector<uint16_t> segment_resampled(const at::Tensor& logits_in, const Shape
   const int64_t K = logits.size(0);
   MEDSEG_CHECK(K == static_cast<int64_t>(labels.values.size()), "export: ", K, " logit channels for ",
                labels.values.size(), " classes");
-  if (logits.dim() != 4 || logits.size(1) != in[0] || logits.size(2) != in[1] || logits.size(3) != in[2])
-    throw Error("export: logits do not have the preprocessed shape " + shape_str(in));
+  MEDSEG_CHECK(logits.dim() == 4 && logits.size(1) == in[0] && logits.size(2) == in[1] && logits.size(3) == in[2],
+               "export: logits do not have the preprocessed shape ", shape_str(in));
   const int64_t n = numel(out), n_in = numel(in);
   const float* src = logits.data_ptr<float>();
 
@@ -227,8 +227,8 @@ Volume channel_to_original(const float* channel, const preprocessing::CaseProper
 }
 
 void parse_probabilities_format(const std::string& value, bool* npy, bool* npz) {
-  if (value != "medseg" && value != "nnunet" && value != "both")
-    throw Error("--probabilities_format: '" + value + "' is not medseg, nnunet or both");
+  MEDSEG_CHECK(value == "medseg" || value == "nnunet" || value == "both", "--probabilities_format: '", value,
+               "' is not medseg, nnunet or both");
   *npy = value != "nnunet";
   *npz = value != "medseg";
 }

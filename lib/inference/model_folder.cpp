@@ -63,7 +63,7 @@ std::string configuration_from_folder_name(const std::string& folder) {
 }
 
 void check_same(const std::string& what, const nlohmann::json& a, const nlohmann::json& b, const std::string& path) {
-  if (a != b) throw FileError(path, what + " " + b.dump() + " differs from the first fold's " + a.dump());
+  MEDSEG_CHECK_FILE(a == b, path, what, " ", b.dump(), " differs from the first fold's ", a.dump());
 }
 
 // Each fold's checkpoint; the first fold's also gives the plans and dataset.json when the folder has no copies,

@@ -18,13 +18,13 @@ std::string overlay_file(const std::string& folder, const std::string& id) {
 }
 
 void create_overlay_folder(const std::string& folder) {
-  if (!visualization::overlays_available())
-    throw Error("--overlays: this build of medseg has no cairo (MEDSEG_WITH_CAIRO=OFF) and cannot draw them");
+  MEDSEG_CHECK(visualization::overlays_available(),
+               "--overlays: this build of medseg has no cairo (MEDSEG_WITH_CAIRO=OFF) and cannot draw them");
   const fs::path dir = fs::path(folder) / "overlays";
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir))
-    throw FileError(dir.string(), "cannot create the overlays folder (" + (ec ? ec.message() : "not a folder") + ")");
+  MEDSEG_CHECK_FILE(!ec && fs::is_directory(dir), dir.string(), "cannot create the overlays folder (",
+                    (ec ? ec.message() : "not a folder"), ")");
 }
 
 void write_prediction_overlay(const std::string& image_file, const Volume& segmentation, const io::DatasetInfo& dataset,

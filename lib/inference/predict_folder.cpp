@@ -51,9 +51,8 @@ std::optional<RunSummary> predict_folder(ModelFolder model, const std::string& m
   ZippedCases zipped;  // lives until the cases are predicted
   zipped.expand(all_cases, static_cast<int>(predictor.image_channels()));
   if (predictor.is_cascade()) {
-    if (run.prev_stage.empty())
-      throw Error("configuration '" + predictor.model().configuration +
-                  "' is a cascade stage: pass -prev_stage_predictions FOLDER or --prev_stage_model FOLDER");
+    MEDSEG_CHECK(!run.prev_stage.empty(), "configuration '", predictor.model().configuration,
+                 "' is a cascade stage: pass -prev_stage_predictions FOLDER or --prev_stage_model FOLDER");
     attach_previous_stage(all_cases, run.prev_stage, ending);
   }
   const auto cases = select_part(all_cases, run.num_parts, run.part_id);

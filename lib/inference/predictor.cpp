@@ -42,8 +42,8 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
 
   const c10::Device device(opts_.device);
   cuda_ = device.is_cuda();
-  if (cuda_ && !torch::cuda::is_available())
-    throw Error("-device " + opts_.device + ": CUDA is not available in this build/machine");
+  MEDSEG_CHECK(!cuda_ || torch::cuda::is_available(), "-device ", opts_.device,
+               ": CUDA is not available in this build/machine");
   const AutocastSetting amp = autocast_setting(opts_.amp, cuda_);
   autocast_ = amp.enabled;
   autocast_dtype_ = amp.dtype;
@@ -102,10 +102,9 @@ preprocessing::PreprocessedCaseData Predictor::preprocess(io::LoadedCase c, cons
     c.label = Volume();  // a plain model takes no segmentation
     return preprocessing::preprocess_case(std::move(c), plan_);
   }
-  if (c.label.numel() == 0)
-    throw Error("case '" + c.id + "': configuration '" + model_.configuration + "' is a cascade stage and needs the '" +
-                model_.plans.configuration(model_.configuration).previous_stage +
-                "' prediction of the case (-prev_stage_predictions FOLDER, or both model folders)");
+  MEDSEG_CHECK(c.label.numel() != 0, "case '", c.id, "': configuration '", model_.configuration,
+               "' is a cascade stage and needs the '", model_.plans.configuration(model_.configuration).previous_stage,
+               "' prediction of the case (-prev_stage_predictions FOLDER, or both model folders)");
   std::vector<int> allowed{0};
   allowed.insert(allowed.end(), previous_stage_labels_.begin(), previous_stage_labels_.end());
   io::check_label_values(c.label, allowed, previous_stage, c.id);

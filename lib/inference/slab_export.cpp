@@ -96,8 +96,8 @@ struct SlabExport::Impl {
 SlabExport::SlabExport(const preprocessing::CaseProperties& p, const LabelMapping& labels, const ExportOptions& opts,
                        int64_t axis, bool keep_probabilities)
     : impl_(std::make_unique<Impl>()) {
-  if (!supported(opts)) throw Error("export: slab-wise resampling takes orders 0 and 1 only");
-  if (axis < 0 || axis > 2) throw Error("export: slab axis out of range");
+  MEDSEG_CHECK(supported(opts), "export: slab-wise resampling takes orders 0 and 1 only");
+  MEDSEG_CHECK(axis >= 0 && axis <= 2, "export: slab axis out of range");
   Impl& m = *impl_;
   m.props = p;
   m.labels = labels;
@@ -248,7 +248,7 @@ Volume SlabExport::finish(std::vector<float>* probabilities) {
   Impl& m = *impl_;
   MEDSEG_CHECK(m.next_in == m.in[m.a] && m.next_out == m.out[m.a], "export: slabs end at ", m.next_in, " of ",
                m.in[m.a]);
-  if (probabilities && !m.keep) throw Error("export: probabilities were not kept");
+  MEDSEG_CHECK(!probabilities || m.keep, "export: probabilities were not kept");
   return segmentation_to_original(m.seg, probabilities ? &m.all : nullptr, m.props, m.labels, probabilities);
 }
 

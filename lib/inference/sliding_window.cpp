@@ -27,7 +27,7 @@ std::string number(double v) {
 // Tile positions along one axis, as a double. A patch one voxel thick (a 2D network's slices) visits
 // every position once, as nnU-Net's slice loop does (its step formula would repeat slices).
 double positions(int64_t image_size, int64_t patch, double step_size) {
-  if (image_size < patch) throw Error("sliding window: image smaller than the patch");
+  MEDSEG_CHECK(image_size >= patch, "sliding window: image smaller than the patch");
   if (patch == 1) return static_cast<double>(image_size);
   return std::ceil(static_cast<double>(image_size - patch) / (static_cast<double>(patch) * step_size)) + 1;
 }
@@ -35,14 +35,14 @@ double positions(int64_t image_size, int64_t patch, double step_size) {
 }  // namespace
 
 void check_step_size(double step_size, const std::string& what) {
-  if (!(step_size > 0 && step_size <= 1))  // NaN fails both comparisons
-    throw Error(what + " " + number(step_size) +
-                " is not in (0, 1] (the step between tiles as a fraction of the patch; "
-                "nnU-Net's default is 0.5)");
+  MEDSEG_CHECK(step_size > 0 && step_size <= 1,  // NaN fails both comparisons
+               what, " ", number(step_size),
+               " is not in (0, 1] (the step between tiles as a fraction of the patch; "
+               "nnU-Net's default is 0.5)");
 }
 
 double tile_count(const std::vector<int64_t>& image_size, const std::vector<int64_t>& patch, double step_size) {
-  if (image_size.size() != patch.size()) throw Error("sliding window: image and patch dims differ");
+  MEDSEG_CHECK(image_size.size() == patch.size(), "sliding window: image and patch dims differ");
   double n = 1;
   for (size_t d = 0; d < patch.size(); ++d) n *= positions(image_size[d], patch[d], step_size);
   return n;
@@ -50,7 +50,7 @@ double tile_count(const std::vector<int64_t>& image_size, const std::vector<int6
 
 std::vector<std::vector<int64_t>> compute_steps(const std::vector<int64_t>& image_size,
                                                 const std::vector<int64_t>& patch, double step_size) {
-  if (image_size.size() != patch.size()) throw Error("sliding window: image and patch dims differ");
+  MEDSEG_CHECK(image_size.size() == patch.size(), "sliding window: image and patch dims differ");
   check_step_size(step_size, "sliding window: step_size");
   std::vector<std::vector<int64_t>> steps;
   for (size_t d = 0; d < patch.size(); ++d) {
@@ -341,9 +341,9 @@ WindowShape window_shape(const std::vector<int64_t>& image_size, const std::vect
                          double step_size, bool most_positions) {
   check_step_size(step_size, "sliding window: step_size");
   const auto spatial = image_size.size();
-  if (spatial != 2 && spatial != 3) throw Error("sliding window: image must be (C, y, x) or (C, z, y, x)");
-  if (patch_size.size() != spatial && !(patch_size.size() == 2 && spatial == 3))
-    throw Error("sliding window: patch dims do not fit the image");
+  MEDSEG_CHECK(spatial == 2 || spatial == 3, "sliding window: image must be (C, y, x) or (C, z, y, x)");
+  MEDSEG_CHECK(patch_size.size() == spatial || (patch_size.size() == 2 && spatial == 3),
+               "sliding window: patch dims do not fit the image");
   WindowShape w;
   w.patch = patch_size;
   if (patch_size.size() != spatial) w.patch.insert(w.patch.begin(), 1);  // a 2D network on a 3D image
@@ -363,14 +363,13 @@ SlidingWindow::SlidingWindow(const at::Tensor& image_in, int64_t num_classes, co
   m.o = o;
   m.classes = num_classes;
   m.spatial = image_in.dim() - 1;
-  if (m.spatial != 2 && m.spatial != 3) throw Error("sliding window: image must be (C, y, x) or (C, z, y, x)");
+  MEDSEG_CHECK(m.spatial == 2 || m.spatial == 3, "sliding window: image must be (C, y, x) or (C, z, y, x)");
   m.original.assign(image_in.sizes().begin() + 1, image_in.sizes().end());
   const int64_t pd = static_cast<int64_t>(o.patch_size.size());
   const WindowShape shape = window_shape(m.original, o.patch_size, o.step_size, o.split_most_positions);
   m.slice_mode = pd == 2 && m.spatial == 3;
   m.patch = shape.patch;
-  for (auto a : o.mirror_axes)
-    if (a < 0 || a >= pd) throw Error("sliding window: mirror axis out of range");
+  for (auto a : o.mirror_axes) MEDSEG_CHECK(a >= 0 && a < pd, "sliding window: mirror axis out of range");
   m.mirror_axes = m.slice_mode ? shifted(o.mirror_axes, 1) : o.mirror_axes;
 
   // Pad (centred, zeros) where the image is smaller than the patch.
@@ -401,7 +400,7 @@ SlidingWindow::~SlidingWindow() = default;
 namespace {
 // Positions [first, last) of `n` that shard `index` of `count` takes.
 std::pair<size_t, size_t> shard_positions(size_t n, int index, int count) {
-  if (count < 1 || index < 0 || index >= count) throw Error("sliding window: shard index out of range");
+  MEDSEG_CHECK(count >= 1 && index >= 0 && index < count, "sliding window: shard index out of range");
   return {n * static_cast<size_t>(index) / static_cast<size_t>(count),
           n * static_cast<size_t>(index + 1) / static_cast<size_t>(count)};
 }

@@ -27,10 +27,9 @@ std::vector<std::string> series_folders(const std::string& dest, const std::stri
     channels.push_back(p.string());
   }
   if (channels.empty() && io::is_dicom_folder(dest)) channels.push_back(dest);
-  if (channels.empty()) throw FileError(zip, "holds no DICOM files (recognised by the DICM preamble)");
-  if (static_cast<int>(channels.size()) != num_channels)
-    throw FileError(zip, concat("holds ", channels.size(), " channel(s), the model takes ", num_channels,
-                                " (channel folders 0000, 0001, ... in the zip)"));
+  MEDSEG_CHECK_FILE(!channels.empty(), zip, "holds no DICOM files (recognised by the DICM preamble)");
+  MEDSEG_CHECK_FILE(static_cast<int>(channels.size()) == num_channels, zip, "holds ", channels.size(),
+                    " channel(s), the model takes ", num_channels, " (channel folders 0000, 0001, ... in the zip)");
   return channels;
 }
 
