@@ -19,7 +19,7 @@ std::vector<Shape> to_shapes(const std::vector<std::vector<int>>& rows) {
 }
 
 const std::vector<int>& required(const std::vector<int>& v, const char* key) {
-  if (v.empty()) throw Error(std::string("network: arch_kwargs lacks '") + key + "'");
+  MEDSEG_CHECK(!v.empty(), "network: arch_kwargs lacks '", key, "'");
   return v;
 }
 
@@ -40,11 +40,11 @@ NonlinKind nonlin_kind(const std::string& nonlin) {
 }
 
 void refuse_unbuilt(const planning::ArchitecturePlan& a) {
-  if (!a.block.empty() && last_component(a.block) != "BasicBlockD")
-    throw Error("network: only BasicBlockD residual blocks are supported, got '" + a.block + "'");
-  if (a.stem_channels && *a.stem_channels != a.features_per_stage.at(0))
-    throw Error("network: stem_channels other than features_per_stage[0] are not supported");
-  if (a.nonlin_first) throw Error("network: nonlin_first=true is not supported");
+  MEDSEG_CHECK(a.block.empty() || last_component(a.block) == "BasicBlockD",
+               "network: only BasicBlockD residual blocks are supported, got '", a.block, "'");
+  MEDSEG_CHECK(!a.stem_channels || *a.stem_channels == a.features_per_stage.at(0),
+               "network: stem_channels other than features_per_stage[0] are not supported");
+  MEDSEG_CHECK(!a.nonlin_first, "network: nonlin_first=true is not supported");
 }
 
 }  // namespace
@@ -76,7 +76,7 @@ UNetOptions unet_options(const planning::ArchitecturePlan& a, int64_t in_channel
 
 SwinUNETROptions swin_options(const planning::ArchitecturePlan& a, int64_t in_channels, int64_t out_channels) {
   const planning::SwinPlan& s = a.swin.value();
-  if (s.patch_size != 2) throw Error("SwinUNETR: only patch_size 2 is supported");
+  MEDSEG_CHECK(s.patch_size == 2, "SwinUNETR: only patch_size 2 is supported");
   return SwinUNETROptions(in_channels, out_channels)
       .feature_size(s.feature_size)
       .depths(to_int64(s.depths))

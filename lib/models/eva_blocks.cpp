@@ -47,9 +47,9 @@ int64_t eva_mlp_hidden(const EvaOptions& o) {
 int64_t eva_rope_dim(const EvaOptions& o) {
   const double per_head = static_cast<double>(o.embed_dim()) / static_cast<double>(o.num_heads());
   const auto dim = static_cast<int64_t>(std::llround(per_head / 1.5));
-  if (o.embed_dim() % o.num_heads() != 0 || static_cast<double>(dim) != per_head / 1.5 || dim % 4 != 0)
-    throw Error(concat("Eva: embed_dim ", o.embed_dim(), " / num_heads ", o.num_heads(),
-                       " must be a whole multiple of 6 per head (rotary embedding of 3D tokens)"));
+  MEDSEG_CHECK(o.embed_dim() % o.num_heads() == 0 && static_cast<double>(dim) == per_head / 1.5 && dim % 4 == 0,
+               "Eva: embed_dim ", o.embed_dim(), " / num_heads ", o.num_heads(),
+               " must be a whole multiple of 6 per head (rotary embedding of 3D tokens)");
   return dim;
 }
 
@@ -183,9 +183,9 @@ void EvaImpl::pretty_print(std::ostream& stream) const {
 
 torch::Tensor EvaImpl::forward(torch::Tensor x) {
   if (pos_embed_.defined()) {
-    if (x.size(1) != pos_embed_.size(1))
-      throw Error(concat("Eva: ", x.size(1), " tokens, but the position embedding is built for ", pos_embed_.size(1),
-                         " (the network takes inputs of its patch size only)"));
+    MEDSEG_CHECK(x.size(1) == pos_embed_.size(1), "Eva: ", x.size(1),
+                 " tokens, but the position embedding is built for ", pos_embed_.size(1),
+                 " (the network takes inputs of its patch size only)");
     x = x + pos_embed_;
   }
   torch::Tensor rope;

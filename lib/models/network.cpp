@@ -42,7 +42,7 @@ void clone_children(const torch::nn::Module& from, torch::nn::Module& into,
 int64_t SegmentationNetworkImpl::parameter_count() const { return unique_parameter_count(*this); }
 
 void SegmentationNetworkImpl::set_spatial_shard(std::optional<distributed::SpatialShard> shard) {
-  if (shard) throw Error("network: " + class_name() + " has no spatially sharded forward");
+  MEDSEG_CHECK(!shard, "network: ", class_name(), " has no spatially sharded forward");
 }
 
 std::string short_class_name(const std::string& network_class_name) {
@@ -52,13 +52,14 @@ std::string short_class_name(const std::string& network_class_name) {
 
 SegmentationNetwork build_network(const nlohmann::json& architecture, int64_t in_channels, int64_t num_classes,
                                   const NetworkBuildOptions& opts, const std::string& source) {
-  if (!architecture.is_object() || !architecture.contains("network_class_name") ||
-      !architecture.at("network_class_name").is_string())
-    throw Error("network: architecture block needs 'network_class_name' and 'arch_kwargs'");
+  MEDSEG_CHECK(architecture.is_object() && architecture.contains("network_class_name") &&
+                   architecture.at("network_class_name").is_string(),
+               "network: architecture block needs 'network_class_name' and 'arch_kwargs'");
   const std::string full = architecture.at("network_class_name").get<std::string>();
   const std::string name = short_class_name(full);
-  if (name != "PlainConvUNet" && name != "ResidualEncoderUNet" && name != "SwinUNETR" && name.rfind("Primus", 0) != 0)
-    throw Error("network: unknown network_class_name '" + full + "'");
+  MEDSEG_CHECK(
+      name == "PlainConvUNet" || name == "ResidualEncoderUNet" || name == "SwinUNETR" || name.rfind("Primus", 0) == 0,
+      "network: unknown network_class_name '", full, "'");
   return build_network_from_plan(planning::architecture_from_json(architecture, source), in_channels, num_classes,
                                  opts);
 }

@@ -6,11 +6,11 @@
 namespace medseg::models {
 
 PlanNetworkSpec plan_network_spec(const nlohmann::json& plans, const std::string& config, const std::string& source) {
-  if (!plans.contains("configurations") || !plans.at("configurations").is_object())
-    throw FileError(source, "no 'configurations' object");
+  MEDSEG_CHECK_FILE(plans.contains("configurations") && plans.at("configurations").is_object(), source,
+                    "no 'configurations' object");
   const nlohmann::json c = planning::resolve_configuration(plans.at("configurations"), config, source);
-  if (!c.contains("architecture"))
-    throw FileError(source, "configuration '" + config + "' has no 'architecture' block (plans from nnU-Net < 2.4?)");
+  MEDSEG_CHECK_FILE(c.contains("architecture"), source, "configuration '", config,
+                    "' has no 'architecture' block (plans from nnU-Net < 2.4?)");
   PlanNetworkSpec s;
   s.architecture = c.at("architecture");
   try {
@@ -19,8 +19,8 @@ PlanNetworkSpec plan_network_spec(const nlohmann::json& plans, const std::string
     throw FileError(source, "configuration '" + config + "': patch_size is not a list of integers");
   }
   if (c.contains("batch_size")) {
-    if (!c.at("batch_size").is_number_integer())
-      throw FileError(source, "configuration '" + config + "': batch_size is not an integer");
+    MEDSEG_CHECK_FILE(c.at("batch_size").is_number_integer(), source, "configuration '", config,
+                      "': batch_size is not an integer");
     s.batch_size = c.at("batch_size").get<int64_t>();
   }
   if (c.contains("medseg") && c.at("medseg").is_object()) s.medseg = c.at("medseg");

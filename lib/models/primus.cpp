@@ -24,8 +24,8 @@ PrimusOptions primus_trainer_options(const std::string& size, int64_t in_channel
 }
 
 PrimusOptions primus_options(const planning::PrimusPlan& plan, int64_t in_channels, int64_t num_classes) {
-  if (plan.input_shape.empty())
-    throw Error("Primus: arch_kwargs.input_shape (the patch size) is needed where no configuration gives it");
+  MEDSEG_CHECK(!plan.input_shape.empty(),
+               "Primus: arch_kwargs.input_shape (the patch size) is needed where no configuration gives it");
   auto shape = [](const std::vector<int>& v) { return Shape(v.begin(), v.end()); };
   return PrimusOptions(in_channels, num_classes, plan.embed_dim, plan.eva_depth, plan.eva_numheads,
                        shape(plan.input_shape))

@@ -83,13 +83,13 @@ SwinUNETRImpl::SwinUNETRImpl(SwinUNETROptions options_) : options(std::move(opti
 void SwinUNETRImpl::reset() {
   const SwinUNETROptions& o = options;
   const int dims = o.spatial_dims();
-  if (dims != 2 && dims != 3) throw Error("SwinUNETR: spatial_dims must be 2 or 3");
+  MEDSEG_CHECK(dims == 2 || dims == 3, "SwinUNETR: spatial_dims must be 2 or 3");
   MEDSEG_CHECK(o.feature_size() > 0 && o.feature_size() % 12 == 0,
                "SwinUNETR: feature_size must be a positive multiple of 12, got ", o.feature_size());
-  if (o.depths().size() != 4 || o.num_heads().size() != 4)
-    throw Error("SwinUNETR: depths and num_heads need 4 entries (four Swin stages)");
+  MEDSEG_CHECK(o.depths().size() == 4 && o.num_heads().size() == 4,
+               "SwinUNETR: depths and num_heads need 4 entries (four Swin stages)");
   for (double r : {o.drop_rate(), o.attn_drop_rate(), o.dropout_path_rate()})
-    if (r < 0.0 || r > 1.0) throw Error("SwinUNETR: drop rates must lie in [0, 1]");
+    MEDSEG_CHECK(!(r < 0.0 || r > 1.0), "SwinUNETR: drop rates must lie in [0, 1]");
   for (size_t i = 0; i < 4; ++i)
     MEDSEG_CHECK(o.num_heads()[i] > 0 && (o.feature_size() << i) % o.num_heads()[i] == 0, "SwinUNETR: stage ", i + 1,
                  " width is not divisible by its head count");

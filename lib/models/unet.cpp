@@ -54,8 +54,8 @@ void UNetOptions::validate(const std::string& blocks_key) const {
     MEDSEG_CHECK(got == want, "network: arch_kwargs.", key, " has ", got, " entries, expected ", want,
                  " (n_stages = ", n, ")");
   };
-  if (n < 2) throw Error("network: a U-Net needs at least 2 stages");
-  if (spatial_dims_ != 2 && spatial_dims_ != 3) throw Error("network: spatial dims must be 2 or 3");
+  MEDSEG_CHECK(n >= 2, "network: a U-Net needs at least 2 stages");
+  MEDSEG_CHECK(spatial_dims_ == 2 || spatial_dims_ == 3, "network: spatial dims must be 2 or 3");
   need(kernel_sizes_.size(), n, "kernel_sizes");
   need(strides_.size(), n, "strides");
   need(blocks_key == "n_conv_per_stage" ? n_conv_per_stage_.size() : n_blocks_per_stage_.size(), n, blocks_key);
@@ -64,7 +64,7 @@ void UNetOptions::validate(const std::string& blocks_key) const {
     per_axis(kernel_sizes_[s], spatial_dims_, concat("kernel_sizes[", s, "]"));
     per_axis(strides_[s], spatial_dims_, concat("strides[", s, "]"));
   }
-  if (input_channels_ < 1 || num_classes_ < 1) throw Error("network: input channels and classes must be >= 1");
+  MEDSEG_CHECK(input_channels_ >= 1 && num_classes_ >= 1, "network: input channels and classes must be >= 1");
 }
 
 UNetEncoderImpl::UNetEncoderImpl(UNetEncoderOptions options_) : options(std::move(options_)) { reset(); }
@@ -159,7 +159,7 @@ void UNetDecoderImpl::pretty_print(std::ostream& stream) const {
 
 std::vector<torch::Tensor> UNetDecoderImpl::forward(const std::vector<torch::Tensor>& skips) {
   const size_t n = stages_->size();
-  if (skips.size() != n + 1) throw Error("network: decoder expects one skip per encoder stage");
+  MEDSEG_CHECK(skips.size() == n + 1, "network: decoder expects one skip per encoder stage");
   torch::Tensor x = skips.back();
   std::vector<torch::Tensor> outs;
   for (size_t s = 0; s < n; ++s) {

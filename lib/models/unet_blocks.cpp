@@ -74,8 +74,8 @@ void ConvDropoutNormReLUImpl::pretty_print(std::ostream& stream) const {
 }
 
 void ConvDropoutNormReLUImpl::set_spatial_shard(std::optional<distributed::SpatialShard> shard) {
-  if (shard && shard->active() && options.layers().norm() == NormKind::kBatch)
-    throw Error("network: batch norm has no spatially sharded forward (use instance norm)");
+  MEDSEG_CHECK(!shard || !shard->active() || options.layers().norm() != NormKind::kBatch,
+               "network: batch norm has no spatially sharded forward (use instance norm)");
   MEDSEG_CHECK(!shard || (shard->axis >= 0 && shard->axis < options.layers().dims()), "network: spatial shard axis ",
                shard ? shard->axis : 0, " is not an axis of a ", options.layers().dims(), "-D network");
   shard_ = shard;

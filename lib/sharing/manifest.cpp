@@ -29,21 +29,21 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 uint32_t parse_crc(const std::string& hex, const std::string& what, const std::string& source) {
   const bool ok = hex.size() == 8 && hex.find_first_not_of("0123456789abcdef") == std::string::npos;
-  if (!ok) throw FileError(source, what + ": '" + printable(hex) + "' is not 8 lowercase hex digits");
+  MEDSEG_CHECK_FILE(ok, source, what, ": '", printable(hex), "' is not 8 lowercase hex digits");
   return static_cast<uint32_t>(std::stoul(hex, nullptr, 16));
 }
 
 ManifestFile file_from_json(const json& j, const std::string& what, const std::string& source,
                             const std::string& folder) {
-  if (!j.is_object()) throw FileError(source, what + ": not an object");
+  MEDSEG_CHECK_FILE(j.is_object(), source, what, ": not an object");
   ManifestFile f;
   f.path = json_as<std::string>(j.value("path", json()), what + ".path", source);
   f.size = json_as<uint64_t>(j.value("size", json()), what + ".size", source);
   f.crc32 = parse_crc(json_as<std::string>(j.value("crc32", json()), what + ".crc32", source), what + ".crc32", source);
   const std::string problem = entry_name_problem(f.path);
-  if (!problem.empty()) throw FileError(source, what + ".path '" + printable(f.path) + "' " + problem);
-  if (f.path.back() == '/' || f.path.rfind(folder + "/", 0) != 0)
-    throw FileError(source, what + ".path '" + printable(f.path) + "' is not a file inside the model folder " + folder);
+  MEDSEG_CHECK_FILE(problem.empty(), source, what, ".path '", printable(f.path), "' ", problem);
+  MEDSEG_CHECK_FILE(f.path.back() != '/' && f.path.rfind(folder + "/", 0) == 0, source, what, ".path '",
+                    printable(f.path), "' is not a file inside the model folder ", folder);
   return f;
 }
 
@@ -91,29 +91,28 @@ json manifest_to_json(const Manifest& m) {
 }
 
 Manifest manifest_from_json(const json& j, const std::string& source) {
-  if (!j.is_object()) throw FileError(source, "not a model zip manifest (expected a JSON object)");
-  if (j.value("format", json()) != kManifestFormat)
-    throw FileError(source, std::string("key 'format' is not \"") + kManifestFormat + "\": not a model zip manifest");
+  MEDSEG_CHECK_FILE(j.is_object(), source, "not a model zip manifest (expected a JSON object)");
+  MEDSEG_CHECK_FILE(j.value("format", json()) == kManifestFormat, source, "key 'format' is not \"", kManifestFormat,
+                    "\": not a model zip manifest");
   Manifest m;
   m.format_version = json_as<int>(j.value("format_version", json()), "key 'format_version'", source);
-  if (m.format_version < 1 || m.format_version > kManifestFormatVersion)
-    throw FileError(source, concat("format version ", m.format_version, " is not one this medseg reads (1..",
-                                   kManifestFormatVersion, "); update medseg"));
+  MEDSEG_CHECK_FILE(m.format_version >= 1 && m.format_version <= kManifestFormatVersion, source, "format version ",
+                    m.format_version, " is not one this medseg reads (1..", kManifestFormatVersion, "); update medseg");
   m.medseg_version =
       j.contains("medseg_version") ? json_as<std::string>(j["medseg_version"], "key 'medseg_version'", source) : "";
   m.model_folder = json_as<std::string>(j.value("model_folder", json()), "key 'model_folder'", source);
   const std::string problem = model_folder_name_problem(m.model_folder);
-  if (!problem.empty()) throw FileError(source, "model_folder '" + printable(m.model_folder) + "' " + problem);
+  MEDSEG_CHECK_FILE(problem.empty(), source, "model_folder '", printable(m.model_folder), "' ", problem);
   if (j.contains("folds")) m.folds = json_as<std::vector<std::string>>(j["folds"], "key 'folds'", source);
   if (j.contains("checkpoints"))
     m.checkpoints = json_as<std::vector<std::string>>(j["checkpoints"], "key 'checkpoints'", source);
   const json& files = j.contains("files") ? j["files"] : json();
-  if (!files.is_array() || files.empty()) throw FileError(source, "key 'files' must be a non-empty list");
+  MEDSEG_CHECK_FILE(files.is_array() && !files.empty(), source, "key 'files' must be a non-empty list");
   std::set<std::string> seen;
   for (std::size_t i = 0; i < files.size(); ++i) {
     m.files.push_back(file_from_json(files[i], concat("files[", i, "]"), source, m.model_folder));
-    if (!seen.insert(m.files.back().path).second)
-      throw FileError(source, concat("files[", i, "]: '", m.files.back().path, "' is listed twice"));
+    MEDSEG_CHECK_FILE(seen.insert(m.files.back().path).second, source, "files[", i, "]: '", m.files.back().path,
+                      "' is listed twice");
   }
   return m;
 }

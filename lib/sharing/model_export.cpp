@@ -29,13 +29,13 @@ std::vector<std::string> resolve_folds(const fs::path& folder, const std::vector
   if (requested.empty()) {
     folds = inference::available_folds(folder.string());
     if (fs::is_directory(folder / "fold_all")) folds.push_back("all");
-    if (folds.empty()) throw FileError(folder.string(), "no fold_K folders: nothing to export");
+    MEDSEG_CHECK_FILE(!folds.empty(), folder.string(), "no fold_K folders: nothing to export");
     return folds;
   }
   for (const std::string& f : requested) {
     const std::string fold = parse_fold(f);
-    if (!fs::is_directory(folder / ("fold_" + fold)))
-      throw FileError((folder / ("fold_" + fold)).string(), "fold folder not found (-f " + f + ")");
+    MEDSEG_CHECK_FILE(fs::is_directory(folder / ("fold_" + fold)), (folder / ("fold_" + fold)).string(),
+                      "fold folder not found (-f ", f, ")");
     if (std::find(folds.begin(), folds.end(), fold) == folds.end()) folds.push_back(fold);
   }
   return folds;
@@ -54,11 +54,11 @@ std::vector<std::string> resolve_checkpoints(const std::vector<std::string>& req
 std::pair<fs::path, std::string> model_folder_and_name(const std::string& model_folder) {
   fs::path folder = fs::absolute(model_folder).lexically_normal();
   if (folder.filename().empty()) folder = folder.parent_path();
-  if (!fs::is_directory(folder)) throw FileError(model_folder, "model folder not found");
+  MEDSEG_CHECK_FILE(fs::is_directory(folder), model_folder, "model folder not found");
   const std::string name = folder.parent_path().filename().string() + "/" + folder.filename().string();
   const std::string problem = model_folder_name_problem(name);
-  if (!problem.empty())
-    throw FileError(model_folder, "cannot be exported: its path " + problem + " (as under MEDSEG_RESULTS)");
+  MEDSEG_CHECK_FILE(problem.empty(), model_folder, "cannot be exported: its path ", problem,
+                    " (as under MEDSEG_RESULTS)");
   return {folder, name};
 }
 
@@ -71,13 +71,12 @@ bool starts_like_a_zip(const std::string& path) {
 // -o is a new file, or with --overwrite a zip written before: never a file of the model folder being
 // exported (its checkpoints), never a folder, never another kind of file.
 void check_output(const std::string& output, const fs::path& folder, bool overwrite) {
-  if (is_same_or_inside(output, folder.string()))
-    throw FileError(output,
-                    "is inside the model folder being exported (" + folder.string() + "); write the zip outside it");
+  MEDSEG_CHECK_FILE(!is_same_or_inside(output, folder.string()), output, "is inside the model folder being exported (",
+                    folder.string(), "); write the zip outside it");
   if (!fs::exists(fs::symlink_status(output))) return;
-  if (!overwrite) throw FileError(output, "already exists; pass --overwrite to replace it");
-  if (fs::is_directory(output)) throw FileError(output, "is a folder; --overwrite replaces only a zip file");
-  if (!starts_like_a_zip(output)) throw FileError(output, "is not a zip file; --overwrite replaces only a zip file");
+  MEDSEG_CHECK_FILE(overwrite, output, "already exists; pass --overwrite to replace it");
+  MEDSEG_CHECK_FILE(!fs::is_directory(output), output, "is a folder; --overwrite replaces only a zip file");
+  MEDSEG_CHECK_FILE(starts_like_a_zip(output), output, "is not a zip file; --overwrite replaces only a zip file");
 }
 
 // Whether the model folder holds `rel` as its own regular file. A symbolic link on the way (the file,
@@ -91,14 +90,13 @@ bool present(const fs::path& folder, const std::string& rel, const std::string& 
     std::error_code ec;
     const fs::file_status st = fs::symlink_status(p, ec);
     if (!fs::exists(st)) return false;
-    if (fs::is_symlink(st))
-      throw FileError(p.string(),
+    MEDSEG_CHECK_FILE(!fs::is_symlink(st), p.string(),
                       "is a symbolic link; an export takes only the model folder's own files (copy the "
                       "file in, or leave it out)");
   }
-  if (fs::is_directory(fs::symlink_status(p)))
-    throw FileError(p.string(), "is a folder where a file belongs" + (flag.empty() ? "" : " (" + flag + ")"));
-  if (!fs::is_regular_file(fs::symlink_status(p))) throw FileError(p.string(), "is not a regular file");
+  MEDSEG_CHECK_FILE(!fs::is_directory(fs::symlink_status(p)), p.string(), "is a folder where a file belongs",
+                    (flag.empty() ? "" : " (" + flag + ")"));
+  MEDSEG_CHECK_FILE(fs::is_regular_file(fs::symlink_status(p)), p.string(), "is not a regular file");
   return true;
 }
 
@@ -119,8 +117,8 @@ std::vector<std::string> export_file_list(const std::string& model_folder, const
     if (present(folder, rel, "")) files.push_back(rel);
   };
   for (const char* required : kRequiredModelFiles) {
-    if (!present(folder, required, "a model folder to export needs it"))
-      throw FileError((folder / required).string(), "not found (a model folder to export needs it)");
+    MEDSEG_CHECK_FILE(present(folder, required, "a model folder to export needs it"), (folder / required).string(),
+                      "not found (a model folder to export needs it)");
     files.push_back(required);
   }
   for (const char* f : kOptionalModelFiles) optional(f);
@@ -130,8 +128,8 @@ std::vector<std::string> export_file_list(const std::string& model_folder, const
     const std::string ff = "fold_" + fold + "/";
     for (const std::string& ck : checkpoint_files) {
       const std::string flag = "-chk " + ck.substr(0, ck.size() - 5);
-      if (!present(folder, ff + ck, flag))
-        throw FileError((folder / (ff + ck)).string(), "checkpoint not found (" + flag + ")");
+      MEDSEG_CHECK_FILE(present(folder, ff + ck, flag), (folder / (ff + ck)).string(), "checkpoint not found (", flag,
+                        ")");
       files.push_back(ff + ck);
     }
     for (const char* f : kOptionalFoldFiles) optional(ff + f);
@@ -140,7 +138,7 @@ std::vector<std::string> export_file_list(const std::string& model_folder, const
 }
 
 Manifest export_model_zip(const ExportOptions& o) {
-  if (o.output.empty()) throw Error("no output zip file given (-o)");
+  MEDSEG_CHECK(!o.output.empty(), "no output zip file given (-o)");
   const auto [folder, name] = model_folder_and_name(o.model_folder);
   check_output(o.output, folder, o.overwrite);
   Manifest m;

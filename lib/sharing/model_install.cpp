@@ -39,8 +39,8 @@ std::map<std::string, ZipEntry> checked_entries(const ZipReader& z) {
   std::map<std::string, int> seen;
   for (const ZipEntry& e : z.entries()) {
     const std::string problem = entry_name_problem(e.name);
-    if (!problem.empty()) throw FileError(z.path(), entry(e.name) + " " + problem + "; nothing was installed");
-    if (seen[e.name]++) throw FileError(z.path(), entry(e.name) + " appears twice; nothing was installed");
+    MEDSEG_CHECK_FILE(problem.empty(), z.path(), entry(e.name), " ", problem, "; nothing was installed");
+    MEDSEG_CHECK_FILE(!seen[e.name]++, z.path(), entry(e.name), " appears twice; nothing was installed");
     if (!e.directory) files.emplace(e.name, e);
   }
   return files;
@@ -48,10 +48,8 @@ std::map<std::string, ZipEntry> checked_entries(const ZipReader& z) {
 
 Manifest read_manifest(const ZipReader& z, const std::map<std::string, ZipEntry>& files) {
   const auto it = files.find(kManifestName);
-  if (it == files.end())
-    throw FileError(z.path(),
-                    std::string("no ") + kManifestName +
-                        " manifest: not a model zip written by medseg_export_model_zip; nothing was installed");
+  MEDSEG_CHECK_FILE(it != files.end(), z.path(), "no ", kManifestName,
+                    " manifest: not a model zip written by medseg_export_model_zip; nothing was installed");
   const std::string text = z.read(it->second, kMaxManifestBytes);
   const std::string source = z.path() + " (" + kManifestName + ")";
   return manifest_from_json(parse_json_text<json>(text, source), source);
@@ -61,22 +59,20 @@ Manifest read_manifest(const ZipReader& z, const std::map<std::string, ZipEntry>
 // small (max_model_file_bytes), and a checkpoint, float weights that barely deflate, inflates at most
 // kMaxCheckpointInflation-fold; more is a zip bomb.
 void check_entry_size(const ZipReader& z, const ZipEntry& e, const std::string& rel, bool checkpoint) {
-  if (!checkpoint && e.size > max_model_file_bytes(rel))
-    throw FileError(z.path(), entry(e.name) + " would inflate to " + byte_size_text(e.size) +
-                                  ", more than such a file holds (" + byte_size_text(max_model_file_bytes(rel)) +
-                                  "); nothing was installed");
-  if (checkpoint && e.size / kMaxCheckpointInflation > e.compressed_size)
-    throw FileError(
-        z.path(), concat(entry(e.name), " would inflate ", e.size / std::max<uint64_t>(e.compressed_size, 1), "-fold (",
-                         byte_size_text(e.compressed_size), " to ", byte_size_text(e.size),
-                         "), which no checkpoint does: a zip bomb; nothing was installed"));
+  MEDSEG_CHECK_FILE(checkpoint || e.size <= max_model_file_bytes(rel), z.path(), entry(e.name), " would inflate to ",
+                    byte_size_text(e.size), ", more than such a file holds (",
+                    byte_size_text(max_model_file_bytes(rel)), "); nothing was installed");
+  MEDSEG_CHECK_FILE(!checkpoint || e.size / kMaxCheckpointInflation <= e.compressed_size, z.path(), entry(e.name),
+                    " would inflate ", e.size / std::max<uint64_t>(e.compressed_size, 1), "-fold (",
+                    byte_size_text(e.compressed_size), " to ", byte_size_text(e.size),
+                    "), which no checkpoint does: a zip bomb; nothing was installed");
 }
 
 // A file the manifest lists: one a model folder holds (model_files.h), of a plausible size.
 void check_listed_file(const ZipReader& z, const ZipEntry& e, const Manifest& m) {
   const std::string rel = e.name.substr(m.model_folder.size() + 1);
   const std::string problem = model_file_problem(rel, m.folds, m.checkpoints);
-  if (!problem.empty()) throw FileError(z.path(), entry(e.name) + " " + problem + "; nothing was installed");
+  MEDSEG_CHECK_FILE(problem.empty(), z.path(), entry(e.name), " ", problem, "; nothing was installed");
   check_entry_size(z, e, rel, ends_with(rel, ".ckpt"));
 }
 
@@ -85,15 +81,14 @@ void check_against_manifest(const ZipReader& z, const std::map<std::string, ZipE
   std::map<std::string, const ManifestFile*> listed;
   for (const ManifestFile& f : m.files) listed[f.path] = &f;
   for (const auto& [name, e] : files)
-    if (name != kManifestName && !listed.count(name))
-      throw FileError(z.path(), entry(name) + " is not listed in the manifest; nothing was installed");
+    MEDSEG_CHECK_FILE(name == kManifestName || listed.count(name), z.path(), entry(name),
+                      " is not listed in the manifest; nothing was installed");
   for (const ManifestFile& f : m.files) {
     const auto it = files.find(f.path);
-    if (it == files.end())
-      throw FileError(z.path(), entry(f.path) + " is listed in the manifest but missing; nothing was installed");
-    if (it->second.size != f.size)
-      throw FileError(z.path(), concat(entry(f.path), " holds ", it->second.size, " bytes but the manifest says ",
-                                       f.size, ": the zip is damaged; nothing was installed"));
+    MEDSEG_CHECK_FILE(it != files.end(), z.path(), entry(f.path),
+                      " is listed in the manifest but missing; nothing was installed");
+    MEDSEG_CHECK_FILE(it->second.size == f.size, z.path(), entry(f.path), " holds ", it->second.size,
+                      " bytes but the manifest says ", f.size, ": the zip is damaged; nothing was installed");
     check_listed_file(z, it->second, m);
   }
 }
@@ -122,14 +117,12 @@ void extract_all(const ZipReader& z, const std::map<std::string, ZipEntry>& file
     const fs::path target = fs::path(stage) / f.path.substr(m.model_folder.size() + 1);
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);
-    if (ec)
-      throw FileError(z.path(), entry(f.path) + ": cannot be placed (" + ec.message() + "); nothing was installed");
+    MEDSEG_CHECK_FILE(!ec, z.path(), entry(f.path), ": cannot be placed (", ec.message(), "); nothing was installed");
     const Crc32Digest d = z.extract(files.at(f.path), target.string());
-    if (d.size != f.size || d.crc32 != f.crc32)
-      throw FileError(z.path(),
-                      concat(entry(f.path), ": checksum mismatch (the manifest says ", f.size, " bytes, crc32 ",
-                             crc32_hex(f.crc32), "; the data has ", d.size, " bytes, crc32 ", crc32_hex(d.crc32),
-                             "): the zip is damaged; nothing was installed"));
+    MEDSEG_CHECK_FILE(d.size == f.size && d.crc32 == f.crc32, z.path(), entry(f.path),
+                      ": checksum mismatch (the manifest says ", f.size, " bytes, crc32 ", crc32_hex(f.crc32),
+                      "; the data has ", d.size, " bytes, crc32 ", crc32_hex(d.crc32),
+                      "): the zip is damaged; nothing was installed");
     check_content(target.string(), f.path, z.path());
   }
 }
@@ -200,8 +193,8 @@ InstallResult install_nnunet_zip(const ZipReader& z, const std::map<std::string,
     refuse_taken_dataset_id(results_root, dest.parent_path().filename().string(),
                             "nothing was installed; install into another results root (-o), or rename one of them");
     check_output_apart(dest.string(), z.path(), "model zip being installed");
-    if (fs::exists(fs::symlink_status(dest)) && !overwrite)
-      throw FileError(dest.string(), "already exists; pass --overwrite to replace it (nothing was installed)");
+    MEDSEG_CHECK_FILE(!fs::exists(fs::symlink_status(dest)) || overwrite, dest.string(),
+                      "already exists; pass --overwrite to replace it (nothing was installed)");
     // The dataset folder first, so that the staged folders' guards never own it; it goes again only if this
     // install fails.
     dataset_folders.push_back(std::make_unique<NewFolderGuard>(dest.parent_path().string()));
@@ -237,10 +230,10 @@ InstallResult install_model_zip(const std::string& zip_path, const std::string& 
   refuse_taken_dataset_id(results_root, dest.parent_path().filename().string(),
                           "nothing was installed; install into another results root (-o), or rename one of them");
   if (fs::exists(fs::symlink_status(dest))) {
-    if (!overwrite)
-      throw FileError(r.model_folder, "already exists; pass --overwrite to replace it (nothing was installed)");
-    if (!fs::is_directory(fs::symlink_status(dest)))
-      throw FileError(r.model_folder, "exists and is not a folder; nothing was installed");
+    MEDSEG_CHECK_FILE(overwrite, r.model_folder,
+                      "already exists; pass --overwrite to replace it (nothing was installed)");
+    MEDSEG_CHECK_FILE(fs::is_directory(fs::symlink_status(dest)), r.model_folder,
+                      "exists and is not a folder; nothing was installed");
   }
   check_free_space(dest.parent_path().string(), total_bytes(r.manifest),
                    concat("the ", r.manifest.files.size(), " file(s) of ", zip_path));

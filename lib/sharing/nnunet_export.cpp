@@ -78,11 +78,11 @@ NnunetExportResult export_nnunet(const NnunetExportOptions& o) {
   const inference::ModelFolder m = inference::load_model_folder(o.model_folder, o.folds, o.checkpoint);
   bool dropout = false;
   const bool primus = primus_of_its_trainer(m.plans_json, m.configuration, m.trainer_name);
-  if (!primus && !nnunet_builds(m.plans_json, m.configuration, &dropout))
-    throw FileError(o.model_folder, "configuration '" + m.configuration +
-                                        "' is not a network nnU-Net builds from plans (PlainConvUNet or "
-                                        "ResidualEncoderUNet) nor the Primus of the nnU-Net trainer it was trained "
-                                        "with (nnUNet_Primus_{S,B,M,L}_Trainer); it cannot be exported to nnU-Net");
+  MEDSEG_CHECK_FILE(primus || nnunet_builds(m.plans_json, m.configuration, &dropout), o.model_folder, "configuration '",
+                    m.configuration,
+                    "' is not a network nnU-Net builds from plans (PlainConvUNet or "
+                    "ResidualEncoderUNet) nor the Primus of the nnU-Net trainer it was trained "
+                    "with (nnUNet_Primus_{S,B,M,L}_Trainer); it cannot be exported to nnU-Net");
   NnunetExportResult r;
   r.trainer_name = primus ? m.trainer_name : o.trainer_name.empty() ? nnunet_trainer(m.trainer_name) : o.trainer_name;
   StagedFolder out(o.output);

@@ -91,7 +91,7 @@ checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::stri
 // fold_K folder whose K nnU-Net would not take (int(K) or "all") is refused, naming it.
 std::vector<std::string> folds_with(const std::string& folder, const std::string& chk) {
   std::vector<std::string> out;
-  if (!fs::is_directory(folder)) throw FileError(folder, "nnU-Net model folder not found");
+  MEDSEG_CHECK_FILE(fs::is_directory(folder), folder, "nnU-Net model folder not found");
   for (const auto& e : fs::directory_iterator(folder)) {
     const std::string n = e.path().filename().string();
     if (n.rfind("fold_", 0) != 0 || !fs::is_regular_file(e.path() / (chk + ".pth"))) continue;
@@ -105,7 +105,7 @@ std::vector<std::string> folds_with(const std::string& folder, const std::string
   std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
     return a == "all" || b == "all" ? b == "all" && a != "all" : std::stol(a) < std::stol(b);
   });
-  if (out.empty()) throw FileError(folder, "holds no fold_K/" + chk + ".pth");
+  MEDSEG_CHECK_FILE(!out.empty(), folder, "holds no fold_K/", chk, ".pth");
   return out;
 }
 
@@ -124,16 +124,17 @@ std::string text_of(const PickleValue* v, const std::string& fallback) {
 std::string trainer_name(const PickleValue* v, const std::string& folder_name, const std::string& pth) {
   const std::string name = text_of(v, folder_name.substr(0, folder_name.find("__")));
   check_path_component(name, "trainer_name", pth);
-  if (std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }))
-    throw FileError(pth, "trainer_name '" + printable(name) + "' is not a valid name (Python class names are ASCII)");
+  MEDSEG_CHECK_FILE(
+      !std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }), pth,
+      "trainer_name '", printable(name), "' is not a valid name (Python class names are ASCII)");
   return name;
 }
 
 // A checkpoint's inference_allowed_mirroring_axes: null (None, or absent: every axis) or checked axes.
 json mirror_axes(const PickleValue* axes, int dim, const std::string& pth) {
   if (!axes || axes->kind == PickleValue::Kind::None) return nullptr;
-  if (axes->kind != PickleValue::Kind::Tuple && axes->kind != PickleValue::Kind::List)
-    throw FileError(pth, "inference_allowed_mirroring_axes is neither a tuple nor None");
+  MEDSEG_CHECK_FILE(axes->kind == PickleValue::Kind::Tuple || axes->kind == PickleValue::Kind::List, pth,
+                    "inference_allowed_mirroring_axes is neither a tuple nor None");
   if (axes->items.empty()) return nullptr;
   std::vector<int64_t> values;
   std::vector<bool> integral;

@@ -63,25 +63,23 @@ void check_weights_fit(const checkpoint::NamedTensors& weights, const planning::
   std::set<std::string> seen;
   for (const auto& [name, t] : weights) {
     const auto it = wanted.find(name);
-    if (it == wanted.end())
-      throw FileError(pth, "network_weights has '" + printable(name) + "', which the plans' network (configuration '" +
-                               cfg.name + "') does not have");
-    if (!seen.insert(name).second) throw FileError(pth, "network_weights has '" + printable(name) + "' twice");
+    MEDSEG_CHECK_FILE(it != wanted.end(), pth, "network_weights has '", printable(name),
+                      "', which the plans' network (configuration '", cfg.name, "') does not have");
+    MEDSEG_CHECK_FILE(seen.insert(name).second, pth, "network_weights has '", printable(name), "' twice");
     check_tensor(name, t, it->second.first, it->second.second, pth);
   }
   for (const auto& [name, w] : wanted)
-    if (!seen.count(name))
-      throw FileError(pth, "network_weights lacks '" + name + "', which the plans' network (configuration '" +
-                               cfg.name + "') needs");
+    MEDSEG_CHECK_FILE(seen.count(name), pth, "network_weights lacks '", name,
+                      "', which the plans' network (configuration '", cfg.name, "') needs");
 }
 
 std::vector<int64_t> checked_mirror_axes(const std::vector<int64_t>& axes, const std::vector<bool>& integral, int dim,
                                          const std::string& pth) {
   std::set<int64_t> seen;
   for (size_t k = 0; k < axes.size(); ++k) {
-    if (!integral[k] || axes[k] < 0 || axes[k] >= dim || !seen.insert(axes[k]).second)
-      throw FileError(pth, concat("inference_allowed_mirroring_axes must be distinct axes of the ", dim, "D patch (0..",
-                                  dim - 1, "); item ", k, " is not"));
+    MEDSEG_CHECK_FILE(integral[k] && axes[k] >= 0 && axes[k] < dim && seen.insert(axes[k]).second, pth,
+                      "inference_allowed_mirroring_axes must be distinct axes of the ", dim, "D patch (0..", dim - 1,
+                      "); item ", k, " is not");
   }
   return axes;
 }

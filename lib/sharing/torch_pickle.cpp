@@ -485,15 +485,13 @@ PickleDocument read_torch_file(const std::string& path, const PickleLimits& limi
     const StorageBytes from_zip = [&](const std::string& key, uint64_t bytes) {
       const std::string entry = prefix + "data/" + key;
       const auto s = by_name.find(entry);
-      if (s == by_name.end()) throw FileError(path, "the archive has no " + entry + "; nothing was executed");
-      if (s->second->size != bytes)
-        throw FileError(path, concat("storage ", entry, " holds ", s->second->size, " bytes, not ", bytes,
-                                     "; nothing was executed"));
+      MEDSEG_CHECK_FILE(s != by_name.end(), path, "the archive has no ", entry, "; nothing was executed");
+      MEDSEG_CHECK_FILE(s->second->size == bytes, path, "storage ", entry, " holds ", s->second->size, " bytes, not ",
+                        bytes, "; nothing was executed");
       return zip.read(*s->second, bytes);
     };
-    if (e.size > kMaxPickleBytes)
-      throw FileError(path, concat(e.name, " is ", e.size, " bytes; medseg reads pickles of up to ", kMaxPickleBytes,
-                                   " (a checkpoint's is far smaller); nothing was executed"));
+    MEDSEG_CHECK_FILE(e.size <= kMaxPickleBytes, path, e.name, " is ", e.size, " bytes; medseg reads pickles of up to ",
+                      kMaxPickleBytes, " (a checkpoint's is far smaller); nothing was executed");
     return decode_pickle(zip.read(e, kMaxPickleBytes), path, from_zip, bounded);
   }
   throw FileError(path, "not a torch.save archive (no <name>/data.pkl); files from torch older than 1.6 are not read");

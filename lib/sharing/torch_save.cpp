@@ -119,7 +119,7 @@ class Pickler {
     if (d.empty()) return;
     op(PickleOp::Mark);
     for (const auto& kv : d) {
-      if (!kv.key().isString()) throw Error("torch_save: dict keys must be strings");
+      MEDSEG_CHECK(kv.key().isString(), "torch_save: dict keys must be strings");
       value(kv.key());
       value(kv.value());
     }
@@ -127,7 +127,7 @@ class Pickler {
   }
   // torch.save's tensor: _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict()).
   void tensor(const at::Tensor& t) {
-    if (!t.device().is_cpu()) throw Error("torch_save: tensors must be on the CPU");
+    MEDSEG_CHECK(t.device().is_cpu(), "torch_save: tensors must be on the CPU");
     const void* key = t.storage().unsafeGetStorageImpl();
     auto [it, fresh] = keys_.emplace(key, storages.size());
     if (fresh) {  // the whole storage as one flat tensor; the view below keeps its offset and strides
