@@ -30,7 +30,7 @@ void check_bytes_fit(double bytes, const std::string& what, const MemoryLimit& l
   const std::string msg = (scope.empty() ? "" : scope + ": ") + what + " needs about " + gib(bytes) +
                           ", more than the " + gib(static_cast<double>(limit.bytes)) + " of " + limit.what + " (" +
                           hint + (from_env ? ")" : "; MEDSEG_MEMORY_LIMIT_GIB sets the limit)");
-  if (source.empty()) throw Error(msg);
+  MEDSEG_CHECK(!source.empty(), msg);
   throw FileError(source, msg);
 }
 

@@ -7,9 +7,9 @@
 namespace medseg::training {
 
 GradScaler::GradScaler(GradScalerOptions opts) : opts_(opts) {
-  if (opts_.growth_factor <= 1.0 || opts_.backoff_factor >= 1.0 || opts_.backoff_factor <= 0.0 ||
-      opts_.growth_interval <= 0)
-    throw Error("GradScaler: need growth_factor > 1, 0 < backoff_factor < 1, growth_interval > 0");
+  MEDSEG_CHECK(!(opts_.growth_factor <= 1.0 || opts_.backoff_factor >= 1.0 || opts_.backoff_factor <= 0.0 ||
+                 opts_.growth_interval <= 0),
+               "GradScaler: need growth_factor > 1, 0 < backoff_factor < 1, growth_interval > 0");
   scale_ = at::full({1}, opts_.init_scale, at::kFloat);
   growth_tracker_ = at::zeros({1}, at::kInt);
 }
@@ -63,7 +63,7 @@ at::Tensor GradScaler::unscale_grads(const std::vector<at::Tensor>& grads) {
 bool GradScaler::unscale(const std::vector<at::Tensor>& params) {
   if (!opts_.enabled) return true;
   const void* key = params.empty() ? nullptr : params.front().unsafeGetTensorImpl();
-  if (found_inf_.count(key)) throw Error("GradScaler: unscale() called twice before update()");
+  MEDSEG_CHECK(!found_inf_.count(key), "GradScaler: unscale() called twice before update()");
   std::vector<at::Tensor> grads;
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());

@@ -20,10 +20,10 @@ namespace {
 at::Tensor labels_of(const at::Tensor& logits, const at::Tensor& target) {
   at::Tensor t = target;
   if (t.dim() == logits.dim() - 1) t = t.unsqueeze(1);
-  if (t.dim() != logits.dim() || t.size(1) != 1 || t.size(0) != logits.size(0) ||
-      t.sizes().slice(2) != logits.sizes().slice(2))
-    throw Error("loss: target shape " + c10::str(target.sizes()) + " does not match logits " +
-                c10::str(logits.sizes()) + " (expected (B,1,*spatial) labels)");
+  MEDSEG_CHECK(t.dim() == logits.dim() && t.size(1) == 1 && t.size(0) == logits.size(0) &&
+                   t.sizes().slice(2) == logits.sizes().slice(2),
+               "loss: target shape ", c10::str(target.sizes()), " does not match logits ", c10::str(logits.sizes()),
+               " (expected (B,1,*spatial) labels)");
   return t.to(at::kLong);
 }
 
@@ -46,12 +46,12 @@ namespace {
 std::pair<at::Tensor, at::Tensor> region_parts(const at::Tensor& logits, const at::Tensor& target,
                                                const DiceCeOptions& o) {
   const int64_t extra = o.ignore_channel ? 1 : 0;
-  if (target.dim() != logits.dim() || target.size(0) != logits.size(0) || target.size(1) != logits.size(1) + extra ||
-      target.sizes().slice(2) != logits.sizes().slice(2))
-    throw Error("loss: region target shape " + c10::str(target.sizes()) + " does not match logits " +
-                c10::str(logits.sizes()) +
-                (o.ignore_channel ? " (expected one channel per region + the ignore mask)"
-                                  : " (expected one channel per region)"));
+  MEDSEG_CHECK(target.dim() == logits.dim() && target.size(0) == logits.size(0) &&
+                   target.size(1) == logits.size(1) + extra && target.sizes().slice(2) == logits.sizes().slice(2),
+               "loss: region target shape ", c10::str(target.sizes()), " does not match logits ",
+               c10::str(logits.sizes()),
+               (o.ignore_channel ? " (expected one channel per region + the ignore mask)"
+                                 : " (expected one channel per region)"));
   const at::Tensor t = target.to(logits.scalar_type());
   if (!o.ignore_channel) return {t, at::Tensor()};
   return {t.slice(1, 0, logits.size(1)), 1 - t.slice(1, logits.size(1))};
@@ -139,10 +139,9 @@ namespace {
 // nnU-Net's TopKLoss: CE per voxel without reduction (ignored voxels give 0), then the mean of the
 // largest int(numel * k / 100) values, numel counting every voxel.
 at::Tensor topk_cross_entropy(const at::Tensor& logits, const at::Tensor& labels, const DiceCeOptions& o) {
-  if (o.spatial_sum)
-    throw Error(
-        "loss: the top-k cross-entropy cannot be split over spatial-parallel slabs (train it without "
-        "--spatial_parallel)");
+  MEDSEG_CHECK(!o.spatial_sum,
+               "loss: the top-k cross-entropy cannot be split over spatial-parallel slabs (train it without "
+               "--spatial_parallel)");
   const at::Tensor per_voxel =
       at::cross_entropy_loss(logits, labels, /*weight=*/{}, at::Reduction::None, o.ignore_label, o.label_smoothing);
   const int64_t n = per_voxel.numel();
@@ -178,7 +177,7 @@ at::Tensor dice_ce_loss(const at::Tensor& logits, const at::Tensor& target, cons
 }
 
 std::vector<double> deep_supervision_weights(int n, bool ddp) {
-  if (n <= 0) throw Error("deep_supervision_weights: need at least one output");
+  MEDSEG_CHECK(n > 0, "deep_supervision_weights: need at least one output");
   if (n == 1) return {1.0};
   std::vector<double> w(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) w[static_cast<std::size_t>(i)] = 1.0 / std::pow(2.0, i);
@@ -204,7 +203,7 @@ DiceCounts& DiceCounts::operator+=(const DiceCounts& o) {
     *this = o;
     return *this;
   }
-  if (o.tp.size() != tp.size()) throw Error("DiceCounts: adding counts with a different number of classes");
+  MEDSEG_CHECK(o.tp.size() == tp.size(), "DiceCounts: adding counts with a different number of classes");
   for (std::size_t c = 0; c < tp.size(); ++c) {
     tp[c] += o.tp[c];
     fp[c] += o.fp[c];

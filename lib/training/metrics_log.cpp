@@ -72,10 +72,10 @@ void append_metrics(const std::string& path, const EpochMetrics& m) {
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir);
   std::ofstream out(path, std::ios::app);
-  if (!out) throw FileError(path, "cannot open for appending");
+  MEDSEG_CHECK_FILE(out, path, "cannot open for appending");
   out << to_json(m).dump() << "\n";
   out.flush();
-  if (!out) throw FileError(path, "write failed");
+  MEDSEG_CHECK_FILE(out, path, "write failed");
 }
 
 std::vector<EpochMetrics> read_metrics(const std::string& path) {

@@ -62,7 +62,7 @@ void set_learning_rate(torch::optim::Optimizer& opt, double lr) {
 }
 
 double learning_rate(const torch::optim::Optimizer& opt) {
-  if (opt.param_groups().empty()) throw Error("learning_rate: optimizer has no parameter groups");
+  MEDSEG_CHECK(!opt.param_groups().empty(), "learning_rate: optimizer has no parameter groups");
   const auto& o = opt.param_groups().front().options();
   if (auto* s = dynamic_cast<const torch::optim::SGDOptions*>(&o)) return s->lr();
   if (auto* a = dynamic_cast<const torch::optim::AdamWOptions*>(&o)) return a->lr();

@@ -48,10 +48,9 @@ PretrainedReport load_pretrained_weights(models::SegmentationNetworkImpl& net, c
       report.skipped_heads.push_back(name);
       continue;
     }
-    if (it == source.end())
-      throw FileError(checkpoint_path, "has no tensor '" + name +
-                                           "', which the network has: pretrained weights must "
-                                           "come from the same architecture (plans) and input channels");
+    MEDSEG_CHECK_FILE(it != source.end(), checkpoint_path, "has no tensor '", name,
+                      "', which the network has: pretrained weights must "
+                      "come from the same architecture (plans) and input channels");
     throw FileError(checkpoint_path, "tensor '" + name + "' has shape " + shape_of(it->second) + ", the network's is " +
                                          shape_of(t) +
                                          ": pretrained weights must come from the same architecture "

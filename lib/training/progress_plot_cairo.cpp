@@ -184,7 +184,7 @@ std::vector<double> column(const std::vector<EpochMetrics>& log, const std::func
 bool progress_plot_available() { return true; }
 
 void write_progress_plot(const std::string& png_path, const std::vector<EpochMetrics>& log, PlotSize size) {
-  if (size.width < 400 || size.panel_height < 200) throw Error("progress plot: image too small");
+  MEDSEG_CHECK(size.width >= 400 && size.panel_height >= 200, "progress plot: image too small");
   std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> surface(
       cairo_image_surface_create(CAIRO_FORMAT_RGB24, size.width, 3 * size.panel_height), cairo_surface_destroy);
   std::unique_ptr<cairo_t, decltype(&cairo_destroy)> cr(cairo_create(surface.get()), cairo_destroy);
@@ -237,8 +237,8 @@ void write_progress_plot(const std::string& png_path, const std::vector<EpochMet
 
   cairo_surface_flush(surface.get());
   std::string png;
-  if (cairo_surface_write_to_png_stream(surface.get(), append_png, &png) != CAIRO_STATUS_SUCCESS)
-    throw FileError(png_path, "PNG encoding failed");
+  MEDSEG_CHECK_FILE(cairo_surface_write_to_png_stream(surface.get(), append_png, &png) == CAIRO_STATUS_SUCCESS,
+                    png_path, "PNG encoding failed");
   write_file_atomic(png_path, png);
 }
 

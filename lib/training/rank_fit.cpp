@@ -14,9 +14,9 @@ int check_ranks_fit(const planning::ConfigurationPlan& plan, int ranks, int spat
   }
   MEDSEG_CHECK(ranks == spatial_parallel, "--spatial_parallel ", spatial_parallel, " needs exactly that many ranks (",
                ranks, " in this run); combining it with data parallelism is not supported yet");
-  if (plan.architecture.swin || plan.architecture.primus)
-    throw Error("--spatial_parallel: " + plan.architecture.short_name +
-                " cannot be split into slabs (docs/spatial_parallel.md)");
+  MEDSEG_CHECK(!plan.architecture.swin && !plan.architecture.primus,
+               "--spatial_parallel: ", plan.architecture.short_name,
+               " cannot be split into slabs (docs/spatial_parallel.md)");
   const int axis = planning::spatial_shard_axis(plan.patch_size, plan.architecture.strides, spatial_parallel);
   MEDSEG_CHECK(axis >= 0, "--spatial_parallel ", spatial_parallel, ": no axis of the patch ",
                join(plan.patch_size, "x"),

@@ -27,8 +27,8 @@ void resolve_previous_stage(RunInputs& r, const planning::ConfigurationPlan& cfg
                                      .string();
   r.previous_stage_folder = (fs::path(prev_model) / "predicted_next_stage" / r.configuration).string();
   r.previous_stage_labels = io::foreground_labels(labels);
-  if (r.previous_stage_labels.empty())
-    throw FileError(r.folders.dataset_json_file, "a cascade needs at least one foreground label");
+  MEDSEG_CHECK_FILE(!r.previous_stage_labels.empty(), r.folders.dataset_json_file,
+                    "a cascade needs at least one foreground label");
   r.in_channels += static_cast<int64_t>(r.previous_stage_labels.size());
   std::vector<std::string> missing;
   for (const auto* ids : {&r.train_ids, &r.val_ids})
@@ -67,8 +67,8 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
   f.dataset_json_file = (fs::path(f.preprocessed_dataset) / "dataset.json").string();
   f.fingerprint_file = (fs::path(f.preprocessed_dataset) / "dataset_fingerprint.json").string();
   f.splits_file = (fs::path(f.preprocessed_dataset) / "splits_final.json").string();
-  if (!fs::exists(f.plans_file))
-    throw FileError(f.plans_file, "plans not found (run medseg_plan_experiment, or pass -p with the right plans name)");
+  MEDSEG_CHECK_FILE(fs::exists(f.plans_file), f.plans_file,
+                    "plans not found (run medseg_plan_experiment, or pass -p with the right plans name)");
   r.plans_json = read_json(f.plans_file);
   r.plans = planning::plans_from_json(r.plans_json, f.plans_file);
   const auto& cfg = r.plans.configuration(configuration);
@@ -82,11 +82,10 @@ RunInputs resolve_run(const std::string& dataset, const std::string& configurati
   r.regions = io::foreground_regions(labels);
 
   f.data_folder = (fs::path(f.preprocessed_dataset) / cfg.data_identifier).string();
-  if (!fs::is_directory(f.data_folder))
-    throw FileError(f.data_folder,
-                    "preprocessed data not found (run medseg_preprocess -d " + dataset + " -c " + configuration + ")");
+  MEDSEG_CHECK_FILE(fs::is_directory(f.data_folder), f.data_folder,
+                    "preprocessed data not found (run medseg_preprocess -d ", dataset, " -c ", configuration, ")");
   const auto ids = preprocessing::list_preprocessed_cases(f.data_folder);
-  if (ids.empty()) throw FileError(f.data_folder, "no preprocessed cases");
+  MEDSEG_CHECK_FILE(!ids.empty(), f.data_folder, "no preprocessed cases");
   const auto splits = load_or_create_splits(f.splits_file, ids);
   const Split s = select_fold(splits, ids, r.fold);
   r.train_ids = s.train;
@@ -111,8 +110,8 @@ planning::ConfigurationPlan read_run_plan(const std::string& dataset, const std:
   check_path_component(plans_name, "plans name (-p)");
   const std::string pre = root_folder(Root::Preprocessed, preprocessed_root);
   const std::string plans_file = (fs::path(pre) / find_dataset_name(pre, dataset) / (plans_name + ".json")).string();
-  if (!fs::exists(plans_file))
-    throw FileError(plans_file, "plans not found (run medseg_plan_experiment, or pass -p with the right plans name)");
+  MEDSEG_CHECK_FILE(fs::exists(plans_file), plans_file,
+                    "plans not found (run medseg_plan_experiment, or pass -p with the right plans name)");
   return planning::plans_from_json(read_json(plans_file), plans_file).configuration(configuration);
 }
 
@@ -120,9 +119,8 @@ void use_batch_norm(RunInputs& in) {
   const std::string& name = in.configuration;
   json resolved = planning::resolve_configuration(in.plans_json.at("configurations"), name, in.folders.plans_file);
   json& kwargs = resolved["architecture"]["arch_kwargs"];
-  if (!kwargs.is_object() || !kwargs.contains("norm_op"))
-    throw Error("trainer '" + in.trainer_name + "': configuration '" + name +
-                "' has no norm_op in its arch_kwargs (batch norm replaces the norm of nnU-Net's U-Nets only)");
+  MEDSEG_CHECK(kwargs.is_object() && kwargs.contains("norm_op"), "trainer '", in.trainer_name, "': configuration '",
+               name, "' has no norm_op in its arch_kwargs (batch norm replaces the norm of nnU-Net's U-Nets only)");
   const std::string dim = in.plans.configuration(name).dim() == 2 ? "2" : "3";
   kwargs["norm_op"] = "torch.nn.modules.batchnorm.BatchNorm" + dim + "d";
   kwargs["norm_op_kwargs"] = json{{"eps", 1e-05}, {"affine", true}};

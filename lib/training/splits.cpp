@@ -67,7 +67,7 @@ std::vector<int64_t> NumpyRandomState::permutation(int64_t n) {
 std::vector<Split> kfold_splits(std::vector<std::string> ids, int n_splits, uint32_t seed) {
   std::sort(ids.begin(), ids.end());
   const auto n = static_cast<int64_t>(ids.size());
-  if (n_splits < 2) throw Error("kfold_splits: need at least 2 folds");
+  MEDSEG_CHECK(n_splits >= 2, "kfold_splits: need at least 2 folds");
   MEDSEG_CHECK(n >= n_splits, "cannot make ", n_splits, " cross-validation folds from ", n, " cases");
   const std::vector<int64_t> order = NumpyRandomState(seed).permutation(n);
   std::vector<Split> out;
@@ -90,8 +90,8 @@ std::vector<Split> kfold_splits(std::vector<std::string> ids, int n_splits, uint
 
 std::vector<Split> read_splits(const std::string& path) {
   const json j = read_json(path);
-  if (!j.is_array() || j.empty())
-    throw FileError(path, "expected a non-empty list of {\"train\": [...], \"val\": [...]}");
+  MEDSEG_CHECK_FILE(j.is_array() && !j.empty(), path,
+                    "expected a non-empty list of {\"train\": [...], \"val\": [...]}");
   std::vector<Split> out;
   for (std::size_t i = 0; i < j.size(); ++i) {
     try {
@@ -118,8 +118,7 @@ std::vector<Split> load_or_create_splits(const std::string& path, const std::vec
   for (std::size_t i = 0; i < splits.size(); ++i)
     for (const auto* list : {&splits[i].train, &splits[i].val})
       for (const auto& id : *list)
-        if (!known.count(id))
-          throw FileError(path, concat("split ", i, " names case '", id, "', which is not in the dataset"));
+        MEDSEG_CHECK_FILE(known.count(id), path, "split ", i, " names case '", id, "', which is not in the dataset");
   return splits;
 }
 

@@ -130,10 +130,9 @@ struct Trainer::State {
 namespace {
 
 void apply_loss_config(const LossConfig& c, DiceCeOptions& o) {
-  if (o.regions && (c.topk() || c.label_smoothing > 0))
-    throw Error(
-        "trainer config: the top-k loss and label smoothing need labels, not regions (as nnU-Net's "
-        "Topk trainers assert)");
+  MEDSEG_CHECK(!o.regions || !(c.topk() || c.label_smoothing > 0),
+               "trainer config: the top-k loss and label smoothing need labels, not regions (as nnU-Net's "
+               "Topk trainers assert)");
   o.weight_ce = c.weight_ce;
   o.weight_dice = c.weight_dice;
   o.smooth = c.dice_smooth;
@@ -455,8 +454,7 @@ void Trainer::State::resume_from(ResumePoint& from) {
     if (dp->writer() && fs::exists(metrics_path())) truncate_metrics(metrics_path(), 0);
     return;
   }
-  if (from.checkpoint->weights_only)
-    throw FileError(path(from.name.c_str()),
+  MEDSEG_CHECK_FILE(!from.checkpoint->weights_only, path(from.name.c_str()),
                     "--c: this is a weights-only checkpoint (e.g. from medseg_checkpoint "
                     "average): it holds no optimizer, RNG or progress to continue from; use it "
                     "with medseg_predict, or move it aside to continue from another");
@@ -653,7 +651,7 @@ namespace medseg::training {
 double Trainer::validate(const std::string& checkpoint_name) {
   State& s = *s_;
   const std::string file = s.path(checkpoint_name.c_str());
-  if (!fs::exists(file)) throw FileError(file, "checkpoint not found (has this fold finished training?)");
+  MEDSEG_CHECK_FILE(fs::exists(file), file, "checkpoint not found (has this fold finished training?)");
   const Checkpoint ck = load_checkpoint(file);
   load_weights(*s.net, ck.weights, true);
   s.dp->check_same("weights of " + checkpoint_name, weights_digest(*s.net));
