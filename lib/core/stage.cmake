@@ -9,7 +9,7 @@ medseg_stage(core
   PUBLIC_HEADERS amp.h atomic_writer.h autocast.h cpu_features.h data_files.h digest.h disk_space.h error.h
                 file_digest.h grid.h json_io.h json_object_reader.h log.h numeric.h ordered_json_io.h
                 output_folder.h parallel.h path_component.h path_overlap.h paths.h progress.h rank_error_file.h
-                signal_cleanup.h staged_file.h strings.h system_memory.h test_pause.h torch_compat.h
+                signal_cleanup.h staged_file.h strings.h system_memory.h torch_compat.h
                 torch_info.h torch_memory.h torch_settings.h volume.h volume_inl.h zip_archive.h)
 medseg_stage(core_torch
   FOLDER core

@@ -11,7 +11,6 @@
 #include "core/output_folder.h"
 #include "core/parallel.h"
 #include "core/progress.h"
-#include "core/test_pause.h"
 #include "io/image_folder.h"
 #include "io/image_io.h"
 #include "postprocessing/components.h"
@@ -167,7 +166,6 @@ int64_t apply_postprocessing_to_folder(const std::string& input_folder, const st
   });
   bar.finish();
   io::copy_dataset_jsons(input_folder, output_folder);  // as nnU-Net: the folder stays self-describing
-  test_pause_point("postprocess_written");
   guard.keep();
   return static_cast<int64_t>(names.size());
 }

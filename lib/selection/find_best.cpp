@@ -13,7 +13,6 @@
 #include "core/path_component.h"
 #include "core/paths.h"
 #include "core/strings.h"
-#include "core/test_pause.h"
 #include "evaluation/evaluate_folder.h"
 #include "io/image_folder.h"
 #include "postprocessing/crossval.h"
@@ -256,7 +255,6 @@ json find_best_configuration(const FindBestOptions& in) {
     postprocessing::write_postprocessing((fs::path(b.models[0]) / "postprocessing.json").string(), pp);
   const json info = inference_information(candidates, b, p, folds, pp, pp_file);
   const fs::path out = fs::path(p.results) / p.dataset;
-  test_pause_point("find_best_scored");
   write_json((out / "inference_information.json").string(), info);
   write_file_atomic((out / "inference_instructions.txt").string(), instructions(o, p.dataset, b, pp_file, folds));
   for (auto& f : made) f->keep();

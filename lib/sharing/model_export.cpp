@@ -12,7 +12,6 @@
 #include "core/path_component.h"
 #include "core/staged_file.h"
 #include "core/strings.h"
-#include "core/test_pause.h"
 #include "inference/model_folder.h"
 #include "sharing/model_files.h"
 #include "core/zip_archive.h"
@@ -162,7 +161,6 @@ Manifest export_model_zip(const ExportOptions& o) {
     zip.add_file(m.files[i].path, (folder / files[i]).string(), !ends_with(files[i], ".ckpt"));
   zip.add_bytes(kManifestName, manifest_to_json(m).dump(2) + "\n");
   zip.commit();
-  test_pause_point("export_zip_written");
   out.commit(o.overwrite);
   spdlog::info("exported {} ({} file(s), fold(s) {}) to {}", name, m.files.size(), nlohmann::json(m.folds).dump(),
                o.output);

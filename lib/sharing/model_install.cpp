@@ -18,7 +18,6 @@
 #include "core/path_component.h"
 #include "core/paths.h"
 #include "core/strings.h"
-#include "core/test_pause.h"
 #include "sharing/model_files.h"
 #include "sharing/nnunet_import.h"
 #include "core/zip_archive.h"
@@ -239,7 +238,6 @@ InstallResult install_model_zip(const std::string& zip_path, const std::string& 
                    concat("the ", r.manifest.files.size(), " file(s) of ", zip_path));
   StagedFolder stage(r.model_folder);
   extract_all(z, files, r.manifest, stage.path());
-  test_pause_point("install_staged");
   sync_filesystem(stage.path());  // the files are on disk before their folder gets its name
   stage.commit(overwrite);
   sync_filesystem(r.model_folder);  // and so is the rename

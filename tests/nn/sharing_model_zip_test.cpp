@@ -451,7 +451,7 @@ TEST_F(ModelZip, InstallEndedBySigtermLeavesTheResultsRootAsItWas) {
   const std::string root = d / "root2";
   write_bytes(root + "/Dataset001_Other/notes.txt", "someone else's");
   const auto before = test::folder_snapshot(root);
-  test::PausedCli cli = test::start_paused_cli("medseg_install_model_zip", {zip, "-o", root}, "install_staged");
+  test::PausedCli cli = test::start_held_cli("medseg_install_model_zip", {zip, "-o", root}, "syncfs");
   ASSERT_TRUE(cli.paused) << cli.output;
   EXPECT_EQ(test::signal_and_wait(cli, SIGTERM), 128 + SIGTERM) << cli.output;
   EXPECT_EQ(test::folder_snapshot(root), before);  // no hidden staging folder, no Dataset999_Tiny
@@ -460,8 +460,7 @@ TEST_F(ModelZip, InstallEndedBySigtermLeavesTheResultsRootAsItWas) {
 TEST_F(ModelZip, ExportEndedBySigintLeavesNoZipAndNoTemporaryFile) {
   const std::string out = d / "out/again.zip";
   const auto before = test::folder_snapshot(d.path());
-  test::PausedCli cli =
-      test::start_paused_cli("medseg_export_model_zip", {"-m", model, "-o", out}, "export_zip_written");
+  test::PausedCli cli = test::start_held_cli("medseg_export_model_zip", {"-m", model, "-o", out}, "rename:" + out);
   ASSERT_TRUE(cli.paused) << cli.output;
   EXPECT_EQ(test::signal_and_wait(cli, SIGINT), 128 + SIGINT) << cli.output;
   EXPECT_EQ(test::folder_snapshot(d.path()), before);  // no out/, no again.zip.XXXXXX
@@ -473,8 +472,7 @@ TEST_F(ModelZip, StagingLeftByAKilledInstallIsRemovedByTheNextOne) {
   const auto r0 = test::run_cli("medseg_install_model_zip", zip + " -o " + root);
   ASSERT_EQ(r0.exit_code, 0) << r0.output;
   const auto clean = test::folder_snapshot(root);
-  test::PausedCli cli =
-      test::start_paused_cli("medseg_install_model_zip", {zip, "-o", root, "--overwrite"}, "install_staged");
+  test::PausedCli cli = test::start_held_cli("medseg_install_model_zip", {zip, "-o", root, "--overwrite"}, "syncfs");
   ASSERT_TRUE(cli.paused) << cli.output;
   EXPECT_EQ(test::signal_and_wait(cli, SIGKILL), 128 + SIGKILL) << cli.output;
   ASSERT_NE(test::folder_snapshot(root), clean);  // the killed install's staging folder

@@ -139,11 +139,11 @@ PausedCli start_cli_until(const std::string& app, const std::vector<std::string>
   return cli;
 }
 
-PausedCli start_paused_cli(const std::string& app, const std::vector<std::string>& args, const std::string& point,
-                           const std::vector<std::string>& env) {
-  std::vector<std::string> e = {"MEDSEG_TEST_PAUSE_AT=" + point};
+PausedCli start_held_cli(const std::string& app, const std::vector<std::string>& args, const std::string& hold,
+                         const std::vector<std::string>& env) {
+  std::vector<std::string> e = {std::string("LD_PRELOAD=") + MEDSEG_TEST_HOLD_SHIM, "MEDSEG_TEST_HOLD=" + hold};
   e.insert(e.end(), env.begin(), env.end());
-  return start_cli_until(app, args, "medseg: paused at " + point, e);
+  return start_cli_until(app, args, "medseg-test: held at " + hold, e);
 }
 
 int signal_and_wait(PausedCli& cli, int signal) {

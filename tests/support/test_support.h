@@ -31,7 +31,7 @@ std::string bin_dir();
 // shell-quoted argument string.
 CmdResult run_cli(const std::string& app, const std::string& args, const std::string& env = "");
 
-// A CLI started with MEDSEG_TEST_PAUSE_AT=<point> (core/test_pause.h), stopped at that point.
+// A CLI started and held at a known step (start_held_cli), or started until it printed a marker.
 struct PausedCli {
   int pid = -1;         // -1: it could not be started
   bool paused = false;  // false: it ended (or printed nothing for a minute) before the point
@@ -39,9 +39,11 @@ struct PausedCli {
 };
 
 // Starts `app` from the build's bin folder with `args` (not shell-quoted: one per element) and
-// `env` ("NAME=value" each) added to the environment, and returns once it printed that it paused.
-PausedCli start_paused_cli(const std::string& app, const std::vector<std::string>& args, const std::string& point,
-                           const std::vector<std::string>& env = {});
+// `env` ("NAME=value" each) added to the environment, held at `hold` by tests/support/hold_shim.cpp (LD_PRELOAD):
+// "syncfs" (its first syncfs call) or "rename:<path>" (the rename that moves something to <path>). Returns once
+// it is held (`paused`), or when it ended or printed nothing for a minute.
+PausedCli start_held_cli(const std::string& app, const std::vector<std::string>& args, const std::string& hold,
+                         const std::vector<std::string>& env = {});
 
 // Starts `app` likewise (without the pause) and returns once its output holds `marker` (a server's
 // "listening on"); `paused` says whether it did within a minute.
