@@ -148,10 +148,7 @@ void add_roi(DcmDataset& out, DcmItem& roi_contour, const DicomSegSegment& s, co
 
 void write_dicom_rtstruct(const std::string& path, const Volume& labels, const std::string& source,
                           const std::string& series_uid, const DicomSegInfo& info) {
-  const DicomSeriesFiles src = dicom_series_files(source, series_uid);
-  MEDSEG_CHECK_FILE(labels.shape() == src.shape &&
-                        geometry_mismatch(labels.geometry(), labels.shape(), src.geometry, src.shape).empty(),
-                    path, "cannot write the RTSTRUCT: the label map is not on the grid of the series in ", source);
+  const DicomSeriesFiles src = referenced_series(path, labels, source, series_uid, "RTSTRUCT");
   const std::vector<DicomInstance>& slices = src.instances;
   DcmFileFormat first;
   check(first.loadFileUntilTag(slices[0].file.c_str(), EXS_Unknown, EGL_noChange, DCM_MaxReadLength, ERM_autoDetect,

@@ -161,10 +161,7 @@ DicomCode generic_type() { return {"85756007", "SCT", "Tissue"}; }
 
 void write_dicom_seg(const std::string& path, const Volume& labels, const std::string& source,
                      const std::string& series_uid, const DicomSegInfo& info) {
-  const DicomSeriesFiles src = dicom_series_files(source, series_uid);
-  MEDSEG_CHECK_FILE(labels.shape() == src.shape &&
-                        geometry_mismatch(labels.geometry(), labels.shape(), src.geometry, src.shape).empty(),
-                    path, "cannot write the DICOM SEG: the label map is not on the grid of the series in ", source);
+  const DicomSeriesFiles src = referenced_series(path, labels, source, series_uid, "DICOM SEG");
   MEDSEG_CHECK_FILE(is_integer_type(labels.pixel_type()), path, "cannot write the DICOM SEG: labels must be integer");
   const auto [depth, rows, columns] = src.shape;
   std::unique_ptr<DcmSegmentation> seg = create(path, rows, columns, info);

@@ -35,4 +35,13 @@ void save_atomically(DcmFileFormat& file, const std::string& path, const std::st
   fs::rename(tmp, path);
 }
 
+DicomSeriesFiles referenced_series(const std::string& path, const Volume& labels, const std::string& source,
+                                   const std::string& series_uid, const std::string& what) {
+  DicomSeriesFiles src = dicom_series_files(source, series_uid);
+  MEDSEG_CHECK_FILE(labels.shape() == src.shape &&
+                        geometry_mismatch(labels.geometry(), labels.shape(), src.geometry, src.shape).empty(),
+                    path, "cannot write the ", what, ": the label map is not on the grid of the series in ", source);
+  return src;
+}
+
 }  // namespace medseg::io

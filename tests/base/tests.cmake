@@ -19,6 +19,7 @@ medseg_tests(base
   fingerprint_stats_test.cpp
   io_dicom_public_files_itk_test.cpp
   io_dicom_series_itk_test.cpp
+  io_dicom_writers_grid_itk_test.cpp
   io_errors_itk_test.cpp
   io_mask_contours_itk_test.cpp
   io_natural_formats_itk_test.cpp
