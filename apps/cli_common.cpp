@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <vector>
 #include <cstdlib>
+#include <csignal>
 #include <thread>
 #include <unistd.h>
 
@@ -46,8 +47,22 @@ static void sleep_while_waiting(char** argv) {
   unsetenv("OMP_WAIT_POLICY");
 }
 
+// A write to a connection whose peer has died (Gloo's writev to a killed rank, a client that hung up on
+// medseg_serve) raises SIGPIPE, and its default action ends the process without a word: the rank that
+// should have said why it stopped vanished instead (seen in CI under load). With a
+// handler the write fails with EPIPE, which the caller reports like any other error. A handler that does
+// nothing, not SIG_IGN: a caught signal is reset to its default by exec, so the programs a command starts
+// (the launcher's ranks, a shell pipeline) keep the usual behaviour.
+static void report_broken_connections() {
+  struct sigaction action {};
+  action.sa_handler = [](int) {};
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGPIPE, &action, nullptr);
+}
+
 int run(int argc, char** argv, CLI::App& app, const std::function<int()>& body) {
   sleep_while_waiting(argv);
+  report_broken_connections();
   bool verbose = false;
   app.add_flag("--verbose", verbose, "More log output");
   try {

@@ -265,7 +265,7 @@ TEST(DataParallelFaults, KilledRankEndsTheOtherWithinTheTimeout) {
   EXPECT_NE(status, 0) << log;
   EXPECT_NE(status, -1) << "rank 0 still ran 60 s after rank 1 died";
   EXPECT_LT(took, 20 + 10) << log;
-  EXPECT_NE(log.find("error: rank 0 of 2: "), std::string::npos) << log;
+  EXPECT_NE(log.find("error: rank 0 of 2: "), std::string::npos) << "exit status " << status << "\n" << log;
   EXPECT_EQ(log.find("Exception raised from"), std::string::npos) << log;
 }
 

@@ -65,6 +65,7 @@ medseg_tests(nn_cli
   bad_input_predict_itk_test.cpp
   bad_input_ranges_itk_test.cpp
   checkpoint_cli_test.cpp
+  cli_broken_pipe_test.cpp
   cli_openmp_policy_test.cpp
   distributed_hosts_itk_test.cpp
   distributed_hosts_predict_itk_test.cpp
