@@ -9,7 +9,7 @@
 #include "core/json_io.h"
 #include "core/path_component.h"
 #include "core/paths.h"
-#include "core/torch_memory.h"
+#include "core_torch/torch_memory.h"
 #include "inference/model_folder.h"
 #include "io/dataset.h"
 #include "models/network.h"

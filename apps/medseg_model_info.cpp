@@ -16,7 +16,7 @@
 #include "planning/network_flops.h"
 #include "plans/plan_limits.h"
 #include "plans/plans.h"
-#include "core/torch_memory.h"
+#include "core_torch/torch_memory.h"
 #include "planning/memory_check.h"
 
 using namespace medseg;

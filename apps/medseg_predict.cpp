@@ -83,7 +83,9 @@ void declare(CLI::App& app, PredictArgs& a) {
       "--overlays", a.ro.overlays,
       "Also write overlays/CASE.png: axial, coronal and sagittal slices with the segmentation drawn over the image");
   app.add_option("--device", a.po.device, "cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--amp", a.amp, "Mixed precision: auto (fp16 on CUDA, off on CPU), fp16, bf16, off")
+  app.add_option("--amp", a.amp,
+                 "The network's precision: auto (fp16 on CUDA, bf16 on a CPU with bf16 units, else fp32; fp32 with "
+                 "--exact_nnunet), fp16, bf16, off (fp32, nnU-Net's arithmetic)")
       ->capture_default_str();
   app.add_option("--accumulators", a.accumulators,
                  "fp16: nnU-Net's fp16 sums of the tiles' logits (its probabilities; the default); fp32: exact sums")

@@ -9,8 +9,9 @@
 #include <thread>
 
 #include "cli_common.h"
+#include "core/amp.h"
 #include "core/error.h"
-#include "core/torch_settings.h"
+#include "core_torch/torch_settings.h"
 #include "serve/auth.h"
 #include "serve/service.h"
 
@@ -22,6 +23,7 @@ struct ServeArgs {
   serve::ServeOptions o;
   std::vector<std::string> models;
   std::string token_file;
+  std::string amp = "auto";
   double max_upload_mb = 1024, max_scratch_mb = 20480;
 };
 
@@ -57,6 +59,10 @@ void declare(CLI::App& app, ServeArgs& a) {
   app.add_option("--max_connections", a.o.max_connections, "Connections served at once")->capture_default_str();
   app.add_option("--scratch", a.o.scratch_parent, "Folder for the private scratch folder (default: TMPDIR)");
   app.add_option("--device", a.o.device, "cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--amp", a.amp,
+                 "The network's precision: auto (fp16 on CUDA, bf16 on a CPU with bf16 units, else fp32), fp16, bf16, "
+                 "off (fp32, nnU-Net's arithmetic)")
+      ->capture_default_str();
 }
 
 std::vector<serve::ServedModel> parse_models(const std::vector<std::string>& args) {
@@ -105,6 +111,7 @@ int main(int argc, char** argv) {
     const sigset_t stop_signals = block_stop_signals();
     raise_open_file_limit(a.o.max_connections);
     a.o.models = parse_models(a.models);
+    a.o.amp = parse_amp(a.amp, "--amp");
     if (!a.token_file.empty()) a.o.token = serve::read_token_file(a.token_file);
     a.o.max_upload_bytes = static_cast<int64_t>(a.max_upload_mb * 1024 * 1024);
     a.o.max_scratch_bytes = static_cast<int64_t>(a.max_scratch_mb * 1024 * 1024);

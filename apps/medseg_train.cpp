@@ -11,7 +11,7 @@
 #include "core/progress.h"
 #include "core/strings.h"
 #include "core/torch_compat.h"
-#include "core/torch_info.h"
+#include "core_torch/torch_info.h"
 #include "distributed/join.h"
 #include "distributed/process_group.h"
 #include "distributed/world.h"
@@ -128,7 +128,7 @@ training::TrainerConfig trainer_config(const TrainArgs& a) {
     cfg.val_iterations_per_epoch = a.val_iters;
   if (given(a.o_workers, "num_workers", a.workers)) cfg.num_workers = a.workers;
   if (!a.augment_device.empty())
-    cfg.augment_device = training::parse_name(training::augment_device_names(), a.augment_device, "--augment_device");
+    cfg.augment_device = medseg::parse_name(training::augment_device_names(), a.augment_device, "--augment_device");
   if (given(a.o_ckpt, "checkpoint_every", static_cast<double>(a.ckpt_every))) cfg.checkpoint_every = a.ckpt_every;
   given(a.o_threads, "threads", a.opt.threads);
   return cfg;

@@ -1,6 +1,6 @@
 // medseg_version: prints the build (LibTorch version, CUDA, ITK, cairo).
 #include "cli_common.h"
-#include "core/torch_info.h"
+#include "core_torch/torch_info.h"
 #include "visualization/overlay.h"
 
 int main(int argc, char** argv) {

@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     AugmentChoice choice;
     choice.da5 = da5;
     PipelineConfig cfg = no_augment ? validation_pipeline(plan) : training_pipeline(plan, true, 0.33, choice);
-    const auto setting = training::parse_name(training::augment_device_names(), augment_device, "--augment-device");
+    const auto setting = medseg::parse_name(training::augment_device_names(), augment_device, "--augment-device");
     const auto device = augment::resolve_augment_device(
         setting, setting == augment::AugmentDevice::Cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU));
     cfg.device_augment = device.has_value() && !no_augment;

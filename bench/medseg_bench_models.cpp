@@ -11,10 +11,10 @@
 #include <cstdio>
 
 #include "cli_common.h"
-#include "core/autocast.h"
+#include "core_torch/autocast.h"
 #include "core/error.h"
 #include "core/torch_compat.h"
-#include "core/torch_memory.h"
+#include "core_torch/torch_memory.h"
 #include "models/network.h"
 
 using namespace medseg;

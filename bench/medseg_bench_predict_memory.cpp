@@ -17,7 +17,7 @@
 
 #include "cli_common.h"
 #include "core/error.h"
-#include "core/torch_memory.h"
+#include "core_torch/torch_memory.h"
 #include "inference/export.h"
 #include "inference/placement.h"
 #include "inference/slab_export.h"

@@ -4,7 +4,7 @@
 //           split over R ranks against one process holding it whole; prints the ratio R / 1.
 //   communication share: for one ResEnc stage (full resolution) forward + backward on R ranks, the
 //           time spent in halo exchanges and all-reduces (ProcessGroup::traffic) over the total.
-// Every rank is its own forked process: the counting allocator (core/torch_memory.h) is process-wide,
+// Every rank is its own forked process: the counting allocator (core_torch/torch_memory.h) is process-wide,
 // so ranks as threads would count each other's tensors. Children are forked before the parent
 // touches torch (no thread pool to inherit). scripts/bench/bench_spatial.sh runs it.
 #include <ATen/ATen.h>
@@ -19,7 +19,7 @@
 
 #include "cli_common.h"
 #include "core/error.h"
-#include "core/torch_memory.h"
+#include "core_torch/torch_memory.h"
 #include "distributed/halo.h"
 #include "distributed/launch.h"
 #include "distributed/process_group.h"

@@ -1,15 +1,14 @@
 # One library target per stage of lib/ (docs/architecture.md), declared in lib/<stage>/stage.cmake the way
 # ITK's modules declare theirs in itk-module.cmake:
 #
-#   medseg_stage(<name> [TORCH] [FOLDER <folder>] [SOURCES_MATCHING <regex>] [SOURCES_NOT_MATCHING <regex>]
-#                [DEPENDS <stage>...] [PRIVATE_DEPENDS <stage>...] [LIBS <target>...] [PRIVATE_LIBS <target>...]
+#   medseg_stage(<name> [TORCH] [DEPENDS <stage>...] [PRIVATE_DEPENDS <stage>...] [LIBS <target>...] [PRIVATE_LIBS <target>...]
 #                [PUBLIC_HEADERS <header>...])
 #
-# makes the static library medseg_stage_<name> (alias medseg::<name>, file libmedseg_<name>.a) from lib/<folder>/**.cpp (folder: the name).
+# makes the static library medseg_stage_<name> (alias medseg::<name>, file libmedseg_<name>.a) from lib/<name>/**.cpp.
 # DEPENDS are the stages its headers include (public), PRIVATE_DEPENDS those only its .cpp files include;
-# TORCH links LibTorch (through core_torch, the torch half of lib/core). LIBS/PRIVATE_LIBS are third-party
+# TORCH links LibTorch (through core_torch, lib/core_torch, which its files may then include). LIBS/PRIVATE_LIBS are third-party
 # targets; the word ITK stands for ${ITK_LIBRARIES}, libtiff and DCMTK, and drops out when MEDSEG_WITH_ITK=OFF.
-# PUBLIC_HEADERS are the headers of lib/<folder> (paths below it) that `cmake --install` ships, the stage's
+# PUBLIC_HEADERS are the headers of lib/<name> (paths below it) that `cmake --install` ships, the stage's
 # interface to a program that links the installed package; the others are its own (docs/api.md, "Installed headers").
 # A public header includes only public headers (tests/base/layering_test.cpp).
 #
@@ -60,24 +59,14 @@ function(medseg_stage_libs out)
 endfunction()
 
 function(medseg_stage name)
-  cmake_parse_arguments(S "TORCH" "FOLDER;SOURCES_MATCHING;SOURCES_NOT_MATCHING"
-                        "DEPENDS;PRIVATE_DEPENDS;LIBS;PRIVATE_LIBS;PUBLIC_HEADERS" ${ARGN})
-  if(NOT S_FOLDER)
-    set(S_FOLDER ${name})
-  endif()
-  medseg_stage_sources(${S_FOLDER} sources)
-  if(S_SOURCES_MATCHING)
-    list(FILTER sources INCLUDE REGEX "${S_SOURCES_MATCHING}")
-  endif()
-  if(S_SOURCES_NOT_MATCHING)
-    list(FILTER sources EXCLUDE REGEX "${S_SOURCES_NOT_MATCHING}")
-  endif()
+  cmake_parse_arguments(S "TORCH" "" "DEPENDS;PRIVATE_DEPENDS;LIBS;PRIVATE_LIBS;PUBLIC_HEADERS" ${ARGN})
+  medseg_stage_sources(${name} sources)
   set(target medseg_stage_${name})
   add_library(${target} STATIC ${sources})
   add_library(medseg::${name} ALIAS ${target})
   set_target_properties(${target} PROPERTIES CXX_STANDARD 17 POSITION_INDEPENDENT_CODE ON EXPORT_NAME ${name}
                                              OUTPUT_NAME medseg_${name})
-  medseg_stage_include_dir(${S_FOLDER} include_dir)
+  medseg_stage_include_dir(${name} include_dir)
   target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${include_dir}>
                                               $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/medseg>)
   target_compile_definitions(${target} PUBLIC ${MEDSEG_COMMON_DEFS})
@@ -112,10 +101,10 @@ function(medseg_stage name)
     endif()
   endif()
   foreach(h ${S_PUBLIC_HEADERS})
-    if(NOT EXISTS "${MEDSEG_LIB_DIR}/${S_FOLDER}/${h}")
-      message(FATAL_ERROR "lib/${S_FOLDER}/stage.cmake: public header '${h}' does not exist")
+    if(NOT EXISTS "${MEDSEG_LIB_DIR}/${name}/${h}")
+      message(FATAL_ERROR "lib/${name}/stage.cmake: public header '${h}' does not exist")
     endif()
-    set_property(GLOBAL APPEND PROPERTY MEDSEG_PUBLIC_HEADERS "${S_FOLDER}/${h}")
+    set_property(GLOBAL APPEND PROPERTY MEDSEG_PUBLIC_HEADERS "${name}/${h}")
   endforeach()
   set_property(GLOBAL APPEND PROPERTY MEDSEG_STAGES ${name})
   set_property(GLOBAL PROPERTY MEDSEG_STAGE_DEPS_${name} ${S_DEPENDS} ${S_PRIVATE_DEPENDS})

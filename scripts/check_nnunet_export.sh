@@ -43,7 +43,7 @@ model=$MEDSEG_RESULTS/Dataset954_Export/nnUNetTrainer__${plans_name}__$config
 "$b/medseg_export_nnunet" -m "$model" -o "$work/nnunet_model"
 imgs=$MEDSEG_RAW/Dataset954_Export/imagesTs
 "$b/medseg_predict" -i "$imgs" -o "$work/pred_medseg" -m "$model" -f 0 --threads 2 -npp 0 -nps 0 \
-  --save_probabilities --disable_progress_bar >/dev/null
+  --save_probabilities --disable_progress_bar --amp off >/dev/null
 cat >"$work/nnunet_side.py" <<'PY'
 import os, sys, glob
 import numpy as np, torch

@@ -118,7 +118,7 @@ def check(args, work, planner, config, seed):
     out = f"{work}/out_{cls_name}_{config}"
     run([f"{bin_}/medseg_predict", "-i", case_dir, "-o", out, "-m", md_folder, "-f", "0", "--disable_tta",
          "--save_probabilities", "-npp", "0", "-nps", "0", "--threads", "2", "--disable_progress_bar",
-         "--accumulators", "fp32"], env)  # the network alone: exact sums (nnU-Net's fp16 ones: check_nnunet_predict_parity.sh)
+         "--accumulators", "fp32", "--amp", "off"], env)  # the network alone: exact sums (nnU-Net's fp16 ones: check_nnunet_predict_parity.sh)
     mine = np.load(f"{out}/case_probabilities.npy")
 
     # reference: nnU-Net's ZScoreNormalization (no mask) and its network, softmax over classes

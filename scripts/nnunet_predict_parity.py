@@ -461,7 +461,7 @@ def predict_stage(kind, name, folder, tag="", prev=None):
         # both probability formats: nnU-Net's .npz and medseg's _probabilities.npy, each compared with nnU-Net's
         cmd = [f"{ARGS.bin}/medseg_predict", "-i", images, "-o", ms_out, "-m", ms_model, "--save_probabilities",
                "--probabilities_format", "both", "--threads", str(ARGS.threads), "-npp", "0", "-nps", "0",
-               "--disable_progress_bar"] + ([] if kind.mirroring else ["--disable_tta"])
+               "--disable_progress_bar", "--amp", "off"] + ([] if kind.mirroring else ["--disable_tta"])
         if prev:  # medseg's cascade runs on medseg's own first stage
             cmd += ["-prev_stage_predictions", prev[mode]]
         run(cmd + extra + kind.medseg_args + ARGS.medseg_args.split())

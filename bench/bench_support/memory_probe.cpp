@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <chrono>
 
-#include "core/autocast.h"
+#include "core_torch/autocast.h"
 #include "core/error.h"
 #include "core/torch_compat.h"
-#include "core/torch_memory.h"
-#include "core/torch_settings.h"
+#include "core_torch/torch_memory.h"
+#include "core_torch/torch_settings.h"
 #include "models/network.h"
 #include "planning/planner.h"
 #include "plans/plans.h"

@@ -1,7 +1,7 @@
 #pragma once
 // Measures the CPU peak of one real training step (zero_grad(set_to_none) -> forward -> DC+CE loss
 // with deep supervision -> backward -> clip -> optimizer step) with the counting allocator
-// (core/torch_memory.h), built from medseg's own network, loss and optimizer, and sets it beside the
+// (core_torch/torch_memory.h), built from medseg's own network, loss and optimizer, and sets it beside the
 // byte model's estimate (planning/memory_model.h). Benchmark code, not the product's: medseg_bench_memory and
 // the measured-memory tests use it.
 #include <nlohmann/json.hpp>

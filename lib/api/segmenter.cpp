@@ -37,6 +37,7 @@ Segmenter::Segmenter(const std::string& model_folder, const SegmenterOptions& o)
   po.step_size = o.step_size;
   po.mirroring = o.mirroring;
   po.device = o.device;
+  po.amp = o.amp;
   po.torch_threads = o.threads;
   impl_->predictor = std::make_unique<inference::Predictor>(std::move(model), po);
 }

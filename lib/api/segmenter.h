@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/amp.h"
 #include "core/error.h"
 #include "core/volume.h"
 
@@ -37,7 +38,10 @@ struct SegmenterOptions {
   bool mirroring = true;                        // test-time augmentation (medseg_predict without --disable_tta)
   double step_size = 0.5;                       // sliding-window step as a fraction of the patch
   int threads = 0;                              // torch intra-op threads while the Segmenter lives; 0: unchanged
-  bool postprocessing = true;                   // apply the model folder's postprocessing.json when it has one
+  // The network's precision: Auto is fp16 on CUDA, bf16 on a CPU with bf16 units (AVX-512 BF16, AMX), fp32 on
+  // other CPUs; Off is fp32, nnU-Net's arithmetic (medseg_predict --amp; docs/predict.md, "bf16 on the CPU").
+  AmpMode amp = AmpMode::Auto;
+  bool postprocessing = true;  // apply the model folder's postprocessing.json when it has one
 };
 
 struct Segmentation {

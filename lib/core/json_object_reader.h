@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/json_io.h"
 
@@ -84,15 +85,12 @@ class JsonObjectReader {
   // A required array of 1..max_len integers in [lo, hi].
   std::vector<int> integers(const std::string& key, int lo, int hi, std::size_t max_len) const;
 
+  // A required string that names one of `options` (core/enum_names.h), read as its value.
   template <class E>
-  E choice(const std::string& key, const std::vector<std::pair<std::string, E>>& options) const {
+  E choice(const std::string& key, const EnumNames<E>& options) const {
     const std::string s = string(key);
-    std::string names;
-    for (const auto& [name, value] : options) {
-      if (name == s) return value;
-      names += concat(names.empty() ? "'" : ", '", name, "'");
-    }
-    throw error(key, concat("is '", s, "' (must be one of ", names, ")"));
+    if (const std::optional<E> value = find_name(options, s)) return *value;
+    throw error(key, concat("is '", s, "' (must be one of ", quoted_names(options), ")"));
   }
 
   // A required array of min_len..max_len finite numbers in [lo, hi].

@@ -5,12 +5,12 @@
 #include <torch/cuda.h>
 
 #include "checkpoint/checkpoint.h"
-#include "core/autocast.h"
+#include "core_torch/autocast.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "core/log.h"
-#include "core/torch_memory.h"
+#include "core_torch/torch_memory.h"
 #include "io/label_check.h"
 #include "preprocessing/one_hot.h"
 #include "inference/sharded_window.h"
@@ -26,6 +26,12 @@ namespace medseg::inference {
 struct Predictor::Nets {
   std::vector<models::SegmentationNetwork> nets;
 };
+
+AmpMode prediction_amp(AmpMode requested, bool cuda, bool exact_nnunet, const CpuFeatures& cpu) {
+  if (requested != AmpMode::Auto) return requested;
+  if (cuda) return AmpMode::Fp16;
+  return cpu.bf16_units() && !exact_nnunet ? AmpMode::Bf16 : AmpMode::Off;
+}
 
 Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
     : torch_settings_(std::make_unique<ScopedTorchSettings>(TorchSettings{opts.torch_threads, false, false, {}})),
@@ -44,13 +50,14 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
   cuda_ = device.is_cuda();
   MEDSEG_CHECK(!cuda_ || torch::cuda::is_available(), "-device ", opts_.device,
                ": CUDA is not available in this build/machine");
-  const AutocastSetting amp = autocast_setting(opts_.amp, cuda_);
+  const AmpMode amp_mode = prediction_amp(opts_.amp, cuda_, opts_.exact_nnunet, cpu_features());
+  const AutocastSetting amp = autocast_setting(amp_mode, cuda_);
   autocast_ = amp.enabled;
   autocast_dtype_ = amp.dtype;
-  if (!cuda_ && opts_.amp == AmpMode::Auto && cpu_features().bf16_units())
+  if (!cuda_ && opts_.amp == AmpMode::Auto && amp.enabled)
     spdlog::info(
-        "this CPU has bf16 units ({}): --amp bf16 runs the network about 1.6-2x faster; --amp auto stays "
-        "fp32, nnU-Net's arithmetic (docs/predict.md, \"bf16 on the CPU\")",
+        "--amp auto: the network runs in bf16 on this CPU's bf16 units ({}); --amp off for nnU-Net's fp32 "
+        "arithmetic (docs/predict.md, \"bf16 on the CPU\")",
         cpu_features().describe());
 
   window_.patch_size.assign(cfg.patch_size.begin(), cfg.patch_size.end());

@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "core/amp.h"
-#include "core/torch_settings.h"
+#include "core/cpu_features.h"
+#include "core_torch/torch_settings.h"
 #include "distributed/process_group.h"
 #include "inference/export.h"
 #include "inference/model_folder.h"
@@ -28,7 +29,7 @@ struct PredictorOptions {
   double step_size = 0.5;
   bool mirroring = true;        // test-time augmentation over the model's mirroring axes
   std::string device = "cpu";   // "cpu", "cuda" or "cuda:N"
-  AmpMode amp = AmpMode::Auto;  // Auto: fp16 on CUDA, off on CPU
+  AmpMode amp = AmpMode::Auto;  // Auto: prediction_amp below
   int64_t tile_batch = 8;       // tiles x mirrored copies per forward pass
   int torch_threads = 0;        // at::set_num_threads when > 0
   bool progress = false;
@@ -45,6 +46,12 @@ struct PredictorOptions {
   // Ranks that share every image's tiles (medseg_predict --nproc_per_node); null: this process alone.
   std::shared_ptr<distributed::ProcessGroup> group;
 };
+
+// The precision the network predicts in for `requested`: Auto is fp16 on CUDA, bf16 on a CPU with bf16 units
+// (AVX-512 BF16 or AMX: 1.6-2x faster there, and fp32's labels and Dice in the fidelity check, docs/predict.md "bf16
+// on the CPU"), and off (fp32) on other CPUs and with exact_nnunet, which is nnU-Net's fp32 arithmetic. Any other
+// request is kept.
+AmpMode prediction_amp(AmpMode requested, bool cuda, bool exact_nnunet, const CpuFeatures& cpu);
 
 class Predictor {
  public:

@@ -11,7 +11,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/strings.h"
-#include "core/torch_memory.h"
+#include "core_torch/torch_memory.h"
 #include "planning/memory_check.h"
 
 namespace medseg::inference {

@@ -5,7 +5,7 @@
 
 #include <mutex>
 
-#include "core/autocast.h"
+#include "core_torch/autocast.h"
 #include "core/torch_compat.h"
 
 namespace medseg::models {

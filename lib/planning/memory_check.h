@@ -3,7 +3,7 @@
 // or feature sizes cannot fit the device is refused with one line naming the plans file and the
 // configuration, instead of torch failing in a huge allocation.
 //
-// Rule: the limit is the device's memory (core/torch_memory.h: the GPU's total memory, the machine's
+// Rule: the limit is the device's memory (core_torch/torch_memory.h: the GPU's total memory, the machine's
 // RAM or cgroup limit for the CPU; MEDSEG_MEMORY_LIMIT_GIB replaces it). Training is refused when the
 // byte memory model's peak for one step exceeds the limit; prediction and the other tools when even
 // a lower bound of one forward pass does. All sums are in double, so absurd sizes cannot overflow.

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "core/amp.h"
+
 namespace medseg::serve {
 
 struct ServedModel {
@@ -19,6 +21,7 @@ struct ServeOptions {
   int workers = 1;    // prediction threads; each loads every model once
   int threads = 0;    // torch threads in all (0: the machine's default)
   std::string device = "cpu";
+  AmpMode amp = AmpMode::Auto;                // the network's precision (api::SegmenterOptions::amp)
   std::vector<std::string> folds;             // of every model; empty: every fold_K present
   std::size_t max_queue = 16;                 // jobs waiting; one more gets 429
   int64_t max_upload_bytes = 1024LL << 20;    // one request body; more gets 413

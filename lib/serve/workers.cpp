@@ -21,6 +21,7 @@ namespace {
 api::SegmenterOptions segmenter_options(const ServeOptions& o) {
   api::SegmenterOptions so;
   so.device = o.device;
+  so.amp = o.amp;
   so.folds = o.folds;
   return so;  // threads: the process's torch setting, made once by the program
 }

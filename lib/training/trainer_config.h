@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/amp.h"
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/json_io.h"
 #include "data/augment/config.h"
@@ -55,9 +56,8 @@ enum class Augmentation { NnUNet, DA5 };
 enum class Interpolation { Linear, Nearest };
 
 // How trainer configs spell each setting's values ("poly", "batch", "da5", "nearest", "cpu_batched", ...): one table
-// per type, which the reader parses with and to_json writes from; the settings are compared as values, never as text.
-template <class E>
-using EnumNames = std::vector<std::pair<std::string, E>>;
+// per type (core/enum_names.h), which the reader parses with and to_json writes from; the settings are compared as
+// values, never as text.
 const EnumNames<InplaceMode>& inplace_names();
 const EnumNames<Oversampling>& oversampling_names();
 const EnumNames<LrSchedule>& lr_schedule_names();
@@ -65,23 +65,6 @@ const EnumNames<NetworkNorm>& network_norm_names();
 const EnumNames<Augmentation>& augmentation_names();
 const EnumNames<Interpolation>& interpolation_names();
 const EnumNames<data::augment::AugmentDevice>& augment_device_names();
-// `value`'s name in `names` (each value has one).
-template <class E>
-const std::string& name_of(const EnumNames<E>& names, E value) {
-  for (const auto& [name, v] : names)
-    if (v == value) return name;
-  return names.front().first;  // not reached: every table lists each value
-}
-// The value `name` names, or Error("<where> must be one of 'a', 'b', got '<name>'") (the CLI's flags).
-template <class E>
-E parse_name(const EnumNames<E>& names, const std::string& name, const std::string& where) {
-  std::string known;
-  for (const auto& [n, v] : names) {
-    if (n == name) return v;
-    known += concat(known.empty() ? "'" : ", '", n, "'");
-  }
-  throw Error(concat(where, " must be one of ", known, ", got '", name, "'"));
-}
 
 struct TrainerConfig {
   std::string name = "nnUNetTrainer";

@@ -94,7 +94,7 @@ tta_flag=()
 [ "$tta" = 1 ] || tta_flag=(--disable_tta)
 # shellcheck disable=SC2206
 medseg_cmd=("$build/bin/medseg_predict" -i "$MEDSEG_RAW/$ds/imagesTs" -o "$work/out_medseg" -m "$ms_model" -f 0
-  --threads "$threads" --npp 0 --nps 0 --disable_progress_bar "${tta_flag[@]}" ${MEDSEG_ARGS:-})
+  --threads "$threads" --npp 0 --nps 0 --disable_progress_bar --amp off "${tta_flag[@]}" ${MEDSEG_ARGS:-})
 nnunet_cmd=("$py" "$work/nnunet_predict.py" "$nn_model" "$MEDSEG_RAW/$ds/imagesTs" "$work/out_nnunet" "$threads" "$tta")
 printf '%s\n' "${medseg_cmd[@]}" >"$work/medseg.cmd"
 printf '%s\n' "${nnunet_cmd[@]}" >"$work/nnunet.cmd"

@@ -98,7 +98,7 @@ def run(tag, folds, tta, npp, extra=()):
         out = f"{work}/out_{tag}_{r}"
         cmd = [app, "-i", inp, "-o", out, "-m", model, "-f", *folds, "-npp", str(npp), "-nps", str(npp),
                "--threads", threads, "--disable_progress_bar", "--verbose"] + ([] if tta else ["--disable_tta"]) + \
-              list(extra)
+              list(extra) + ([] if "--amp" in extra else ["--amp", "off"])  # fp32 rows: auto may be bf16 here
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -135,6 +135,7 @@ for i, (name, folds, tta, npp, extra) in enumerate(rows):
 print(f"pipelining gain (npp/nps 2 vs 0, 1 fold, no TTA): {res[0] / res[1]:.2f}x")
 print(f"TTA cost: {res[2] / res[1]:.2f}x   5-fold cost: {res[3] / res[1]:.2f}x")
 print(f"fp16 sums (default) / fp32 sums: {res[1] / res[4]:.2f}x   --exact_nnunet / default: {res[5] / res[1]:.2f}x")
-print(f"--amp bf16 / fp32: {res[6] / res[1]:.2f}x without TTA, {res[7] / res[2]:.2f}x with TTA")
+print(f"--amp bf16 (what auto picks on a CPU with bf16 units) / fp32: {res[6] / res[1]:.2f}x without TTA, "
+      f"{res[7] / res[2]:.2f}x with TTA")
 PY
 python3 "$WORK/drive.py" "$BUILD/bin/medseg_predict" "$model" "$WORK/in" "$WORK" "$REPEAT" "$THREADS" "$FULL"

@@ -129,7 +129,9 @@ def main():
                    "-i", f"{base}/imagesTs", "-o", f"{WORK}/out_nnunet", "-m", folder, "-f", "0", "-device", "cpu",
                    "--disable_tta", "-npp", "1", "-nps", "1", "--disable_progress_bar"], env)
     rows = [("nnU-Net 2.8.1", nn)]
-    for tag, extra in (("medseg", []), ("medseg --exact_nnunet", ["--exact_nnunet"])):
+    # fp32 as nnU-Net (--amp off), nnU-Net's kernels, and the default, which is bf16 on a CPU with bf16 units
+    for tag, extra in (("medseg --amp off", ["--amp", "off"]), ("medseg --exact_nnunet", ["--exact_nnunet"]),
+                       ("medseg (--amp auto)", ["--amp", "auto"])):
         ms = measured([f"{ARGS.bin}/medseg_predict", "-i", f"{base}/imagesTs", "-o", f"{WORK}/out_{len(rows)}",
                        "-m", ms_model, "--disable_tta", "-npp", "1", "-nps", "1", "--threads", str(ARGS.threads),
                        "--disable_progress_bar"] + extra, env)

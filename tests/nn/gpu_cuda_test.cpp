@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
-#include "core/autocast.h"
+#include "core_torch/autocast.h"
 #include "core/torch_compat.h"
-#include "core/torch_settings.h"
+#include "core_torch/torch_settings.h"
 #include "data/augment/device_augment.h"
 #include "data/batch.h"
 #include "data/patch_sampler.h"

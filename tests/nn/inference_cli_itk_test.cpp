@@ -6,6 +6,9 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
 
 #include "core/json_io.h"
 #include "inference_test_util.h"
@@ -164,4 +167,46 @@ TEST(InferenceCli, ModelFolderPostprocessingIsAppliedUnlessDisabled) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find(model + "/postprocessing.json"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(d / "broken"));
+}
+
+namespace {
+
+// Whether /proc/cpuinfo's flags name bf16 units (avx512_bf16, amx_bf16): the kernel's word, not medseg's CPUID.
+bool cpuinfo_has_bf16_units() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    line += ' ';
+    return line.find(" avx512_bf16 ") != std::string::npos || line.find(" amx_bf16 ") != std::string::npos;
+  }
+  return false;
+}
+
+}  // namespace
+
+// --amp auto (the default) is bf16 exactly where the processor has bf16 units, and says so; elsewhere it is fp32.
+// Checked on this machine, whichever it is: the default's probabilities are byte for byte those of the explicit
+// choice the flags call for, and the log names bf16 only then (tests/nn/inference_amp_choice_test.cpp has the rows).
+TEST(InferenceCli, AmpAutoIsBf16ExactlyWhereTheCpuHasBf16Units) {
+  test::TempDir d("pamp");
+  const std::string model = two_channel_model(d);
+  const std::string in = d / "in";
+  fs::create_directories(in);
+  io::write_image(in + "/c_0000.nii.gz", cli_blob(Geometry{}));
+  io::write_image(in + "/c_0001.nii.gz", cli_blob(Geometry{}, 2.0f));
+  std::map<std::string, std::string> probabilities, logs;
+  for (const std::string amp : {"auto", "off", "bf16"}) {
+    const std::string out = d / ("out_" + amp);
+    const auto r = test::run_cli("medseg_predict", "-i " + in + " -o " + out + " -m " + model + " -f 0 --amp " + amp +
+                                                       " --save_probabilities --disable_tta --disable_progress_bar");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    probabilities[amp] = test::read_text(out + "/c_probabilities.npy");
+    ASSERT_FALSE(probabilities[amp].empty()) << amp;
+    logs[amp] = r.output;
+  }
+  const bool units = cpuinfo_has_bf16_units();
+  EXPECT_NE(probabilities["off"], probabilities["bf16"]);  // so the comparison below can tell them apart
+  EXPECT_EQ(probabilities["auto"], probabilities[units ? "bf16" : "off"]) << "bf16 units: " << units;
+  EXPECT_EQ(logs["auto"].find("--amp auto: the network runs in bf16") != std::string::npos, units) << logs["auto"];
+  EXPECT_EQ(logs["off"].find("runs in bf16"), std::string::npos) << logs["off"];
 }

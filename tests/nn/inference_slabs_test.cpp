@@ -8,7 +8,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "core/torch_memory.h"
+#include "core_torch/torch_memory.h"
 #include "inference/export.h"
 #include "inference/model_folder.h"
 #include "inference/placement.h"

@@ -1,9 +1,10 @@
-// Activation checkpointing (lib/models/activation_checkpoint.h) and the counting CPU allocator (core/torch_memory.h).
+// Activation checkpointing (lib/models/activation_checkpoint.h) and the counting CPU allocator
+// (core_torch/torch_memory.h).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "core/autocast.h"
-#include "core/torch_memory.h"
+#include "core_torch/autocast.h"
+#include "core_torch/torch_memory.h"
 #include "models/activation_checkpoint.h"
 #include "models/network.h"
 #include "nn/models_test_util.h"

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "core/autocast.h"
+#include "core_torch/autocast.h"
 #include "core/error.h"
 #include "models/primus.h"
 #include "sharing/torch_pickle.h"

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "core/torch_memory.h"
+#include "core_torch/torch_memory.h"
 #include "models/network.h"
 #include "models/swin_blocks.h"
 #include "models/swin_unetr.h"

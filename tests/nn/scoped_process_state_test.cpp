@@ -8,7 +8,7 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
-#include "core/torch_settings.h"
+#include "core_torch/torch_settings.h"
 #include "training/interrupt.h"
 
 using namespace medseg;

@@ -42,6 +42,7 @@ medseg_tests(training
   training_trainer_variants_test.cpp
   training_variant_settings_test.cpp)
 medseg_tests(inference
+  inference_amp_choice_test.cpp
   inference_export_test.cpp
   inference_model_folder_test.cpp
   inference_predict_itk_test.cpp

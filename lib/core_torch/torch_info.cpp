@@ -1,4 +1,4 @@
-#include "core/torch_info.h"
+#include "core_torch/torch_info.h"
 
 #include <torch/cuda.h>
 #include <torch/version.h>

@@ -1,4 +1,4 @@
-#include "core/torch_settings.h"
+#include "core_torch/torch_settings.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>

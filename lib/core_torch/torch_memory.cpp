@@ -1,4 +1,4 @@
-#include "core/torch_memory.h"
+#include "core_torch/torch_memory.h"
 
 #include <c10/util/Exception.h>
 
