@@ -71,6 +71,7 @@ medseg_tests(nn_cli
   distributed_hosts_itk_test.cpp
   distributed_hosts_predict_itk_test.cpp
   distributed_train_itk_test.cpp
+  inference_bf16_fidelity_cli_itk_test.cpp
   inference_cli_itk_test.cpp
   inference_dicom_cli_itk_test.cpp
   inference_dicom_seg_cli_itk_test.cpp
