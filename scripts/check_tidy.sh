@@ -28,7 +28,7 @@ if [[ $all == 1 ]]; then
     while read -r f; do grep -qF "\"file\": \"$root/$f\"" "$build/compile_commands.json" && echo "$f"; done)
 else
   mapfile -t files < <(ls lib/{core,io,fingerprint,plans,planning,preprocessing,evaluation,postprocessing,selection,visualization}/*.cpp |
-    grep -v -e '_itk\.cpp$' -e '/core/torch_')
+    grep -v -e '_itk\.cpp$')
   # lib/serve includes no torch header either; it is built only where cpp-httplib is found.
   if grep -qF "\"file\": \"$root/lib/serve/" "$build/compile_commands.json"; then files+=(lib/serve/*.cpp); fi
 fi
