@@ -12,7 +12,8 @@
 # Environment: THREADS (2), LOAD (busy processes, default: the number of cores), LOAD_KIND (spin: a Python
 #              busy loop per process; torch: a torch process running 3D convolutions on THREADS threads, as a
 #              training beside it would), REPEAT (3), CASES (10),
-#              CONFIG (2d), TTA (1: mirroring on, as both tools default), MEDSEG_ARGS (extra medseg flags),
+#              CONFIG (2d), TTA (1: mirroring on, as both tools default), AMP (off: fp32, nnU-Net's arithmetic on
+#              the CPU; auto: medseg's default, bf16 on a CPU with bf16 units), MEDSEG_ARGS (extra medseg flags),
 #              TRAIN (1: also a short training, medseg_train against nnU-Net's nnUNetTrainer; 0 skips it),
 #              ITERS (10: training iterations), KEEP (1: keep the work folder), SPIN_BASELINE (1: also medseg
 #              with libgomp's default spinning, GOMP_SPINCOUNT=300000, as before issue 29; 0 skips it).
@@ -94,7 +95,7 @@ tta_flag=()
 [ "$tta" = 1 ] || tta_flag=(--disable_tta)
 # shellcheck disable=SC2206
 medseg_cmd=("$build/bin/medseg_predict" -i "$MEDSEG_RAW/$ds/imagesTs" -o "$work/out_medseg" -m "$ms_model" -f 0
-  --threads "$threads" --npp 0 --nps 0 --disable_progress_bar --amp off "${tta_flag[@]}" ${MEDSEG_ARGS:-})
+  --threads "$threads" --npp 0 --nps 0 --disable_progress_bar --amp "${AMP:-off}" "${tta_flag[@]}" ${MEDSEG_ARGS:-})
 nnunet_cmd=("$py" "$work/nnunet_predict.py" "$nn_model" "$MEDSEG_RAW/$ds/imagesTs" "$work/out_nnunet" "$threads" "$tta")
 printf '%s\n' "${medseg_cmd[@]}" >"$work/medseg.cmd"
 printf '%s\n' "${nnunet_cmd[@]}" >"$work/nnunet.cmd"
