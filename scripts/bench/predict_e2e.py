@@ -32,11 +32,15 @@ p.add_argument("--threads", type=int, default=2)
 p.add_argument("--keep", default=None)
 ARGS = p.parse_args()
 
-WORK = ARGS.keep or tempfile.mkdtemp(prefix="medseg-e2e.")
-for v in ("raw", "preprocessed", "results"):
-    os.makedirs(os.path.join(WORK, v), exist_ok=True)
-os.environ.update(nnUNet_raw=f"{WORK}/raw", nnUNet_preprocessed=f"{WORK}/preprocessed",
-                  nnUNet_results=f"{WORK}/results", nnUNet_def_n_proc="1")
+# Only in the main process: nnU-Net's predictor starts its workers with multiprocessing's spawn, which runs this
+# module again in each of them (as __mp_main__); a work folder made there was left behind. The workers inherit the
+# environment, so they find nnU-Net's folders all the same.
+if __name__ == "__main__":
+    WORK = ARGS.keep or tempfile.mkdtemp(prefix="medseg-e2e.")
+    for v in ("raw", "preprocessed", "results"):
+        os.makedirs(os.path.join(WORK, v), exist_ok=True)
+    os.environ.update(nnUNet_raw=f"{WORK}/raw", nnUNet_preprocessed=f"{WORK}/preprocessed",
+                      nnUNet_results=f"{WORK}/results", nnUNet_def_n_proc="1")
 
 import numpy as np  # noqa: E402
 import SimpleITK as sitk  # noqa: E402
