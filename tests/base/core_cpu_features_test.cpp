@@ -2,32 +2,14 @@
 // /proc/cpuinfo, which Linux fills from the same CPUID bits less what it does not enable.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include "core/cpu_features.h"
-
-namespace {
-
-std::set<std::string> kernel_cpu_flags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    std::set<std::string> flags;
-    for (std::string w; words >> w;) flags.insert(w);
-    return flags;
-  }
-  return {};
-}
-
-}  // namespace
+#include "support/test_support.h"
 
 TEST(CpuFeatures, AgreeWithTheKernelsFlags) {
-  const std::set<std::string> flags = kernel_cpu_flags();
+  const std::set<std::string> flags = medseg::test::kernel_cpu_flags();
   if (flags.empty()) GTEST_SKIP() << "no flags line in /proc/cpuinfo";
   const medseg::CpuFeatures& f = medseg::cpu_features();
   EXPECT_EQ(f.avx512f, flags.count("avx512f") == 1);

@@ -25,10 +25,9 @@ namespace {
 constexpr int kTestCases = 6;
 constexpr int kClasses = 3;  // background and 2 labels
 
-// 2|A∩B| / (|A|+|B|) of label `c`; 1 when both are empty (nnU-Net's convention).
-double dice(const Volume& pred, const Volume& ref, int c) {
+// 2|A∩B| / (|A|+|B|) of label `c` (label maps as floats); 1 when both are empty (nnU-Net's convention).
+double dice(const std::vector<float>& p, const std::vector<float>& r, int c) {
   int64_t both = 0, a = 0, b = 0;
-  const std::vector<float> p = pred.to_float(), r = ref.to_float();
   for (std::size_t i = 0; i < p.size(); ++i) {
     const bool x = static_cast<int>(p[i]) == c, y = static_cast<int>(r[i]) == c;
     both += x && y;
@@ -103,9 +102,11 @@ TEST(Bf16Fidelity, AShortTrainedModelKeepsFp32sLabelsAndDice) {
     ASSERT_EQ(shape_a, shape_b);
     ASSERT_EQ(shape_a.front(), kClasses);
     compare(a, b, static_cast<int64_t>(a.size()) / kClasses, c);
-    const Volume ref = io::read_image(d / ("raw/Dataset962_Bf16/labelsTs/" + id + ".nii.gz"));
-    const Volume pa = io::read_image(d / ("off/" + id + ".nii.gz")),
-                 pb = io::read_image(d / ("bf16/" + id + ".nii.gz"));
+    const std::vector<float> ref = io::read_image(d / ("raw/Dataset962_Bf16/labelsTs/" + id + ".nii.gz")).to_float();
+    const std::vector<float> pa = io::read_image(d / ("off/" + id + ".nii.gz")).to_float();
+    const std::vector<float> pb = io::read_image(d / ("bf16/" + id + ".nii.gz")).to_float();
+    ASSERT_EQ(pa.size(), ref.size());
+    ASSERT_EQ(pb.size(), ref.size());
     for (int label = 1; label < kClasses; ++label) {
       dice_fp32 += dice(pa, ref, label) / (kTestCases * (kClasses - 1));
       dice_bf16 += dice(pb, ref, label) / (kTestCases * (kClasses - 1));

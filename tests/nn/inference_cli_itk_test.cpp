@@ -6,8 +6,8 @@
 #include <torch/torch.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <set>
 #include <string>
 
 #include "core/json_io.h"
@@ -169,21 +169,6 @@ TEST(InferenceCli, ModelFolderPostprocessingIsAppliedUnlessDisabled) {
   EXPECT_FALSE(fs::exists(d / "broken"));
 }
 
-namespace {
-
-// Whether /proc/cpuinfo's flags name bf16 units (avx512_bf16, amx_bf16): the kernel's word, not medseg's CPUID.
-bool cpuinfo_has_bf16_units() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("flags", 0) != 0) continue;
-    line += ' ';
-    return line.find(" avx512_bf16 ") != std::string::npos || line.find(" amx_bf16 ") != std::string::npos;
-  }
-  return false;
-}
-
-}  // namespace
-
 // --amp auto (the default) is bf16 exactly where the processor has bf16 units, and says so; elsewhere it is fp32.
 // Checked on this machine, whichever it is: the default's probabilities are byte for byte those of the explicit
 // choice the flags call for, and the log names bf16 only then (tests/nn/inference_amp_choice_test.cpp has the rows).
@@ -204,7 +189,9 @@ TEST(InferenceCli, AmpAutoIsBf16ExactlyWhereTheCpuHasBf16Units) {
     ASSERT_FALSE(probabilities[amp].empty()) << amp;
     logs[amp] = r.output;
   }
-  const bool units = cpuinfo_has_bf16_units();
+  // The kernel's word, not medseg's CPUID: the same reading of the flags as CpuFeatures.AgreeWithTheKernelsFlags.
+  const std::set<std::string> flags = test::kernel_cpu_flags();
+  const bool units = flags.count("avx512_bf16") == 1 || (flags.count("amx_bf16") == 1 && flags.count("amx_tile") == 1);
   EXPECT_NE(probabilities["off"], probabilities["bf16"]);  // so the comparison below can tell them apart
   EXPECT_EQ(probabilities["auto"], probabilities[units ? "bf16" : "off"]) << "bf16 units: " << units;
   EXPECT_EQ(logs["auto"].find("--amp auto: the network runs in bf16") != std::string::npos, units) << logs["auto"];

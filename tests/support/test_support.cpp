@@ -39,6 +39,18 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
+std::set<std::string> kernel_cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::set<std::string> flags;
+    for (std::string w; words >> w;) flags.insert(w);
+    return flags;
+  }
+  return {};
+}
+
 std::map<std::string, std::string> folder_snapshot(const std::string& folder) {
   namespace fs = std::filesystem;
   std::map<std::string, std::string> files;

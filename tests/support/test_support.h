@@ -2,6 +2,7 @@
 // Helpers shared by the tests: scratch folders, and running the built CLIs.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,10 @@ std::string read_text(const std::string& path);
 // Relative path -> "<size> bytes, hash <h>" for every file under `folder` ("<dir>" for folders; {}
 // when it does not exist): byte-identical trees give equal maps, and a failure prints short.
 std::map<std::string, std::string> folder_snapshot(const std::string& folder);
+
+// The flags of /proc/cpuinfo's first "flags" line ({} when there is none): the kernel's word on the processor, to hold
+// medseg's own CPUID reading (core/cpu_features.h) and what depends on it to.
+std::set<std::string> kernel_cpu_flags();
 
 // Path of a source-tree file (MEDSEG_SOURCE_DIR).
 std::string source_path(const std::string& rel);
