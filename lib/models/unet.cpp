@@ -157,15 +157,19 @@ void UNetDecoderImpl::pretty_print(std::ostream& stream) const {
   stream << ")";
 }
 
-std::vector<torch::Tensor> UNetDecoderImpl::forward(const std::vector<torch::Tensor>& skips) {
+// `skips` by value: each skip is let go once concatenated, and each stage's input once its first conv has read it,
+// so the full-resolution skip and concatenation are not kept through the last stage (nnU-Net keeps both).
+std::vector<torch::Tensor> UNetDecoderImpl::forward(std::vector<torch::Tensor> skips) {
   const size_t n = stages_->size();
   MEDSEG_CHECK(skips.size() == n + 1, "network: decoder expects one skip per encoder stage");
-  torch::Tensor x = skips.back();
+  torch::Tensor x = std::move(skips.back());
   std::vector<torch::Tensor> outs;
   for (size_t s = 0; s < n; ++s) {
     x = transpconvs_->begin()[s].forward(x);
-    x = torch::cat({x, skips[skips.size() - s - 2]}, 1);
-    x = stages_->at<StackedConvBlocksImpl>(s).forward(x);
+    torch::Tensor& skip = skips[skips.size() - s - 2];
+    x = torch::cat({x, skip}, 1);
+    skip = torch::Tensor();
+    x = stages_->at<StackedConvBlocksImpl>(s).forward(std::move(x));
     if (options.deep_supervision() || s == n - 1) outs.push_back(seg_layers_->begin()[s].forward(x));
   }
   std::reverse(outs.begin(), outs.end());

@@ -90,7 +90,7 @@ class UNetDecoderImpl : public torch::nn::Cloneable<UNetDecoderImpl> {
   void pretty_print(std::ostream& stream) const override;
   // skips in encoder order (bottleneck last). Outputs highest resolution first; with deep
   // supervision off only the full-resolution one.
-  std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& skips);
+  std::vector<torch::Tensor> forward(std::vector<torch::Tensor> skips);
 
   UNetOptions options;
 

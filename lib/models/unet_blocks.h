@@ -87,7 +87,7 @@ class StackedConvBlocksImpl : public torch::nn::Cloneable<StackedConvBlocksImpl>
   explicit StackedConvBlocksImpl(StackedConvBlocksOptions options_);
   void reset() override;
   void pretty_print(std::ostream& stream) const override;
-  torch::Tensor forward(torch::Tensor x) { return convs_->forward(x); }
+  torch::Tensor forward(torch::Tensor x);
 
   StackedConvBlocksOptions options;
 
@@ -133,7 +133,7 @@ class StackedResidualBlocksImpl : public torch::nn::Cloneable<StackedResidualBlo
   explicit StackedResidualBlocksImpl(StackedResidualBlocksOptions options_);
   void reset() override;
   void pretty_print(std::ostream& stream) const override;
-  torch::Tensor forward(torch::Tensor x) { return blocks_->forward(x); }
+  torch::Tensor forward(torch::Tensor x);
   void zero_last_norms();
 
   StackedResidualBlocksOptions options;
