@@ -224,6 +224,11 @@ KINDS = {
     "primus": Kind("primus", border=1, trainer="nnUNet_Primus_S_Trainer",
                    shapes=[(18, 26, 26), (18, 26, 26), (18, 26, 26), (18, 26, 26)],
                    test_shapes=[(18, 26, 26), (21, 23, 29)], exact_tol=1e-3),
+    # nnU-Net's Primus V3 S trainer: the same transformer on PrimusV3's residual patch embedding (a BasicBlockD
+    # stem at full resolution, three strided stages to 1024 channels, scaled projections of each onto the tokens).
+    "primus_v3": Kind("primus_v3", border=1, trainer="nnUNet_PrimusV3S_Trainer",
+                      shapes=[(18, 26, 26), (18, 26, 26), (18, 26, 26), (18, 26, 26)],
+                      test_shapes=[(18, 26, 26), (21, 23, 29)], exact_tol=1e-3),
 }
 
 
@@ -484,7 +489,7 @@ def check_export_round_trip(kind, name, ms_model, images, ref_out):
                            perform_everything_on_device=False, device=torch.device("cpu"),
                            verbose=False, verbose_preprocessing=False, allow_tqdm=False)
     pred.initialize_from_trained_model_folder(exported, use_folds=(0,), checkpoint_name="checkpoint_final.pth")
-    assert type(pred.network).__name__ == "Primus", type(pred.network).__name__
+    assert type(pred.network).__name__.startswith("Primus"), type(pred.network).__name__
     pred.predict_from_files_sequential(images, out, save_probabilities=True, overwrite=True)
     for f in sorted(os.listdir(ref_out)):
         if f.endswith(".npz"):

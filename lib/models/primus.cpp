@@ -14,13 +14,23 @@ PrimusOptions primus_trainer_options(const std::string& size, int64_t in_channel
     int64_t embed, depth, heads;
   };
   static const Size sizes[] = {{"S", 396, 12, 6}, {"B", 792, 12, 12}, {"M", 864, 16, 12}, {"L", 1056, 24, 16}};
+  const bool versioned = size.size() == 3 && (size.rfind("V2", 0) == 0 || size.rfind("V3", 0) == 0);
+  const std::string letter = versioned ? size.substr(2) : size;
   for (const Size& s : sizes)
-    if (size == s.name)
-      return PrimusOptions(in_channels, num_classes, s.embed, s.depth, s.heads, input_shape)
-          .drop_path_rate(0.2)
-          .init_values(0.1)
-          .scale_attn_inner(true);
-  throw Error("Primus: unknown size '" + size + "' (S, B, M or L)");
+    if (letter == s.name) {
+      PrimusOptions o = PrimusOptions(in_channels, num_classes, s.embed, s.depth, s.heads, input_shape)
+                            .drop_path_rate(0.2)
+                            .init_values(0.1)
+                            .scale_attn_inner(true);
+      return versioned ? with_residual_embedding(std::move(o), size[1] - '0') : o;
+    }
+  throw Error("Primus: unknown size '" + size + "' (S, B, M or L, or V2S ... V3L)");
+}
+
+PrimusOptions with_residual_embedding(PrimusOptions o, int version) {
+  MEDSEG_CHECK(version == 2 || version == 3, "Primus: no V", version, " patch embedding (V2 or V3)");
+  if (version == 2) return o.embed_channels({32, 32, 64, 128}).embed_depths({1, 1, 1});
+  return o.embed_channels({32, 64, 256, 1024}).embed_depths({1, 1, 1}).embed_leaky_relu(true).embed_add_skips(true);
 }
 
 PrimusOptions primus_options(const planning::PrimusPlan& plan, int64_t in_channels, int64_t num_classes) {
@@ -36,7 +46,11 @@ PrimusOptions primus_options(const planning::PrimusPlan& plan, int64_t in_channe
       .scale_attn_inner(plan.scale_attn_inner)
       .use_rot_pos_emb(plan.use_rot_pos_emb)
       .use_abs_pos_emb(plan.use_abs_pos_embed)
-      .num_register_tokens(plan.num_register_tokens);
+      .num_register_tokens(plan.num_register_tokens)
+      .embed_channels(shape(plan.embed_channels))
+      .embed_depths(shape(plan.embed_depths))
+      .embed_leaky_relu(plan.embed_leaky_relu)
+      .embed_add_skips(plan.embed_add_skips);
 }
 
 PrimusDecoderPlan primus_decoder_plan(const PrimusOptions& o) {
@@ -71,6 +85,39 @@ void check_options(const PrimusOptions& o) {
   }
   MEDSEG_CHECK(o.in_channels() >= 1 && o.num_classes() >= 1 && o.depth() >= 1 && o.num_heads() >= 1,
                "Primus: channels, classes, depth and heads must be positive");
+  if (o.embed_channels().empty()) return;
+  const size_t levels = o.embed_depths().size();
+  MEDSEG_CHECK(levels >= 1 && o.embed_channels().size() == levels + 1,
+               "Primus: the residual patch embedding needs one more channel count than levels, got ",
+               o.embed_channels().size(), " and ", levels);
+  for (const int64_t p : o.patch_embed_size())
+    MEDSEG_CHECK(p == (int64_t{1} << levels), "Primus: a residual patch embedding of ", levels,
+                 " levels makes patches of ", int64_t{1} << levels, " on every axis, not ",
+                 torch::IntArrayRef(o.patch_embed_size()));
+}
+
+// Trainable elements of a BasicBlockD with 3x3x3 convolutions and affine instance norms.
+int64_t basic_block_parameters(int64_t in, int64_t out, bool bias) {
+  int64_t n = (in + out) * out * 27 + 4 * out + (bias ? 2 * out : 0);
+  if (in != out) n += in * out + 2 * out;  // the 1x1x1 projection on the skip
+  return n;
+}
+
+int64_t residual_embedding_parameters(const PrimusOptions& o) {
+  const Shape& c = o.embed_channels();
+  const int64_t e = o.embed_dim();
+  const size_t levels = o.embed_depths().size();
+  int64_t n = basic_block_parameters(o.in_channels(), c[0], true);
+  for (size_t l = 0; l < levels; ++l)
+    n += basic_block_parameters(c[l], c[l + 1], false) +
+         (o.embed_depths()[l] - 1) * basic_block_parameters(c[l + 1], c[l + 1], false);
+  n += c[levels] * e + e;  // final_proj
+  if (o.embed_add_skips())
+    for (size_t l = 0; l < levels; ++l) {  // the stem's and every level's but the last, and their scales
+      const int64_t down = int64_t{1} << (levels - l);
+      n += c[l] * e * down * down * down + e + 1;
+    }
+  return n;
 }
 
 }  // namespace
@@ -79,7 +126,8 @@ int64_t primus_parameter_count(const PrimusOptions& o) {
   check_options(o);
   const EvaOptions eva = eva_options(o);
   const int64_t e = o.embed_dim(), h = eva_mlp_hidden(eva), tokens = product(eva.grid());
-  int64_t n = o.in_channels() * e * product(o.patch_embed_size()) + e;  // down_projection
+  int64_t n = o.embed_channels().empty() ? o.in_channels() * e * product(o.patch_embed_size()) + e  // down_projection
+                                         : residual_embedding_parameters(o);
   if (o.use_abs_pos_emb()) n += (tokens + o.num_register_tokens()) * e;
   n += o.num_register_tokens() * e;
   int64_t block = 2 * e + (e * e + e) + e * e + (e * e + e) + (e * e + e) + 2 * e;  // norms, q, k, v, proj
@@ -141,13 +189,69 @@ void init_he(torch::nn::Module& m) {
 
 }  // namespace
 
+PrimusResidualEmbeddingImpl::PrimusResidualEmbeddingImpl(PrimusOptions options_) : options(std::move(options_)) {
+  reset();
+}
+
+void PrimusResidualEmbeddingImpl::reset() {
+  check_options(options);
+  const Shape& c = options.embed_channels();
+  const size_t levels = options.embed_depths().size();
+  const LayerOptions layers =
+      LayerOptions().nonlin(options.embed_leaky_relu() ? NonlinKind::kLeakyReLU : NonlinKind::kReLU);
+  stem_ = register_module("stem", StackedResidualBlocks(StackedResidualBlocksOptions(
+                                      options.in_channels(), c[0], {3, 3, 3}, LayerOptions(layers).conv_bias(true))));
+  auto stages = register_module("stages", torch::nn::ModuleList());
+  stages_.clear();
+  for (size_t l = 0; l < levels; ++l) {
+    stages_.push_back(StackedResidualBlocks(
+        StackedResidualBlocksOptions(c[l], c[l + 1], {3, 3, 3}, LayerOptions(layers).conv_bias(false))
+            .n_blocks(options.embed_depths()[l])
+            .initial_stride({2, 2, 2})));
+    stages->push_back(stages_.back());
+  }
+  final_proj_ =
+      register_module("final_proj", torch::nn::Conv3d(torch::nn::Conv3dOptions(c[levels], options.embed_dim(), 1)));
+  to_tokens_.clear();
+  scales_.clear();
+  if (!options.embed_add_skips()) return;
+  auto to_tokens = register_module("proj_to_tokens", torch::nn::ModuleList());
+  auto scales = register_module("scale_proj_to_tokens", std::make_shared<torch::nn::Module>());
+  for (size_t l = 0; l < levels; ++l) {
+    const int64_t down = int64_t{1} << (levels - l);
+    to_tokens_.push_back(torch::nn::Conv3d(torch::nn::Conv3dOptions(c[l], options.embed_dim(), down).stride(down)));
+    to_tokens->push_back(to_tokens_.back());
+    scales_.push_back(scales->register_parameter(std::to_string(l), torch::full({}, 1e-5)));
+  }
+}
+
+// In Python's order: the scaled projections summed level by level, then added to final_proj's output.
+torch::Tensor PrimusResidualEmbeddingImpl::forward(torch::Tensor x) {
+  x = stem_(std::move(x));
+  torch::Tensor skips;
+  if (!to_tokens_.empty()) skips = scales_[0] * to_tokens_[0](x);
+  for (size_t l = 0; l < stages_.size(); ++l) {
+    x = stages_[l](std::move(x));
+    if (l + 1 < to_tokens_.size()) skips = skips + scales_[l + 1] * to_tokens_[l + 1](x);
+  }
+  x = final_proj_(x);
+  return skips.defined() ? x + skips : x;
+}
+
 void PrimusImpl::reset() {
   check_options(options);
   const int64_t e = options.embed_dim();
-  down_projection_ = register_module("down_projection", std::make_shared<torch::nn::Module>());
-  proj_ = down_projection_->register_module(
-      "proj", torch::nn::Conv3d(torch::nn::Conv3dOptions(options.in_channels(), e, options.patch_embed_size())
-                                    .stride(options.patch_embed_size())));
+  proj_ = nullptr;
+  residual_embedding_ = nullptr;
+  if (options.embed_channels().empty()) {
+    down_projection_ = register_module("down_projection", std::make_shared<torch::nn::Module>());
+    proj_ = down_projection_->register_module(
+        "proj", torch::nn::Conv3d(torch::nn::Conv3dOptions(options.in_channels(), e, options.patch_embed_size())
+                                      .stride(options.patch_embed_size())));
+  } else {
+    residual_embedding_ = register_module("down_projection", PrimusResidualEmbedding(options));
+    down_projection_ = residual_embedding_.ptr();
+  }
   const PrimusDecoderPlan plan = primus_decoder_plan(options);
   decode_ = torch::nn::ModuleList();
   stages_.clear();
@@ -174,14 +278,18 @@ void PrimusImpl::reset() {
 }
 
 void PrimusImpl::pretty_print(std::ostream& stream) const {
-  stream << "medseg::models::Primus(embed_dim=" << options.embed_dim() << ", depth=" << options.depth()
+  stream << "medseg::models::Primus(";
+  if (!options.embed_channels().empty())
+    stream << "residual_embedding=" << torch::IntArrayRef(options.embed_channels())
+           << (options.embed_add_skips() ? " with skips" : "") << ", ";
+  stream << "embed_dim=" << options.embed_dim() << ", depth=" << options.depth()
          << ", num_heads=" << options.num_heads()
          << ", patch_embed_size=" << torch::IntArrayRef(options.patch_embed_size())
          << ", input_shape=" << torch::IntArrayRef(options.input_shape()) << ")";
 }
 
 std::vector<torch::Tensor> PrimusImpl::forward(const torch::Tensor& x) {
-  torch::Tensor t = proj_(x);  // (B, C, W, H, D)
+  torch::Tensor t = proj_ ? proj_(x) : residual_embedding_(x);  // (B, C, W, H, D)
   const auto sizes = t.sizes().vec();
   // b c w h d -> b (w h d) c as einops does it (a contiguous copy): the linear layers then see the same memory
   // layout as in Python, so their kernels round the same way.

@@ -1,8 +1,9 @@
 #pragma once
 // Primus (Wald, Roy, Isensee et al. 2025, "Enforcing attention usage for 3D medical image segmentation"), as
-// dynamic-network-architectures builds it (architectures/primus.py, class Primus): a strided convolution cuts
-// the patch into tokens, an EVA transformer (models/eva_blocks.h) mixes them, and transposed convolutions with
-// LayerNormNd and GELU decode them back to the patch. State-dict names are theirs (down_projection.proj.weight,
+// dynamic-network-architectures builds it (architectures/primus.py, classes Primus, PrimusV2, PrimusV3): a
+// strided convolution (V2, V3: a residual patch embedding) cuts the patch into tokens, an EVA transformer
+// (models/eva_blocks.h) mixes them, and transposed convolutions with LayerNormNd and GELU decode them back to the
+// patch. State-dict names are theirs (down_projection.proj.weight,
 // eva.blocks.0.attn.q_proj.weight, up_projection.decode.0.0.weight, mask_token, register_tokens).
 // The network takes inputs of exactly `input_shape` (its position embedding is built for that token grid).
 #include <torch/arg.h>
@@ -15,6 +16,7 @@
 
 #include "models/eva_blocks.h"
 #include "models/layers.h"
+#include "models/unet_blocks.h"
 #include "models/network.h"
 #include "plans/plans.h"
 
@@ -43,13 +45,24 @@ struct PrimusOptions {
   TORCH_ARG(bool, use_abs_pos_emb) = true;
   TORCH_ARG(bool, use_rot_pos_emb) = true;
   TORCH_ARG(int64_t, num_register_tokens) = 0;
+  // The patch embedding (planning::PrimusPlan says the same): empty embed_channels, Primus's strided convolution;
+  // otherwise V2's or V3's residual embedding (PrimusResidualEmbedding below), whose 2^levels must be the
+  // patch_embed_size on every axis.
+  TORCH_ARG(Shape, embed_channels);  // the stem's, then each level's
+  TORCH_ARG(Shape, embed_depths);    // BasicBlockD per level
+  TORCH_ARG(bool, embed_leaky_relu) = false;
+  TORCH_ARG(bool, embed_add_skips) = false;
 };
 
 // nnU-Net's nnUNet_Primus_{S,B,M,L}_Trainer networks (primus_trainers.py): embed 396/792/864/1056, depth
 // 12/12/16/24, heads 6/12/12/16, patches of 8^3, drop path 0.2, layer scale 0.1, the attention's inner norm.
-// Throws medseg::Error for another size.
+// `size` "V2S" ... "V3L" are nnUNet_PrimusV2S_Trainer's ... (the same transformer on PrimusV2's or PrimusV3's
+// residual patch embedding). Throws medseg::Error for another name.
 PrimusOptions primus_trainer_options(const std::string& size, int64_t in_channels, int64_t num_classes,
                                      const Shape& input_shape);
+// The residual patch embedding of dynamic-network-architectures' PrimusV2 (PatchEmbed_deeper's defaults) or
+// PrimusV3 (PatchEmbedDeeperControlled's), `version` 2 or 3, set on `o`.
+PrimusOptions with_residual_embedding(PrimusOptions o, int version);
 
 // The options of a plans.json Primus block (planning::PrimusPlan). Throws medseg::Error when it has no
 // input_shape (a block read outside a configuration must name it).
@@ -94,6 +107,30 @@ class PrimusDecodeStageImpl : public torch::nn::Cloneable<PrimusDecodeStageImpl>
 };
 TORCH_MODULE(PrimusDecodeStage);
 
+// PrimusV2's and PrimusV3's patch embedding (dynamic-network-architectures' PatchEmbed_deeper and
+// PatchEmbedDeeperControlled): a stem of one BasicBlockD (conv bias) to embed_channels[0] at full resolution,
+// per level a stack of BasicBlockD (no conv bias) whose first halves the resolution, a 1x1x1 convolution to
+// embed_dim, and with embed_add_skips the stem's and every level's output but the last projected onto the token
+// grid by a strided convolution, scaled by a learned factor (1e-5 at first) and added. Instance norm (affine),
+// ReLU (V2) or LeakyReLU (V3). Keys as in Python: stem.blocks.0.*, stages.<l>.blocks.<j>.*, final_proj.*,
+// proj_to_tokens.<i>.*, scale_proj_to_tokens.<i>.
+class PrimusResidualEmbeddingImpl : public torch::nn::Cloneable<PrimusResidualEmbeddingImpl> {
+ public:
+  explicit PrimusResidualEmbeddingImpl(PrimusOptions options_);
+  void reset() override;
+  torch::Tensor forward(torch::Tensor x);
+
+  PrimusOptions options;
+
+ private:
+  StackedResidualBlocks stem_{nullptr};
+  std::vector<StackedResidualBlocks> stages_;
+  torch::nn::Conv3d final_proj_{nullptr};
+  std::vector<torch::nn::Conv3d> to_tokens_;
+  std::vector<torch::Tensor> scales_;
+};
+TORCH_MODULE(PrimusResidualEmbedding);
+
 class PrimusImpl : public SegmentationNetworkImpl {
  public:
   explicit PrimusImpl(PrimusOptions options_);
@@ -117,8 +154,9 @@ class PrimusImpl : public SegmentationNetworkImpl {
  private:
   // Holders named as in Python (down_projection.proj, up_projection.decode), which have no forward of their own.
   std::shared_ptr<torch::nn::Module> down_projection_, up_projection_;
-  torch::nn::Conv3d proj_{nullptr};
-  torch::nn::ModuleList decode_{nullptr};  // PrimusDecodeStage, ..., the last ConvTranspose3d
+  torch::nn::Conv3d proj_{nullptr};                      // Primus's patch embedding
+  PrimusResidualEmbedding residual_embedding_{nullptr};  // or V2's and V3's
+  torch::nn::ModuleList decode_{nullptr};                // PrimusDecodeStage, ..., the last ConvTranspose3d
   std::vector<PrimusDecodeStage> stages_;
   torch::nn::ConvTranspose3d head_{nullptr};
   Eva eva_{nullptr};

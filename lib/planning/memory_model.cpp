@@ -190,10 +190,13 @@ ForwardBytes forward_bytes_lower_bound(const ArchitecturePlan& arch, const std::
   double voxels = 1;
   for (int p : patch) voxels *= p;
   b.input = 4.0 * batch * in_channels * voxels;
-  if (arch.primus) {  // the tokens, and the decoder's first map at full resolution (at least 8 channels)
+  if (arch.primus) {  // the tokens, the decoder's first map at full resolution (at least 8 channels), and the
+                      // residual embedding's stem (V2, V3)
     int64_t tokens = 1;
     for (std::size_t i = 0; i < patch.size(); ++i) tokens *= patch[i] / arch.primus->patch_embed_size[i];
-    b.largest_feature_map = 4.0 * batch * std::max(static_cast<double>(arch.primus->embed_dim * tokens), 8.0 * voxels);
+    const double stem = arch.primus->residual_embedding() ? arch.primus->embed_channels[0] : 0;
+    b.largest_feature_map =
+        4.0 * batch * std::max({static_cast<double>(arch.primus->embed_dim * tokens), 8.0 * voxels, stem * voxels});
     return b;
   }
   if (arch.swin) {  // the first encoder block runs at full resolution with feature_size channels

@@ -46,6 +46,12 @@ std::vector<Op> swin_ops(const ArchitecturePlan& a, const std::vector<int>& patc
 std::vector<Op> primus_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch, int classes,
                            const MemoryOptions& opt, const StepSettings& step, bool checkpoint);
 
+// Stages of BasicBlockD as a ResidualEncoderUNet's encoder counts them, without its stem: stage s has
+// a.n_blocks_per_stage[s] blocks to a.features_per_stage[s] channels, the first with a.strides[s] (the residual
+// patch embeddings of PrimusV2 and PrimusV3).
+std::vector<Op> residual_stages_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch,
+                                    const StepSettings& step);
+
 // Softmax + log-softmax (fp32) and a bool one-hot per scale, the DC+CE loss's saved tensors, and its
 // forward temporaries (fp32 logits copy, target as int64).
 Op loss_op(const std::vector<int64_t>& voxels_per_scale, int classes, const StepSettings& step);

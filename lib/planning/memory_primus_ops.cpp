@@ -62,6 +62,47 @@ Op primus_embedding_op(const Primus& w, const PrimusPlan& p, const PrimusShape& 
   return embed;
 }
 
+// PrimusV2's and V3's residual patch embedding: its stem and stages as ResEnc stages of BasicBlockD, then
+// final_proj (which keeps its input) with the position embedding, and V3's scaled projections onto the token grid
+// (each keeps its output for its scale's gradient).
+void add_residual_embedding(Primus& w, const PrimusPlan& p, const PrimusShape& x, int64_t in_ch,
+                            const std::vector<int>& patch) {
+  const std::size_t levels = p.embed_depths.size();
+  ArchitecturePlan stages;
+  stages.short_name = "ResidualEncoderUNet";
+  stages.n_stages = static_cast<int>(levels + 1);
+  stages.features_per_stage = p.embed_channels;
+  stages.n_blocks_per_stage = {1};
+  stages.n_blocks_per_stage.insert(stages.n_blocks_per_stage.end(), p.embed_depths.begin(), p.embed_depths.end());
+  stages.kernel_sizes.assign(levels + 1, {3, 3, 3});
+  stages.strides.assign(levels + 1, {2, 2, 2});
+  stages.strides[0] = {1, 1, 1};
+  stages.conv_bias = false;
+  stages.norm_affine = true;
+  for (Op o : residual_stages_ops(stages, patch, static_cast<int>(in_ch), w.step)) {
+    o.name = "down_projection." + o.name;
+    w.add(std::move(o));
+  }
+  const int64_t e = x.e, last = p.embed_channels.back(), pos = p.use_abs_pos_embed ? x.tokens * e : 0;
+  Op proj;
+  proj.name = "down_projection.final_proj";
+  proj.params = last * e + e + pos + p.num_register_tokens * e;
+  proj.largest_param = std::max(last * e, pos);
+  proj.half_weights = w.half(last * e);
+  proj.saved = w.act(last * x.t);
+  proj.fwd_work = w.act(e * x.t) + w.fp32(e * x.tokens);
+  proj.bwd_work = w.fp32(e * x.tokens) + w.act(last * x.t);
+  if (p.embed_add_skips)
+    for (std::size_t l = 0; l < levels; ++l) {
+      const int64_t down = int64_t{1} << (3 * (levels - l));  // voxels of one projection kernel
+      proj.params += p.embed_channels[l] * e * down + e + 1;
+      proj.half_weights += w.half(p.embed_channels[l] * e * down);
+      proj.saved += w.act(e * x.t);
+      proj.fwd_work += w.act(e * x.t);
+    }
+  w.add(std::move(proj));
+}
+
 Op primus_attention_op(const Primus& w, const PrimusPlan& p, const PrimusShape& x, const std::string& name) {
   const int64_t e = x.e, tokens = x.tokens;
   Op at;
@@ -129,7 +170,10 @@ std::vector<Op> primus_ops(const ArchitecturePlan& a, const std::vector<int>& pa
   const PrimusPlan& p = *a.primus;
   Primus w{step, step.bytes_per_activation == 2, {}};
   const PrimusShape x = primus_shape(p, std::vector<int64_t>(patch.begin(), patch.end()));
-  w.add(primus_embedding_op(w, p, x, in_ch));
+  if (p.residual_embedding())
+    add_residual_embedding(w, p, x, in_ch, patch);
+  else
+    w.add(primus_embedding_op(w, p, x, in_ch));
 
   int segment = -1;
   for (int b = 0; b < p.eva_depth; ++b) {

@@ -182,13 +182,14 @@ UnetGrid unet_grid(const ArchitecturePlan& a, const std::vector<int>& patch, con
   return g;
 }
 
-// The encoder's ops, stem included; each stage's last op is tagged with the stage (its skip's gradient lands there).
-void add_unet_encoder(Builder& b, const UnetGrid& g, int in_ch, bool residual) {
+// The encoder's ops, the ResEnc stem included where `stem`; each stage's last op is tagged with the stage (its
+// skip's gradient lands there).
+void add_unet_encoder(Builder& b, const UnetGrid& g, int in_ch, bool residual, bool stem) {
   const ArchitecturePlan& a = b.a;
   const auto& features = a.features_per_stage;
   const auto blocks = a.encoder_blocks();
   int64_t cin = in_ch, vprev = g.v_in;
-  if (residual) {  // the stem runs outside the checkpointed stages
+  if (stem) {  // the stem runs outside the checkpointed stages
     b.conv_norm_act("stem", cin, features[0], kvol(a.kernel_sizes[0]), g.v_in, g.v_in, true,
                     b.halo_fraction(g.k_axis(0), g.len_in));
     cin = features[0];
@@ -316,7 +317,7 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
   b.fp32_tconv = step.cpu_autocast && opt.cpu_autocast_fp32_transposed_conv;
   b.dropout_p = unet_dropout_p(a);
   const UnetGrid g = unet_grid(a, patch, step);
-  add_unet_encoder(b, g, in_ch, residual);
+  add_unet_encoder(b, g, in_ch, residual, /*stem=*/residual);
 
   // Only the encoder is ever checkpointed (NetworkBuildOptions::checkpoint_encoder).
   const bool encoder_checkpointed = b.checkpoint;
@@ -327,6 +328,14 @@ std::vector<Op> unet_ops(const ArchitecturePlan& a, const std::vector<int>& patc
   Op l = loss_op(loss_vox, classes, step);
   l.segment = -1;
   b.ops.push_back(l);
+  return b.ops;
+}
+
+std::vector<Op> residual_stages_ops(const ArchitecturePlan& a, const std::vector<int>& patch, int in_ch,
+                                    const StepSettings& step) {
+  Builder b{a, step, step.bytes_per_activation == 2, /*checkpoint=*/false, {}};
+  add_unet_encoder(b, unet_grid(a, patch, step), in_ch, /*residual=*/true, /*stem=*/false);
+  for (Op& o : b.ops) o.tag = -1;  // no decoder takes their outputs as skips
   return b.ops;
 }
 

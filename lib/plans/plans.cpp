@@ -146,8 +146,32 @@ SwinPlan swin_from_json(const JsonObjectReader& k) {
   return s;
 }
 
-PrimusPlan read_primus_kwargs(const JsonObjectReader& k) {
+// PrimusV2 builds PatchEmbed_deeper with its defaults (base_features 32 doubling per level, 3 levels of one
+// block, ReLU); PrimusV3 builds PatchEmbedDeeperControlled from its own depth_per_level, ch_per_level, add_skips
+// (defaults (1, 1, 1), (32, 64, 256, 1024), true) and LeakyReLU.
+void read_residual_embedding(PrimusPlan& p, const std::string& version, const JsonObjectReader& k) {
+  if (version == "PrimusV2") {
+    p.embed_channels = {32, 32, 64, 128};
+    p.embed_depths = {1, 1, 1};
+    return;
+  }
+  p.embed_depths = k.get_or<std::vector<int>>("depth_per_level", {1, 1, 1});
+  p.embed_channels = k.get_or<std::vector<int>>("ch_per_level", {32, 64, 256, 1024});
+  p.embed_add_skips = k.get_or<bool>("add_skips", true);
+  p.embed_leaky_relu = true;
+  k.check(!p.embed_depths.empty() && p.embed_depths.size() <= 6, k.key_name("depth_per_level"), " needs 1 to 6 levels");
+  k.check(p.embed_channels.size() == p.embed_depths.size() + 1, k.key_name("ch_per_level"), " needs ",
+          p.embed_depths.size() + 1, " entries (one more than depth_per_level), got ", p.embed_channels.size());
+  for (std::size_t i = 0; i < p.embed_depths.size(); ++i)
+    k.check_range(p.embed_depths[i], 1, PlanLimits::max_convs_per_stage,
+                  concat(k.key_name("depth_per_level"), "[", i, "]"));
+  for (std::size_t i = 0; i < p.embed_channels.size(); ++i)
+    k.check_range(p.embed_channels[i], 1, PlanLimits::max_features, concat(k.key_name("ch_per_level"), "[", i, "]"));
+}
+
+PrimusPlan read_primus_kwargs(const JsonObjectReader& k, const std::string& version) {
   PrimusPlan p;
+  if (version != "Primus") read_residual_embedding(p, version, k);
   p.embed_dim = k.get<int>("embed_dim");
   p.eva_depth = k.get_or<int>("eva_depth", p.eva_depth);
   p.eva_numheads = k.get_or<int>("eva_numheads", p.eva_numheads);
@@ -163,8 +187,8 @@ PrimusPlan read_primus_kwargs(const JsonObjectReader& k) {
   return p;
 }
 
-PrimusPlan primus_from_json(const JsonObjectReader& k) {
-  PrimusPlan p = read_primus_kwargs(k);
+PrimusPlan primus_from_json(const JsonObjectReader& k, const std::string& version) {
+  PrimusPlan p = read_primus_kwargs(k, version);
   k.check_range(p.embed_dim, 1, PlanLimits::max_features, k.key_name("embed_dim"));
   k.check_range(p.eva_depth, 1, 64, k.key_name("eva_depth"));
   k.check_range(p.eva_numheads, 1, p.embed_dim, k.key_name("eva_numheads"));
@@ -183,6 +207,12 @@ PrimusPlan primus_from_json(const JsonObjectReader& k) {
   }
   k.check(p.drop_path_rate >= 0 && p.drop_path_rate < 1, k.key_name("drop_path_rate"), " is ",
           json(p.drop_path_rate).dump(), " (must be in [0, 1))");
+  if (p.residual_embedding()) {
+    const int stride = 1 << p.embed_depths.size();  // the residual embedding halves every axis once per level
+    k.check(p.patch_embed_size == std::vector<int>(3, stride), k.key_name("patch_embed_size"), " is ",
+            json(p.patch_embed_size).dump(), "; ", version, "'s patch embedding has ", p.embed_depths.size(),
+            " levels of stride 2, so it must be ", json(std::vector<int>(3, stride)).dump());
+  }
   return p;
 }
 
@@ -367,15 +397,15 @@ ArchitecturePlan architecture_from_json(const json& arch, const std::string& sou
   a.short_name = after_last_dot(a.network_class_name);
   const auto k = JsonObjectReader::scoped(r.at("arch_kwargs"), source, scope, "arch_kwargs");
   a.kw_requires_import = r.get_or<std::vector<std::string>>("_kw_requires_import", {});
-  if (a.short_name == "Primus") {
-    a.primus = primus_from_json(k);
+  if (a.short_name == "Primus" || a.short_name == "PrimusV2" || a.short_name == "PrimusV3") {
+    a.primus = primus_from_json(k, a.short_name);
     a.dim = 3;
     a.n_stages = 1;
     return a;
   }
   r.check(a.short_name.rfind("Primus", 0) != 0, "network_class_name ", a.network_class_name,
-          ": of dynamic-network-architectures' Primus classes only Primus itself is built (not the V2/V3 patch "
-          "embeddings or the preset subclasses; name Primus with embed_dim, eva_depth and eva_numheads)");
+          ": of dynamic-network-architectures' Primus classes Primus, PrimusV2 and PrimusV3 are built, not the "
+          "preset subclasses (name one of those three with embed_dim, eva_depth and eva_numheads)");
   if (a.short_name == "SwinUNETR") {
     a.swin = swin_from_json(k);
     a.dim = k.get_or<int>("spatial_dims", 3);

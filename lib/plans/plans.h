@@ -28,8 +28,8 @@ struct SwinPlan {
 };
 
 // dynamic-network-architectures' Primus (the network of nnU-Net's Primus trainers; models/primus.h), named
-// ...architectures.primus.Primus. input_shape is the configuration's patch_size (the token grid the position
-// embedding is built for); arch_kwargs may name it too, then it must be the patch size.
+// ...architectures.primus.Primus, PrimusV2 or PrimusV3. input_shape is the configuration's patch_size (the token
+// grid the position embedding is built for); arch_kwargs may name it too, then it must be the patch size.
 struct PrimusPlan {
   int embed_dim = 0, eva_depth = 24, eva_numheads = 16;
   std::vector<int> patch_embed_size{8, 8, 8};
@@ -38,6 +38,15 @@ struct PrimusPlan {
   std::optional<double> init_values;
   bool scale_attn_inner = false, use_rot_pos_emb = true, use_abs_pos_embed = true;
   int num_register_tokens = 0;
+  // The patch embedding. Empty embed_channels: Primus's one strided convolution (PatchEmbed). Otherwise V2's and
+  // V3's residual one (PatchEmbed_deeper, PatchEmbedDeeperControlled): a stem of one BasicBlockD to
+  // embed_channels[0] at full resolution, then per level a stride-2 stage of embed_depths[l] blocks to
+  // embed_channels[l + 1], a 1x1x1 convolution to embed_dim, and with embed_add_skips (V3) every level but the
+  // last projected onto the token grid, scaled by a learned factor and added. 2^levels is the patch_embed_size.
+  std::vector<int> embed_channels, embed_depths;
+  bool embed_leaky_relu = false;  // V3's LeakyReLU(0.01); V2's blocks use ReLU
+  bool embed_add_skips = false;
+  bool residual_embedding() const { return !embed_channels.empty(); }
 };
 
 struct ArchitecturePlan {

@@ -36,7 +36,7 @@ bool nnunet_builds(const nlohmann::json& plans, const std::string& configuration
 // architecture into the plans: training/run_folder.h), or refused.
 bool primus_of_its_trainer(const nlohmann::json& plans, const std::string& configuration, const std::string& trainer) {
   const auto& arch = plans.at("configurations").at(configuration).value("architecture", nlohmann::json());
-  static const std::regex primus("^nnUNet_Primus_[SBML]_Trainer$");
+  static const std::regex primus("^nnUNet_Primus(_|V[23])[SBML]_Trainer$");
   if (!arch.is_object() || !std::regex_match(trainer, primus)) return false;
   try {
     return training::find_trainer_config(trainer).architecture == arch;
@@ -78,11 +78,12 @@ NnunetExportResult export_nnunet(const NnunetExportOptions& o) {
   const inference::ModelFolder m = inference::load_model_folder(o.model_folder, o.folds, o.checkpoint);
   bool dropout = false;
   const bool primus = primus_of_its_trainer(m.plans_json, m.configuration, m.trainer_name);
-  MEDSEG_CHECK_FILE(primus || nnunet_builds(m.plans_json, m.configuration, &dropout), o.model_folder, "configuration '",
-                    m.configuration,
-                    "' is not a network nnU-Net builds from plans (PlainConvUNet or "
-                    "ResidualEncoderUNet) nor the Primus of the nnU-Net trainer it was trained "
-                    "with (nnUNet_Primus_{S,B,M,L}_Trainer); it cannot be exported to nnU-Net");
+  MEDSEG_CHECK_FILE(
+      primus || nnunet_builds(m.plans_json, m.configuration, &dropout), o.model_folder, "configuration '",
+      m.configuration,
+      "' is not a network nnU-Net builds from plans (PlainConvUNet or "
+      "ResidualEncoderUNet) nor the Primus of the nnU-Net trainer it was trained "
+      "with (nnUNet_Primus_{S,B,M,L}_Trainer, nnUNet_PrimusV{2,3}{S,B,M,L}_Trainer); it cannot be exported to nnU-Net");
   NnunetExportResult r;
   r.trainer_name = primus ? m.trainer_name : o.trainer_name.empty() ? nnunet_trainer(m.trainer_name) : o.trainer_name;
   StagedFolder out(o.output);

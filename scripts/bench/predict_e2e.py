@@ -30,6 +30,8 @@ p.add_argument("--classes", type=int, default=3, help="labels, background includ
 p.add_argument("--train_cases", type=int, default=4)
 p.add_argument("--threads", type=int, default=2)
 p.add_argument("--keep", default=None)
+p.add_argument("--modes", default="off,exact,auto",
+               help="medseg rows, comma-separated: off (--amp off), exact (--exact_nnunet), auto (--amp auto)")
 ARGS = p.parse_args()
 
 # Only in the main process: nnU-Net's predictor starts its workers with multiprocessing's spawn, which runs this
@@ -39,8 +41,11 @@ if __name__ == "__main__":
     WORK = ARGS.keep or tempfile.mkdtemp(prefix="medseg-e2e.")
     for v in ("raw", "preprocessed", "results"):
         os.makedirs(os.path.join(WORK, v), exist_ok=True)
+    # nnUNet_def_n_proc is also the cap on the predictor's torch threads (predict_logits_from_preprocessed_data:
+    # min(default_num_processes, torch threads)): at 1 nnU-Net's sliding window ran on one thread while medseg's
+    # ran on --threads. It is --threads here, so both run their networks on the same number of threads.
     os.environ.update(nnUNet_raw=f"{WORK}/raw", nnUNet_preprocessed=f"{WORK}/preprocessed",
-                      nnUNet_results=f"{WORK}/results", nnUNet_def_n_proc="1")
+                      nnUNet_results=f"{WORK}/results", nnUNet_def_n_proc=str(ARGS.threads))
 
 import numpy as np  # noqa: E402
 import SimpleITK as sitk  # noqa: E402
@@ -134,8 +139,9 @@ def main():
                    "--disable_tta", "-npp", "1", "-nps", "1", "--disable_progress_bar"], env)
     rows = [("nnU-Net 2.8.1", nn)]
     # fp32 as nnU-Net (--amp off), nnU-Net's kernels, and the default, which is bf16 on a CPU with bf16 units
-    for tag, extra in (("medseg --amp off", ["--amp", "off"]), ("medseg --exact_nnunet", ["--exact_nnunet"]),
-                       ("medseg (--amp auto)", ["--amp", "auto"])):
+    modes = {"off": ("medseg --amp off", ["--amp", "off"]), "exact": ("medseg --exact_nnunet", ["--exact_nnunet"]),
+             "auto": ("medseg (--amp auto)", ["--amp", "auto"])}
+    for tag, extra in (modes[m] for m in ARGS.modes.split(",")):
         ms = measured([f"{ARGS.bin}/medseg_predict", "-i", f"{base}/imagesTs", "-o", f"{WORK}/out_{len(rows)}",
                        "-m", ms_model, "--disable_tta", "-npp", "1", "-nps", "1", "--threads", str(ARGS.threads),
                        "--disable_progress_bar"] + extra, env)

@@ -175,3 +175,50 @@ TEST(PlanningPlans, BadFieldNamesFileConfigurationAndKey) {
     EXPECT_NE(m.find("patch_size"), std::string::npos);
   }
 }
+
+// PrimusV2 and PrimusV3 (dynamic-network-architectures' residual patch embeddings): V2 has PatchEmbed_deeper's
+// fixed channels (32, 32, 64, 128) and ReLU; V3 reads depth_per_level, ch_per_level and add_skips with
+// PatchEmbedDeeperControlled's defaults; three levels of stride 2 need patches of 8; the preset subclasses
+// (PrimusV2S, ...) are refused naming the classes that are built.
+TEST(PlanningPlans, PrimusV2AndV3ReadTheirResidualPatchEmbeddings) {
+  auto arch = [](const std::string& cls, json kwargs) {
+    kwargs["embed_dim"] = 96;
+    kwargs["eva_numheads"] = 4;
+    return architecture_from_json(
+        {{"network_class_name", "dynamic_network_architectures.architectures.primus." + cls}, {"arch_kwargs", kwargs}},
+        "/p/plans.json");
+  };
+  const ArchitecturePlan v1 = arch("Primus", json::object());
+  ASSERT_TRUE(v1.primus);
+  EXPECT_FALSE(v1.primus->residual_embedding());
+  const ArchitecturePlan v2 = arch("PrimusV2", json::object());
+  ASSERT_TRUE(v2.primus);
+  EXPECT_EQ(v2.primus->embed_channels, (std::vector<int>{32, 32, 64, 128}));
+  EXPECT_EQ(v2.primus->embed_depths, (std::vector<int>{1, 1, 1}));
+  EXPECT_FALSE(v2.primus->embed_leaky_relu);
+  EXPECT_FALSE(v2.primus->embed_add_skips);
+  const ArchitecturePlan v3 = arch("PrimusV3", json::object());
+  EXPECT_EQ(v3.primus->embed_channels, (std::vector<int>{32, 64, 256, 1024}));
+  EXPECT_TRUE(v3.primus->embed_leaky_relu);
+  EXPECT_TRUE(v3.primus->embed_add_skips);
+  const ArchitecturePlan own = arch("PrimusV3", {{"depth_per_level", {1, 2}},
+                                                 {"ch_per_level", {8, 16, 24}},
+                                                 {"add_skips", false},
+                                                 {"patch_embed_size", {4, 4, 4}}});
+  EXPECT_EQ(own.primus->embed_channels, (std::vector<int>{8, 16, 24}));
+  EXPECT_EQ(own.primus->embed_depths, (std::vector<int>{1, 2}));
+  EXPECT_FALSE(own.primus->embed_add_skips);
+
+  auto error = [&](const std::string& cls, const json& kwargs) -> std::string {
+    try {
+      arch(cls, kwargs);
+    } catch (const FileError& e) { return e.what(); }
+    return "no error";
+  };
+  EXPECT_NE(error("PrimusV2", {{"patch_embed_size", {4, 4, 4}}}).find("must be [8,8,8]"), std::string::npos);
+  EXPECT_NE(error("PrimusV3", {{"depth_per_level", {1, 1}}}).find("ch_per_level"), std::string::npos);
+  EXPECT_NE(error("PrimusV3", {{"ch_per_level", {8, 0, 16, 32}}}).find("ch_per_level"), std::string::npos);
+  const std::string preset = error("PrimusV2S", json::object());
+  EXPECT_NE(preset.find("/p/plans.json"), std::string::npos) << preset;
+  EXPECT_NE(preset.find("Primus, PrimusV2 and PrimusV3 are built"), std::string::npos) << preset;
+}

@@ -90,3 +90,32 @@ TEST(MemoryModelMeasured, PrimusFp32AndBf16) {
                     0.01 * 12.0 * static_cast<double>(r.parameters));  // weights and AdamW's two moments
       }
 }
+
+// PrimusV2 and PrimusV3 as nnU-Net's trainers build them (their residual patch embeddings at full resolution:
+// 32 channels on the whole patch, V3 up to 1024 channels at 1/8) on 32^3 tiles, fp32 and bf16.
+TEST(MemoryModelMeasured, PrimusV2AndV3Fp32AndBf16) {
+  if (compat::torch_version().rfind("1.", 0) == 0) GTEST_SKIP() << "LibTorch " << compat::torch_version();
+  for (const std::string version : {"PrimusV2", "PrimusV3"})
+    for (bool amp : {false, true}) {
+      bench::MemoryProbeConfig c;
+      c.name = version;
+      c.architecture = {{"network_class_name", "dynamic_network_architectures.architectures.primus." + version},
+                        {"arch_kwargs",
+                         {{"embed_dim", 96},
+                          {"eva_depth", 3},
+                          {"eva_numheads", 4},
+                          {"init_values", 0.1},
+                          {"scale_attn_inner", true},
+                          {"input_shape", {32, 32, 32}}}}};
+      c.patch = {32, 32, 32};
+      c.batch = 2;
+      c.amp = amp;
+      c.optimizer = training::OptimizerType::AdamW;
+      c.deep_supervision = false;
+      const bench::MemoryProbeResult r = bench::probe_training_step(c);
+      SCOPED_TRACE(r.to_json().dump());
+      EXPECT_LE(std::fabs(r.ratio() - 1.0), 0.15);
+      EXPECT_NEAR(static_cast<double>(r.static_bytes), 12.0 * static_cast<double>(r.parameters),
+                  0.01 * 12.0 * static_cast<double>(r.parameters));
+    }
+}

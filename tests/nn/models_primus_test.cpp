@@ -45,6 +45,38 @@ TEST(Primus, ParameterCountsAreThoseOfNnUNetsPrimusTrainers) {
   EXPECT_THROW(models::primus_trainer_options("XL", 1, 2, {64, 64, 64}), Error);
 }
 
+// nnUNet_PrimusV2{S,B,M,L}_Trainer and V3's: the same transformers on PrimusV2's and PrimusV3's residual patch
+// embeddings (PatchEmbed_deeper, PatchEmbedDeeperControlled), counted by dynamic-network-architectures 0.4.4 on
+// the meta device as the trainers build them.
+TEST(Primus, V2AndV3ParameterCountsAreThoseOfNnUNetsPrimusTrainers) {
+  struct Row {
+    const char* size;
+    int64_t in, out;
+    models::Shape shape;
+    int64_t parameters;
+  };
+  const Row rows[] = {
+      {"V2S", 1, 2, {64, 64, 64}, 24159518},  {"V2S", 2, 4, {128, 96, 160}, 25545216},
+      {"V2B", 1, 2, {64, 64, 64}, 92864426},  {"V2B", 2, 4, {128, 96, 160}, 95732540},
+      {"V2M", 1, 2, {64, 64, 64}, 146145050}, {"V2M", 2, 4, {128, 96, 160}, 149330116},
+      {"V2L", 1, 2, {64, 64, 64}, 324790178}, {"V2L", 2, 4, {128, 96, 160}, 328678732},
+      {"V3S", 1, 2, {64, 64, 64}, 70596165},  {"V3S", 2, 4, {128, 96, 160}, 71981863},
+      {"V3B", 1, 2, {64, 64, 64}, 148578165}, {"V3B", 2, 4, {128, 96, 160}, 151446279},
+      {"V3M", 1, 2, {64, 64, 64}, 203545533}, {"V3M", 2, 4, {128, 96, 160}, 206730599},
+      {"V3L", 1, 2, {64, 64, 64}, 386688645}, {"V3L", 2, 4, {128, 96, 160}, 390577199},
+  };
+  for (const Row& r : rows)
+    EXPECT_EQ(models::primus_parameter_count(models::primus_trainer_options(r.size, r.in, r.out, r.shape)),
+              r.parameters)
+        << r.size;
+  EXPECT_EQ(models::Primus(models::primus_trainer_options("V2S", 1, 2, {64, 64, 64}))->parameter_count(), 24159518);
+  EXPECT_EQ(models::Primus(models::primus_trainer_options("V3S", 1, 2, {64, 64, 64}))->parameter_count(), 70596165);
+  EXPECT_THROW(models::primus_trainer_options("V4S", 1, 2, {64, 64, 64}), Error);
+  // Three levels of stride 2 make patches of 8: another patch embedding size is refused.
+  EXPECT_THROW(models::Primus(models::primus_trainer_options("V2S", 1, 2, {64, 64, 64}).patch_embed_size({4, 8, 8})),
+               Error);
+}
+
 TEST(Primus, DecoderChannelsShrinkAsPatchDecodeRoundsThem) {
   // 396 / (396 / 4)^(k/3): 85.6 -> 88, 18.5 -> 16, then the classes.
   const auto plan = models::primus_decoder_plan(models::primus_trainer_options("S", 1, 2, {64, 64, 64}));
@@ -154,14 +186,20 @@ void expect_same_forward(const PrimusOptions& o, const std::string& args) {
   const sharing::PickleValue* state = doc->get("state_dict");
   ASSERT_NE(state, nullptr);
   torch::NoGradGuard no_grad;
+  size_t aliases = 0;  // ConvDropoutNormReLU's all_modules: a second name for its conv and norm, not registered here
   for (const auto& [key, value] : state->dict) {
+    if (key->s.find(".all_modules.") != std::string::npos) {
+      ++aliases;
+      continue;
+    }
     torch::Tensor* mine = params.find(key->s);
     if (mine == nullptr) mine = buffers.find(key->s);
     ASSERT_NE(mine, nullptr) << key->s << " is in Python's state dict but not in medseg's Primus";
     ASSERT_EQ(mine->sizes(), value->tensor.sizes()) << key->s;
     mine->copy_(value->tensor);
   }
-  EXPECT_EQ(state->dict.size(), params.size() + buffers.size()) << "medseg's Primus has tensors Python's lacks";
+  EXPECT_EQ(state->dict.size() - aliases, params.size() + buffers.size())
+      << "medseg's Primus has tensors Python's lacks";
   EXPECT_EQ(net->parameter_count(), doc->get("parameters")->i);
   const torch::Tensor y = net->forward(doc->get("input")->tensor)[0], want = doc->get("output")->tensor;
   ASSERT_EQ(y.sizes(), want.sizes());
@@ -184,4 +222,28 @@ TEST(Primus, ForwardEqualsDynamicNetworkArchitecturesWithTheTrainersLayerScaleAn
       PrimusOptions(1, 2, 96, 3, 4, {16, 32, 24}).init_values(0.1).scale_attn_inner(true).drop_path_rate(0.2),
       "--in 1 --out 2 --embed 96 --depth 3 --heads 4 --patch 8 8 8 --shape 16 32 24 --init_values 0.1 "
       "--scale_attn_inner");
+}
+
+TEST(Primus, V2ForwardEqualsDynamicNetworkArchitectures) {
+  expect_same_forward(models::with_residual_embedding(
+                          PrimusOptions(2, 3, 48, 2, 2, {16, 32, 24}).init_values(0.1).drop_path_rate(0.2), 2),
+                      "--in 2 --out 3 --embed 48 --depth 2 --heads 2 --patch 8 8 8 --shape 16 32 24 --init_values 0.1 "
+                      "--version 2");
+}
+
+// V3 with its own depth_per_level and ch_per_level (two blocks at the middle level), with the skips onto the token
+// grid and without them.
+TEST(Primus, V3ForwardEqualsDynamicNetworkArchitecturesWithAndWithoutSkips) {
+  for (bool skips : {true, false}) {
+    SCOPED_TRACE(skips ? "add_skips" : "no skips");
+    expect_same_forward(PrimusOptions(1, 2, 48, 2, 2, {16, 32, 24})
+                            .drop_path_rate(0.2)
+                            .embed_channels({8, 16, 24, 32})
+                            .embed_depths({1, 2, 1})
+                            .embed_leaky_relu(true)
+                            .embed_add_skips(skips),
+                        std::string("--in 1 --out 2 --embed 48 --depth 2 --heads 2 --patch 8 8 8 --shape 16 32 24 "
+                                    "--version 3 --depth_per_level 1 2 1 --ch_per_level 8 16 24 32") +
+                            (skips ? "" : " --no_skips"));
+  }
 }

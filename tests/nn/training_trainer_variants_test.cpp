@@ -160,31 +160,34 @@ TEST(TrainerVariants, SavedModelWithoutMirroringPredictsWithoutIt) {
 
 // nnU-Net's AbstractPrimus recipe (primus_trainers.py): AdamW lr 3e-4, weight decay 5e-2, betas (0.9, 0.98),
 // nnUNetTrainer_warmup's 50 epochs, no deep supervision, gradients clipped to norm 1, and the trainer's own
-// Primus in place of the plans' network.
+// Primus in place of the plans' network: Primus for nnUNet_Primus_<size>_Trainer, PrimusV2 / PrimusV3 (the
+// residual patch embeddings) for nnUNet_PrimusV2<size>_Trainer / nnUNet_PrimusV3<size>_Trainer.
 TEST(TrainerVariants, PrimusTrainersCarryNnUNetsRecipeAndTheirNetwork) {
   const std::pair<const char*, std::array<int, 3>> sizes[] = {
       {"S", {396, 12, 6}}, {"B", {792, 12, 12}}, {"M", {864, 16, 12}}, {"L", {1056, 24, 16}}};
-  for (const auto& [size, dims] : sizes) {
-    const std::string name = std::string("nnUNet_Primus_") + size + "_Trainer";
-    SCOPED_TRACE(name);
-    const TrainerConfig c = find_trainer_config(name);
-    EXPECT_EQ(c.optimizer.type, training::OptimizerType::AdamW);
-    EXPECT_DOUBLE_EQ(c.optimizer.lr, 3e-4);
-    EXPECT_DOUBLE_EQ(c.optimizer.weight_decay, 5e-2);
-    EXPECT_DOUBLE_EQ(c.optimizer.beta1, 0.9);
-    EXPECT_DOUBLE_EQ(c.optimizer.beta2, 0.98);
-    EXPECT_FALSE(c.optimizer.amsgrad);
-    EXPECT_EQ(c.warmup_epochs, 50);
-    EXPECT_FALSE(c.deep_supervision);
-    EXPECT_DOUBLE_EQ(c.grad_clip, 1.0);
-    const json& k = c.architecture.at("arch_kwargs");
-    EXPECT_EQ(c.architecture.at("network_class_name"), "dynamic_network_architectures.architectures.primus.Primus");
-    EXPECT_EQ(k.at("embed_dim"), dims[0]);
-    EXPECT_EQ(k.at("eva_depth"), dims[1]);
-    EXPECT_EQ(k.at("eva_numheads"), dims[2]);
-    EXPECT_EQ(k.at("init_values"), 0.1);
-    EXPECT_EQ(k.at("drop_path_rate"), 0.2);
-    EXPECT_EQ(k.at("scale_attn_inner"), true);
-  }
-  EXPECT_NE(error_of("nnUNet_PrimusV2M_Trainer").find("V2/V3 convolutional patch embeddings"), std::string::npos);
+  for (const std::string version : {"", "V2", "V3"})
+    for (const auto& [size, dims] : sizes) {
+      const std::string name = "nnUNet_Primus" + (version.empty() ? std::string("_") : version) + size + "_Trainer";
+      SCOPED_TRACE(name);
+      const TrainerConfig c = find_trainer_config(name);
+      EXPECT_EQ(c.optimizer.type, training::OptimizerType::AdamW);
+      EXPECT_DOUBLE_EQ(c.optimizer.lr, 3e-4);
+      EXPECT_DOUBLE_EQ(c.optimizer.weight_decay, 5e-2);
+      EXPECT_DOUBLE_EQ(c.optimizer.beta1, 0.9);
+      EXPECT_DOUBLE_EQ(c.optimizer.beta2, 0.98);
+      EXPECT_FALSE(c.optimizer.amsgrad);
+      EXPECT_EQ(c.warmup_epochs, 50);
+      EXPECT_FALSE(c.deep_supervision);
+      EXPECT_DOUBLE_EQ(c.grad_clip, 1.0);
+      const json& k = c.architecture.at("arch_kwargs");
+      EXPECT_EQ(c.architecture.at("network_class_name"),
+                "dynamic_network_architectures.architectures.primus.Primus" + version);
+      EXPECT_EQ(k.at("embed_dim"), dims[0]);
+      EXPECT_EQ(k.at("eva_depth"), dims[1]);
+      EXPECT_EQ(k.at("eva_numheads"), dims[2]);
+      EXPECT_EQ(k.at("init_values"), 0.1);
+      EXPECT_EQ(k.at("drop_path_rate"), 0.2);
+      EXPECT_EQ(k.at("scale_attn_inner"), true);
+    }
+  EXPECT_NE(error_of("nnUNet_PrimusV4M_Trainer").find("nnUNet_PrimusV4M_Trainer"), std::string::npos);
 }
