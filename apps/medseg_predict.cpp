@@ -100,7 +100,11 @@ void declare(CLI::App& app, PredictArgs& a) {
       ->capture_default_str();
   app.add_option("--npp", a.ro.npp, "Preprocessing workers (0: inline)")->capture_default_str();
   app.add_option("--nps", a.ro.nps, "Export workers (0: inline)")->capture_default_str();
-  app.add_option("--tile_batch", a.po.tile_batch, "Tiles x mirrored copies per forward pass")->capture_default_str();
+  app.add_option("--tile_batch", a.po.tile_batch,
+                 "Tiles x mirrored copies per forward pass; 0: 8 on CUDA, on the CPU as many as keep a pass "
+                 "within 2^20 voxels (1 to 8)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--threads", a.po.torch_threads, "Torch CPU threads (MEDSEG_NUM_THREADS)")->capture_default_str();
   app.add_option("--export_threads", a.ro.export_threads, "Classes resampled in parallel per export")
       ->capture_default_str();

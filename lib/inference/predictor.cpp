@@ -1,6 +1,7 @@
 #include "inference/predictor.h"
 
 #include <ATen/Parallel.h>
+#include <algorithm>
 #include <c10/core/InferenceMode.h>
 #include <torch/cuda.h>
 
@@ -31,6 +32,14 @@ AmpMode prediction_amp(AmpMode requested, bool cuda, bool exact_nnunet, const Cp
   if (requested != AmpMode::Auto) return requested;
   if (cuda) return AmpMode::Fp16;
   return cpu.bf16_units() && !exact_nnunet ? AmpMode::Bf16 : AmpMode::Off;
+}
+
+int64_t auto_tile_batch(bool cuda, const std::vector<int>& patch_size) {
+  constexpr int64_t kMaxBatch = 8, kCpuPassVoxels = int64_t{1} << 20;
+  if (cuda) return kMaxBatch;
+  int64_t voxels = 1;
+  for (int s : patch_size) voxels *= std::max(1, s);
+  return std::clamp<int64_t>(kCpuPassVoxels / voxels, 1, kMaxBatch);
 }
 
 Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
@@ -64,7 +73,10 @@ Predictor::Predictor(ModelFolder model, const PredictorOptions& opts)
   window_.step_size = opts_.step_size;
   window_.use_gaussian = true;
   if (opts_.mirroring) window_.mirror_axes = model_.mirror_axes;
-  window_.max_batch = opts_.exact_nnunet ? 1 : std::max<int64_t>(1, opts_.tile_batch);
+  MEDSEG_CHECK(opts_.tile_batch >= 0, "--tile_batch must be 0 (auto) or more, got ", opts_.tile_batch);
+  window_.max_batch = opts_.exact_nnunet      ? 1
+                      : opts_.tile_batch == 0 ? auto_tile_batch(cuda_, cfg.patch_size)
+                                              : opts_.tile_batch;
   window_.device = device;
   window_.half_accumulators = opts_.half_accumulators || opts_.exact_nnunet;
   export_.half_logits = window_.half_accumulators;  // fp16 sums make fp16 logits

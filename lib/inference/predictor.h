@@ -30,7 +30,7 @@ struct PredictorOptions {
   bool mirroring = true;        // test-time augmentation over the model's mirroring axes
   std::string device = "cpu";   // "cpu", "cuda" or "cuda:N"
   AmpMode amp = AmpMode::Auto;  // Auto: prediction_amp below
-  int64_t tile_batch = 8;       // tiles x mirrored copies per forward pass
+  int64_t tile_batch = 0;       // tiles x mirrored copies per forward pass; 0: auto_tile_batch
   int torch_threads = 0;        // at::set_num_threads when > 0
   bool progress = false;
   SlabMode slabs = SlabMode::Auto;  // --slabs
@@ -46,6 +46,11 @@ struct PredictorOptions {
   // Ranks that share every image's tiles (medseg_predict --nproc_per_node); null: this process alone.
   std::shared_ptr<distributed::ProcessGroup> group;
 };
+
+// --tile_batch 0: 8 tiles x mirrored copies per forward pass on CUDA; on the CPU as many as keep one pass within
+// 2^20 voxels (1 to 8). Batching buys the CPU no speed (docs/predict.md, "Speed": tiles one at a time were not
+// slower) but multiplies the forward pass's activations: 8 tiles of 128^3 took 1.8x nnU-Net's memory on a CT.
+int64_t auto_tile_batch(bool cuda, const std::vector<int>& patch_size);
 
 // The precision the network predicts in for `requested`: Auto is fp16 on CUDA, bf16 on a CPU with bf16 units
 // (AVX-512 BF16 or AMX: 1.6-2x faster there, and fp32's labels and Dice in the fidelity check, docs/predict.md "bf16

@@ -97,9 +97,11 @@ NnunetExportResult export_nnunet(const NnunetExportOptions& o) {
     r.aliases = 0;
     for (const auto& [name, t] : f.weights) {
       const at::Tensor cpu = t.detach().to(at::kCPU).contiguous();
-      // Primus's names are dynamic-network-architectures' already; the U-Nets' get nnU-Net's aliases.
+      // Primus's names are dynamic-network-architectures' already, but for the conv blocks of V2's and V3's
+      // residual patch embedding, which have all_modules aliases there too; the U-Nets' get nnU-Net's aliases.
+      const bool aliased = !primus || name.rfind("down_projection.", 0) == 0;
       const std::vector<std::string> views =
-          primus ? std::vector<std::string>{name} : nnunet_state_dict_names(name, dropout);
+          aliased ? nnunet_state_dict_names(name, primus ? false : dropout) : std::vector<std::string>{name};
       for (const std::string& view : views) weights.insert(view, cpu);
       r.tensors += 1;
       r.aliases += static_cast<int64_t>(views.size()) - 1;

@@ -40,3 +40,16 @@ TEST(PredictionAmp, AnExplicitChoiceIsKept) {
     for (const bool units : {false, true}) EXPECT_EQ(prediction_amp(m, false, false, cpu(units, units, units)), m);
   EXPECT_EQ(prediction_amp(AmpMode::Off, true, false, cpu(true, true, true)), AmpMode::Off);
 }
+
+// --tile_batch 0 (the default): 8 tiles x mirrored copies per pass on CUDA; on the CPU floor(2^20 / patch voxels)
+// clamped to 1..8, computed by hand: the demo's 32x48x48 (73,728 voxels: 14 -> 8), 64^3 (262,144: 4), a 2D
+// 512x512 (4), Hippocampus's 80x112x80 (716,800: 1) and a CT's 128^3 (1).
+TEST(PredictionTileBatch, AutoBatchesSmallTilesOnTheCpuAndLargeOnesOneByOne) {
+  using medseg::inference::auto_tile_batch;
+  EXPECT_EQ(auto_tile_batch(true, {128, 128, 128}), 8);
+  EXPECT_EQ(auto_tile_batch(false, {32, 48, 48}), 8);
+  EXPECT_EQ(auto_tile_batch(false, {64, 64, 64}), 4);
+  EXPECT_EQ(auto_tile_batch(false, {512, 512}), 4);
+  EXPECT_EQ(auto_tile_batch(false, {80, 112, 80}), 1);
+  EXPECT_EQ(auto_tile_batch(false, {128, 128, 128}), 1);
+}

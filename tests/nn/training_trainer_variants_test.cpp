@@ -11,6 +11,8 @@
 #include "core/json_io.h"
 #include "inference/model_folder.h"
 #include "inference_test_util.h"
+#include "models/primus.h"
+#include "plans/plans.h"
 #include "support/test_support.h"
 #include "training/trainer_config.h"
 #include "training/trainer_variants.h"
@@ -190,4 +192,20 @@ TEST(TrainerVariants, PrimusTrainersCarryNnUNetsRecipeAndTheirNetwork) {
       EXPECT_EQ(k.at("scale_attn_inner"), true);
     }
   EXPECT_NE(error_of("nnUNet_PrimusV4M_Trainer").find("nnUNet_PrimusV4M_Trainer"), std::string::npos);
+}
+
+// The architecture a Primus trainer writes into its model folder builds the network nnU-Net's trainer builds: the
+// S size of each version, 1 -> 2 channels on 64^3, holds as many parameters as dynamic-network-architectures 0.4.4
+// counts for nnUNet_Primus_S_Trainer, nnUNet_PrimusV2S_Trainer and nnUNet_PrimusV3S_Trainer.
+TEST(TrainerVariants, PrimusTrainersArchitecturesBuildTheTrainersNetworks) {
+  const std::pair<const char*, int64_t> rows[] = {{"nnUNet_Primus_S_Trainer", 23386526},
+                                                  {"nnUNet_PrimusV2S_Trainer", 24159518},
+                                                  {"nnUNet_PrimusV3S_Trainer", 70596165}};
+  for (const auto& [name, parameters] : rows) {
+    SCOPED_TRACE(name);
+    planning::ArchitecturePlan a = planning::architecture_from_json(find_trainer_config(name).architecture, name);
+    ASSERT_TRUE(a.primus);
+    a.primus->input_shape = {64, 64, 64};  // a configuration's patch size
+    EXPECT_EQ(models::primus_parameter_count(models::primus_options(*a.primus, 1, 2)), parameters);
+  }
 }
