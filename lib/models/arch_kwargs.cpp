@@ -10,11 +10,9 @@ std::string last_component(const std::string& s) {
   return p == std::string::npos ? s : s.substr(p + 1);
 }
 
-std::vector<int64_t> to_int64(const std::vector<int>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
-
 std::vector<Shape> to_shapes(const std::vector<std::vector<int>>& rows) {
   std::vector<Shape> out;
-  for (const auto& r : rows) out.push_back(to_int64(r));
+  for (const auto& r : rows) out.push_back(to_shape(r));
   return out;
 }
 
@@ -57,15 +55,15 @@ int dims_from_conv_op(const std::string& conv_op) {
 }
 
 UNetOptions unet_options(const planning::ArchitecturePlan& a, int64_t in_channels, int64_t num_classes) {
-  UNetOptions o(in_channels, num_classes, to_int64(a.features_per_stage));
+  UNetOptions o(in_channels, num_classes, to_shape(a.features_per_stage));
   o.spatial_dims(dims_from_conv_op(a.conv_op));
   o.kernel_sizes(to_shapes(a.kernel_sizes));
   o.strides(to_shapes(a.strides));
   if (a.is_residual_encoder_unet())
-    o.n_blocks_per_stage(to_int64(required(a.n_blocks_per_stage, "n_blocks_per_stage")));
+    o.n_blocks_per_stage(to_shape(required(a.n_blocks_per_stage, "n_blocks_per_stage")));
   else
-    o.n_conv_per_stage(to_int64(required(a.n_conv_per_stage, "n_conv_per_stage")));
-  o.n_conv_per_stage_decoder(to_int64(required(a.n_conv_per_stage_decoder, "n_conv_per_stage_decoder")));
+    o.n_conv_per_stage(to_shape(required(a.n_conv_per_stage, "n_conv_per_stage")));
+  o.n_conv_per_stage_decoder(to_shape(required(a.n_conv_per_stage_decoder, "n_conv_per_stage_decoder")));
   o.conv_bias(a.conv_bias);
   o.norm(norm_kind(a.norm_op)).norm_eps(a.norm_eps).norm_affine(a.norm_affine);
   o.dropout_p(a.dropout_p);
@@ -79,8 +77,8 @@ SwinUNETROptions swin_options(const planning::ArchitecturePlan& a, int64_t in_ch
   MEDSEG_CHECK(s.patch_size == 2, "SwinUNETR: only patch_size 2 is supported");
   return SwinUNETROptions(in_channels, out_channels)
       .feature_size(s.feature_size)
-      .depths(to_int64(s.depths))
-      .num_heads(to_int64(s.num_heads))
+      .depths(to_shape(s.depths))
+      .num_heads(to_shape(s.num_heads))
       .window_size(s.window_size)
       .use_v2(s.use_v2)
       .use_checkpoint(s.use_checkpoint)

@@ -20,6 +20,9 @@ namespace medseg::models {
 
 using Shape = std::vector<int64_t>;
 
+// A shape as plans.json's readers hold it (int) in the models' type.
+inline Shape to_shape(const std::vector<int>& v) { return Shape(v.begin(), v.end()); }
+
 // The number of elements of a shape (tokens of a patch grid, voxels of a window).
 inline int64_t product(const Shape& s) {
   int64_t n = 1;

@@ -27,30 +27,38 @@ PrimusOptions primus_trainer_options(const std::string& size, int64_t in_channel
   throw Error("Primus: unknown size '" + size + "' (S, B, M or L, or V2S ... V3L)");
 }
 
+namespace {
+
+// The plan's patch embedding set on `o` (the strided convolution when the plan has no residual one).
+PrimusOptions with_embedding_of(PrimusOptions o, const planning::PrimusPlan& plan) {
+  return o.embed_channels(to_shape(plan.embed_channels))
+      .embed_depths(to_shape(plan.embed_depths))
+      .embed_leaky_relu(plan.embed_leaky_relu)
+      .embed_add_skips(plan.embed_add_skips);
+}
+
+}  // namespace
+
 PrimusOptions with_residual_embedding(PrimusOptions o, int version) {
-  MEDSEG_CHECK(version == 2 || version == 3, "Primus: no V", version, " patch embedding (V2 or V3)");
-  if (version == 2) return o.embed_channels({32, 32, 64, 128}).embed_depths({1, 1, 1});
-  return o.embed_channels({32, 64, 256, 1024}).embed_depths({1, 1, 1}).embed_leaky_relu(true).embed_add_skips(true);
+  planning::PrimusPlan plan;
+  planning::set_residual_embedding(plan, version);
+  return with_embedding_of(std::move(o), plan);
 }
 
 PrimusOptions primus_options(const planning::PrimusPlan& plan, int64_t in_channels, int64_t num_classes) {
   MEDSEG_CHECK(!plan.input_shape.empty(),
                "Primus: arch_kwargs.input_shape (the patch size) is needed where no configuration gives it");
-  auto shape = [](const std::vector<int>& v) { return Shape(v.begin(), v.end()); };
-  return PrimusOptions(in_channels, num_classes, plan.embed_dim, plan.eva_depth, plan.eva_numheads,
-                       shape(plan.input_shape))
-      .patch_embed_size(shape(plan.patch_embed_size))
-      .mlp_ratio(plan.mlp_ratio)
-      .drop_path_rate(plan.drop_path_rate)
-      .init_values(plan.init_values)
-      .scale_attn_inner(plan.scale_attn_inner)
-      .use_rot_pos_emb(plan.use_rot_pos_emb)
-      .use_abs_pos_emb(plan.use_abs_pos_embed)
-      .num_register_tokens(plan.num_register_tokens)
-      .embed_channels(shape(plan.embed_channels))
-      .embed_depths(shape(plan.embed_depths))
-      .embed_leaky_relu(plan.embed_leaky_relu)
-      .embed_add_skips(plan.embed_add_skips);
+  return with_embedding_of(PrimusOptions(in_channels, num_classes, plan.embed_dim, plan.eva_depth, plan.eva_numheads,
+                                         to_shape(plan.input_shape))
+                               .patch_embed_size(to_shape(plan.patch_embed_size))
+                               .mlp_ratio(plan.mlp_ratio)
+                               .drop_path_rate(plan.drop_path_rate)
+                               .init_values(plan.init_values)
+                               .scale_attn_inner(plan.scale_attn_inner)
+                               .use_rot_pos_emb(plan.use_rot_pos_emb)
+                               .use_abs_pos_emb(plan.use_abs_pos_embed)
+                               .num_register_tokens(plan.num_register_tokens),
+                           plan);
 }
 
 PrimusDecoderPlan primus_decoder_plan(const PrimusOptions& o) {

@@ -12,6 +12,14 @@
 #include "plans/plan_limits.h"
 
 namespace medseg::planning {
+
+void set_residual_embedding(PrimusPlan& p, int version) {
+  MEDSEG_CHECK(version == 2 || version == 3, "Primus: no V", version, " patch embedding (V2 or V3)");
+  p.embed_depths = {1, 1, 1};
+  p.embed_channels = version == 2 ? std::vector<int>{32, 32, 64, 128} : std::vector<int>{32, 64, 256, 1024};
+  p.embed_leaky_relu = p.embed_add_skips = version == 3;
+}
+
 namespace {
 
 // plans.json is read through JsonObjectReader (core/json_object_reader.h), scoped: a configuration's messages
@@ -147,18 +155,14 @@ SwinPlan swin_from_json(const JsonObjectReader& k) {
 }
 
 // PrimusV2 builds PatchEmbed_deeper with its defaults (base_features 32 doubling per level, 3 levels of one
-// block, ReLU); PrimusV3 builds PatchEmbedDeeperControlled from its own depth_per_level, ch_per_level, add_skips
-// (defaults (1, 1, 1), (32, 64, 256, 1024), true) and LeakyReLU.
+// block, ReLU); PrimusV3 builds PatchEmbedDeeperControlled from its own depth_per_level, ch_per_level and add_skips,
+// whose defaults set_residual_embedding gives.
 void read_residual_embedding(PrimusPlan& p, const std::string& version, const JsonObjectReader& k) {
-  if (version == "PrimusV2") {
-    p.embed_channels = {32, 32, 64, 128};
-    p.embed_depths = {1, 1, 1};
-    return;
-  }
-  p.embed_depths = k.get_or<std::vector<int>>("depth_per_level", {1, 1, 1});
-  p.embed_channels = k.get_or<std::vector<int>>("ch_per_level", {32, 64, 256, 1024});
-  p.embed_add_skips = k.get_or<bool>("add_skips", true);
-  p.embed_leaky_relu = true;
+  set_residual_embedding(p, version == "PrimusV2" ? 2 : 3);
+  if (version == "PrimusV2") return;
+  p.embed_depths = k.get_or<std::vector<int>>("depth_per_level", p.embed_depths);
+  p.embed_channels = k.get_or<std::vector<int>>("ch_per_level", p.embed_channels);
+  p.embed_add_skips = k.get_or<bool>("add_skips", p.embed_add_skips);
   k.check(!p.embed_depths.empty() && p.embed_depths.size() <= 6, k.key_name("depth_per_level"), " needs 1 to 6 levels");
   k.check(p.embed_channels.size() == p.embed_depths.size() + 1, k.key_name("ch_per_level"), " needs ",
           p.embed_depths.size() + 1, " entries (one more than depth_per_level), got ", p.embed_channels.size());

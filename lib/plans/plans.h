@@ -49,6 +49,11 @@ struct PrimusPlan {
   bool residual_embedding() const { return !embed_channels.empty(); }
 };
 
+// Sets p's embed_* fields to dynamic-network-architectures' residual patch embedding of PrimusV2 (PatchEmbed_deeper:
+// 32, 32, 64, 128, ReLU) or PrimusV3 (PatchEmbedDeeperControlled's defaults: 32, 64, 256, 1024, LeakyReLU, skips);
+// `version` 2 or 3, else medseg::Error.
+void set_residual_embedding(PrimusPlan& p, int version);
+
 struct ArchitecturePlan {
   std::string network_class_name;  // as written, e.g. dynamic_network_architectures.architectures.unet.PlainConvUNet
   std::string short_name;          // the part after the last '.', e.g. PlainConvUNet

@@ -101,7 +101,7 @@ NnunetExportResult export_nnunet(const NnunetExportOptions& o) {
       // residual patch embedding, which have all_modules aliases there too; the U-Nets' get nnU-Net's aliases.
       const bool aliased = !primus || name.rfind("down_projection.", 0) == 0;
       const std::vector<std::string> views =
-          aliased ? nnunet_state_dict_names(name, primus ? false : dropout) : std::vector<std::string>{name};
+          aliased ? nnunet_state_dict_names(name, dropout) : std::vector<std::string>{name};
       for (const std::string& view : views) weights.insert(view, cpu);
       r.tensors += 1;
       r.aliases += static_cast<int64_t>(views.size()) - 1;

@@ -42,6 +42,33 @@ void expect_within(const bench::MemoryProbeResult& r, double tol = 0.15) {
   EXPECT_GT(r.measured_peak, r.static_bytes + r.batch_bytes);
 }
 
+// One training step of dynamic-network-architectures' Primus class `cls` (Primus, PrimusV2, PrimusV3) as the
+// Primus trainers set it up (layer scale, inner norm, AdamW, no deep supervision; 96 wide, 3 blocks of 4 heads):
+// the model within 15 % of the measured peak, and the static bytes the weights and AdamW's two moments.
+void expect_primus_step_modelled(const std::string& cls, const std::vector<int>& patch, bool amp, bool ckpt) {
+  bench::MemoryProbeConfig c;
+  c.name = cls;
+  c.architecture = {{"network_class_name", "dynamic_network_architectures.architectures.primus." + cls},
+                    {"arch_kwargs",
+                     {{"embed_dim", 96},
+                      {"eva_depth", 3},
+                      {"eva_numheads", 4},
+                      {"init_values", 0.1},
+                      {"scale_attn_inner", true},
+                      {"input_shape", patch}}}};
+  c.patch = patch;
+  c.batch = 2;
+  c.amp = amp;
+  c.optimizer = training::OptimizerType::AdamW;
+  c.deep_supervision = false;
+  c.checkpoint_encoder = ckpt;
+  const bench::MemoryProbeResult r = bench::probe_training_step(c);
+  SCOPED_TRACE(r.to_json().dump());
+  EXPECT_LE(std::fabs(r.ratio() - 1.0), 0.15);
+  EXPECT_NEAR(static_cast<double>(r.static_bytes), 12.0 * static_cast<double>(r.parameters),
+              0.01 * 12.0 * static_cast<double>(r.parameters));
+}
+
 }  // namespace
 
 TEST(MemoryModelMeasured, PlainConvUNet2dFp32AndBf16) {
@@ -66,29 +93,7 @@ TEST(MemoryModelMeasured, PrimusFp32AndBf16) {
   if (compat::torch_version().rfind("1.", 0) == 0) GTEST_SKIP() << "LibTorch " << compat::torch_version();
   for (const std::vector<int>& patch : {std::vector<int>{32, 32, 32}, std::vector<int>{16, 64, 64}})
     for (bool amp : {false, true})
-      for (bool ckpt : {false, true}) {
-        bench::MemoryProbeConfig c;
-        c.name = "Primus";
-        c.architecture = {{"network_class_name", "dynamic_network_architectures.architectures.primus.Primus"},
-                          {"arch_kwargs",
-                           {{"embed_dim", 96},
-                            {"eva_depth", 3},
-                            {"eva_numheads", 4},
-                            {"init_values", 0.1},
-                            {"scale_attn_inner", true},
-                            {"input_shape", patch}}}};
-        c.patch = patch;
-        c.batch = 2;
-        c.amp = amp;
-        c.optimizer = training::OptimizerType::AdamW;
-        c.deep_supervision = false;
-        c.checkpoint_encoder = ckpt;
-        const bench::MemoryProbeResult r = bench::probe_training_step(c);
-        SCOPED_TRACE(r.to_json().dump());
-        EXPECT_LE(std::fabs(r.ratio() - 1.0), 0.15);
-        EXPECT_NEAR(static_cast<double>(r.static_bytes), 12.0 * static_cast<double>(r.parameters),
-                    0.01 * 12.0 * static_cast<double>(r.parameters));  // weights and AdamW's two moments
-      }
+      for (bool ckpt : {false, true}) expect_primus_step_modelled("Primus", patch, amp, ckpt);
 }
 
 // PrimusV2 and PrimusV3 as nnU-Net's trainers build them (their residual patch embeddings at full resolution:
@@ -96,26 +101,5 @@ TEST(MemoryModelMeasured, PrimusFp32AndBf16) {
 TEST(MemoryModelMeasured, PrimusV2AndV3Fp32AndBf16) {
   if (compat::torch_version().rfind("1.", 0) == 0) GTEST_SKIP() << "LibTorch " << compat::torch_version();
   for (const std::string version : {"PrimusV2", "PrimusV3"})
-    for (bool amp : {false, true}) {
-      bench::MemoryProbeConfig c;
-      c.name = version;
-      c.architecture = {{"network_class_name", "dynamic_network_architectures.architectures.primus." + version},
-                        {"arch_kwargs",
-                         {{"embed_dim", 96},
-                          {"eva_depth", 3},
-                          {"eva_numheads", 4},
-                          {"init_values", 0.1},
-                          {"scale_attn_inner", true},
-                          {"input_shape", {32, 32, 32}}}}};
-      c.patch = {32, 32, 32};
-      c.batch = 2;
-      c.amp = amp;
-      c.optimizer = training::OptimizerType::AdamW;
-      c.deep_supervision = false;
-      const bench::MemoryProbeResult r = bench::probe_training_step(c);
-      SCOPED_TRACE(r.to_json().dump());
-      EXPECT_LE(std::fabs(r.ratio() - 1.0), 0.15);
-      EXPECT_NEAR(static_cast<double>(r.static_bytes), 12.0 * static_cast<double>(r.parameters),
-                  0.01 * 12.0 * static_cast<double>(r.parameters));
-    }
+    for (bool amp : {false, true}) expect_primus_step_modelled(version, {32, 32, 32}, amp, /*ckpt=*/false);
 }

@@ -18,23 +18,36 @@
 using namespace medseg;
 using models::PrimusOptions;
 
-TEST(Primus, ParameterCountsAreThoseOfNnUNetsPrimusTrainers) {
-  struct Row {
-    const char* size;
-    int64_t in, out;
-    models::Shape shape;
-    int64_t parameters;
-  };
-  const Row rows[] = {
-      {"S", 1, 2, {64, 64, 64}, 23386526},  {"S", 2, 4, {128, 96, 160}, 24974080},
-      {"B", 1, 2, {64, 64, 64}, 92243498},  {"B", 2, 4, {128, 96, 160}, 95516220},
-      {"M", 1, 2, {64, 64, 64}, 145551770}, {"M", 2, 4, {128, 96, 160}, 149178308},
-      {"L", 1, 2, {64, 64, 64}, 324270626}, {"L", 2, 4, {128, 96, 160}, 328698956},
-  };
-  for (const Row& r : rows)
+namespace {
+
+// A Primus trainer's network (primus_trainer_options' size) and the parameters dna 0.4.4 counts for it.
+struct TrainerCount {
+  const char* size;
+  int64_t in, out;
+  models::Shape shape;
+  int64_t parameters;
+};
+
+void expect_trainer_counts(const std::vector<TrainerCount>& rows) {
+  for (const TrainerCount& r : rows)
     EXPECT_EQ(models::primus_parameter_count(models::primus_trainer_options(r.size, r.in, r.out, r.shape)),
               r.parameters)
         << r.size;
+}
+
+}  // namespace
+
+TEST(Primus, ParameterCountsAreThoseOfNnUNetsPrimusTrainers) {
+  expect_trainer_counts({
+      {"S", 1, 2, {64, 64, 64}, 23386526},
+      {"S", 2, 4, {128, 96, 160}, 24974080},
+      {"B", 1, 2, {64, 64, 64}, 92243498},
+      {"B", 2, 4, {128, 96, 160}, 95516220},
+      {"M", 1, 2, {64, 64, 64}, 145551770},
+      {"M", 2, 4, {128, 96, 160}, 149178308},
+      {"L", 1, 2, {64, 64, 64}, 324270626},
+      {"L", 2, 4, {128, 96, 160}, 328698956},
+  });
   // The built network holds what the formula counts.
   const auto s = models::primus_trainer_options("S", 1, 2, {64, 64, 64});
   EXPECT_EQ(models::Primus(s)->parameter_count(), 23386526);
@@ -49,26 +62,24 @@ TEST(Primus, ParameterCountsAreThoseOfNnUNetsPrimusTrainers) {
 // embeddings (PatchEmbed_deeper, PatchEmbedDeeperControlled), counted by dynamic-network-architectures 0.4.4 on
 // the meta device as the trainers build them.
 TEST(Primus, V2AndV3ParameterCountsAreThoseOfNnUNetsPrimusTrainers) {
-  struct Row {
-    const char* size;
-    int64_t in, out;
-    models::Shape shape;
-    int64_t parameters;
-  };
-  const Row rows[] = {
-      {"V2S", 1, 2, {64, 64, 64}, 24159518},  {"V2S", 2, 4, {128, 96, 160}, 25545216},
-      {"V2B", 1, 2, {64, 64, 64}, 92864426},  {"V2B", 2, 4, {128, 96, 160}, 95732540},
-      {"V2M", 1, 2, {64, 64, 64}, 146145050}, {"V2M", 2, 4, {128, 96, 160}, 149330116},
-      {"V2L", 1, 2, {64, 64, 64}, 324790178}, {"V2L", 2, 4, {128, 96, 160}, 328678732},
-      {"V3S", 1, 2, {64, 64, 64}, 70596165},  {"V3S", 2, 4, {128, 96, 160}, 71981863},
-      {"V3B", 1, 2, {64, 64, 64}, 148578165}, {"V3B", 2, 4, {128, 96, 160}, 151446279},
-      {"V3M", 1, 2, {64, 64, 64}, 203545533}, {"V3M", 2, 4, {128, 96, 160}, 206730599},
-      {"V3L", 1, 2, {64, 64, 64}, 386688645}, {"V3L", 2, 4, {128, 96, 160}, 390577199},
-  };
-  for (const Row& r : rows)
-    EXPECT_EQ(models::primus_parameter_count(models::primus_trainer_options(r.size, r.in, r.out, r.shape)),
-              r.parameters)
-        << r.size;
+  expect_trainer_counts({
+      {"V2S", 1, 2, {64, 64, 64}, 24159518},
+      {"V2S", 2, 4, {128, 96, 160}, 25545216},
+      {"V2B", 1, 2, {64, 64, 64}, 92864426},
+      {"V2B", 2, 4, {128, 96, 160}, 95732540},
+      {"V2M", 1, 2, {64, 64, 64}, 146145050},
+      {"V2M", 2, 4, {128, 96, 160}, 149330116},
+      {"V2L", 1, 2, {64, 64, 64}, 324790178},
+      {"V2L", 2, 4, {128, 96, 160}, 328678732},
+      {"V3S", 1, 2, {64, 64, 64}, 70596165},
+      {"V3S", 2, 4, {128, 96, 160}, 71981863},
+      {"V3B", 1, 2, {64, 64, 64}, 148578165},
+      {"V3B", 2, 4, {128, 96, 160}, 151446279},
+      {"V3M", 1, 2, {64, 64, 64}, 203545533},
+      {"V3M", 2, 4, {128, 96, 160}, 206730599},
+      {"V3L", 1, 2, {64, 64, 64}, 386688645},
+      {"V3L", 2, 4, {128, 96, 160}, 390577199},
+  });
   EXPECT_EQ(models::Primus(models::primus_trainer_options("V2S", 1, 2, {64, 64, 64}))->parameter_count(), 24159518);
   EXPECT_EQ(models::Primus(models::primus_trainer_options("V3S", 1, 2, {64, 64, 64}))->parameter_count(), 70596165);
   EXPECT_THROW(models::primus_trainer_options("V4S", 1, 2, {64, 64, 64}), Error);
