@@ -15,6 +15,8 @@
 #include "distributed/join.h"
 #include "distributed/process_group.h"
 #include "distributed/world.h"
+#include "sharing/nnssl_checkpoint.h"
+#include "training/pretrained_encoder.h"
 #include "training/rank_fit.h"
 #include "training/run_folder.h"
 #include "training/trainer.h"
@@ -29,7 +31,7 @@ namespace distributed = medseg::distributed;
 struct TrainArgs {
   std::string dataset, configuration, fold, plans = "nnUNetPlans", trainer = "nnUNetTrainer";
   std::string amp, augment_device, device = "cpu", cudnn = "on", preprocessed, results, inplace;
-  bool resume = false, val = false, val_best = false, no_pbar = false;
+  bool resume = false, val = false, val_best = false, no_pbar = false, from_scratch = false;
   training::TrainOptions opt;
   int64_t epochs = 0, iters = 0, val_iters = 0, ckpt_every = 0;
   int workers = 0, nproc = 0, num_gpus = 0, dist_timeout = 60;
@@ -90,6 +92,9 @@ void declare(CLI::App& app, TrainArgs& a) {
       "--pretrained_weights", a.opt.pretrained_weights,
       "Start a new run from this checkpoint's weights (fine-tuning; segmentation heads skipped when the labels "
       "differ)");
+  app.add_flag("--from_scratch", a.from_scratch,
+               "A fine-tuning trainer (PretrainedTrainer...) without its pretrained weights: the same recipe from a "
+               "fresh network, at the trainer's from-scratch learning rate (nnUNetv2_train_pretrained --from_scratch)");
   app.add_option("--inplace", a.inplace,
                  "In-place activations: auto (on for one process, off with several ranks), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
@@ -98,6 +103,8 @@ void declare(CLI::App& app, TrainArgs& a) {
 // Flags that contradict each other; the number of local ranks to start (0: this is one process or a rank).
 int local_ranks(const TrainArgs& a) {
   if (a.resume && a.val) throw medseg::Error("--c and --val are mutually exclusive");
+  if (a.from_scratch && !a.opt.pretrained_weights.empty())
+    throw medseg::Error("--from_scratch and --pretrained_weights contradict each other");
   if (!a.opt.pretrained_weights.empty() && (a.resume || a.val))
     throw medseg::Error(std::string("-pretrained_weights starts a new run: it cannot be combined with ") +
                         (a.resume ? "--c" : "--val"));
@@ -154,8 +161,39 @@ void join_if_rank(TrainArgs& a) {
   a.opt.group = std::move(joined.group);
 }
 
+// The pretrained weights a run starts from: --pretrained_weights, else a fine-tuning trainer's plans'
+// pretrain_info.checkpoint_path (nnUNetv2_preprocess_like_nnssl writes it), none with --from_scratch.
+std::string pretrained_file(const TrainArgs& a, const training::TrainerConfig& cfg, const medseg::json& plans) {
+  if (!a.opt.pretrained_weights.empty() || a.from_scratch || !cfg.lr_from_scratch) return a.opt.pretrained_weights;
+  const medseg::json info = plans.value("pretrain_info", medseg::json());
+  if (info.is_object() && info.contains("checkpoint_path") && info.at("checkpoint_path").is_string())
+    return info.at("checkpoint_path").get<std::string>();
+  throw medseg::Error("trainer '" + cfg.name +
+                      "' fine-tunes pretrained weights: give --pretrained_weights FILE, plans whose pretrain_info "
+                      "names a checkpoint_path (docs/finetuning.md), or --from_scratch");
+}
+
+// Fine-tuning (docs/finetuning.md): an nnssl checkpoint's encoder for a new run, and the trainer's learning rate
+// for a run with or without pretrained weights (also when it resumes, so the rate stays the run's).
+void choose_pretrained(TrainArgs& a, training::TrainerConfig& cfg, const training::RunInputs& in) {
+  const std::string file = pretrained_file(a, cfg, in.plans_json);
+  if (cfg.lr_from_scratch && file.empty()) {
+    cfg.optimizer.lr = *cfg.lr_from_scratch;
+    spdlog::info("trainer '{}' from scratch: initial learning rate {}", cfg.name, cfg.optimizer.lr);
+  }
+  if (file.empty() || a.resume || a.val) return;
+  if (!medseg::sharing::is_torch_save_file(file)) {  // a medseg checkpoint: training/pretrained.h
+    a.opt.pretrained_weights = file;
+    return;
+  }
+  auto ck = medseg::sharing::read_nnssl_checkpoint(file);
+  a.opt.pretrained_encoder = std::make_shared<training::PretrainedEncoder>(training::pretrained_encoder_from_nnssl(
+      std::move(ck.weights), ck.adaptation_plan, std::move(ck.citations), file));
+  a.opt.pretrained_weights.clear();
+}
+
 // One process's (or one rank's) training or final validation.
-int train(TrainArgs& a, const training::TrainerConfig& cfg) {
+int train(TrainArgs& a, training::TrainerConfig cfg) {
   a.opt.device = a.device;
   a.opt.cudnn_benchmark = a.cudnn;
   a.opt.resume = a.resume;
@@ -180,6 +218,7 @@ int train(TrainArgs& a, const training::TrainerConfig& cfg) {
             training::resolve_run(a.dataset, a.configuration, a.fold, a.plans, cfg.name, a.preprocessed, a.results);
       },
       /*rank0_first=*/true);
+  choose_pretrained(a, cfg, inputs);
   training::Trainer t(std::move(inputs), cfg, a.opt);
   if (a.val) {
     t.validate(a.val_best ? medseg::checkpoint::kCheckpointBest : medseg::checkpoint::kCheckpointFinal);

@@ -57,9 +57,9 @@ SegmentationNetwork build_network(const nlohmann::json& architecture, int64_t in
                "network: architecture block needs 'network_class_name' and 'arch_kwargs'");
   const std::string full = architecture.at("network_class_name").get<std::string>();
   const std::string name = short_class_name(full);
-  MEDSEG_CHECK(
-      name == "PlainConvUNet" || name == "ResidualEncoderUNet" || name == "SwinUNETR" || name.rfind("Primus", 0) == 0,
-      "network: unknown network_class_name '", full, "'");
+  MEDSEG_CHECK(name == "PlainConvUNet" || name == "ResidualEncoderUNet" || name == "ResEncL" || name == "SwinUNETR" ||
+                   name.rfind("Primus", 0) == 0,
+               "network: unknown network_class_name '", full, "'");
   return build_network_from_plan(planning::architecture_from_json(architecture, source), in_channels, num_classes,
                                  opts);
 }

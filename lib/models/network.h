@@ -34,6 +34,16 @@ class SegmentationNetworkImpl : public torch::nn::Module {
   // Where the segmentation heads' weights are named ("decoder.seg_layers." for the U-Nets, as in
   // nnU-Net): the only layers whose shapes follow the labels, skipped when fine-tuning on others.
   virtual std::string segmentation_head_prefix() const = 0;
+  // Where a pretrained encoder goes (dynamic-network-architectures' key_to_encoder, key_to_stem,
+  // keys_to_in_proj and key_to_lpe, which nnssl's checkpoints name in their own network): fine-tuning
+  // from nnssl takes the encoder and the stem and leaves the rest as initialised. Empty `encoder`: the
+  // network has no such encoder (SwinUNETR).
+  struct EncoderKeys {
+    std::string encoder, stem;
+    std::vector<std::string> in_proj;  // the convolutions that see the input channels (without ".weight")
+    std::string lpe;                   // the learnable position embedding, if any
+  };
+  virtual EncoderKeys encoder_keys() const { return {}; }
   // Trainable elements, each tensor once (deep-supervision heads included).
   int64_t parameter_count() const;
   // Spatial parallelism (docs/spatial_parallel.md): with an active shard, forward takes this rank's

@@ -319,6 +319,12 @@ std::string PrimusImpl::segmentation_head_prefix() const {
   return "up_projection.decode." + std::to_string(decode_->size() - 1) + ".";
 }
 
+SegmentationNetworkImpl::EncoderKeys PrimusImpl::encoder_keys() const {
+  // primus.py's Primus, and PrimusV2 / PrimusV3 whose residual embedding's first convolution sees the input.
+  const std::string in_proj = residual_embedding_ ? "down_projection.stem.blocks.0.conv1.conv" : "down_projection.proj";
+  return {"eva", "down_projection", {in_proj}, options.use_abs_pos_emb() ? "eva.pos_embed" : ""};
+}
+
 std::shared_ptr<torch::nn::Module> PrimusImpl::clone(const torch::optional<torch::Device>& device) const {
   torch::NoGradGuard no_grad;
   auto copy = std::make_shared<PrimusImpl>(options);

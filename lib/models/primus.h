@@ -143,6 +143,7 @@ class PrimusImpl : public SegmentationNetworkImpl {
   std::string class_name() const override { return "Primus"; }
   int spatial_dims() const override { return 3; }
   std::string segmentation_head_prefix() const override;
+  EncoderKeys encoder_keys() const override;
   // A copy built from the options that takes this network's tensors (mask_token and register_tokens are
   // the network's own, so CloneableNetwork's children-only copy does not fit).
   std::shared_ptr<torch::nn::Module> clone(

@@ -130,6 +130,10 @@ class PlainConvUNetImpl : public CloneableNetwork<PlainConvUNetImpl, UNetBaseImp
  public:
   explicit PlainConvUNetImpl(UNetOptions options_);
   std::string class_name() const override { return "PlainConvUNet"; }
+  // The stem is the encoder's first stage (unet.py's PlainConvUNet).
+  EncoderKeys encoder_keys() const override {
+    return {"encoder.stages", "encoder.stages.0", {"encoder.stages.0.0.convs.0.conv"}, ""};
+  }
 };
 TORCH_MODULE(PlainConvUNet);
 
@@ -137,6 +141,9 @@ class ResidualEncoderUNetImpl : public CloneableNetwork<ResidualEncoderUNetImpl,
  public:
   explicit ResidualEncoderUNetImpl(UNetOptions options_);
   std::string class_name() const override { return "ResidualEncoderUNet"; }
+  EncoderKeys encoder_keys() const override {
+    return {"encoder.stages", "encoder.stem", {"encoder.stem.convs.0.conv"}, ""};
+  }
 };
 TORCH_MODULE(ResidualEncoderUNet);
 

@@ -1,8 +1,12 @@
 #include "plans/plans.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "core/error.h"
 #include "core/json_object_reader.h"
@@ -393,13 +397,53 @@ json resolve_configuration(const json& configurations, const std::string& name, 
   return resolve_configuration(JsonObjectReader::scoped(configurations, source, "", "'configurations'"), name, visited);
 }
 
+namespace {
+
+// The networks nnU-Net builds by name, whatever arch_kwargs say (get_network_via_name.py; the plans that
+// nnUNetv2_preprocess_like_nnssl writes from an nnssl checkpoint name them with arch_kwargs null): Primus S, B, M
+// and L (PrimusX's sizes with an 8x8x8 patch embedding, layer scale 0.1, scaled attention, no drop path) and
+// ResEncL (ResEnc-L's U-Net). Returns the class they are read as, and their arch_kwargs; nullopt for other names.
+std::optional<std::pair<std::string, json>> named_network(const std::string& short_name) {
+  const std::map<std::string, std::array<int, 3>> primus = {
+      {"PrimusS", {396, 12, 6}}, {"PrimusB", {792, 12, 12}}, {"PrimusM", {864, 16, 12}}, {"PrimusL", {1056, 24, 16}}};
+  if (const auto it = primus.find(short_name); it != primus.end())
+    return std::pair{std::string("Primus"), json{{"embed_dim", it->second[0]},
+                                                 {"eva_depth", it->second[1]},
+                                                 {"eva_numheads", it->second[2]},
+                                                 {"patch_embed_size", {8, 8, 8}},
+                                                 {"drop_path_rate", 0},
+                                                 {"init_values", 0.1},
+                                                 {"scale_attn_inner", true}}};
+  if (short_name != "ResEncL") return std::nullopt;
+  const json k3 = {3, 3, 3}, s1 = {1, 1, 1}, s2 = {2, 2, 2};
+  return std::pair{std::string("ResidualEncoderUNet"), json{{"n_stages", 6},
+                                                            {"features_per_stage", {32, 64, 128, 256, 320, 320}},
+                                                            {"conv_op", "torch.nn.modules.conv.Conv3d"},
+                                                            {"kernel_sizes", {k3, k3, k3, k3, k3, k3}},
+                                                            {"strides", {s1, s2, s2, s2, s2, s2}},
+                                                            {"n_blocks_per_stage", {1, 3, 4, 6, 6, 6}},
+                                                            {"n_conv_per_stage_decoder", {1, 1, 1, 1, 1}},
+                                                            {"conv_bias", true},
+                                                            {"norm_op", "torch.nn.modules.instancenorm.InstanceNorm3d"},
+                                                            {"norm_op_kwargs", {{"eps", 1e-05}, {"affine", true}}},
+                                                            {"dropout_op", nullptr},
+                                                            {"dropout_op_kwargs", nullptr},
+                                                            {"nonlin", "torch.nn.LeakyReLU"},
+                                                            {"nonlin_kwargs", {{"inplace", true}}}}};
+}
+
+}  // namespace
+
 ArchitecturePlan architecture_from_json(const json& arch, const std::string& source, const std::string& scope) {
   const auto r = JsonObjectReader::scoped(arch, source, scope, "'architecture'");
   ArchitecturePlan a;
   a.raw = arch;
   a.network_class_name = r.get<std::string>("network_class_name");
   a.short_name = after_last_dot(a.network_class_name);
-  const auto k = JsonObjectReader::scoped(r.at("arch_kwargs"), source, scope, "arch_kwargs");
+  const auto named = named_network(a.short_name);
+  if (named) a.short_name = named->first;  // the plans keep the name, which nnU-Net builds the same network from
+  const auto k = named ? JsonObjectReader::scoped(named->second, source, scope, "arch_kwargs")
+                       : JsonObjectReader::scoped(r.at("arch_kwargs"), source, scope, "arch_kwargs");
   a.kw_requires_import = r.get_or<std::vector<std::string>>("_kw_requires_import", {});
   if (a.short_name == "Primus" || a.short_name == "PrimusV2" || a.short_name == "PrimusV3") {
     a.primus = primus_from_json(k, a.short_name);
@@ -408,8 +452,9 @@ ArchitecturePlan architecture_from_json(const json& arch, const std::string& sou
     return a;
   }
   r.check(a.short_name.rfind("Primus", 0) != 0, "network_class_name ", a.network_class_name,
-          ": of dynamic-network-architectures' Primus classes Primus, PrimusV2 and PrimusV3 are built, not the "
-          "preset subclasses (name one of those three with embed_dim, eva_depth and eva_numheads)");
+          ": of dynamic-network-architectures' Primus classes Primus, PrimusV2, PrimusV3 and the presets PrimusS, "
+          "PrimusB, PrimusM and PrimusL are built, not the other subclasses (name one of the first three with "
+          "embed_dim, eva_depth and eva_numheads)");
   if (a.short_name == "SwinUNETR") {
     a.swin = swin_from_json(k);
     a.dim = k.get_or<int>("spatial_dims", 3);

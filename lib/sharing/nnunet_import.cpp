@@ -27,66 +27,6 @@ namespace fs = std::filesystem;
 namespace medseg::sharing {
 namespace {
 
-std::string strip_prefixes(std::string k) {
-  for (bool again = true; again;) {
-    again = false;
-    for (const char* p : {"module.", "_orig_mod."})
-      if (k.rfind(p, 0) == 0) {
-        k = k.substr(std::string(p).size());
-        again = true;
-      }
-  }
-  return k;
-}
-
-bool alias_name(const std::string& k) {
-  return k.rfind("decoder.encoder.", 0) == 0 || k.find(".all_modules.") != std::string::npos;
-}
-
-// dtype, shape and bytes of a contiguous tensor.
-uint64_t tensor_digest(const at::Tensor& t) {
-  uint64_t h = fnv1a(c10::toString(t.scalar_type()));
-  for (const int64_t s : t.sizes()) h = fnv1a(&s, sizeof s, h);
-  return fnv1a(t.data_ptr(), t.numel() * t.element_size(), h);
-}
-
-// Each alias must equal a kept tensor (its twin): nothing is dropped that the kept weights do not hold.
-void check_aliases(const checkpoint::NamedTensors& kept, const std::vector<std::pair<std::string, at::Tensor>>& aliases,
-                   const std::string& pth) {
-  // Kept tensors by a digest of dtype, shape and bytes, so each alias is compared with the tensors that
-  // can equal it (comparing with every kept tensor was quadratic: 30 k aliases took minutes). Tensors of
-  // one digest are equal but for a hash collision, so the walk stops at the first equal one: many tensors
-  // are equal (zero biases, unit norm weights), and walking them all was quadratic again.
-  std::unordered_map<uint64_t, std::vector<const at::Tensor*>> by_digest;
-  for (const auto& kv : kept) by_digest[tensor_digest(kv.second)].push_back(&kv.second);
-  for (const auto& [name, t] : aliases) {
-    bool ok = false;
-    if (const auto same = by_digest.find(tensor_digest(t)); same != by_digest.end())
-      for (auto it = same->second.begin(); it != same->second.end() && !ok; ++it)
-        ok = (*it)->sizes() == t.sizes() && (*it)->scalar_type() == t.scalar_type() && at::equal(**it, t);
-    MEDSEG_CHECK_FILE(ok, pth, "'", printable(name),
-                      "' looks like an alias but no kept tensor has its values; not converting");
-  }
-}
-
-// network_weights without nnU-Net's aliases; each dropped one must equal a kept tensor (its twin first).
-checkpoint::NamedTensors deduplicate(const PickleValue& weights, const std::string& pth, int64_t* dropped) {
-  checkpoint::NamedTensors kept;
-  std::vector<std::pair<std::string, at::Tensor>> aliases;
-  for (const auto& [k, v] : weights.dict) {
-    MEDSEG_CHECK_FILE(k->kind == PickleValue::Kind::String && v->kind == PickleValue::Kind::Tensor, pth,
-                      "'network_weights' holds something other than named tensors");
-    const std::string name = strip_prefixes(k->s);
-    const at::Tensor& t = v->tensor;
-    MEDSEG_CHECK_FILE(!at::isFloatingType(t.scalar_type()) || t.numel() == 0 || at::isfinite(t).all().item<bool>(), pth,
-                      "network_weights '", printable(name), "' holds NaN or infinite values");
-    (alias_name(name) ? aliases : kept).emplace_back(name, t.contiguous());
-  }
-  check_aliases(kept, aliases, pth);
-  *dropped = static_cast<int64_t>(aliases.size());
-  return kept;
-}
-
 // The folds of the fold_K folders holding the checkpoint, numbers first in numeric order, then "all". A
 // fold_K folder whose K nnU-Net would not take (int(K) or "all") is refused, naming it.
 std::vector<std::string> folds_with(const std::string& folder, const std::string& chk) {
@@ -257,7 +197,7 @@ json import_fold(const ImportSource& s, const std::string& fold, const std::stri
   MEDSEG_CHECK_FILE(weights && weights->kind == PickleValue::Kind::Dict, pth.string(),
                     "no 'network_weights' (not an nnU-Net v2 checkpoint?)");
   checkpoint::Checkpoint m;
-  m.weights = deduplicate(*weights, pth.string(), &r.aliases_dropped);
+  m.weights = weights_without_aliases(*weights, pth.string(), &r.aliases_dropped);
   r.tensors = static_cast<int64_t>(m.weights.size());
   m.weights_only = true;
   m.dataset = s.dataset;

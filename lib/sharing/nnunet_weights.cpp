@@ -4,12 +4,78 @@
 
 #include <map>
 #include <set>
+#include <unordered_map>
 
+#include "core/digest.h"
 #include "core/error.h"
 #include "core/path_component.h"
 #include "models/network.h"
 
 namespace medseg::sharing {
+
+namespace {
+
+std::string strip_prefixes(std::string k) {
+  for (bool again = true; again;) {
+    again = false;
+    for (const char* p : {"module.", "_orig_mod."})
+      if (k.rfind(p, 0) == 0) {
+        k = k.substr(std::string(p).size());
+        again = true;
+      }
+  }
+  return k;
+}
+
+bool alias_name(const std::string& k) {
+  return k.rfind("decoder.encoder.", 0) == 0 || k.find(".all_modules.") != std::string::npos;
+}
+
+// dtype, shape and bytes of a contiguous tensor.
+uint64_t tensor_digest(const at::Tensor& t) {
+  uint64_t h = fnv1a(c10::toString(t.scalar_type()));
+  for (const int64_t s : t.sizes()) h = fnv1a(&s, sizeof s, h);
+  return fnv1a(t.data_ptr(), t.numel() * t.element_size(), h);
+}
+
+// Each alias must equal a kept tensor (its twin): nothing is dropped that the kept weights do not hold.
+void check_aliases(const checkpoint::NamedTensors& kept, const std::vector<std::pair<std::string, at::Tensor>>& aliases,
+                   const std::string& pth) {
+  // Kept tensors by a digest of dtype, shape and bytes, so each alias is compared with the tensors that
+  // can equal it (comparing with every kept tensor was quadratic: 30 k aliases took minutes). Tensors of
+  // one digest are equal but for a hash collision, so the walk stops at the first equal one: many tensors
+  // are equal (zero biases, unit norm weights), and walking them all was quadratic again.
+  std::unordered_map<uint64_t, std::vector<const at::Tensor*>> by_digest;
+  for (const auto& kv : kept) by_digest[tensor_digest(kv.second)].push_back(&kv.second);
+  for (const auto& [name, t] : aliases) {
+    bool ok = false;
+    if (const auto same = by_digest.find(tensor_digest(t)); same != by_digest.end())
+      for (auto it = same->second.begin(); it != same->second.end() && !ok; ++it)
+        ok = (*it)->sizes() == t.sizes() && (*it)->scalar_type() == t.scalar_type() && at::equal(**it, t);
+    MEDSEG_CHECK_FILE(ok, pth, "'", printable(name),
+                      "' looks like an alias but no kept tensor has its values; not converting");
+  }
+}
+
+}  // namespace
+
+// network_weights without nnU-Net's aliases; each dropped one must equal a kept tensor (its twin first).
+checkpoint::NamedTensors weights_without_aliases(const PickleValue& weights, const std::string& pth, int64_t* dropped) {
+  checkpoint::NamedTensors kept;
+  std::vector<std::pair<std::string, at::Tensor>> aliases;
+  for (const auto& [k, v] : weights.dict) {
+    MEDSEG_CHECK_FILE(k->kind == PickleValue::Kind::String && v->kind == PickleValue::Kind::Tensor, pth,
+                      "'network_weights' holds something other than named tensors");
+    const std::string name = strip_prefixes(k->s);
+    const at::Tensor& t = v->tensor;
+    MEDSEG_CHECK_FILE(!at::isFloatingType(t.scalar_type()) || t.numel() == 0 || at::isfinite(t).all().item<bool>(), pth,
+                      "network_weights '", printable(name), "' holds NaN or infinite values");
+    (alias_name(name) ? aliases : kept).emplace_back(name, t.contiguous());
+  }
+  check_aliases(kept, aliases, pth);
+  *dropped = static_cast<int64_t>(aliases.size());
+  return kept;
+}
 
 ImportedShape imported_shape(const planning::Plans& plans, const io::DatasetInfo& dataset,
                              const std::string& configuration, const std::string& pth) {

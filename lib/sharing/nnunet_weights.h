@@ -8,8 +8,15 @@
 #include "checkpoint/checkpoint.h"
 #include "io/dataset.h"
 #include "plans/plans.h"
+#include "sharing/torch_pickle.h"
 
 namespace medseg::sharing {
+
+// A checkpoint's network_weights (a dict of named tensors) in medseg's names: "module." and "_orig_mod."
+// prefixes stripped (DDP, torch.compile) and nnU-Net's aliases dropped (decoder.encoder.*, *.all_modules.*),
+// each after checking that a kept tensor holds its values. Throws FileError(pth, ...) for anything else
+// in the dict, for NaN or infinite values and for an alias no kept tensor equals. `dropped` counts aliases.
+checkpoint::NamedTensors weights_without_aliases(const PickleValue& weights, const std::string& pth, int64_t* dropped);
 
 // The network one checkpoint's configuration builds: its inputs (the channels, plus one per
 // foreground label for a cascade stage) and outputs (labels or regions).

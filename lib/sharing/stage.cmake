@@ -5,4 +5,4 @@ medseg_stage(sharing
   DEPENDS core
   PRIVATE_DEPENDS checkpoint inference models plans io training
   PRIVATE_LIBS PkgConfig::LIBZIP
-  PUBLIC_HEADERS manifest.h model_export.h model_install.h nnunet_export.h nnunet_import.h)
+  PUBLIC_HEADERS manifest.h model_export.h model_install.h nnssl_checkpoint.h nnunet_export.h nnunet_import.h)

@@ -142,6 +142,18 @@ void use_trainer_architecture(RunInputs& in, const json& architecture) {
   in.plans_json = std::move(plans);
 }
 
+void use_trainer_batch_size(RunInputs& in, int64_t batch_size) {
+  json plans = in.plans_json;
+  plans["configurations"][in.configuration]["batch_size"] = batch_size;
+  try {
+    in.plans = planning::plans_from_json(plans, in.folders.plans_file);
+  } catch (const Error& e) {
+    throw Error("trainer '" + in.trainer_name + "' trains with batch size " + std::to_string(batch_size) +
+                ", which configuration '" + in.configuration + "' does not fit: " + e.what());
+  }
+  in.plans_json = std::move(plans);
+}
+
 std::string previous_stage_hint(const RunInputs& in) {
   return "rerun the final validation of '" + in.plans.configuration(in.configuration).previous_stage +
          "' (--val) to write it again";

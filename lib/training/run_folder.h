@@ -66,6 +66,10 @@ void use_batch_norm(RunInputs& in);
 // patch size does not fit it (Primus: a multiple of its patch embedding on every axis).
 void use_trainer_architecture(RunInputs& in, const json& architecture);
 
+// A trainer that sets its own batch size (TrainerConfig::batch_size, nnU-Net's PretrainedTrainer: 2), written
+// into in.plans_json and in.plans as nnU-Net writes it into the plans it trains with.
+void use_trainer_batch_size(RunInputs& in, int64_t batch_size);
+
 // How to write a cascade stage's previous-stage segmentations again, for error messages.
 std::string previous_stage_hint(const RunInputs& in);
 

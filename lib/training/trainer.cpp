@@ -41,6 +41,7 @@
 #include "training/loss.h"
 #include "training/metrics_log.h"
 #include "training/pretrained.h"
+#include "training/pretrained_encoder.h"
 #include "training/progress_plot.h"
 #include "training/rank_fit.h"
 #include "training/schedule.h"
@@ -108,6 +109,7 @@ struct Trainer::State {
   void resume_from(ResumePoint& from);
   void open_run_folder();
   void load_pretrained();
+  void load_pretrained_encoder();
   void save(const char* name);
   void start_loaders();
   std::vector<at::Tensor> device_targets(const data::Batch& b) const;
@@ -209,6 +211,7 @@ void Trainer::State::apply_trainer_settings() {
     use_batch_norm(in);
   }
   if (!cfg.architecture.is_null()) use_trainer_architecture(in, cfg.architecture);
+  if (cfg.batch_size) use_trainer_batch_size(in, *cfg.batch_size);
   // One output: nnU-Net's AbstractPrimus trains without deep supervision whatever the base trainer says.
   if (in.plans.configuration(in.configuration).architecture.primus) cfg.deep_supervision = false;
 }
@@ -395,6 +398,7 @@ Checkpoint Trainer::State::to_checkpoint() const {
               {"inference_allowed_mirroring_axes", mirror_axes.empty() ? json(nullptr) : json(mirror_axes)},
               {"network_class_name", net->class_name()}};
   if (!opt.pretrained_weights.empty()) ck.extra["pretrained_weights"] = opt.pretrained_weights;
+  if (opt.pretrained_encoder) ck.extra["pretrained_weights"] = opt.pretrained_encoder->source;
   return ck;
 }
 
@@ -464,6 +468,7 @@ void Trainer::State::resume_from(ResumePoint& from) {
 }
 
 void Trainer::State::load_pretrained() {
+  if (opt.pretrained_encoder) return load_pretrained_encoder();
   const auto r = load_pretrained_weights(*net, opt.pretrained_weights, in.dataset_json.at("labels"));
   spdlog::info("pretrained weights: {} tensors from {}", r.loaded, opt.pretrained_weights);
   if (r.skipped_heads.empty()) return;
@@ -471,6 +476,18 @@ void Trainer::State::load_pretrained() {
   for (const auto& n : r.skipped_heads) names += (names.empty() ? "" : ", ") + n;
   spdlog::info("pretrained weights: segmentation heads left as initialised ({}): {}",
                r.same_labels ? "their shapes differ" : "the labels differ", names);
+}
+
+void Trainer::State::load_pretrained_encoder() {
+  const PretrainedEncoder& enc = *opt.pretrained_encoder;
+  const auto& patch = in.plans.configuration(in.configuration).patch_size;
+  const auto r = training::load_pretrained_encoder(*net, enc, std::vector<int64_t>(patch.begin(), patch.end()));
+  spdlog::info("pretrained encoder: {} tensors of {}'s stem and encoder from {}{}{}; decoder and head as initialised",
+               r.loaded, enc.architecture.empty() ? std::string("the network") : enc.architecture, enc.source,
+               r.channels_repeated ? ", its one-channel stem spread over the input channels" : "",
+               r.position_embedding_resized ? ", its position embedding resized to the patch" : "");
+  if (enc.citations.is_array() && !enc.citations.empty())
+    spdlog::info("pretrained encoder: please cite the papers behind these weights: {}", enc.citations.dump());
 }
 
 void Trainer::State::save(const char* name) {
@@ -602,7 +619,7 @@ TrainOutcome Trainer::run() {
       from = s.newest_valid_checkpoint();
     else
       refuse_used_fold_folder(s.in.folders.fold_folder);
-    if (!s.opt.pretrained_weights.empty()) s.load_pretrained();
+    if (!s.opt.pretrained_weights.empty() || s.opt.pretrained_encoder) s.load_pretrained();
   });
   if (s.dp->writer()) s.open_run_folder();
   const ScopedInterruptHandler interrupt_handler;

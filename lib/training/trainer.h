@@ -22,6 +22,8 @@ class ProcessGroup;
 
 namespace medseg::training {
 
+struct PretrainedEncoder;  // training/pretrained_encoder.h
+
 struct TrainOptions {
   std::string device = "cpu";          // cpu | cuda | cuda:N
   std::optional<AmpMode> amp;          // overrides the config's when set
@@ -33,6 +35,8 @@ struct TrainOptions {
   bool save_probabilities = false;     // --npz: final validation also writes CASE_probabilities.npy/.json
   std::optional<InplaceMode> inplace;  // --inplace; overrides the config's when set
   std::string pretrained_weights;      // -pretrained_weights: a checkpoint to start a new run from
+  // Fine-tuning from nnssl: a pretrained stem and encoder to start a new run from (training/pretrained_encoder.h).
+  std::shared_ptr<const PretrainedEncoder> pretrained_encoder;
   // The ranks of a data-parallel run (null: one process). Every rank constructs a Trainer with the
   // same inputs; rank 0 alone writes (training/data_parallel.h).
   std::shared_ptr<distributed::ProcessGroup> group;

@@ -67,6 +67,8 @@ json TrainerConfig::to_json() const {
             {"use_checkpoint", use_checkpoint ? (*use_checkpoint ? 1 : 0) : -1},
             {"inplace", to_string(inplace)}};
   if (!architecture.is_null()) j["architecture"] = architecture;
+  if (batch_size) j["batch_size"] = *batch_size;
+  if (lr_from_scratch) j["lr_from_scratch"] = *lr_from_scratch;
   if (mirror_axes_2d || mirror_axes_3d) {
     j["mirror_axes"] = json::object();
     if (mirror_axes_2d) j["mirror_axes"]["2d"] = *mirror_axes_2d;
@@ -170,6 +172,8 @@ constexpr NumericRange kRanges[] = {
     {"optimizer.eps", 0, 1, true},
     {"threads", 1, 4096, false},
     {"warmup_epochs", 0, 1e6, false},
+    {"batch_size", 1, 65536, false},
+    {"lr_from_scratch", 0, 10, true},
     {"loss.weight_ce", 0, 100, false},
     {"loss.weight_dice", 0, 100, false},
     {"loss.dice_smooth", 0, 1, false},
@@ -296,6 +300,8 @@ const std::set<std::string> kTrainerConfigKeys = {"format",
                                                   "inplace",
                                                   "mirror_axes",
                                                   "architecture",
+                                                  "batch_size",
+                                                  "lr_from_scratch",
                                                   "description"};
 
 // How long the run is, how often it saves, how many loader threads.
@@ -305,6 +311,7 @@ void read_run_length(const JsonObjectReader& r, TrainerConfig& c) {
   c.val_iterations_per_epoch = integer_in_range(r, "val_iterations_per_epoch", c.val_iterations_per_epoch);
   c.checkpoint_every = integer_in_range(r, "checkpoint_every", c.checkpoint_every);
   c.num_workers = static_cast<int>(integer_in_range(r, "num_workers", c.num_workers));
+  if (r.has("batch_size")) c.batch_size = integer_in_range(r, "batch_size", 2);
 }
 
 // The optimizer, its schedule and warm-up, the loss, the gradient clip and the EMA of the validation Dice.
@@ -316,6 +323,7 @@ void read_optimization(const JsonObjectReader& r, TrainerConfig& c) {
     throw r.error("warmup_epochs", concat("is ", c.warmup_epochs, ", not below num_epochs (", c.num_epochs, ")"));
   if (r.has("loss")) c.loss = read_loss(r.object("loss", true));
   if (r.has("optimizer")) c.optimizer = read_optimizer(r.object("optimizer", true));
+  if (r.has("lr_from_scratch")) c.lr_from_scratch = number_in_range(r, "", "lr_from_scratch", 1);
   c.grad_clip = number_in_range(r, "", "grad_clip", c.grad_clip);
   c.ema_momentum = number_in_range(r, "", "ema_momentum", c.ema_momentum);
 }

@@ -114,6 +114,12 @@ struct TrainerConfig {
   // ({"network_class_name", "arch_kwargs"}), null for the plans' own. It replaces the configuration's in the
   // run's plans (and so in the model folder's plans.json); training/run_folder.h use_trainer_architecture.
   json architecture;
+  // The batch size this trainer sets in place of the plans' (nnU-Net's PretrainedTrainer: 2); unset: the plans'.
+  std::optional<int64_t> batch_size;
+  // A fine-tuning trainer's initial learning rate when the run starts from no pretrained weights
+  // (nnU-Net's PretrainedTrainer family: 1e-2 where optimizer.lr is 1e-3; --from_scratch). Unset: not a
+  // fine-tuning trainer. Such a trainer takes its weights from the plans' pretrain_info (docs/finetuning.md).
+  std::optional<double> lr_from_scratch;
   std::string source;  // where it was read from
 
   // The mirroring axes of a `dim`-dimensional configuration (0..dim-1 when unset).

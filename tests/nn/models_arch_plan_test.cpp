@@ -75,3 +75,20 @@ TEST(ModelsArchPlan, UnbuiltBlocksAreRefused) {
     EXPECT_THROW(models::build_network(arch, 1, 2), Error);
   }
 }
+
+// The networks nnU-Net builds by name (get_network_via_name.py), which plans made from nnssl checkpoints name with
+// arch_kwargs null: their parameters equal dynamic-network-architectures' PrimusM(1, 4, (8, 8, 8), (64, 64, 64))
+// and get_network_from_name("ResEncL", 1, 4) (counted in Python: 145,860,548 and 102,351,380).
+TEST(ModelsArchPlan, NetworksNamedByNnsslPresetsHaveDynamicNetworkArchitecturesParameters) {
+  planning::ArchitecturePlan primus = planning::architecture_from_json(
+      {{"network_class_name", "PrimusM"}, {"arch_kwargs", nullptr}, {"_kw_requires_import", nullptr}}, "plans.json");
+  ASSERT_TRUE(primus.primus);
+  primus.primus->input_shape = {64, 64, 64};  // the configuration's patch size, as the plans reader sets it
+  EXPECT_EQ(models::build_network_from_plan(primus, 1, 4)->parameter_count(), 145860548);
+  const auto resenc =
+      models::build_network({{"network_class_name", "ResEncL"}, {"arch_kwargs", nullptr}}, 1, 4, {}, "plans.json");
+  EXPECT_EQ(resenc->class_name(), "ResidualEncoderUNet");
+  EXPECT_EQ(resenc->parameter_count(), 102351380);
+  EXPECT_THROW(planning::architecture_from_json({{"network_class_name", "PrimusXL"}, {"arch_kwargs", nullptr}}, "p"),
+               Error);
+}

@@ -35,6 +35,7 @@ medseg_tests(training
   training_loss_test.cpp
   training_metrics_log_test.cpp
   training_optimizer_resume_test.cpp
+  training_pretrained_encoder_test.cpp
   training_region_loss_test.cpp
   training_schedule_test.cpp
   training_spatial_loss_test.cpp

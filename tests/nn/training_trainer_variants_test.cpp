@@ -209,3 +209,49 @@ TEST(TrainerVariants, PrimusTrainersArchitecturesBuildTheTrainersNetworks) {
     EXPECT_EQ(models::primus_parameter_count(models::primus_options(*a.primus, 1, 2)), parameters);
   }
 }
+
+// nnU-Net master's fine-tuning trainers (pretraining/pretrainedTrainer.py, thrp_primusx_finetuning.py): batch size 2,
+// no deep supervision, the warm-up, and two initial rates, with and without pretrained weights. PretrainedTrainer:
+// SGD (nesterov, momentum 0.99) 1e-3 / 1e-2, 50 warm-up epochs; the *_150ep ones 15 of 150; the Primus ones AdamW
+// (weight decay 5e-2, betas 0.9 / 0.98) 1e-4 / 3e-4 with gradients clipped at 1. The batch-size trainers of
+// primus_trainers.py set 8.
+TEST(TrainerVariants, FineTuningTrainersCarryNnUNetsRecipe) {
+  const TrainerConfig sgd = find_trainer_config("PretrainedTrainer");
+  EXPECT_EQ(sgd.optimizer.type, training::OptimizerType::SGD);
+  EXPECT_TRUE(sgd.optimizer.nesterov);
+  EXPECT_DOUBLE_EQ(sgd.optimizer.momentum, 0.99);
+  EXPECT_DOUBLE_EQ(sgd.optimizer.lr, 1e-3);
+  ASSERT_TRUE(sgd.lr_from_scratch);
+  EXPECT_DOUBLE_EQ(*sgd.lr_from_scratch, 1e-2);
+  EXPECT_EQ(sgd.warmup_epochs, 50);
+  EXPECT_EQ(sgd.num_epochs, 1000);
+  ASSERT_TRUE(sgd.batch_size);
+  EXPECT_EQ(*sgd.batch_size, 2);
+  EXPECT_FALSE(sgd.deep_supervision);
+  EXPECT_DOUBLE_EQ(sgd.grad_clip, 12);
+  const TrainerConfig short_run = find_trainer_config("PretrainedTrainer_150ep_nomirroring");
+  EXPECT_EQ(short_run.num_epochs, 150);
+  EXPECT_EQ(short_run.warmup_epochs, 15);
+  EXPECT_TRUE(short_run.mirror_axes(3).empty());
+  const TrainerConfig smaller = find_trainer_config("PretrainedTrainer_smallerlr");
+  EXPECT_DOUBLE_EQ(smaller.optimizer.lr, 3e-5);
+  EXPECT_DOUBLE_EQ(*smaller.lr_from_scratch, 1e-4);
+  EXPECT_DOUBLE_EQ(smaller.optimizer.weight_decay, 5e-2);
+  for (const char* name : {"PretrainedTrainer_Primus", "PretrainedTrainer_Primusx", "PretrainedTrainer_adam_150ep"}) {
+    const TrainerConfig p = find_trainer_config(name);
+    EXPECT_EQ(p.optimizer.type, training::OptimizerType::AdamW) << name;
+    EXPECT_DOUBLE_EQ(p.optimizer.lr, 1e-4) << name;
+    EXPECT_DOUBLE_EQ(*p.lr_from_scratch, 3e-4) << name;
+    EXPECT_DOUBLE_EQ(p.optimizer.weight_decay, 5e-2) << name;
+    EXPECT_DOUBLE_EQ(p.optimizer.beta2, 0.98) << name;
+    EXPECT_DOUBLE_EQ(p.grad_clip, 1) << name;
+    EXPECT_EQ(*p.batch_size, 2) << name;
+  }
+  EXPECT_EQ(find_trainer_config("PretrainedTrainer_Primusx_30ep").warmup_epochs, 3);
+  EXPECT_EQ(*find_trainer_config("nnUNet_Trainer_BS8").batch_size, 8);
+  const TrainerConfig bs8 = find_trainer_config("nnUNet_Primus_M_Trainer_BS8_2e4");
+  EXPECT_EQ(*bs8.batch_size, 8);
+  EXPECT_DOUBLE_EQ(bs8.optimizer.lr, 2e-4);
+  EXPECT_FALSE(find_trainer_config("nnUNetTrainer").batch_size);
+  EXPECT_NE(error_of("DynamicPretrainedTrainer").find("depth or kernel sizes"), std::string::npos);
+}

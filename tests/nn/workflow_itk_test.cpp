@@ -410,3 +410,41 @@ TEST(WorkflowSelection, FindBestOverTrained2dAnd3dFullresWithTwoFolds) {
   text << instructions.rdbuf();
   EXPECT_NE(text.str().find("medseg_predict"), std::string::npos) << text.str();
 }
+
+// Fine-tuning from an nnssl checkpoint the nnU-Net way (docs/finetuning.md): plans with pretrain_info name the
+// checkpoint (scripts/nnssl_checkpoint_reference.py writes one of the plans' own U-Net, as nnssl saves it), and
+// PretrainedTrainer starts from its encoder with batch size 2 and the warm-up from 1e-3 (epoch 0: 1e-3 / 50);
+// --from_scratch takes 1e-2 instead; without pretrain_info nor --from_scratch the trainer is refused, naming both.
+TEST(WorkflowPretrained, PretrainedTrainerFineTunesAnNnsslCheckpointFromThePlans) {
+  const char* python = std::getenv("MEDSEG_NNUNET_PYTHON");
+  if (python == nullptr) GTEST_SKIP() << "MEDSEG_NNUNET_PYTHON is not set (scripts/test.sh sets it)";
+  Workflow w("wf_pre_nnssl", "--labels 1");
+  const std::string plans = w.pre() + "/nnUNetPlans.json", ck = w.dir() / "ssl/nnssl.pth";
+  const std::string cmd = std::string(python) + " " + test::source_path("scripts/nnssl_checkpoint_reference.py") + " " +
+                          w.dir() / "ssl" + " --plans " + plans + " > " + w.dir() / "ssl.log" + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << test::read_text(w.dir() / "ssl.log");
+  json p = read_json(plans);
+  p["plans_name"] = "ptPlans__Mae";
+  p["pretrain_info"] = {{"checkpoint_path", ck}, {"checkpoint_name", "Mae"}};
+  write_json(w.pre() + "/ptPlans__Mae.json", p);
+
+  auto r = w.train("--val-iters-per-epoch 1 -p nnUNetPlans --tr PretrainedTrainer");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--from_scratch"), std::string::npos) << r.output;
+  r = w.train("--val-iters-per-epoch 1 -p ptPlans__Mae --tr PretrainedTrainer");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("pretrained encoder: "), std::string::npos) << r.output;
+  const std::string fold = w.dir() / "results/Dataset951_Flow/PretrainedTrainer__ptPlans__Mae__3d_fullres/fold_0";
+  const auto final_ck = checkpoint::load_checkpoint(fold + "/checkpoint_final.ckpt");
+  EXPECT_EQ(final_ck.extra.at("pretrained_weights"), ck);
+  EXPECT_EQ(final_ck.plans["configurations"]["3d_fullres"]["batch_size"], 2);
+  EXPECT_NEAR(metrics_lines(fold + "/metrics.jsonl").at(0).at("lr").get<double>(), 1e-3 / 50, 1e-12);
+
+  r = w.train("--val-iters-per-epoch 1 -p ptPlans__Mae --tr PretrainedTrainer --from_scratch", "3d_fullres", 1);
+  ASSERT_EQ(r.exit_code, 1) << "the fold folder is used: " << r.output;
+  fs::remove_all(fold);
+  r = w.train("--val-iters-per-epoch 1 -p ptPlans__Mae --tr PretrainedTrainer --from_scratch");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("pretrained encoder: "), std::string::npos) << r.output;
+  EXPECT_NEAR(metrics_lines(fold + "/metrics.jsonl").at(0).at("lr").get<double>(), 1e-2 / 50, 1e-12);
+}

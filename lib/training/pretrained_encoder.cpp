@@ -1,0 +1,194 @@
+#include "training/pretrained_encoder.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <map>
+
+#include "checkpoint/checkpoint.h"
+#include "core/error.h"
+#include "core/strings.h"
+
+namespace medseg::training {
+
+namespace {
+
+using json = nlohmann::json;
+using TensorMap = std::map<std::string, at::Tensor>;
+
+// `name` is `prefix` or lies under it; `rest` is what follows (with its dot).
+bool under(const std::string& name, const std::string& prefix, std::string* rest) {
+  if (prefix.empty() || name.compare(0, prefix.size(), prefix) != 0) return false;
+  if (name.size() != prefix.size() && name[prefix.size()] != '.') return false;
+  *rest = name.substr(prefix.size());
+  return true;
+}
+
+std::string sizes_text(const at::Tensor& t) { return c10::str(t.sizes()); }
+
+const json& key_of(const json& o, const char* key, const std::string& source, const std::string& where) {
+  MEDSEG_CHECK_FILE(o.is_object() && o.contains(key), source, where, " has no '", key, "'");
+  return o.at(key);
+}
+
+std::string text(const json& o, const char* key, const std::string& source) {
+  const json& v = key_of(o, key, source, "nnssl_adaptation_plan");
+  MEDSEG_CHECK_FILE(v.is_string(), source, "nnssl_adaptation_plan.", key, " is not a string");
+  return v.get<std::string>();
+}
+
+std::vector<int64_t> patch(const json& v, const std::string& source, const std::string& where) {
+  MEDSEG_CHECK_FILE(v.is_array() && v.size() == 3, source, where, " is not a 3D patch size");
+  std::vector<int64_t> p;
+  for (const json& e : v) {
+    MEDSEG_CHECK_FILE(e.is_number_integer() && e.get<int64_t>() > 0 && e.get<int64_t>() <= 4096, source, where,
+                      " holds ", e.dump(), " (not a size of 1 to 4096)");
+    p.push_back(e.get<int64_t>());
+  }
+  return p;
+}
+
+// The patch the encoder was pretrained on: pretrain_patch_size when the plan sets it (nnU-Net reads that first),
+// else the patch size of the pretrain plan's configuration.
+std::vector<int64_t> pretrain_patch(const json& plan, const std::string& source) {
+  if (plan.contains("pretrain_patch_size") && !plan.at("pretrain_patch_size").is_null())
+    return patch(plan.at("pretrain_patch_size"), source, "nnssl_adaptation_plan.pretrain_patch_size");
+  const json& configs = key_of(key_of(plan, "pretrain_plan", source, "nnssl_adaptation_plan"), "configurations", source,
+                               "nnssl_adaptation_plan.pretrain_plan");
+  MEDSEG_CHECK_FILE(configs.is_object() && !configs.empty(), source,
+                    "nnssl_adaptation_plan.pretrain_plan.configurations is empty");
+  return patch(key_of(configs.begin().value(), "patch_size", source, "the pretrain plan's configuration"), source,
+               "the pretrain plan's patch_size");
+}
+
+}  // namespace
+
+PretrainedEncoder pretrained_encoder_from_nnssl(std::vector<std::pair<std::string, at::Tensor>> weights,
+                                                const json& plan, json citations, const std::string& source) {
+  PretrainedEncoder e;
+  e.weights = std::move(weights);
+  e.source = source;
+  e.citations = std::move(citations);
+  e.key_to_encoder = text(plan, "key_to_encoder", source);
+  e.key_to_stem = text(plan, "key_to_stem", source);
+  if (plan.contains("key_to_lpe") && !plan.at("key_to_lpe").is_null()) e.key_to_lpe = text(plan, "key_to_lpe", source);
+  const json& in_proj = key_of(plan, "keys_to_in_proj", source, "nnssl_adaptation_plan");
+  MEDSEG_CHECK_FILE(in_proj.is_array() && !in_proj.empty(), source, "nnssl_adaptation_plan.keys_to_in_proj is empty");
+  for (const json& k : in_proj) {
+    MEDSEG_CHECK_FILE(k.is_string(), source, "nnssl_adaptation_plan.keys_to_in_proj holds ", k.dump());
+    e.keys_to_in_proj.push_back(k.get<std::string>());
+  }
+  const json& channels = key_of(plan, "pretrain_num_input_channels", source, "nnssl_adaptation_plan");
+  MEDSEG_CHECK_FILE(channels.is_number_integer() && channels.get<int64_t>() >= 1, source,
+                    "nnssl_adaptation_plan.pretrain_num_input_channels is ", channels.dump());
+  e.in_channels = channels.get<int64_t>();
+  e.patch_size = pretrain_patch(plan, source);
+  if (plan.contains("recommended_downstream_patchsize") && !plan.at("recommended_downstream_patchsize").is_null())
+    e.recommended_patch_size = patch(plan.at("recommended_downstream_patchsize"), source,
+                                     "nnssl_adaptation_plan.recommended_downstream_patchsize");
+  const json& arch = key_of(plan, "architecture_plans", source, "nnssl_adaptation_plan");
+  e.architecture = arch.value("arch_class_name", std::string());
+  return e;
+}
+
+namespace {
+
+// The pretrained stem and encoder under the network's names (the stem first: a PlainConvUNet's stem is its
+// encoder's first stage). A class token (not in medseg's networks) is left out, as nnU-Net filters it.
+TensorMap renamed(const PretrainedEncoder& enc, const models::SegmentationNetworkImpl::EncoderKeys& keys) {
+  TensorMap out;
+  for (const auto& [name, t] : enc.weights) {
+    std::string rest;
+    if (name == enc.key_to_encoder + ".cls_token") continue;
+    if (under(name, enc.key_to_stem, &rest))
+      out[keys.stem + rest] = t;
+    else if (under(name, enc.key_to_encoder, &rest))
+      out[keys.encoder + rest] = t;
+  }
+  return out;
+}
+
+// A stem pretrained on one channel, spread over `channels` (pretrainedTrainer.py: repeat, then divide).
+bool adapt_channels(TensorMap& from, const TensorMap& target, const PretrainedEncoder& enc,
+                    const models::SegmentationNetworkImpl::EncoderKeys& keys) {
+  const std::string name = keys.in_proj.at(0) + ".weight";
+  const auto src = from.find(name);
+  const auto dst = target.find(name);
+  if (src == from.end() || dst == target.end()) return false;  // reported as missing by the shape check
+  const int64_t have = src->second.size(1), want = dst->second.size(1);
+  if (have == want) return false;
+  MEDSEG_CHECK_FILE(have == 1, enc.source, "the stem was pretrained on ", have, " input channels and the network has ",
+                    want, ": only a one-channel stem is spread over several channels (as nnU-Net's PretrainedTrainer)");
+  std::vector<int64_t> reps(static_cast<std::size_t>(src->second.dim()), 1);
+  reps[1] = want;
+  src->second = src->second.repeat(reps) / static_cast<double>(want);
+  return true;
+}
+
+// The position embedding of the pretraining patch resized to the network's (load_weights_utils.py,
+// interpolate_patch_embed_3d: tokens in x-y-z order as a 3D grid, trilinear, align_corners false).
+bool resize_position_embedding(TensorMap& from, const TensorMap& target, const PretrainedEncoder& enc,
+                               const models::SegmentationNetworkImpl::EncoderKeys& keys,
+                               const std::vector<int64_t>& patch_size) {
+  if (keys.lpe.empty() || !from.count(keys.lpe) || !target.count(keys.lpe)) return false;
+  at::Tensor pos = from.at(keys.lpe);
+  const at::Tensor& want = target.at(keys.lpe);
+  if (pos.sizes() == want.sizes()) return false;
+  const auto proj = from.find(keys.stem + ".proj.weight");
+  MEDSEG_CHECK_FILE(proj != from.end() && proj->second.dim() == 5 && pos.dim() == 3, enc.source,
+                    "the position embedding ", sizes_text(pos), " differs from the network's ", sizes_text(want),
+                    " and the stem has no single patch-embedding convolution to tell its token grid by");
+  std::vector<int64_t> grid_from, grid_to;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const int64_t k = proj->second.size(static_cast<int64_t>(i) + 2);
+    grid_from.push_back(enc.patch_size.at(i) / k);
+    grid_to.push_back(patch_size.at(i) / k);
+  }
+  const int64_t n_from = grid_from[0] * grid_from[1] * grid_from[2], n_to = grid_to[0] * grid_to[1] * grid_to[2];
+  MEDSEG_CHECK_FILE(pos.size(1) == n_from && want.size(1) == n_to && pos.size(2) == want.size(2), enc.source,
+                    "the position embedding ", sizes_text(pos), " does not fit the pretraining patch ",
+                    c10::str(enc.patch_size), " (", n_from, " tokens), or the network's ", sizes_text(want),
+                    " its patch (", n_to, " tokens; register tokens are not resized)");
+  const int64_t d = pos.size(2);
+  at::Tensor grid = pos.permute({0, 2, 1}).reshape({1, d, grid_from[0], grid_from[1], grid_from[2]});
+  grid = at::upsample_trilinear3d(grid.to(at::kFloat), grid_to, /*align_corners=*/false);
+  from[keys.lpe] = grid.reshape({1, d, n_to}).permute({0, 2, 1}).contiguous().to(pos.scalar_type());
+  return true;
+}
+
+}  // namespace
+
+EncoderLoadReport load_pretrained_encoder(models::SegmentationNetworkImpl& net, const PretrainedEncoder& enc,
+                                          const std::vector<int64_t>& patch_size) {
+  const auto keys = net.encoder_keys();
+  MEDSEG_CHECK_FILE(!keys.encoder.empty(), enc.source, "holds a pretrained encoder, and ", net.class_name(),
+                    " has none to take it (fine-tuning from nnssl takes U-Nets and Primus)");
+  const auto named = checkpoint::module_weights(net);
+  const TensorMap target(named.begin(), named.end());
+  TensorMap from = renamed(enc, keys);
+  EncoderLoadReport report;
+  report.channels_repeated = adapt_channels(from, target, enc, keys);
+  report.position_embedding_resized = resize_position_embedding(from, target, enc, keys, patch_size);
+  // Every tensor of the network's stem and encoder must come from the file, and nothing else may (nnU-Net
+  // loads both modules strictly); checked in full before the first copy.
+  for (const auto& [name, t] : target) {
+    std::string rest;
+    if (!under(name, keys.stem, &rest) && !under(name, keys.encoder, &rest)) continue;
+    const auto it = from.find(name);
+    MEDSEG_CHECK_FILE(it != from.end(), enc.source, "has no pretrained tensor for the network's '", name,
+                      "' (the pretrained ", enc.architecture, " is another architecture than ", net.class_name(),
+                      ", or another depth)");
+    MEDSEG_CHECK_FILE(it->second.sizes() == t.sizes(), enc.source, "pretrained tensor for '", name, "' has shape ",
+                      sizes_text(it->second), ", the network's is ", sizes_text(t), " (another architecture or width)");
+  }
+  for (const auto& kv : from)
+    MEDSEG_CHECK_FILE(target.count(kv.first), enc.source, "pretrained tensor '", kv.first,
+                      "' has no place in the network's stem or encoder (another architecture or depth)");
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, t] : from)
+    target.at(name).copy_(t.to(target.at(name).device(), target.at(name).scalar_type()));
+  report.loaded = static_cast<int64_t>(from.size());
+  return report;
+}
+
+}  // namespace medseg::training

@@ -1,0 +1,156 @@
+// Fine-tuning from nnssl checkpoints (training/pretrained_encoder.h, sharing/nnssl_checkpoint.h) against nnU-Net's
+// procedure: scripts/nnssl_checkpoint_reference.py writes a checkpoint as nnssl saves one and loads it into
+// dynamic-network-architectures' own downstream network as nnU-Net master's PretrainedTrainer does (the input
+// projection repeated over two channels, the position embedding resized with torch's trilinear interpolation,
+// both modules loaded strictly). medseg's network must then hold the same stem and encoder, and keep everything
+// else as it was. Runs where scripts/test.sh provides nnU-Net's venv (MEDSEG_NNUNET_PYTHON).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "checkpoint/checkpoint.h"
+#include "core/error.h"
+#include "models/network.h"
+#include "sharing/nnssl_checkpoint.h"
+#include "sharing/torch_pickle.h"
+#include "support/test_support.h"
+#include "training/pretrained_encoder.h"
+
+namespace medseg {
+namespace {
+
+using json = nlohmann::json;
+
+json unet_architecture(const std::string& cls) {
+  const json k3 = {3, 3, 3};
+  json k = {{"n_stages", 3},
+            {"features_per_stage", {8, 16, 24}},
+            {"conv_op", "torch.nn.modules.conv.Conv3d"},
+            {"kernel_sizes", {k3, k3, k3}},
+            {"strides", {{1, 1, 1}, {2, 2, 2}, {2, 2, 2}}},
+            {"n_conv_per_stage_decoder", {1, 1}},
+            {"conv_bias", true},
+            {"norm_op", "torch.nn.modules.instancenorm.InstanceNorm3d"},
+            {"norm_op_kwargs", {{"eps", 1e-5}, {"affine", true}}},
+            {"dropout_op", nullptr},
+            {"dropout_op_kwargs", nullptr},
+            {"nonlin", "torch.nn.modules.activation.LeakyReLU"},
+            {"nonlin_kwargs", {{"inplace", true}}}};
+  if (cls == "ResidualEncoderUNet")
+    k["n_blocks_per_stage"] = {1, 2, 2};
+  else
+    k["n_conv_per_stage"] = {2, 2, 2};
+  return {{"network_class_name", "dynamic_network_architectures.architectures.unet." + cls}, {"arch_kwargs", k}};
+}
+
+json primus_architecture() {
+  return {{"network_class_name", "dynamic_network_architectures.architectures.primus.Primus"},
+          {"arch_kwargs",
+           {{"embed_dim", 48},
+            {"patch_embed_size", {8, 8, 8}},
+            {"eva_depth", 2},
+            {"eva_numheads", 2},
+            {"input_shape", {48, 32, 40}},
+            {"init_values", 0.1},
+            {"scale_attn_inner", true}}}};
+}
+
+bool alias(const std::string& k) {
+  return k.rfind("decoder.encoder.", 0) == 0 || k.find(".all_modules.") != std::string::npos;
+}
+
+// Writes the reference for `arch`, loads its checkpoint into medseg's network of `architecture` and compares.
+void expect_nnunet_finetuning(const std::string& arch, const json& architecture) {
+  const char* python = std::getenv("MEDSEG_NNUNET_PYTHON");
+  if (python == nullptr) GTEST_SKIP() << "MEDSEG_NNUNET_PYTHON is not set (scripts/test.sh sets it)";
+  test::TempDir d("nnssl");
+  const std::string cmd = std::string(python) + " " + test::source_path("scripts/nnssl_checkpoint_reference.py") + " " +
+                          d.path() + " --arch " + arch + " --in 2 --out 3 --pt_patch 32 32 32 --patch 48 32 40 > " +
+                          d / "log.txt" + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << test::read_text(d / "log.txt");
+  const std::string pth = d / "nnssl.pth";
+  ASSERT_TRUE(sharing::is_torch_save_file(pth));
+  sharing::NnsslCheckpoint ck = sharing::read_nnssl_checkpoint(pth);
+  EXPECT_EQ(ck.citations.size(), 1u);
+  const auto enc =
+      training::pretrained_encoder_from_nnssl(std::move(ck.weights), ck.adaptation_plan, ck.citations, pth);
+  EXPECT_EQ(enc.in_channels, 1);
+  EXPECT_EQ(enc.patch_size, (std::vector<int64_t>{32, 32, 32}));
+  auto net = models::build_network(architecture, 2, 3);
+  std::map<std::string, at::Tensor> before;
+  for (const auto& [name, t] : checkpoint::module_weights(*net)) before[name] = t.clone();
+  const auto report = training::load_pretrained_encoder(*net, enc, {48, 32, 40});
+  EXPECT_TRUE(report.channels_repeated);
+  EXPECT_EQ(report.position_embedding_resized, arch == "primus");
+
+  const sharing::PickleDocument ref = sharing::read_torch_file(d / "expected.pt");
+  std::map<std::string, at::Tensor> want;
+  for (const auto& [k, v] : ref->get("state_dict")->dict) want[k->s] = v->tensor;
+  std::set<std::string> set_by_nnunet;
+  for (const sharing::PickleValue* k : ref->get("encoder_keys")->items)
+    if (!alias(k->s)) set_by_nnunet.insert(k->s);
+  ASSERT_GT(set_by_nnunet.size(), 10u);
+  int64_t same = 0;
+  for (const auto& [name, t] : checkpoint::module_weights(*net)) {
+    if (!set_by_nnunet.count(name)) {
+      EXPECT_TRUE(torch::equal(t, before.at(name))) << name << " is not nnU-Net's to set, and changed";
+      continue;
+    }
+    ASSERT_TRUE(want.count(name)) << name;
+    ASSERT_EQ(t.sizes(), want.at(name).sizes()) << name;
+    const double diff = (t - want.at(name)).abs().max().item<double>();
+    EXPECT_LE(diff, 1e-6) << name << " differs from nnU-Net's by " << diff;
+    ++same;
+  }
+  EXPECT_EQ(same, static_cast<int64_t>(set_by_nnunet.size())) << "nnU-Net set tensors medseg's network lacks";
+  EXPECT_EQ(report.loaded, same);
+}
+
+TEST(PretrainedEncoder, ResidualEncoderUNetTakesNnsslsStemAndEncoderAsNnUNetDoes) {
+  expect_nnunet_finetuning("resenc", unet_architecture("ResidualEncoderUNet"));
+}
+
+TEST(PretrainedEncoder, PlainConvUNetTakesItsFirstStageAsTheStem) {
+  expect_nnunet_finetuning("plain", unet_architecture("PlainConvUNet"));
+}
+
+TEST(PretrainedEncoder, PrimusResizesThePositionEmbeddingToThePatch) {
+  expect_nnunet_finetuning("primus", primus_architecture());
+}
+
+// Facts by hand: a one-channel stem over three channels is its weights / 3 each (the same response to three
+// copies of one image); another architecture is refused naming the file and a tensor, with the network untouched.
+TEST(PretrainedEncoder, SpreadsAOneChannelStemAndRefusesAnotherArchitecture) {
+  auto donor = models::build_network(unet_architecture("ResidualEncoderUNet"), 1, 2);
+  training::PretrainedEncoder enc;
+  enc.weights = checkpoint::module_weights(*donor);
+  enc.key_to_encoder = "encoder.stages";
+  enc.key_to_stem = "encoder.stem";
+  enc.keys_to_in_proj = {"encoder.stem.convs.0.conv"};
+  enc.patch_size = {32, 32, 32};
+  enc.source = "donor.pth";
+  auto net = models::build_network(unet_architecture("ResidualEncoderUNet"), 3, 2);
+  const auto r = training::load_pretrained_encoder(*net, enc, {32, 32, 32});
+  EXPECT_TRUE(r.channels_repeated);
+  std::map<std::string, at::Tensor> got;
+  for (const auto& [n, t] : checkpoint::module_weights(*net)) got[n] = t;
+  const at::Tensor w = donor->named_parameters()["encoder.stem.convs.0.conv.weight"];
+  const at::Tensor x = torch::randn({1, 1, 6, 6, 6});
+  const at::Tensor one = torch::conv3d(x, w),
+                   three = torch::conv3d(x.repeat({1, 3, 1, 1, 1}), got.at("encoder.stem.convs.0.conv.weight"));
+  EXPECT_TRUE(torch::allclose(one, three, 1e-5, 1e-6));
+
+  auto plain = models::build_network(unet_architecture("PlainConvUNet"), 1, 2);
+  const at::Tensor kept = plain->named_parameters()["encoder.stages.0.0.convs.0.conv.weight"].clone();
+  try {
+    training::load_pretrained_encoder(*plain, enc, {32, 32, 32});
+    FAIL() << "a ResEnc encoder went into a PlainConvUNet";
+  } catch (const FileError& e) { EXPECT_NE(std::string(e.what()).find("donor.pth"), std::string::npos) << e.what(); }
+  EXPECT_TRUE(torch::equal(kept, plain->named_parameters()["encoder.stages.0.0.convs.0.conv.weight"]));
+}
+
+}  // namespace
+}  // namespace medseg
