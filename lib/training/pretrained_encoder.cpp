@@ -156,25 +156,55 @@ bool resize_position_embedding(TensorMap& from, const TensorMap& target, const P
   return true;
 }
 
-}  // namespace
+// A convolution's pretrained kernel averaged along the axes where the network's is 1 (adapt_conv_kernel_size); an
+// undefined tensor where other sizes differ.
+at::Tensor averaged_kernel(const at::Tensor& from, const at::Tensor& to) {
+  if (from.dim() != to.dim() || from.dim() < 4 || from.size(0) != to.size(0) || from.size(1) != to.size(1)) return {};
+  at::Tensor t = from;
+  for (int64_t d = 2; d < from.dim(); ++d) {
+    if (from.size(d) == to.size(d)) continue;
+    if (to.size(d) != 1) return {};
+    t = t.mean(d, /*keepdim=*/true);
+  }
+  return t;
+}
 
-EncoderLoadReport load_pretrained_encoder(models::SegmentationNetworkImpl& net, const PretrainedEncoder& enc,
-                                          const std::vector<int64_t>& patch_size) {
+// DynamicPretrainedTrainer's fit: each pretrained tensor the network has, as it is or with its kernel averaged;
+// the others left out.
+void fit_dynamically(TensorMap& from, const TensorMap& target, EncoderLoadReport& report) {
+  for (auto it = from.begin(); it != from.end();) {
+    const auto to = target.find(it->first);
+    if (to != target.end() && it->second.sizes() == to->second.sizes()) {
+      ++it;
+      continue;
+    }
+    const bool is_weight = it->first.size() > 7 && it->first.compare(it->first.size() - 7, 7, ".weight") == 0;
+    const at::Tensor averaged =
+        to == target.end() || !is_weight ? at::Tensor() : averaged_kernel(it->second, to->second);
+    if (averaged.defined()) {
+      it->second = averaged;
+      ++report.kernels_averaged;
+      ++it;
+    } else {
+      ++report.left_out;
+      it = from.erase(it);
+    }
+  }
+}
+
+// Strict: every tensor of the network's stem and encoder comes from the file with its shape, and nothing else does
+// (nnU-Net loads both modules strictly). Dynamic: counts the network's tensors the file does not give.
+void check_fit(const TensorMap& from, const TensorMap& target, const PretrainedEncoder& enc,
+               const models::SegmentationNetworkImpl& net, EncoderFit fit, EncoderLoadReport& report) {
   const auto keys = net.encoder_keys();
-  MEDSEG_CHECK_FILE(!keys.encoder.empty(), enc.source, "holds a pretrained encoder, and ", net.class_name(),
-                    " has none to take it (fine-tuning from nnssl takes U-Nets and Primus)");
-  const auto named = checkpoint::module_weights(net);
-  const TensorMap target(named.begin(), named.end());
-  TensorMap from = renamed(enc, keys);
-  EncoderLoadReport report;
-  report.channels_repeated = adapt_channels(from, target, enc, keys);
-  report.position_embedding_resized = resize_position_embedding(from, target, enc, keys, patch_size);
-  // Every tensor of the network's stem and encoder must come from the file, and nothing else may (nnU-Net
-  // loads both modules strictly); checked in full before the first copy.
   for (const auto& [name, t] : target) {
     std::string rest;
     if (!under(name, keys.stem, &rest) && !under(name, keys.encoder, &rest)) continue;
     const auto it = from.find(name);
+    if (fit == EncoderFit::Dynamic) {
+      report.kept_initialised += it == from.end();
+      continue;
+    }
     MEDSEG_CHECK_FILE(it != from.end(), enc.source, "has no pretrained tensor for the network's '", name,
                       "' (the pretrained ", enc.architecture, " is another architecture than ", net.class_name(),
                       ", or another depth)");
@@ -184,6 +214,25 @@ EncoderLoadReport load_pretrained_encoder(models::SegmentationNetworkImpl& net, 
   for (const auto& kv : from)
     MEDSEG_CHECK_FILE(target.count(kv.first), enc.source, "pretrained tensor '", kv.first,
                       "' has no place in the network's stem or encoder (another architecture or depth)");
+  MEDSEG_CHECK_FILE(!from.empty(), enc.source, "has no tensor that fits the network's stem or encoder (the pretrained ",
+                    enc.architecture, " and ", net.class_name(), " share nothing)");
+}
+
+}  // namespace
+
+EncoderLoadReport load_pretrained_encoder(models::SegmentationNetworkImpl& net, const PretrainedEncoder& enc,
+                                          const std::vector<int64_t>& patch_size, EncoderFit fit) {
+  const auto keys = net.encoder_keys();
+  MEDSEG_CHECK_FILE(!keys.encoder.empty(), enc.source, "holds a pretrained encoder, and ", net.class_name(),
+                    " has none to take it (fine-tuning from nnssl takes U-Nets and Primus)");
+  const auto named = checkpoint::module_weights(net);
+  const TensorMap target(named.begin(), named.end());
+  TensorMap from = renamed(enc, keys);
+  EncoderLoadReport report;
+  report.channels_repeated = adapt_channels(from, target, enc, keys);
+  report.position_embedding_resized = resize_position_embedding(from, target, enc, keys, patch_size);
+  if (fit == EncoderFit::Dynamic) fit_dynamically(from, target, report);
+  check_fit(from, target, enc, net, fit, report);  // in full, before the first copy
   torch::NoGradGuard no_grad;
   for (const auto& [name, t] : from)
     target.at(name).copy_(t.to(target.at(name).device(), target.at(name).scalar_type()));

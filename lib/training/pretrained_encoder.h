@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/network.h"
+#include "training/trainer_config.h"
 
 namespace medseg::training {
 
@@ -40,16 +41,26 @@ PretrainedEncoder pretrained_encoder_from_nnssl(std::vector<std::pair<std::strin
                                                 const nlohmann::json& adaptation_plan, nlohmann::json citations,
                                                 const std::string& source);
 
+// How the pretrained encoder must fit the network's (EncoderFit, training/trainer_config.h):
+//   Strict: every tensor, of the same shape (PretrainedTrainer);
+//   Dynamic (DynamicPretrainedTrainer): a convolution whose kernel is 1 along an axis where the pretrained one is
+//     larger takes the pretrained kernel's mean along it; tensors the network lacks (a deeper pretrained encoder) or
+//     of another shape are left out, and the network's own that the file lacks (a deeper network) keep their
+//     initialisation (load_weights_utils.py, adapt_encoder_weights_for_architecture).
 struct EncoderLoadReport {
   int64_t loaded = 0;              // tensors copied into the stem and encoder
   bool channels_repeated = false;  // a one-channel stem spread over the network's channels
   bool position_embedding_resized = false;
+  int64_t kernels_averaged = 0;  // Dynamic: convolutions averaged to the network's kernel
+  int64_t left_out = 0;          // Dynamic: pretrained tensors without a place of their shape
+  int64_t kept_initialised = 0;  // Dynamic: the network's stem and encoder tensors the file did not give
 };
 
 // Copies `enc`'s stem and encoder into `net`, built for patches of `patch_size`. Throws FileError(enc.source, ...)
-// when the network has no encoder to take (SwinUNETR), or a tensor under the stem or encoder is missing, extra or
-// of another shape after the adaptations (another architecture); `net` is unchanged then.
+// when the network has no encoder to take (SwinUNETR), or (Strict) a tensor under the stem or encoder is missing,
+// extra or of another shape after the adaptations (another architecture), or (Dynamic) not one tensor fits; `net`
+// is unchanged then.
 EncoderLoadReport load_pretrained_encoder(models::SegmentationNetworkImpl& net, const PretrainedEncoder& enc,
-                                          const std::vector<int64_t>& patch_size);
+                                          const std::vector<int64_t>& patch_size, EncoderFit fit = EncoderFit::Strict);
 
 }  // namespace medseg::training

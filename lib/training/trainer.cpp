@@ -481,7 +481,13 @@ void Trainer::State::load_pretrained() {
 void Trainer::State::load_pretrained_encoder() {
   const PretrainedEncoder& enc = *opt.pretrained_encoder;
   const auto& patch = in.plans.configuration(in.configuration).patch_size;
-  const auto r = training::load_pretrained_encoder(*net, enc, std::vector<int64_t>(patch.begin(), patch.end()));
+  const auto r =
+      training::load_pretrained_encoder(*net, enc, std::vector<int64_t>(patch.begin(), patch.end()), cfg.encoder_fit);
+  if (cfg.encoder_fit == EncoderFit::Dynamic)
+    spdlog::info(
+        "pretrained encoder, fitted dynamically: {} kernels averaged, {} pretrained tensors left out, {} of "
+        "the network's kept as initialised",
+        r.kernels_averaged, r.left_out, r.kept_initialised);
   spdlog::info("pretrained encoder: {} tensors of {}'s stem and encoder from {}{}{}; decoder and head as initialised",
                r.loaded, enc.architecture.empty() ? std::string("the network") : enc.architecture, enc.source,
                r.channels_repeated ? ", its one-channel stem spread over the input channels" : "",

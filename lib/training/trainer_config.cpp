@@ -69,6 +69,7 @@ json TrainerConfig::to_json() const {
   if (!architecture.is_null()) j["architecture"] = architecture;
   if (batch_size) j["batch_size"] = *batch_size;
   if (lr_from_scratch) j["lr_from_scratch"] = *lr_from_scratch;
+  if (encoder_fit != EncoderFit::Strict) j["encoder_fit"] = name_of(encoder_fit_names(), encoder_fit);
   if (mirror_axes_2d || mirror_axes_3d) {
     j["mirror_axes"] = json::object();
     if (mirror_axes_2d) j["mirror_axes"]["2d"] = *mirror_axes_2d;
@@ -92,6 +93,11 @@ const EnumNames<LrSchedule>& lr_schedule_names() {
 
 const EnumNames<NetworkNorm>& network_norm_names() {
   static const EnumNames<NetworkNorm> names = {{"plans", NetworkNorm::Plans}, {"batch", NetworkNorm::Batch}};
+  return names;
+}
+
+const EnumNames<EncoderFit>& encoder_fit_names() {
+  static const EnumNames<EncoderFit> names = {{"strict", EncoderFit::Strict}, {"dynamic", EncoderFit::Dynamic}};
   return names;
 }
 
@@ -302,6 +308,7 @@ const std::set<std::string> kTrainerConfigKeys = {"format",
                                                   "architecture",
                                                   "batch_size",
                                                   "lr_from_scratch",
+                                                  "encoder_fit",
                                                   "description"};
 
 // How long the run is, how often it saves, how many loader threads.
@@ -324,6 +331,7 @@ void read_optimization(const JsonObjectReader& r, TrainerConfig& c) {
   if (r.has("loss")) c.loss = read_loss(r.object("loss", true));
   if (r.has("optimizer")) c.optimizer = read_optimizer(r.object("optimizer", true));
   if (r.has("lr_from_scratch")) c.lr_from_scratch = number_in_range(r, "", "lr_from_scratch", 1);
+  if (r.has("encoder_fit")) c.encoder_fit = r.choice("encoder_fit", encoder_fit_names());
   c.grad_clip = number_in_range(r, "", "grad_clip", c.grad_clip);
   c.ema_momentum = number_in_range(r, "", "ema_momentum", c.ema_momentum);
 }

@@ -51,6 +51,9 @@ std::string to_string(Oversampling o);  // "batch_tail", "probabilistic", "proba
 enum class NetworkNorm { Plans, Batch };
 // The training augmentation: nnUNetTrainer's, or nnUNetTrainerDA5's stronger one.
 enum class Augmentation { NnUNet, DA5 };
+// How a pretrained nnssl encoder must fit the network's (training/pretrained_encoder.h): strictly (PretrainedTrainer)
+// or dynamically, averaging kernels and leaving out what does not fit (DynamicPretrainedTrainer).
+enum class EncoderFit { Strict, Dynamic };
 // The spatial transform's interpolation: linear (nnU-Net's; BG2's one-hot vote for labels) or nearest (order 0: the
 // *DASegOrd0 and DA5*ord0 trainers).
 enum class Interpolation { Linear, Nearest };
@@ -64,6 +67,7 @@ const EnumNames<LrSchedule>& lr_schedule_names();
 const EnumNames<NetworkNorm>& network_norm_names();
 const EnumNames<Augmentation>& augmentation_names();
 const EnumNames<Interpolation>& interpolation_names();
+const EnumNames<EncoderFit>& encoder_fit_names();
 const EnumNames<data::augment::AugmentDevice>& augment_device_names();
 
 struct TrainerConfig {
@@ -120,7 +124,8 @@ struct TrainerConfig {
   // (nnU-Net's PretrainedTrainer family: 1e-2 where optimizer.lr is 1e-3; --from_scratch). Unset: not a
   // fine-tuning trainer. Such a trainer takes its weights from the plans' pretrain_info (docs/finetuning.md).
   std::optional<double> lr_from_scratch;
-  std::string source;  // where it was read from
+  EncoderFit encoder_fit = EncoderFit::Strict;  // "strict" or "dynamic"
+  std::string source;                           // where it was read from
 
   // The mirroring axes of a `dim`-dimensional configuration (0..dim-1 when unset).
   std::vector<int> mirror_axes(int dim) const;

@@ -63,6 +63,7 @@ medseg_tests(base_cli
   io_threads_itk_test.cpp
   planning_cli_test.cpp
   planning_move_plans_test.cpp
+  planning_plans_like_nnssl_test.cpp
   planning_presets_cli_test.cpp
   plot_overlay_pngs_itk_test.cpp
   postprocessing_itk_test.cpp

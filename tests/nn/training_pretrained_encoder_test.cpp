@@ -154,3 +154,72 @@ TEST(PretrainedEncoder, SpreadsAOneChannelStemAndRefusesAnotherArchitecture) {
 
 }  // namespace
 }  // namespace medseg
+
+namespace medseg {
+namespace {
+
+// A ResEnc U-Net of `stages` stages, `first_kernel` at stage 0 (and its stem), 3x3x3 elsewhere.
+json resenc(int stages, const json& first_kernel) {
+  json a = unet_architecture("ResidualEncoderUNet");
+  json& k = a["arch_kwargs"];
+  const std::vector<int> all_features = {8, 16, 24, 32};
+  k["n_stages"] = stages;
+  k["features_per_stage"] = std::vector<int>(all_features.begin(), all_features.begin() + stages);
+  k["kernel_sizes"] = json::array();
+  k["strides"] = json::array();
+  k["n_blocks_per_stage"] = std::vector<int>(static_cast<std::size_t>(stages), 1);
+  k["n_conv_per_stage_decoder"] = std::vector<int>(static_cast<std::size_t>(stages - 1), 1);
+  for (int s = 0; s < stages; ++s) {
+    k["kernel_sizes"].push_back(s == 0 ? first_kernel : json{3, 3, 3});
+    k["strides"].push_back(s == 0 ? json{1, 1, 1} : json{2, 2, 2});
+  }
+  return a;
+}
+
+training::PretrainedEncoder encoder_of(models::SegmentationNetworkImpl& donor) {
+  training::PretrainedEncoder enc;
+  enc.weights = checkpoint::module_weights(donor);
+  enc.key_to_encoder = "encoder.stages";
+  enc.key_to_stem = "encoder.stem";
+  enc.keys_to_in_proj = {"encoder.stem.convs.0.conv"};
+  enc.patch_size = {32, 32, 32};
+  enc.source = "donor.pth";
+  return enc;
+}
+
+}  // namespace
+
+// DynamicPretrainedTrainer's fit, by hand: a 4-stage encoder into a 3-stage network whose stem and first stage have
+// 1x3x3 kernels: those take the pretrained 3x3x3 kernels' mean along the first axis, the fourth stage is left out;
+// the other way round, the deeper network's fourth stage keeps its initialisation. Strict refuses both.
+TEST(PretrainedEncoder, DynamicFitAveragesKernelsAndMatchesDepthAsDynamicPretrainedTrainer) {
+  auto donor = models::build_network(resenc(4, {3, 3, 3}), 1, 2);
+  const auto enc = encoder_of(*donor);
+  auto net = models::build_network(resenc(3, {1, 3, 3}), 1, 2);
+  EXPECT_THROW(training::load_pretrained_encoder(*net, enc, {32, 32, 32}), FileError);
+  const auto r = training::load_pretrained_encoder(*net, enc, {32, 32, 32}, training::EncoderFit::Dynamic);
+  auto mine = net->named_parameters();
+  auto theirs = donor->named_parameters();
+  for (const char* name : {"encoder.stem.convs.0.conv.weight", "encoder.stages.0.blocks.0.conv1.conv.weight"}) {
+    ASSERT_EQ(mine[name].sizes(), (std::vector<int64_t>{mine[name].size(0), mine[name].size(1), 1, 3, 3})) << name;
+    EXPECT_TRUE(torch::allclose(mine[name], theirs[name].mean(2, true), 1e-6, 1e-7)) << name;
+  }
+  EXPECT_TRUE(torch::equal(mine["encoder.stages.2.blocks.0.conv1.conv.weight"],
+                           theirs["encoder.stages.2.blocks.0.conv1.conv.weight"]));
+  EXPECT_EQ(r.kernels_averaged, 3);  // the stem's convolution and stage 0's two
+  EXPECT_GT(r.left_out, 0);          // stage 3
+  EXPECT_EQ(r.kept_initialised, 0);
+
+  auto deeper = models::build_network(resenc(4, {3, 3, 3}), 1, 2);
+  auto small = models::build_network(resenc(3, {3, 3, 3}), 1, 2);
+  const at::Tensor fourth = deeper->named_parameters()["encoder.stages.3.blocks.0.conv1.conv.weight"].clone();
+  const auto r2 =
+      training::load_pretrained_encoder(*deeper, encoder_of(*small), {32, 32, 32}, training::EncoderFit::Dynamic);
+  EXPECT_GT(r2.kept_initialised, 0);
+  EXPECT_EQ(r2.left_out, 0);
+  EXPECT_TRUE(torch::equal(fourth, deeper->named_parameters()["encoder.stages.3.blocks.0.conv1.conv.weight"]));
+  EXPECT_TRUE(torch::equal(deeper->named_parameters()["encoder.stages.1.blocks.0.conv2.conv.weight"],
+                           small->named_parameters()["encoder.stages.1.blocks.0.conv2.conv.weight"]));
+}
+
+}  // namespace medseg

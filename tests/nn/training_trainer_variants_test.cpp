@@ -214,7 +214,8 @@ TEST(TrainerVariants, PrimusTrainersArchitecturesBuildTheTrainersNetworks) {
 // no deep supervision, the warm-up, and two initial rates, with and without pretrained weights. PretrainedTrainer:
 // SGD (nesterov, momentum 0.99) 1e-3 / 1e-2, 50 warm-up epochs; the *_150ep ones 15 of 150; the Primus ones AdamW
 // (weight decay 5e-2, betas 0.9 / 0.98) 1e-4 / 3e-4 with gradients clipped at 1. The batch-size trainers of
-// primus_trainers.py set 8.
+// primus_trainers.py set 8. DynamicPretrainedTrainer fits the encoder dynamically; its _adam_150ep keeps
+// nnUNetTrainer's weight decay and gradient clip.
 TEST(TrainerVariants, FineTuningTrainersCarryNnUNetsRecipe) {
   const TrainerConfig sgd = find_trainer_config("PretrainedTrainer");
   EXPECT_EQ(sgd.optimizer.type, training::OptimizerType::SGD);
@@ -253,5 +254,12 @@ TEST(TrainerVariants, FineTuningTrainersCarryNnUNetsRecipe) {
   EXPECT_EQ(*bs8.batch_size, 8);
   EXPECT_DOUBLE_EQ(bs8.optimizer.lr, 2e-4);
   EXPECT_FALSE(find_trainer_config("nnUNetTrainer").batch_size);
-  EXPECT_NE(error_of("DynamicPretrainedTrainer").find("depth or kernel sizes"), std::string::npos);
+  EXPECT_EQ(sgd.encoder_fit, training::EncoderFit::Strict);
+  EXPECT_EQ(find_trainer_config("DynamicPretrainedTrainer").encoder_fit, training::EncoderFit::Dynamic);
+  const TrainerConfig dyn_adam = find_trainer_config("DynamicPretrainedTrainer_adam_150ep");
+  EXPECT_EQ(dyn_adam.encoder_fit, training::EncoderFit::Dynamic);
+  EXPECT_EQ(dyn_adam.optimizer.type, training::OptimizerType::AdamW);
+  EXPECT_DOUBLE_EQ(dyn_adam.optimizer.weight_decay, 3e-5);
+  EXPECT_DOUBLE_EQ(dyn_adam.grad_clip, 12);
+  EXPECT_NE(error_of("PretrainedTrainer_Primusx_150ep_small_debug").find("patch size"), std::string::npos);
 }

@@ -12,6 +12,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -411,6 +412,21 @@ TEST(WorkflowSelection, FindBestOverTrained2dAnd3dFullresWithTwoFolds) {
   EXPECT_NE(text.str().find("medseg_predict"), std::string::npos) << text.str();
 }
 
+namespace {
+
+// nnU-Net's data_identifier spelling of a spacing: "1.00_0.75_0.75".
+std::string spacing_text(const json& spacing) {
+  std::string out;
+  for (const json& v : spacing) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", v.get<double>());
+    out += (out.empty() ? "" : "_") + std::string(buf);
+  }
+  return out;
+}
+
+}  // namespace
+
 // Fine-tuning from an nnssl checkpoint the nnU-Net way (docs/finetuning.md): plans with pretrain_info name the
 // checkpoint (scripts/nnssl_checkpoint_reference.py writes one of the plans' own U-Net, as nnssl saves it), and
 // PretrainedTrainer starts from its encoder with batch size 2 and the warm-up from 1e-3 (epoch 0: 1e-3 / 50);
@@ -447,4 +463,17 @@ TEST(WorkflowPretrained, PretrainedTrainerFineTunesAnNnsslCheckpointFromThePlans
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("pretrained encoder: "), std::string::npos) << r.output;
   EXPECT_NEAR(metrics_lines(fold + "/metrics.jsonl").at(0).at("lr").get<double>(), 1e-2 / 50, 1e-12);
+
+  // The same plans made by medseg_preprocess_like_nnssl (the base plans' spacing; the checkpoint's architecture and
+  // patch, which here are the base plans'), preprocessed, and trained from.
+  r = test::run_cli("medseg_preprocess_like_nnssl", "-d 951 -n Mae -pc " + ck + " -am default_nnunet -np 1", w.env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string made =
+      "ptPlans__Mae____Spacing__" + spacing_text(p["configurations"]["3d_fullres"]["spacing"]) + "___Norm__Z";
+  const json made_plans = read_json(w.pre() + "/" + made + ".json");
+  EXPECT_EQ(made_plans["pretrain_info"]["checkpoint_path"], ck);
+  EXPECT_EQ(made_plans["configurations"]["3d_fullres"]["batch_size"], 2);
+  r = w.train("--val-iters-per-epoch 1 -p " + made + " --tr PretrainedTrainer");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("pretrained encoder: "), std::string::npos) << r.output;
 }
