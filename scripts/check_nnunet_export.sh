@@ -6,8 +6,10 @@
 # PYTHON: an interpreter with torch and nnunetv2 (e.g. a venv with `pip install nnunetv2`; never a medseg
 # dependency); NNUNET_CHECKOUT: an nnU-Net source checkout put first on PYTHONPATH ("" to skip).
 # Environment: CONFIG (3d_fullres; or 2d), PLANNER (nnUNetPlannerResEncM: ResidualEncoderUNet; "" for the
-# default PlainConvUNet plans), ITERS (20 training iterations, so that the logits are not ties), KEEP (1 keeps
-# the work folder).
+# default PlainConvUNet plans), ITERS (20 training iterations, so that the logits are not ties), TRAINER (the
+# trainer medseg trains with, nnUNetTrainer; e.g. nnUNet_PrimusV3S_Trainer, whose own network nnU-Net's predictor
+# then builds from the trainer's class), SHAPE (the cases' shape, "20 28 28" to "24 32 32" by default; one shape,
+# e.g. "24 32 32", for a Primus trainer, whose patch must be a multiple of 8), KEEP (1 keeps the work folder).
 # What it does: a synthetic dataset (medseg_make_dataset, 6 cases, 2 test images) is planned, preprocessed and
 # trained for one short epoch by medseg; the model is exported; both tools predict the test images with
 # mirroring and probabilities; prints the largest probability difference and the share of equal labels, and
@@ -21,6 +23,10 @@ build=${3:-$root/build}
 config=${CONFIG:-3d_fullres}
 planner=${PLANNER-nnUNetPlannerResEncM}
 iters=${ITERS:-20}
+trainer=${TRAINER:-nnUNetTrainer}
+read -r -a shape <<<"${SHAPE:-}"
+shape_args=(--min-shape 20 28 28 --max-shape 24 32 32)
+[ ${#shape[@]} -eq 3 ] && shape_args=(--min-shape "${shape[@]}" --max-shape "${shape[@]}")
 [ -n "$nnunet" ] && export PYTHONPATH=$nnunet${PYTHONPATH:+:$PYTHONPATH}
 "$py" -c "import nnunetv2, torch" || { echo "check_nnunet_export: $py cannot import nnunetv2 and torch" >&2; exit 1; }
 for app in medseg_make_dataset medseg_plan_and_preprocess medseg_train medseg_predict medseg_export_nnunet; do
@@ -32,14 +38,14 @@ export MEDSEG_RAW=$work/raw MEDSEG_PREPROCESSED=$work/pre MEDSEG_RESULTS=$work/r
 export nnUNet_raw=$work/raw nnUNet_preprocessed=$work/pre nnUNet_results=$work/nnunet_results
 mkdir -p "$MEDSEG_RAW"
 b=$build/bin
-"$b/medseg_make_dataset" -d 954 -n Export --cases 6 --test-cases 2 --min-shape 20 28 28 --max-shape 24 32 32 --seed 7 >/dev/null
+"$b/medseg_make_dataset" -d 954 -n Export --cases 6 --test-cases 2 "${shape_args[@]}" --seed 7 >/dev/null
 plans_name=nnUNetPlans
 pl=()
 if [ -n "$planner" ]; then pl=(--pl "$planner"); plans_name=nnUNetResEncUNet${planner#nnUNetPlannerResEnc}Plans; fi
 "$b/medseg_plan_and_preprocess" -d 954 -c "$config" --np 2 --no_pbar "${pl[@]}" >/dev/null
-"$b/medseg_train" 954 "$config" 0 -p "$plans_name" --epochs 1 --iters-per-epoch "$iters" --val-iters-per-epoch 1 \
+"$b/medseg_train" 954 "$config" 0 -p "$plans_name" --tr "$trainer" --epochs 1 --iters-per-epoch "$iters" --val-iters-per-epoch 1 \
   --num-workers 1 --threads 2 --no_pbar >"$work/train.log" 2>&1 || { tail -5 "$work/train.log"; exit 1; }
-model=$MEDSEG_RESULTS/Dataset954_Export/nnUNetTrainer__${plans_name}__$config
+model=$MEDSEG_RESULTS/Dataset954_Export/${trainer}__${plans_name}__$config
 "$b/medseg_export_nnunet" -m "$model" -o "$work/nnunet_model"
 imgs=$MEDSEG_RAW/Dataset954_Export/imagesTs
 "$b/medseg_predict" -i "$imgs" -o "$work/pred_medseg" -m "$model" -f 0 --threads 2 -npp 0 -nps 0 \

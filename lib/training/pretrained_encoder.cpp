@@ -3,11 +3,11 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <algorithm>
 #include <map>
 
 #include "checkpoint/checkpoint.h"
 #include "core/error.h"
-#include "core/strings.h"
 
 namespace medseg::training {
 
@@ -133,6 +133,12 @@ bool resize_position_embedding(TensorMap& from, const TensorMap& target, const P
   if (keys.lpe.empty() || !from.count(keys.lpe) || !target.count(keys.lpe)) return false;
   at::Tensor pos = from.at(keys.lpe);
   const at::Tensor& want = target.at(keys.lpe);
+  const bool cls = std::any_of(enc.weights.begin(), enc.weights.end(),
+                               [&](const auto& kv) { return kv.first == enc.key_to_encoder + ".cls_token"; });
+  if (cls && pos.dim() == 3 && pos.size(1) > 1) {  // the class token's position goes with it (handle_pos_embed_resize)
+    pos = pos.slice(1, 1);
+    from[keys.lpe] = pos;
+  }
   if (pos.sizes() == want.sizes()) return false;
   const auto proj = from.find(keys.stem + ".proj.weight");
   MEDSEG_CHECK_FILE(proj != from.end() && proj->second.dim() == 5 && pos.dim() == 3, enc.source,

@@ -223,3 +223,26 @@ TEST(PretrainedEncoder, DynamicFitAveragesKernelsAndMatchesDepthAsDynamicPretrai
 }
 
 }  // namespace medseg
+
+namespace medseg {
+
+// A pretraining network with a class token (nnU-Net's filter_state_dict and handle_pos_embed_resize): the token is
+// left out and so is its position, the first row of the embedding.
+TEST(PretrainedEncoder, AClassTokenAndItsPositionAreLeftOut) {
+  auto donor = models::build_network(primus_architecture(), 1, 2);
+  training::PretrainedEncoder enc;
+  for (const auto& [name, t] : checkpoint::module_weights(*donor))
+    enc.weights.emplace_back(name, name == "eva.pos_embed" ? torch::cat({torch::ones({1, 1, t.size(2)}), t}, 1) : t);
+  enc.weights.emplace_back("eva.cls_token", torch::ones({1, 1, 48}));
+  enc.key_to_encoder = "eva";
+  enc.key_to_stem = "down_projection";
+  enc.keys_to_in_proj = {"down_projection.proj"};
+  enc.patch_size = {48, 32, 40};
+  enc.source = "with_cls.pth";
+  auto net = models::build_network(primus_architecture(), 1, 2);
+  const auto r = training::load_pretrained_encoder(*net, enc, {48, 32, 40});
+  EXPECT_FALSE(r.position_embedding_resized);
+  EXPECT_TRUE(torch::equal(net->named_parameters()["eva.pos_embed"], donor->named_parameters()["eva.pos_embed"]));
+}
+
+}  // namespace medseg
