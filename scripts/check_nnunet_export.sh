@@ -9,7 +9,8 @@
 # default PlainConvUNet plans), ITERS (20 training iterations, so that the logits are not ties), TRAINER (the
 # trainer medseg trains with, nnUNetTrainer; e.g. nnUNet_PrimusV3S_Trainer, whose own network nnU-Net's predictor
 # then builds from the trainer's class), SHAPE (the cases' shape, "20 28 28" to "24 32 32" by default; one shape,
-# e.g. "24 32 32", for a Primus trainer, whose patch must be a multiple of 8), KEEP (1 keeps the work folder).
+# e.g. "24 32 32"), PATCH (the plans' patch size set to this, e.g. "16 24 24" for a Primus trainer, whose patch
+# must be a multiple of 8 on every axis), KEEP (1 keeps the work folder).
 # What it does: a synthetic dataset (medseg_make_dataset, 6 cases, 2 test images) is planned, preprocessed and
 # trained for one short epoch by medseg; the model is exported; both tools predict the test images with
 # mirroring and probabilities; prints the largest probability difference and the share of equal labels, and
@@ -43,6 +44,15 @@ plans_name=nnUNetPlans
 pl=()
 if [ -n "$planner" ]; then pl=(--pl "$planner"); plans_name=nnUNetResEncUNet${planner#nnUNetPlannerResEnc}Plans; fi
 "$b/medseg_plan_and_preprocess" -d 954 -c "$config" --np 2 --no_pbar "${pl[@]}" >/dev/null
+if [ -n "${PATCH:-}" ]; then
+  python3 - "$MEDSEG_PREPROCESSED/Dataset954_Export/$plans_name.json" "$config" $PATCH <<'PY'
+import json, sys
+path, config, patch = sys.argv[1], sys.argv[2], [int(v) for v in sys.argv[3:]]
+plans = json.load(open(path))
+plans["configurations"][config]["patch_size"] = patch
+json.dump(plans, open(path, "w"), indent=4)
+PY
+fi
 "$b/medseg_train" 954 "$config" 0 -p "$plans_name" --tr "$trainer" --epochs 1 --iters-per-epoch "$iters" --val-iters-per-epoch 1 \
   --num-workers 1 --threads 2 --no_pbar >"$work/train.log" 2>&1 || { tail -5 "$work/train.log"; exit 1; }
 model=$MEDSEG_RESULTS/Dataset954_Export/${trainer}__${plans_name}__$config
