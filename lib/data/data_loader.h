@@ -32,6 +32,10 @@ struct LoaderOptions {
   int num_cached = 0;               // batches built ahead; 0: max(6, num_workers / 2) like nnU-Net
   int64_t batches_per_epoch = 250;  // nnU-Net: 250 training, 50 validation iterations
   bool pin_memory = false;          // pinned output tensors (only when CUDA is available)
+  // Added to each worker thread's niceness (Linux; the calling thread and the process keep theirs). Training on
+  // the CPU sets it, so that building batches ahead yields the cores to the network's threads and takes what
+  // they leave (docs/data_pipeline.md, "Worker priority"); 0 leaves the workers as they start.
+  int worker_nice = 0;
 };
 
 // Where a loader stands: enough to resume it exactly (store it in checkpoints).

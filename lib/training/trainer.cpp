@@ -508,6 +508,7 @@ void Trainer::State::start_loaders() {
   lo.num_workers = cfg.num_workers;
   lo.batches_per_epoch = cfg.iterations_per_epoch;
   lo.pin_memory = cuda;
+  lo.worker_nice = cuda ? 0 : 5;  // on the CPU the network's threads and the workers share the cores
   train_loader =
       std::make_unique<data::DataLoader>(train_src, train_pipe, lo, data::LoaderState{cfg.seed, epoch, next_iter});
   if (cfg.val_iterations_per_epoch > 0) {

@@ -6,6 +6,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <future>
 #include <thread>
 
@@ -340,4 +344,57 @@ TEST(DataLoader, RankSharesTileTheGlobalBatch) {
       EXPECT_EQ(forced, all.forced_label);
     }
   }
+}
+
+namespace {
+
+// Every thread of this process: its id and niceness, from /proc/self/task/TID/stat (field 19).
+std::map<long, int> thread_niceness() {
+  std::map<long, int> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(e.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream rest(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
+    std::string field;
+    for (int i = 3; i < 19 && rest >> field;) ++i;  // fields 3..18
+    int nice = 0;
+    if (rest >> nice) out[std::stol(e.path().filename().string())] = nice;
+  }
+  return out;
+}
+
+}  // namespace
+
+// worker_nice raises the workers' niceness by that much and nobody else's (training on the CPU sets 5); the
+// batches are the same either way.
+TEST(DataLoader, WorkerNiceLowersTheWorkersPriorityAlone) {
+  auto cases = small_cases();
+  auto cfg = training_pipeline(plan_3d({8, 16, 16}, 2));
+  LoaderOptions o;
+  o.batches_per_epoch = 2;
+  o.num_workers = 2;
+  const auto before = thread_niceness();
+  const int base = before.begin()->second;
+  Batch plain;
+  {
+    DataLoader dl(cases, cfg, o, {5, 0, 0});
+    plain = dl.next();
+  }
+  o.worker_nice = 3;
+  DataLoader dl(cases, cfg, o, {5, 0, 0});
+  expect_same(plain, dl.next());
+  // Each worker lowers its own priority as it starts; a worker may start after the first batches are built.
+  int lowered = 0;
+  for (int tries = 0; tries < 200 && lowered < 2; ++tries) {
+    if (tries > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    lowered = 0;
+    for (const auto& [tid, nice] : thread_niceness()) {
+      if (nice == std::min(19, base + 3)) {
+        ++lowered;
+      } else {
+        EXPECT_EQ(nice, base) << "thread " << tid;
+      }
+    }
+  }
+  if (base + 3 <= 19) { EXPECT_EQ(lowered, 2); }
 }
