@@ -220,5 +220,7 @@ TEST(PlanningPlans, PrimusV2AndV3ReadTheirResidualPatchEmbeddings) {
   EXPECT_NE(error("PrimusV3", {{"ch_per_level", {8, 0, 16, 32}}}).find("ch_per_level"), std::string::npos);
   const std::string preset = error("PrimusV2S", json::object());
   EXPECT_NE(preset.find("/p/plans.json"), std::string::npos) << preset;
-  EXPECT_NE(preset.find("Primus, PrimusV2 and PrimusV3 are built"), std::string::npos) << preset;
+  EXPECT_NE(preset.find("Primus, PrimusV2, PrimusV3 and the presets PrimusS, PrimusB, PrimusM and PrimusL are built"),
+            std::string::npos)
+      << preset;
 }
