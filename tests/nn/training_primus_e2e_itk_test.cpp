@@ -1,13 +1,20 @@
 // nnU-Net's Primus trainers by name (configs/trainer_variants.json, models/primus.h): medseg_train
 // --tr nnUNet_Primus_S_Trainer trains the S network on the tiny synthetic dataset with the trainers' recipe
 // (AdamW, warm-up, no deep supervision), writes a model folder whose plans.json names Primus, and
-// medseg_predict predicts from it; a configuration whose patch the network cannot take is refused by name.
+// medseg_predict predicts from it; a configuration whose patch the network cannot take is refused by name; the
+// loss falls and a killed run continues exactly.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
@@ -15,6 +22,7 @@
 #include "io/image_io.h"
 #include "support/output_lines.h"
 #include "support/test_support.h"
+#include "training/trainer_config.h"
 
 namespace fs = std::filesystem;
 using namespace medseg;
@@ -107,4 +115,74 @@ TEST(PrimusTrainerE2E, APatchTheNetworkCannotTakeIsRefusedNamingTheTrainer) {
   EXPECT_NE(line.find("trainer 'nnUNet_Primus_S_Trainer' builds its own network"), std::string::npos) << r.output;
   EXPECT_NE(line.find("not divisible by the network's total stride 8"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(d + "/results/Dataset966_Odd")) << "nothing is written";
+}
+
+namespace {
+
+// Starts `cmd` under /bin/sh in the background; returns its pid.
+pid_t spawn(const std::string& cmd) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+std::vector<double> train_losses(const std::string& metrics_file) {
+  std::ifstream in(metrics_file);
+  std::vector<double> out;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(json::parse(line).at("train_loss").get<double>());
+  return out;
+}
+
+}  // namespace
+
+// Primus S on the tiny dataset, its trainer's recipe without the 50-epoch warm-up (which would keep the rate near 0
+// in a short run): the training loss falls over 4 epochs; a run killed (SIGKILL) after its first epoch and
+// continued with --c ends with the uninterrupted run's weights, bit for bit (drop path's randomness included).
+TEST(PrimusTrainerE2E, TheLossFallsAndAKilledRunContinuesExactly) {
+  test::TempDir dir("primus_resume");
+  const std::string d = dir.path();
+  fs::create_directories(d + "/raw");
+  const std::string base_env = "MEDSEG_RAW=" + d + "/raw MEDSEG_PREPROCESSED=" + d + "/pre";
+  ASSERT_NO_FATAL_FAILURE(make_planned_dataset("965", "PrimusResume", "18 30 30", base_env));
+  json cfg = training::find_trainer_config("nnUNet_Primus_S_Trainer").to_json();
+  cfg["name"] = "PrimusS";
+  cfg["warmup_epochs"] = 0;
+  write_json(d + "/primus_s.json", cfg);
+  const std::string args = "965 3d_fullres 0 --tr " + d +
+                           "/primus_s.json --epochs 4 --iters-per-epoch 4 --val-iters-per-epoch 1 --num-workers 1 "
+                           "--threads 2 --deterministic --checkpoint-every 1 --no_pbar";
+  const auto fold = [&](const std::string& results) {
+    return results + "/Dataset965_PrimusResume/PrimusS__nnUNetPlans__3d_fullres/fold_0";
+  };
+  auto r = test::run_cli("medseg_train", args, base_env + " MEDSEG_RESULTS=" + d + "/a");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<double> losses = train_losses(fold(d + "/a") + "/metrics.jsonl");
+  ASSERT_EQ(losses.size(), 4u);
+  EXPECT_LT(losses[3], losses[0]) << losses[0] << " -> " << losses[3];
+
+  const std::string b = d + "/b";
+  const pid_t pid = spawn("env " + base_env + " MEDSEG_RESULTS=" + b + " " + std::getenv("MEDSEG_BIN_DIR") +
+                          "/medseg_train " + args + " > " + d + "/b.log 2>&1");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (std::chrono::steady_clock::now() < deadline && train_losses(fold(b) + "/metrics.jsonl").empty() &&
+         kill(pid, 0) == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "it finished before it was killed: " << test::read_text(d + "/b.log");
+  ASSERT_FALSE(fs::exists(fold(b) + "/checkpoint_final.ckpt"));
+  r = test::run_cli("medseg_train", args + " --c", base_env + " MEDSEG_RESULTS=" + b);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto ca = checkpoint::load_checkpoint(fold(d + "/a") + "/checkpoint_final.ckpt");
+  const auto cb = checkpoint::load_checkpoint(fold(b) + "/checkpoint_final.ckpt");
+  ASSERT_EQ(ca.weights.size(), cb.weights.size());
+  for (size_t i = 0; i < ca.weights.size(); ++i) {
+    EXPECT_EQ(ca.weights[i].first, cb.weights[i].first);
+    EXPECT_TRUE(ca.weights[i].second.equal(cb.weights[i].second)) << ca.weights[i].first;
+  }
 }
