@@ -9,22 +9,14 @@ namespace medseg::models {
 
 PrimusOptions primus_trainer_options(const std::string& size, int64_t in_channels, int64_t num_classes,
                                      const Shape& input_shape) {
-  struct Size {
-    const char* name;
-    int64_t embed, depth, heads;
-  };
-  static const Size sizes[] = {{"S", 396, 12, 6}, {"B", 792, 12, 12}, {"M", 864, 16, 12}, {"L", 1056, 24, 16}};
   const bool versioned = size.size() == 3 && (size.rfind("V2", 0) == 0 || size.rfind("V3", 0) == 0);
-  const std::string letter = versioned ? size.substr(2) : size;
-  for (const Size& s : sizes)
-    if (letter == s.name) {
-      PrimusOptions o = PrimusOptions(in_channels, num_classes, s.embed, s.depth, s.heads, input_shape)
-                            .drop_path_rate(0.2)
-                            .init_values(0.1)
-                            .scale_attn_inner(true);
-      return versioned ? with_residual_embedding(std::move(o), size[1] - '0') : o;
-    }
-  throw Error("Primus: unknown size '" + size + "' (S, B, M or L, or V2S ... V3L)");
+  const auto s = planning::primus_size(versioned ? size.substr(2) : size);
+  if (!s) throw Error("Primus: unknown size '" + size + "' (S, B, M or L, or V2S ... V3L)");
+  PrimusOptions o = PrimusOptions(in_channels, num_classes, s->embed_dim, s->eva_depth, s->eva_numheads, input_shape)
+                        .drop_path_rate(0.2)
+                        .init_values(0.1)
+                        .scale_attn_inner(true);
+  return versioned ? with_residual_embedding(std::move(o), size[1] - '0') : o;
 }
 
 namespace {

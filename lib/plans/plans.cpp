@@ -1,7 +1,6 @@
 #include "plans/plans.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -16,6 +15,13 @@
 #include "plans/plan_limits.h"
 
 namespace medseg::planning {
+
+std::optional<PrimusSize> primus_size(const std::string& letter) {
+  static const std::map<std::string, PrimusSize> sizes = {
+      {"S", {396, 12, 6}}, {"B", {792, 12, 12}}, {"M", {864, 16, 12}}, {"L", {1056, 24, 16}}};
+  const auto it = sizes.find(letter);
+  return it == sizes.end() ? std::nullopt : std::optional<PrimusSize>(it->second);
+}
 
 void set_residual_embedding(PrimusPlan& p, int version) {
   MEDSEG_CHECK(version == 2 || version == 3, "Primus: no V", version, " patch embedding (V2 or V3)");
@@ -404,12 +410,12 @@ namespace {
 // and L (PrimusX's sizes with an 8x8x8 patch embedding, layer scale 0.1, scaled attention, no drop path) and
 // ResEncL (ResEnc-L's U-Net). Returns the class they are read as, and their arch_kwargs; nullopt for other names.
 std::optional<std::pair<std::string, json>> named_network(const std::string& short_name) {
-  const std::map<std::string, std::array<int, 3>> primus = {
-      {"PrimusS", {396, 12, 6}}, {"PrimusB", {792, 12, 12}}, {"PrimusM", {864, 16, 12}}, {"PrimusL", {1056, 24, 16}}};
-  if (const auto it = primus.find(short_name); it != primus.end())
-    return std::pair{std::string("Primus"), json{{"embed_dim", it->second[0]},
-                                                 {"eva_depth", it->second[1]},
-                                                 {"eva_numheads", it->second[2]},
+  const auto size =
+      short_name.size() == 7 && short_name.rfind("Primus", 0) == 0 ? primus_size(short_name.substr(6)) : std::nullopt;
+  if (size)
+    return std::pair{std::string("Primus"), json{{"embed_dim", size->embed_dim},
+                                                 {"eva_depth", size->eva_depth},
+                                                 {"eva_numheads", size->eva_numheads},
                                                  {"patch_embed_size", {8, 8, 8}},
                                                  {"drop_path_rate", 0},
                                                  {"init_values", 0.1},

@@ -54,6 +54,13 @@ struct PrimusPlan {
 // `version` 2 or 3, else medseg::Error.
 void set_residual_embedding(PrimusPlan& p, int version);
 
+// PrimusX's sizes (dynamic-network-architectures' _PRIMUS_CONFIGS), which nnU-Net's Primus trainers and the named
+// networks PrimusS/B/M/L use: "S", "B", "M", "L"; nullopt for another letter.
+struct PrimusSize {
+  int embed_dim, eva_depth, eva_numheads;
+};
+std::optional<PrimusSize> primus_size(const std::string& letter);
+
 struct ArchitecturePlan {
   std::string network_class_name;  // as written, e.g. dynamic_network_architectures.architectures.unet.PlainConvUNet
   std::string short_name;          // the part after the last '.', e.g. PlainConvUNet
