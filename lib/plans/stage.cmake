@@ -5,4 +5,4 @@
 # Its dependencies are checked by the build and by tests/base/layering_test.cpp (cmake/MedsegStage.cmake).
 medseg_stage(plans
   DEPENDS core
-  PUBLIC_HEADERS normalization_names.h plan_limits.h plans.h primus_decoder.h)
+  PUBLIC_HEADERS nnssl_adaptation_plan.h normalization_names.h plan_limits.h plans.h primus_decoder.h)

@@ -8,6 +8,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "core/error.h"
+#include "plans/nnssl_adaptation_plan.h"
 
 namespace medseg::training {
 
@@ -26,68 +27,24 @@ bool under(const std::string& name, const std::string& prefix, std::string* rest
 
 std::string sizes_text(const at::Tensor& t) { return c10::str(t.sizes()); }
 
-const json& key_of(const json& o, const char* key, const std::string& source, const std::string& where) {
-  MEDSEG_CHECK_FILE(o.is_object() && o.contains(key), source, where, " has no '", key, "'");
-  return o.at(key);
-}
-
-std::string text(const json& o, const char* key, const std::string& source) {
-  const json& v = key_of(o, key, source, "nnssl_adaptation_plan");
-  MEDSEG_CHECK_FILE(v.is_string(), source, "nnssl_adaptation_plan.", key, " is not a string");
-  return v.get<std::string>();
-}
-
-std::vector<int64_t> patch(const json& v, const std::string& source, const std::string& where) {
-  MEDSEG_CHECK_FILE(v.is_array() && v.size() == 3, source, where, " is not a 3D patch size");
-  std::vector<int64_t> p;
-  for (const json& e : v) {
-    MEDSEG_CHECK_FILE(e.is_number_integer() && e.get<int64_t>() > 0 && e.get<int64_t>() <= 4096, source, where,
-                      " holds ", e.dump(), " (not a size of 1 to 4096)");
-    p.push_back(e.get<int64_t>());
-  }
-  return p;
-}
-
-// The patch the encoder was pretrained on: pretrain_patch_size when the plan sets it (nnU-Net reads that first),
-// else the patch size of the pretrain plan's configuration.
-std::vector<int64_t> pretrain_patch(const json& plan, const std::string& source) {
-  if (plan.contains("pretrain_patch_size") && !plan.at("pretrain_patch_size").is_null())
-    return patch(plan.at("pretrain_patch_size"), source, "nnssl_adaptation_plan.pretrain_patch_size");
-  const json& configs = key_of(key_of(plan, "pretrain_plan", source, "nnssl_adaptation_plan"), "configurations", source,
-                               "nnssl_adaptation_plan.pretrain_plan");
-  MEDSEG_CHECK_FILE(configs.is_object() && !configs.empty(), source,
-                    "nnssl_adaptation_plan.pretrain_plan.configurations is empty");
-  return patch(key_of(configs.begin().value(), "patch_size", source, "the pretrain plan's configuration"), source,
-               "the pretrain plan's patch_size");
-}
-
 }  // namespace
 
 PretrainedEncoder pretrained_encoder_from_nnssl(std::vector<std::pair<std::string, at::Tensor>> weights,
-                                                const json& plan, json citations, const std::string& source) {
+                                                const json& adaptation_plan, json citations,
+                                                const std::string& source) {
+  const planning::NnsslAdaptationPlan plan = planning::nnssl_adaptation_plan_from_json(adaptation_plan, source);
   PretrainedEncoder e;
   e.weights = std::move(weights);
   e.source = source;
   e.citations = std::move(citations);
-  e.key_to_encoder = text(plan, "key_to_encoder", source);
-  e.key_to_stem = text(plan, "key_to_stem", source);
-  if (plan.contains("key_to_lpe") && !plan.at("key_to_lpe").is_null()) e.key_to_lpe = text(plan, "key_to_lpe", source);
-  const json& in_proj = key_of(plan, "keys_to_in_proj", source, "nnssl_adaptation_plan");
-  MEDSEG_CHECK_FILE(in_proj.is_array() && !in_proj.empty(), source, "nnssl_adaptation_plan.keys_to_in_proj is empty");
-  for (const json& k : in_proj) {
-    MEDSEG_CHECK_FILE(k.is_string(), source, "nnssl_adaptation_plan.keys_to_in_proj holds ", k.dump());
-    e.keys_to_in_proj.push_back(k.get<std::string>());
-  }
-  const json& channels = key_of(plan, "pretrain_num_input_channels", source, "nnssl_adaptation_plan");
-  MEDSEG_CHECK_FILE(channels.is_number_integer() && channels.get<int64_t>() >= 1, source,
-                    "nnssl_adaptation_plan.pretrain_num_input_channels is ", channels.dump());
-  e.in_channels = channels.get<int64_t>();
-  e.patch_size = pretrain_patch(plan, source);
-  if (plan.contains("recommended_downstream_patchsize") && !plan.at("recommended_downstream_patchsize").is_null())
-    e.recommended_patch_size = patch(plan.at("recommended_downstream_patchsize"), source,
-                                     "nnssl_adaptation_plan.recommended_downstream_patchsize");
-  const json& arch = key_of(plan, "architecture_plans", source, "nnssl_adaptation_plan");
-  e.architecture = arch.value("arch_class_name", std::string());
+  e.key_to_encoder = plan.key_to_encoder;
+  e.key_to_stem = plan.key_to_stem;
+  e.key_to_lpe = plan.key_to_lpe.value_or("");
+  e.keys_to_in_proj = plan.keys_to_in_proj;
+  e.in_channels = plan.pretrain_num_input_channels;
+  e.patch_size = plan.patch_size();
+  e.recommended_patch_size = plan.recommended_patch_size;
+  e.architecture = plan.arch_class_name;
   return e;
 }
 
