@@ -128,30 +128,31 @@ void use_batch_norm(RunInputs& in) {
   in.plans = planning::plans_from_json(in.plans_json, in.folders.plans_file);
 }
 
-void use_trainer_architecture(RunInputs& in, const json& architecture) {
-  const std::string& name = in.configuration;
+namespace {
+
+// The run's configuration with `key` set to `value` (inherited configurations keep the rest), in in.plans_json and
+// in.plans; a configuration that no longer reads is refused naming the trainer and what it `does`.
+void set_trainer_key(RunInputs& in, const char* key, const json& value, const std::string& does) {
   json plans = in.plans_json;
-  plans["configurations"][name]["architecture"] = architecture;  // inherited configurations keep the rest
+  plans["configurations"][in.configuration][key] = value;
   try {
     in.plans = planning::plans_from_json(plans, in.folders.plans_file);
   } catch (const Error& e) {
-    throw Error("trainer '" + in.trainer_name + "' builds its own network (" +
-                architecture.value("network_class_name", std::string("?")) + "), which configuration '" + name +
+    throw Error("trainer '" + in.trainer_name + "' " + does + ", which configuration '" + in.configuration +
                 "' does not fit: " + e.what());
   }
   in.plans_json = std::move(plans);
 }
 
+}  // namespace
+
+void use_trainer_architecture(RunInputs& in, const json& architecture) {
+  set_trainer_key(in, "architecture", architecture,
+                  "builds its own network (" + architecture.value("network_class_name", std::string("?")) + ")");
+}
+
 void use_trainer_batch_size(RunInputs& in, int64_t batch_size) {
-  json plans = in.plans_json;
-  plans["configurations"][in.configuration]["batch_size"] = batch_size;
-  try {
-    in.plans = planning::plans_from_json(plans, in.folders.plans_file);
-  } catch (const Error& e) {
-    throw Error("trainer '" + in.trainer_name + "' trains with batch size " + std::to_string(batch_size) +
-                ", which configuration '" + in.configuration + "' does not fit: " + e.what());
-  }
-  in.plans_json = std::move(plans);
+  set_trainer_key(in, "batch_size", batch_size, "trains with batch size " + std::to_string(batch_size));
 }
 
 std::string previous_stage_hint(const RunInputs& in) {
