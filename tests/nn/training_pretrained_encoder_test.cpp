@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -119,6 +120,34 @@ TEST(PretrainedEncoder, PlainConvUNetTakesItsFirstStageAsTheStem) {
 
 TEST(PretrainedEncoder, PrimusResizesThePositionEmbeddingToThePatch) {
   expect_nnunet_finetuning("primus", primus_architecture());
+}
+
+// Bad files, one clear error naming the file: an nnssl checkpoint cut short, and a torch file that is no nnssl
+// checkpoint (the reference's expected.pt: a dict of another layout).
+TEST(PretrainedEncoder, ATruncatedOrForeignCheckpointIsRefusedNamingTheFile) {
+  const char* python = std::getenv("MEDSEG_NNUNET_PYTHON");
+  if (python == nullptr) GTEST_SKIP() << "MEDSEG_NNUNET_PYTHON is not set (scripts/test.sh sets it)";
+  test::TempDir d("nnssl_bad");
+  const std::string cmd = std::string(python) + " " + test::source_path("scripts/nnssl_checkpoint_reference.py") + " " +
+                          d.path() + " --arch resenc --in 1 --out 2 --pt_patch 32 32 32 --patch 32 32 32 > " +
+                          d / "log.txt" + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << test::read_text(d / "log.txt");
+  const std::string whole = test::read_text(d / "nnssl.pth"), cut = d / "cut.pth";
+  {
+    std::ofstream out(cut, std::ios::binary);
+    out.write(whole.data(), static_cast<std::streamsize>(whole.size() / 2));
+  }
+  for (const std::string& file : {cut, d / "expected.pt"}) {
+    try {
+      sharing::read_nnssl_checkpoint(file);
+      FAIL() << file << " was read";
+    } catch (const FileError& e) { EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what(); }
+  }
+  try {
+    sharing::read_nnssl_checkpoint(d / "expected.pt");
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("nnssl checkpoint"), std::string::npos) << e.what();
+  }
 }
 
 // Facts by hand: a one-channel stem over three channels is its weights / 3 each (the same response to three
