@@ -31,7 +31,8 @@ CpuFeatures detect() {
   const bool amx_state = ((xcr0 >> 17) & 3U) == 3U;   // XTILECFG, XTILEDATA
   __cpuid_count(7, 0, a, b, c, d);
   f.avx512f = avx512_state && ((b >> 16) & 1U);
-  f.amx_bf16 = amx_state && ((d >> 22) & 1U) && ((d >> 24) & 1U);  // AMX-BF16 and AMX-TILE
+  f.avx512_core = f.avx512f && ((b >> 17) & 1U) && ((b >> 30) & 1U) && ((b >> 31) & 1U);  // DQ, BW, VL
+  f.amx_bf16 = amx_state && ((d >> 22) & 1U) && ((d >> 24) & 1U);                         // AMX-BF16 and AMX-TILE
   __cpuid_count(7, 1, a, b, c, d);
   f.avx512_bf16 = f.avx512f && ((a >> 5) & 1U);
   return f;

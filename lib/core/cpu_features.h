@@ -7,6 +7,7 @@ namespace medseg {
 
 struct CpuFeatures {
   bool avx512f = false;      // AVX-512 foundation, with the OS saving its registers
+  bool avx512_core = false;  // F, BW, DQ and VL together (Skylake-X and later, Zen 4): what medseg's own kernels use
   bool avx512_bf16 = false;  // VDPBF16PS: bf16 dot products on the AVX-512 units
   bool amx_bf16 = false;     // AMX tiles with bf16 multiplies, with the OS saving the tile state
   bool bf16_units() const { return avx512_bf16 || amx_bf16; }

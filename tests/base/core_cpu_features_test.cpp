@@ -13,6 +13,8 @@ TEST(CpuFeatures, AgreeWithTheKernelsFlags) {
   if (flags.empty()) GTEST_SKIP() << "no flags line in /proc/cpuinfo";
   const medseg::CpuFeatures& f = medseg::cpu_features();
   EXPECT_EQ(f.avx512f, flags.count("avx512f") == 1);
+  EXPECT_EQ(f.avx512_core, flags.count("avx512f") == 1 && flags.count("avx512bw") == 1 &&
+                               flags.count("avx512dq") == 1 && flags.count("avx512vl") == 1);
   EXPECT_EQ(f.avx512_bf16, flags.count("avx512_bf16") == 1);
   EXPECT_EQ(f.amx_bf16, flags.count("amx_bf16") == 1 && flags.count("amx_tile") == 1);
   EXPECT_EQ(f.bf16_units(), f.avx512_bf16 || f.amx_bf16);

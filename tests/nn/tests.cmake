@@ -19,6 +19,7 @@ medseg_tests(data
   data_augment_distribution_test.cpp
   data_augment_test.cpp
   data_cascade_test.cpp
+  data_copy_stats_test.cpp
   data_da5_test.cpp
   data_device_augment_test.cpp
   data_loader_test.cpp

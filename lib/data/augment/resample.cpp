@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "data/augment/resample_detail.h"
 
 // Built with -ffp-contract=off (lib/CMakeLists.txt): the 3D arithmetic must stay unfused to equal
 // ATen's, and the 2D arithmetic fuses exactly where std::fma says.
@@ -34,66 +35,7 @@ namespace medseg::data::augment {
 
 namespace {
 
-constexpr auto kOneHot = static_cast<float>(kOneHotScale);
-
-// grid_sample's normalised coordinate (align_corners=False) of crop position `pos`.
-inline float normalised(double pos, int64_t crop) {
-  return static_cast<float>((2.0 * pos + 1.0) / static_cast<double>(crop) - 1.0);
-}
-// ATen's un-normalisation: the scalar 3D kernel, and the vectorised 2D kernel (fused).
-inline float unnormalise_3d(float g, int64_t size) { return ((g + 1.f) * static_cast<float>(size) - 1.f) / 2.f; }
-inline float unnormalise_2d(float g, int64_t size) { return std::fma(g + 1.f, static_cast<float>(size) / 2, -0.5f); }
-
-// Per-label sums of the one-hot channels at one output voxel, in neighbour order.
-template <bool kFused>
-struct Vote {
-  int16_t label[8];
-  float value[8];
-  int n = 0;
-  void add(int16_t l, float w) {
-    int i = 0;
-    while (i < n && label[i] != l) ++i;
-    if (i == n) {
-      label[n] = l;
-      value[n++] = 0.f;
-    }
-    value[i] = kFused ? std::fma(kOneHot, w, value[i]) : value[i] + kOneHot * w;
-  }
-  // Largest float16-rounded value, lowest label on ties; labels no neighbour carries score 0, so
-  // when nothing scores above 0 the lowest label present in the crop wins.
-  int16_t winner(int16_t lowest_present) const {
-    float best = 0.f;
-    int16_t win = lowest_present;
-    for (int i = 0; i < n; ++i) {
-      const float v = static_cast<float>(c10::Half(value[i]));
-      if (v > best || (v == best && v > 0.f && label[i] < win)) {
-        best = v;
-        win = label[i];
-      }
-    }
-    return win;
-  }
-};
-
-struct Geometry {
-  std::array<double, 3> centre{};  // loader-patch centre in crop indices, per mapped row r
-  std::array<double, 3> limit{};   // |q| beyond this: outside the loader patch's outer voxel centres
-  std::array<double, 3> half{};    // (patch - 1) / 2 per array axis
-};
-
-Geometry geometry(const SpatialMap& mp) {
-  Geometry g;
-  const int first = 3 - mp.ndim;
-  for (int d = 0; d < 3; ++d) g.half[d] = static_cast<double>(mp.patch[d] - 1) / 2.0;
-  for (int r = 0; r < mp.ndim; ++r) {
-    const int ax = first + r;
-    g.centre[r] = static_cast<double>(mp.loader[ax] - 1) / 2.0 - static_cast<double>(mp.lo[ax]);
-    g.limit[r] = static_cast<double>(mp.loader[ax] - 1) / 2.0 + kOutsideTolerance;
-  }
-  return g;
-}
-
-int16_t lowest_label(const int16_t* seg, int64_t n) { return n == 0 ? int16_t{0} : *std::min_element(seg, seg + n); }
+using namespace detail;
 
 MEDSEG_WIDE_CLONES void resample_3d(const SpatialMap& mp, const float* image, int64_t C, const int16_t* seg,
                                     float* out_image, int16_t* out_seg) {
@@ -286,22 +228,24 @@ void resample_nearest(const SpatialMap& mp, const float* image, int64_t C, const
 }
 
 void resample_linear(const SpatialMap& map, const float* image, int64_t channels, const int16_t* seg, float* out_image,
-                     int16_t* out_seg) {
-  if (map.ndim == 3)
-    resample_3d(map, image, channels, seg, out_image, out_seg);
-  else
+                     int16_t* out_seg, ResampleKernel kernel) {
+  if (map.ndim == 3) {
+    if (kernel == ResampleKernel::Portable || !resample_3d_avx512(map, image, channels, seg, out_image, out_seg))
+      resample_3d(map, image, channels, seg, out_image, out_seg);
+  } else {
     resample_in_plane(map, image, channels, seg, out_image, out_seg);
+  }
 }
 
 }  // namespace
 
 void resample(const SpatialMap& map, const float* image, int64_t channels, const int16_t* seg, float* out_image,
-              int16_t* out_seg) {
+              int16_t* out_seg, ResampleKernel kernel) {
   // Each part (image, labels) goes to its mode's pass; nnU-Net's default runs one fused linear pass.
   const bool linear_image = channels > 0 && !map.nearest_image, linear_seg = seg && !map.nearest_seg;
   if (linear_image || linear_seg)
     resample_linear(map, linear_image ? image : nullptr, linear_image ? channels : 0, linear_seg ? seg : nullptr,
-                    out_image, out_seg);
+                    out_image, out_seg, kernel);
   if ((channels > 0 && map.nearest_image) || (seg && map.nearest_seg))
     resample_nearest(map, linear_image ? nullptr : image, linear_image ? 0 : channels, linear_seg ? nullptr : seg,
                      out_image, out_seg);

@@ -40,7 +40,10 @@ struct SpatialMap {
 // `image`: (channels, crop) float32, contiguous; `out_image`: (channels, patch).
 // `seg`: (crop) int16; `out_seg`: (patch); -1 where the sample lies beyond the loader patch's outer
 // voxel centres (with 1e-3 voxel of tolerance). `channels` 0: labels only; `seg` null: image only.
+// `kernel`: the 3D linear pass runs on AVX-512 (16 voxels at a time, gathers) where the processor has AVX-512
+// F/BW/DQ/VL, else on the portable loops; Portable forces the latter. Both give the same bits (tests hold them to it).
+enum class ResampleKernel { Auto, Portable };
 void resample(const SpatialMap& map, const float* image, int64_t channels, const int16_t* seg, float* out_image,
-              int16_t* out_seg);
+              int16_t* out_seg, ResampleKernel kernel = ResampleKernel::Auto);
 
 }  // namespace medseg::data::augment

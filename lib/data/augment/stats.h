@@ -1,7 +1,7 @@
 #pragma once
-// Channel statistics in double with a fixed summation order (four interleaved partial sums, then
-// combined), so contrast and gamma give bit-identical results whatever the intra-op thread count
-// (a parallel torch reduction may sum in another order).
+// Channel statistics in double with a fixed summation order (sixteen interleaved partial sums, then
+// combined pairwise), so contrast and gamma give bit-identical results whatever the intra-op thread count
+// (a parallel torch reduction may sum in another order) and whether or not the processor has AVX-512.
 #include <cstdint>
 
 namespace medseg::data::augment {
