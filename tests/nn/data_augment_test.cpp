@@ -378,3 +378,25 @@ TEST(DataAugment, GammaAndContrastEqualTheTorchFormulation) {
   apply_contrast(d, {0, 1}, {1.2, 0.8});
   EXPECT_TRUE(d.allclose(expect, 1e-5, 1e-5));
 }
+
+// The one-pass host resize (int16 labels, float images) against torch's own nearest-exact interpolation, on
+// shrinking and growing odd sizes.
+TEST(DataAugment, NearestExactResizeEqualsTorchsInterpolation) {
+  const at::Tensor x = at::randn({2, 3, 13, 7, 11});
+  const std::vector<std::vector<int64_t>> sizes = {{5, 4, 6}, {7, 3, 11}, {26, 9, 4}, {1, 1, 1}, {13, 7, 11}};
+  for (const auto& s : sizes) {
+    const at::Tensor ref = at::_upsample_nearest_exact3d(x, s, c10::nullopt, c10::nullopt, c10::nullopt);
+    EXPECT_TRUE(resize_nearest_exact(x, s).equal(ref)) << s[0] << "x" << s[1] << "x" << s[2];
+    const at::Tensor labels = (x * 10).round().to(at::kShort);
+    const at::Tensor lab_ref =
+        at::_upsample_nearest_exact3d(labels.to(at::kFloat), s, c10::nullopt, c10::nullopt, c10::nullopt);
+    const at::Tensor got = resize_nearest_exact(labels, s);
+    EXPECT_EQ(got.scalar_type(), at::kShort);
+    EXPECT_TRUE(got.to(at::kFloat).equal(lab_ref)) << s[0] << "x" << s[1] << "x" << s[2];
+  }
+  // A strided view: read as the values it shows.
+  const at::Tensor view = x.transpose(3, 4);
+  EXPECT_TRUE(resize_nearest_exact(view, {5, 4, 6})
+                  .equal(at::_upsample_nearest_exact3d(view.contiguous(), {5, 4, 6}, c10::nullopt, c10::nullopt,
+                                                       c10::nullopt)));
+}

@@ -153,6 +153,57 @@ struct Kernel {
     }
   }
 
+  // N chunks of interior voxels together: all their gathers are issued before any result is used, so that many
+  // reads are in flight (the gathers wait on the caches; measured at a 128^3 patch: 18.5 ms a sample one chunk at a
+  // time, 14.5 four at a time).
+  template <int N>
+  MEDSEG_AVX512 void image_lanes_interior_group(const Lanes* L, int64_t o) const {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    for (int64_t c = 0; c < C; ++c) {
+      const float* src = image + c * in_vol;
+      __m512i g[N][8];
+      for (int t = 0; t < 8; t += 2)
+        for (int h = 0; h < N; ++h) {
+          const __m512i idx = _mm512_add_epi32(L[h].base, _mm512_set1_epi32(off[t]));
+          g[h][t] = _mm512_i32gather_epi64(_mm512_castsi512_si256(idx), src, 4);
+          g[h][t + 1] = _mm512_i32gather_epi64(_mm512_extracti32x8_epi32(idx, 1), src, 4);
+        }
+      for (int h = 0; h < N; ++h) {
+        __m512 acc = _mm512_setzero_ps();
+        for (int t = 0; t < 8; t += 2) {
+          const __m512 v0 =
+              _mm512_permutex2var_ps(_mm512_castsi512_ps(g[h][t]), even, _mm512_castsi512_ps(g[h][t + 1]));
+          const __m512 v1 = _mm512_permutex2var_ps(_mm512_castsi512_ps(g[h][t]), odd, _mm512_castsi512_ps(g[h][t + 1]));
+          acc = _mm512_add_ps(acc, _mm512_mul_ps(v0, L[h].w[t]));
+          acc = _mm512_add_ps(acc, _mm512_mul_ps(v1, L[h].w[t + 1]));
+        }
+        _mm512_storeu_ps(out_image + c * out_vol + o + 16 * h, acc);
+      }
+    }
+  }
+
+  // The row's voxels from k0 on, N chunks at a time while N whole chunks remain; returns where it stopped.
+  template <int N>
+  MEDSEG_AVX512 int64_t row_chunks(const RowCoords& rc, int64_t o, int64_t k0, int64_t P2) const {
+    for (; k0 + 16 * N <= P2; k0 += 16 * N) {
+      Lanes L[N];
+      bool all = true;
+      for (int h = 0; h < N; ++h) {
+        L[h] = lanes(rc, k0 + 16 * h, 0xFFFF);
+        all = all && L[h].interior == 0xFFFF;
+      }
+      if (all) {
+        image_lanes_interior_group<N>(L, o + k0);
+      } else {
+        for (int h = 0; h < N; ++h) image_lanes(L[h], o + k0 + 16 * h, 0xFFFF);
+      }
+      if (seg)
+        for (int h = 0; h < N; ++h) label_lanes(L[h], o + k0 + 16 * h, 0xFFFF);
+    }
+    return k0;
+  }
+
   // Some voxel near the crop's faces: each corner gathered alone, corners outside the crop left out of the sum.
   MEDSEG_AVX512 void image_lanes(const Lanes& L, int64_t o, __mmask16 live) const {
     if ((live & ~L.interior) == 0) {
@@ -221,7 +272,8 @@ struct Kernel {
         const double pi = static_cast<double>(i) - geo.half[0], pj = static_cast<double>(j) - geo.half[1];
         RowCoords rc{{}, &geo, &mp};
         for (int r = 0; r < 3; ++r) rc.row[r] = 0.0 + mp.m[r][0] * pi + mp.m[r][1] * pj;
-        for (int64_t k0 = 0; k0 < P2; k0 += 16) {
+        int64_t k0 = row_chunks<2>(rc, o, row_chunks<4>(rc, o, 0, P2), P2);
+        for (; k0 < P2; k0 += 16) {
           const auto live = static_cast<__mmask16>(P2 - k0 >= 16 ? 0xFFFFU : (1U << (P2 - k0)) - 1U);
           const Lanes L = lanes(rc, k0, live);
           image_lanes(L, o + k0, live);
