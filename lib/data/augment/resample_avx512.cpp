@@ -6,8 +6,8 @@
 // the control flow: corners outside the crop are masked off instead of branched around, and only the voxels whose
 // eight neighbours disagree on the label (or lie partly outside the crop) leave the vectors for the scalar vote.
 //
-// Profiled at a 128^3 patch the portable kernel was 58 % of a loader worker's time: scalar coordinate
-// arithmetic (three double divisions a voxel) and dependent scalar sums.
+// Profiled at a 128^3 patch the portable kernel was 58 % of a loader worker's time (about 37 ms a resampled sample:
+// scalar coordinate arithmetic, dependent scalar sums); this one takes 14.5 ms (docs/data_pipeline.md).
 #include <climits>
 #include <cstring>
 
@@ -137,57 +137,46 @@ struct Kernel {
   // the whole crop, about 2.3x the output at a rotated 128^3 patch, which most samples never need).
   mutable int32_t lowest = kLowestUnknown;
 
-  // Every live voxel interior: one 64-bit gather reads the x0 and x0 + 1 corners together (gathers cost by the
-  // element), then the pairs are split into the two corners' vectors.
-  MEDSEG_AVX512 void image_lanes_interior(const Lanes& L, int64_t o, __mmask16 live) const {
+  // Interior voxels: one 64-bit gather reads the x0 and x0 + 1 corners together (gathers cost by the element).
+  // g[t], g[t + 1]: the pairs of corner row t (0, 2, 4 or 6) for voxels 0-7 and 8-15 of the chunk.
+  MEDSEG_AVX512 void gather_pairs(const Lanes& L, const float* src, int t, __mmask16 live, __m512i* g) const {
+    const __m512i idx = _mm512_add_epi32(L.base, _mm512_set1_epi32(off[t]));
+    const __m256i lo = _mm512_castsi512_si256(idx), hi = _mm512_extracti32x8_epi32(idx, 1);
+    if (live == 0xFFFF) {  // whole chunks, nearly all of them: no merge into a zeroed register
+      g[t] = _mm512_i32gather_epi64(lo, src, 4);
+      g[t + 1] = _mm512_i32gather_epi64(hi, src, 4);
+      return;
+    }
+    const __m512i zero = _mm512_setzero_si512();
+    g[t] = _mm512_mask_i32gather_epi64(zero, static_cast<__mmask8>(live & 0xFFU), lo, src, 4);
+    g[t + 1] = _mm512_mask_i32gather_epi64(zero, static_cast<__mmask8>(live >> 8), hi, src, 4);
+  }
+
+  // The pairs split into the two corners' vectors and summed in ATen's corner order.
+  MEDSEG_AVX512 static __m512 sum_pairs(const Lanes& L, const __m512i* g) {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-    const auto lo_live = static_cast<__mmask8>(live & 0xFFU), hi_live = static_cast<__mmask8>(live >> 8);
-    for (int64_t c = 0; c < C; ++c) {
-      const float* src = image + c * in_vol;
-      __m512 acc = _mm512_setzero_ps();
-      for (int t = 0; t < 8; t += 2) {
-        const __m512i idx = _mm512_add_epi32(L.base, _mm512_set1_epi32(off[t]));
-        const __m512i a =
-            _mm512_mask_i32gather_epi64(_mm512_setzero_si512(), lo_live, _mm512_castsi512_si256(idx), src, 4);
-        const __m512i b =
-            _mm512_mask_i32gather_epi64(_mm512_setzero_si512(), hi_live, _mm512_extracti32x8_epi32(idx, 1), src, 4);
-        const __m512 v0 = _mm512_permutex2var_ps(_mm512_castsi512_ps(a), even, _mm512_castsi512_ps(b));
-        const __m512 v1 = _mm512_permutex2var_ps(_mm512_castsi512_ps(a), odd, _mm512_castsi512_ps(b));
-        acc = _mm512_add_ps(acc, _mm512_mul_ps(v0, L.w[t]));
-        acc = _mm512_add_ps(acc, _mm512_mul_ps(v1, L.w[t + 1]));
-      }
-      _mm512_mask_storeu_ps(out_image + c * out_vol + o, live, acc);
+    __m512 acc = _mm512_setzero_ps();
+    for (int t = 0; t < 8; t += 2) {
+      const __m512 a = _mm512_castsi512_ps(g[t]), b = _mm512_castsi512_ps(g[t + 1]);
+      acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_permutex2var_ps(a, even, b), L.w[t]));
+      acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_permutex2var_ps(a, odd, b), L.w[t + 1]));
     }
+    return acc;
   }
 
   // N chunks of interior voxels together: all their gathers are issued before any result is used, so that many
   // reads are in flight (the gathers wait on the caches; measured at a 128^3 patch: 18.5 ms a sample one chunk at a
   // time, 14.5 four at a time).
   template <int N>
-  MEDSEG_AVX512 void image_lanes_interior_group(const Lanes* L, int64_t o) const {
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  MEDSEG_AVX512 void image_lanes_interior(const Lanes* L, int64_t o, __mmask16 live) const {
     for (int64_t c = 0; c < C; ++c) {
       const float* src = image + c * in_vol;
       __m512i g[N][8];
-      for (int t = 0; t < 8; t += 2)
-        for (int h = 0; h < N; ++h) {
-          const __m512i idx = _mm512_add_epi32(L[h].base, _mm512_set1_epi32(off[t]));
-          g[h][t] = _mm512_i32gather_epi64(_mm512_castsi512_si256(idx), src, 4);
-          g[h][t + 1] = _mm512_i32gather_epi64(_mm512_extracti32x8_epi32(idx, 1), src, 4);
-        }
-      for (int h = 0; h < N; ++h) {
-        __m512 acc = _mm512_setzero_ps();
-        for (int t = 0; t < 8; t += 2) {
-          const __m512 v0 =
-              _mm512_permutex2var_ps(_mm512_castsi512_ps(g[h][t]), even, _mm512_castsi512_ps(g[h][t + 1]));
-          const __m512 v1 = _mm512_permutex2var_ps(_mm512_castsi512_ps(g[h][t]), odd, _mm512_castsi512_ps(g[h][t + 1]));
-          acc = _mm512_add_ps(acc, _mm512_mul_ps(v0, L[h].w[t]));
-          acc = _mm512_add_ps(acc, _mm512_mul_ps(v1, L[h].w[t + 1]));
-        }
-        _mm512_storeu_ps(out_image + c * out_vol + o + 16 * h, acc);
-      }
+      for (int t = 0; t < 8; t += 2)  // corner row by corner row across the chunks, as measured fastest
+        for (int h = 0; h < N; ++h) gather_pairs(L[h], src, t, live, g[h]);
+      for (int h = 0; h < N; ++h)
+        _mm512_mask_storeu_ps(out_image + c * out_vol + o + 16 * h, live, sum_pairs(L[h], g[h]));
     }
   }
 
@@ -202,7 +191,7 @@ struct Kernel {
         all = all && L[h].interior == 0xFFFF;
       }
       if (all) {
-        image_lanes_interior_group<N>(L, o + k0);
+        image_lanes_interior<N>(L, o + k0, 0xFFFF);
       } else {
         for (int h = 0; h < N; ++h) image_lanes(L[h], o + k0 + 16 * h, 0xFFFF);
       }
@@ -215,7 +204,7 @@ struct Kernel {
   // Some voxel near the crop's faces: each corner gathered alone, corners outside the crop left out of the sum.
   MEDSEG_AVX512 void image_lanes(const Lanes& L, int64_t o, __mmask16 live) const {
     if ((live & ~L.interior) == 0) {
-      image_lanes_interior(L, o, live);
+      image_lanes_interior<1>(&L, o, live);
       return;
     }
     for (int64_t c = 0; c < C; ++c) {
