@@ -22,6 +22,9 @@ for app in medseg_make_dataset medseg_plan_and_preprocess medseg_train; do
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/medseg_bench_train.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# Temporary files of both tools inside it (torch made /tmp/torchinductor_$USER under nnU-Net's trainer and left it).
+mkdir -p "$work/tmp"
+export TMPDIR=$work/tmp
 export MEDSEG_RAW=$work/raw MEDSEG_PREPROCESSED=$work/pre MEDSEG_RESULTS=$work/results
 export nnUNet_raw=$MEDSEG_RAW nnUNet_preprocessed=$work/nn_pre nnUNet_results=$work/nn_results nnUNet_compile=f
 export nnUNet_n_proc_DA=2 OMP_NUM_THREADS=$threads
