@@ -44,7 +44,7 @@ MEDSEG_WIDE_CLONES void resample_3d(const SpatialMap& mp, const float* image, in
   const int64_t D = mp.crop[0], H = mp.crop[1], W = mp.crop[2];
   const int64_t HW = H * W, in_vol = D * HW;
   const int64_t P1 = mp.patch[1], P2 = mp.patch[2], out_vol = mp.patch[0] * P1 * P2;
-  const int16_t lowest = seg ? lowest_label(seg, in_vol) : int16_t{0};
+  LowestLabel lowest(seg, in_vol);
   std::vector<float> cz(static_cast<size_t>(P2)), cy(cz.size()), cx(cz.size());
   std::vector<char> outside(cz.size());
   int64_t o = 0;
@@ -177,7 +177,7 @@ MEDSEG_WIDE_CLONES void resample_in_plane(const SpatialMap& mp, const float* ima
     }
   }
   if (!seg) return;
-  const int16_t lowest = lowest_label(seg, Z * HW);
+  LowestLabel lowest(seg, Z * HW);
   for (int64_t z = 0; z < Z; ++z) {
     const int16_t* src = seg + z * HW;
     int16_t* dst = out_seg + z * plane;

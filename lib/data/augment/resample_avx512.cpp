@@ -8,7 +8,6 @@
 //
 // Profiled at a 128^3 patch the portable kernel was 58 % of a loader worker's time (about 37 ms a resampled sample:
 // scalar coordinate arithmetic, dependent scalar sums); this one takes 14.5 ms (docs/data_pipeline.md).
-#include <climits>
 #include <cstring>
 
 #include "core/cpu_features.h"
@@ -119,11 +118,6 @@ MEDSEG_AVX512 inline Lanes lanes(const RowCoords& rc, int64_t k0, __mmask16 live
   return L;
 }
 
-// No label is below -1 (preprocessed segmentations hold -1 outside the nonzero mask), so this value marks a vote
-// that nothing scored.
-constexpr int16_t kNoScore = INT16_MIN;
-constexpr int32_t kLowestUnknown = INT32_MIN;
-
 struct Kernel {
   const SpatialMap& mp;
   const float* image;
@@ -133,9 +127,7 @@ struct Kernel {
   int16_t* out_seg;
   int64_t in_vol, out_vol;
   int32_t off[8];
-  // The lowest label of the crop, which a vote with no positive score returns: found on first need (a pass over
-  // the whole crop, about 2.3x the output at a rotated 128^3 patch, which most samples never need).
-  mutable int32_t lowest = kLowestUnknown;
+  mutable LowestLabel lowest;  // found by the first vote that nothing scores
 
   // Interior voxels: one 64-bit gather reads the x0 and x0 + 1 corners together (gathers cost by the element).
   // g[t], g[t + 1]: the pairs of corner row t (0, 2, 4 or 6) for voxels 0-7 and 8-15 of the chunk.
@@ -256,12 +248,7 @@ struct Kernel {
       Vote<false> vote;
       for (int t = 0; t < 8; ++t)
         if ((L.in[t] >> l) & 1U) vote.add(seg[static_cast<int64_t>(base[l]) + off[t]], w[t][l]);
-      int16_t win = vote.winner(kNoScore);
-      if (win == kNoScore) {
-        if (lowest == kLowestUnknown) lowest = lowest_label(seg, in_vol);
-        win = static_cast<int16_t>(lowest);
-      }
-      out_seg[o + l] = win;
+      out_seg[o + l] = vote.winner(lowest);
     }
   }
 
@@ -291,7 +278,7 @@ bool resample_3d_avx512(const SpatialMap& mp, const float* image, int64_t C, con
                         int16_t* out_seg) {
   if (!cpu_features().avx512_core) return false;
   const int64_t H = mp.crop[1], W = mp.crop[2], in_vol = mp.crop[0] * H * W;
-  // 32-bit gather indices, with room for corners one voxel beyond; a label gather reads pairs of labels.
+  // 32-bit gather indices, with room for corners one voxel beyond; the label reads take two labels at a time.
   if (in_vol < 2 || in_vol > (int64_t{1} << 30)) return false;
   const auto w = static_cast<int32_t>(W), hw = static_cast<int32_t>(H * W);
   const Kernel k{mp,
@@ -302,7 +289,8 @@ bool resample_3d_avx512(const SpatialMap& mp, const float* image, int64_t C, con
                  out_seg,
                  in_vol,
                  mp.patch[0] * mp.patch[1] * mp.patch[2],
-                 {0, 1, w, w + 1, hw, hw + 1, hw + w, hw + w + 1}};
+                 {0, 1, w, w + 1, hw, hw + 1, hw + w, hw + w + 1},
+                 LowestLabel(seg, in_vol)};
   k.run();
   return true;
 }

@@ -38,17 +38,20 @@ struct Vote {
   }
   // Largest float16-rounded value, lowest label on ties; labels no neighbour carries score 0, so
   // when nothing scores above 0 the lowest label present in the crop wins.
-  int16_t winner(int16_t lowest_present) const {
+  template <class Lowest>
+  int16_t winner(Lowest& lowest_present) const {
     float best = 0.f;
-    int16_t win = lowest_present;
+    int16_t win = 0;
+    bool scored = false;
     for (int i = 0; i < n; ++i) {
       const float v = static_cast<float>(c10::Half(value[i]));
       if (v > best || (v == best && v > 0.f && label[i] < win)) {
         best = v;
         win = label[i];
+        scored = true;
       }
     }
-    return win;
+    return scored ? win : lowest_present.get();
   }
 };
 
@@ -70,13 +73,27 @@ inline Geometry geometry(const SpatialMap& mp) {
   return g;
 }
 
-// A plain loop, not std::min_element: the compiler vectorises it (the crop holds up to millions of labels).
-inline int16_t lowest_label(const int16_t* seg, int64_t n) {
-  if (n == 0) return 0;
-  int16_t lo = seg[0];
-  for (int64_t i = 1; i < n; ++i) lo = seg[i] < lo ? seg[i] : lo;
-  return lo;
-}
+// The lowest label present in the crop, which a vote that nothing scored returns: found on first need. It is a
+// pass over the whole crop (about 2.3x the output at a rotated 128^3 patch) that most samples never need.
+class LowestLabel {
+ public:
+  LowestLabel(const int16_t* seg, int64_t n) : seg_(seg), n_(n) {}
+  int16_t get() {
+    if (!known_) {
+      // A plain loop, not std::min_element: the compiler vectorises it.
+      value_ = n_ == 0 ? int16_t{0} : seg_[0];
+      for (int64_t i = 1; i < n_; ++i) value_ = seg_[i] < value_ ? seg_[i] : value_;
+      known_ = true;
+    }
+    return value_;
+  }
+
+ private:
+  const int16_t* seg_;
+  int64_t n_;
+  int16_t value_ = 0;
+  bool known_ = false;
+};
 
 // The AVX-512 kernel of resample_3d (resample_avx512.cpp): false, having written nothing, where the processor
 // lacks AVX-512 F/BW/DQ/VL or the crop is too large for 32-bit gather indices; the caller then runs the portable one.

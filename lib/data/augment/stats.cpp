@@ -68,7 +68,7 @@ MEDSEG_STATS_TARGET int64_t stats_first_avx512(const float* x, int64_t n, StatsP
 }
 
 MEDSEG_STATS_TARGET int64_t stats_second_avx512(const float* x, int64_t n, double m, double* q) {
-  __m512d q0 = _mm512_setzero_pd(), q1 = _mm512_setzero_pd();
+  __m512d q0 = _mm512_loadu_pd(q), q1 = _mm512_loadu_pd(q + 8);
   const __m512d mean = _mm512_set1_pd(m);
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
