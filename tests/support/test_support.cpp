@@ -20,6 +20,16 @@ namespace fs = std::filesystem;
 
 namespace medseg::test {
 
+namespace {
+// The Python references some tests run (nnU-Net's trainer, dynamic-network-architectures' Primus) make torch
+// create $TMPDIR/torchinductor_$USER on import, which would outlive the test run. Their cache goes into the build
+// tree instead, for every Python process a test starts (they inherit the environment); a value set by the caller
+// stays.
+[[maybe_unused]] const bool kTorchCacheInBuildTree = [] {
+  return setenv("TORCHINDUCTOR_CACHE_DIR", MEDSEG_TEST_BINARY_DIR "/tests/torchinductor-cache", 0) == 0;
+}();
+}  // namespace
+
 TempDir::TempDir(const std::string& tag) {
   std::random_device rd;
   fs::path p = fs::temp_directory_path() / ("medseg_" + tag + "_" + std::to_string(rd()) + std::to_string(rd()));
