@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/progress.h"
+#include "core_torch/torch_memory.h"
 #include "distributed/join.h"
 #include "distributed/process_group.h"
 #include "distributed/world.h"
@@ -226,6 +227,7 @@ int main(int argc, char** argv) {
                                        a.dist_timeout);
     const distributed::World world = distributed::world_from_environment();
     join_if_rank(a, world, app.get_option("--threads")->count() > 0);
+    enable_cpu_block_cache();  // activations reused tile to tile, not faulted in afresh (docs/predict.md)
     return predict(a, world);
   });
 }

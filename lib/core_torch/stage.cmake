@@ -1,5 +1,5 @@
 # lib/core_torch: what every torch stage shares beneath it: autocast scopes (autocast.h), LibTorch's settings scoped to a call
-# (torch_settings.h), the counting CPU allocator and device memory queries (torch_memory.h), the version
+# (torch_settings.h), the counting CPU allocator, its block cache and device memory queries (torch_memory.h), the version
 # report (torch_info.h), and the precompiled torch header (torch_pch.h) that the torch stages, apps and tests
 # reuse (cmake/MedsegStage.cmake). A stage marked TORCH links it.
 medseg_stage(core_torch

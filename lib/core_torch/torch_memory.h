@@ -1,7 +1,8 @@
 #pragma once
 // A counting CPU allocator for memory tests and benchmarks: once installed it serves every later CPU
 // tensor allocation (oneDNN's included) and tracks live and peak bytes. Allocations made before
-// installation keep their original deleter and are not counted.
+// installation keep their original deleter and are not counted. It can also keep freed blocks for reuse
+// (enable_cpu_block_cache), which the programs that run networks on the CPU turn on.
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -14,12 +15,27 @@ struct CpuMemoryStats {
   int64_t current_bytes = 0;  // live bytes allocated through the counting allocator
   int64_t peak_bytes = 0;     // highest current_bytes since install / the last reset_cpu_peak()
   int64_t allocations = 0;    // number of allocations served
+  int64_t cached_bytes = 0;   // freed blocks the block cache holds for reuse
+  int64_t high_water = 0;     // most bytes ever live (since install / release_cpu_block_cache)
+  int64_t reused = 0;         // allocations served from the block cache
 };
 
 // Installs the allocator process-wide (idempotent; it is never uninstalled).
 void install_counting_cpu_allocator();
 bool counting_cpu_allocator_installed();
 CpuMemoryStats cpu_memory_stats();
+// Keeps freed CPU blocks of 32 MiB and more for reuse by a later allocation of the same size (up to 1/8
+// smaller), process-wide from now on; installs the counting allocator if needed. Why: glibc returns every
+// block above 32 MiB to the kernel when it is freed, and the next one is faulted in page by page and zeroed
+// by the kernel again: a network's activations on a 128^3 tile cost as much system time as the convolutions
+// (docs/predict.md, "Memory reuse"). The cache never holds more than the live bytes' high-water mark minus
+// the live bytes (it frees the longest-kept blocks first to stay within it), so the process's peak is the
+// one it would have without the cache; memory is given back by release_cpu_block_cache, not after a peak.
+// MEDSEG_CPU_BLOCK_CACHE=0 in the environment leaves it off (returns false).
+bool enable_cpu_block_cache();
+// Frees every cached block and lowers the high-water mark to the live bytes.
+void release_cpu_block_cache();
+
 // Sets the peak to the current live bytes.
 void reset_cpu_peak();
 

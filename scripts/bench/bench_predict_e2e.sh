@@ -6,8 +6,8 @@
 # predicted with a 3 x 1.5 x 1.5 mm plan (down and back up), no TTA, 2 threads.
 #
 #   scripts/bench/bench_predict_e2e.sh [BUILD_DIR] [predict_e2e.py options: --shape Z Y X --spacing Z Y X
-#                                       --plan_spacing Z Y X --classes K --threads N --keep DIR
-#                                       --modes off,exact,auto]
+#                                       --plan_spacing Z Y X --classes K --threads N --keep DIR --tta
+#                                       --modes off,exact,auto,off_nocache]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${MEDSEG_BUILD_DIR:-$root/build}

@@ -30,8 +30,10 @@ p.add_argument("--classes", type=int, default=3, help="labels, background includ
 p.add_argument("--train_cases", type=int, default=4)
 p.add_argument("--threads", type=int, default=2)
 p.add_argument("--keep", default=None)
+p.add_argument("--tta", action="store_true", help="mirroring on, on both sides (default: off)")
 p.add_argument("--modes", default="off,exact,auto",
-               help="medseg rows, comma-separated: off (--amp off), exact (--exact_nnunet), auto (--amp auto)")
+               help="medseg rows, comma-separated: off (--amp off), exact (--exact_nnunet), auto (--amp auto), "
+                    "off_nocache (--amp off with MEDSEG_CPU_BLOCK_CACHE=0: what the block cache saves)")
 ARGS = p.parse_args()
 
 # Only in the main process: nnU-Net's predictor starts its workers with multiprocessing's spawn, which runs this
@@ -132,19 +134,23 @@ def main():
                    stdout=subprocess.DEVNULL)
     print(f"case {ARGS.shape} at {ARGS.spacing} mm -> plan spacing {cm.spacing} (about {resampled}), "
           f"patch {cm.patch_size}, {cm.network_arch_class_name.split('.')[-1]}, {ARGS.classes} classes, "
-          f"{ARGS.threads} threads", flush=True)
+          f"{ARGS.threads} threads, TTA {'on' if ARGS.tta else 'off'}", flush=True)
+    no_tta = [] if ARGS.tta else ["--disable_tta"]
     env = dict(os.environ, OMP_NUM_THREADS=str(ARGS.threads), MKL_NUM_THREADS=str(ARGS.threads))
     nn = measured([os.path.join(os.path.dirname(sys.executable), "nnUNetv2_predict_from_modelfolder"),
                    "-i", f"{base}/imagesTs", "-o", f"{WORK}/out_nnunet", "-m", folder, "-f", "0", "-device", "cpu",
-                   "--disable_tta", "-npp", "1", "-nps", "1", "--disable_progress_bar"], env)
+                   *no_tta, "-npp", "1", "-nps", "1", "--disable_progress_bar"], env)
     rows = [("nnU-Net 2.8.1", nn)]
     # fp32 as nnU-Net (--amp off), nnU-Net's kernels, and the default, which is bf16 on a CPU with bf16 units
     modes = {"off": ("medseg --amp off", ["--amp", "off"]), "exact": ("medseg --exact_nnunet", ["--exact_nnunet"]),
-             "auto": ("medseg (--amp auto)", ["--amp", "auto"])}
-    for tag, extra in (modes[m] for m in ARGS.modes.split(",")):
+             "auto": ("medseg (--amp auto)", ["--amp", "auto"]),
+             "off_nocache": ("medseg off, no cache", ["--amp", "off"])}
+    for mode in ARGS.modes.split(","):
+        tag, extra = modes[mode]
+        run_env = dict(env, MEDSEG_CPU_BLOCK_CACHE="0") if mode == "off_nocache" else env
         ms = measured([f"{ARGS.bin}/medseg_predict", "-i", f"{base}/imagesTs", "-o", f"{WORK}/out_{len(rows)}",
-                       "-m", ms_model, "--disable_tta", "-npp", "1", "-nps", "1", "--threads", str(ARGS.threads),
-                       "--disable_progress_bar"] + extra, env)
+                       "-m", ms_model, *no_tta, "-npp", "1", "-nps", "1", "--threads", str(ARGS.threads),
+                       "--disable_progress_bar"] + extra, run_env)
         rows.append((tag, ms))
     print(f"{'':24} {'wall s':>8} {'cpu s':>8} {'peak GiB':>9} {'wall x':>7} {'peak x':>7}")
     for tag, (w, c, m) in rows:

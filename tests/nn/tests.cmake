@@ -30,6 +30,7 @@ medseg_tests(data
 medseg_tests(training
   checkpoint_kill_test.cpp
   checkpoint_test.cpp
+  core_torch_block_cache_test.cpp
   memory_model_measured_test.cpp
   scoped_process_state_test.cpp
   training_grad_scaler_test.cpp
