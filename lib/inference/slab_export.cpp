@@ -88,7 +88,7 @@ struct SlabExport::Impl {
   std::vector<float> input_planes(const at::Tensor& slab, int64_t local) const;
   void produce(int64_t o);
   std::vector<float> zoomed_plane(int64_t k, int64_t o) const;
-  double zoomed_value(int64_t k, const int64_t (&oo)[3]) const;
+  double zoomed_value(const std::array<const float*, 2>& corner_planes, const int64_t (&oo)[3]) const;
   bool corner(int d, int p, int64_t o, int64_t& i, double& w) const;
   void pick_labels(int64_t o, const std::vector<std::vector<float>>& values);
 };
@@ -164,9 +164,9 @@ bool SlabExport::Impl::corner(int d, int p, int64_t o, int64_t& i, double& w) co
   return !(p && w == 0.0);
 }
 
-// Class k's value at output voxel `oo`: the weighted sum over its (up to 8) corners in the input planes.
-double SlabExport::Impl::zoomed_value(int64_t k, const int64_t (&oo)[3]) const {
-  const int64_t plane_in = in[b] * in[c];
+// A class's value at output voxel `oo`: the weighted sum over its (up to 8) corners, in C order of the axes, in
+// the class's input planes at the low and high corner along a (`corner_planes`, found once per output slice).
+double SlabExport::Impl::zoomed_value(const std::array<const float*, 2>& corner_planes, const int64_t (&oo)[3]) const {
   double sum = 0.0, w0 = 0, w1 = 0, w2 = 0;
   int64_t ii[3];
   for (int p0 = 0; p0 < 2; ++p0) {
@@ -175,7 +175,8 @@ double SlabExport::Impl::zoomed_value(int64_t k, const int64_t (&oo)[3]) const {
       if (!corner(1, p1, oo[1], ii[1], w1)) continue;
       for (int p2 = 0; p2 < 2; ++p2) {
         if (!corner(2, p2, oo[2], ii[2], w2)) continue;
-        const float d = planes.at(ii[a])[static_cast<size_t>(k * plane_in + ii[b] * in[c] + ii[c])];
+        const int pa = a == 0 ? p0 : (a == 1 ? p1 : p2);
+        const float d = corner_planes[static_cast<size_t>(pa)][ii[b] * in[c] + ii[c]];
         sum += static_cast<double>(d) * w0 * w1 * w2;
       }
     }
@@ -185,12 +186,19 @@ double SlabExport::Impl::zoomed_value(int64_t k, const int64_t (&oo)[3]) const {
 
 // Class k's logits on output slice o, in the logits' type.
 std::vector<float> SlabExport::Impl::zoomed_plane(int64_t k, int64_t o) const {
+  std::array<const float*, 2> corner_planes{nullptr, nullptr};
+  for (int p = 0; p < 2; ++p) {
+    int64_t i = 0;
+    double w = 0;
+    if (corner(static_cast<int>(a), p, o, i, w))
+      corner_planes[static_cast<size_t>(p)] = planes.at(i).data() + k * in[b] * in[c];
+  }
   std::vector<float> v(static_cast<size_t>(plane_size()));
   for (int64_t ib = 0; ib < out[b]; ++ib)
     for (int64_t ic = 0; ic < out[c]; ++ic) {
       int64_t oo[3];
       oo[a] = o, oo[b] = ib, oo[c] = ic;
-      const double sum = zoomed_value(k, oo);
+      const double sum = zoomed_value(corner_planes, oo);
       v[static_cast<size_t>(ib * out[c] + ic)] = half ? logit_as_half(sum) : static_cast<float>(sum);
     }
   return v;

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -50,6 +52,37 @@ TEST(Numeric, RoundToHalfIsNumpysFloat64ToFloat16Cast) {
   EXPECT_TRUE(std::isinf(round_to_half(65520.0)));
   EXPECT_TRUE(std::isnan(round_to_half(std::nan(""))));
   EXPECT_EQ(round_to_half(std::ldexp(1.0, -14) * 1.5), std::ldexp(1.0f, -14) * 1.5f);  // smallest normals exact
+}
+
+// The same cast by the compiler's own IEEE binary16 conversion (GCC's _Float16: libgcc rounds the double once, ties
+// to even), over doubles whose exponents span the whole half range and beyond, random fraction bits, and the ties
+// and neighbours of every quantum size.
+TEST(Numeric, RoundToHalfEqualsTheCompilersFloat16Conversion) {
+#if defined(__FLT16_MANT_DIG__)
+  std::mt19937_64 rng(3);
+  std::vector<double> xs;
+  for (int e = -30; e <= 16; ++e) {
+    for (int i = 0; i < 4000; ++i) {
+      const uint64_t bits = (static_cast<uint64_t>(e + 1023) << 52) | (rng() & ((uint64_t{1} << 52) - 1));
+      double d = 0.0;
+      std::memcpy(&d, &bits, sizeof d);
+      xs.push_back(i % 2 != 0 ? -d : d);
+    }
+    const int q = e < -14 ? -24 : e - 10;  // the quantum where e is the exponent
+    for (int k = 1; k < 8; ++k) {
+      const double tie = std::ldexp(1.0, e) + (2 * k - 1) * std::ldexp(1.0, q - 1);
+      xs.insert(xs.end(), {tie, std::nextafter(tie, 0.0), std::nextafter(tie, 1e9), -tie});
+    }
+  }
+  xs.insert(xs.end(), {0.0, -0.0, 65504.0, 65519.999, 65520.0, 1e300, 5e-324, std::ldexp(1.0, -25)});
+  for (double x : xs) {
+    const float want = static_cast<float>(static_cast<_Float16>(x));
+    ASSERT_EQ(std::signbit(round_to_half(x)), std::signbit(want)) << x;
+    ASSERT_EQ(round_to_half(x), want) << std::hexfloat << x;
+  }
+#else
+  GTEST_SKIP() << "this compiler has no _Float16";
+#endif
 }
 
 // np.add.reduce of test::numpy_test_value(0 .. n-1) in numpy 2.4 (bits printed by numpy): one block, pairwise halves.
