@@ -25,7 +25,10 @@ if [ "$(cat "$venv/READY" 2>/dev/null)" != "$stamp" ]; then
   "$venv/bin/pip" install --quiet --no-deps --no-warn-conflicts -r "$req" >&2
   site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   [ -d "${torch_dir%/torch/share/cmake/Torch}/nvidia" ] && cp -r "${torch_dir%/torch/share/cmake/Torch}/nvidia" "$site/"
-  "$venv/bin/python" -c 'import torch, nnunetv2.inference.predict_from_raw_data; assert torch.__version__.startswith("2.11.0"), torch.__version__' >&2
+  # torch makes $TMPDIR/torchinductor_$USER when nnU-Net is imported: a folder of its own, removed after.
+  probe_tmp=$(mktemp -d "${TMPDIR:-/tmp}/nnunet_reference.XXXXXX")
+  TMPDIR=$probe_tmp "$venv/bin/python" -c 'import torch, nnunetv2.inference.predict_from_raw_data; assert torch.__version__.startswith("2.11.0"), torch.__version__' >&2
+  rm -rf "$probe_tmp"
   echo "$stamp" >"$venv/READY"
 fi
 echo "$venv/bin/python"

@@ -14,4 +14,7 @@ build=${MEDSEG_BUILD_DIR:-$root/build}
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then build=$1; shift; fi
 [ -x "$build/bin/medseg_predict" ] || { echo "bench_predict_e2e: no medseg_predict in $build/bin" >&2; exit 2; }
 py=$(bash "$root/scripts/nnunet_reference.sh")
-exec "$py" "$root/scripts/bench/predict_e2e.py" --bin "$build/bin" "$@"
+# Both tools' temporary files (the work folder, torch's torchinductor_$USER) in a folder removed at exit.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/medseg_bench_e2e.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+TMPDIR=$tmp "$py" "$root/scripts/bench/predict_e2e.py" --bin "$build/bin" "$@"
