@@ -12,6 +12,7 @@
 #include "core/strings.h"
 #include "core/torch_compat.h"
 #include "core_torch/torch_info.h"
+#include "core_torch/torch_memory.h"
 #include "distributed/join.h"
 #include "distributed/process_group.h"
 #include "distributed/world.h"
@@ -252,6 +253,8 @@ int main(int argc, char** argv) {
                                        a.dist_timeout);
     }
     join_if_rank(a);
+    medseg::enable_cpu_block_cache();  // each iteration's activations and gradients reuse the last one's
+                                       // (docs/training.md)
     return train(a, cfg);
   });
 }

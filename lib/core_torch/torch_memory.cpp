@@ -102,6 +102,13 @@ void counting_free(void* p) {
   std::free(p);
 }
 
+// Gives every cached block back. With the lock held.
+void free_cached(Counters& c) {
+  for (const CachedBlock& b : c.cached) std::free(b.p);
+  c.cached.clear();
+  c.cached_bytes = 0;
+}
+
 // A block of n bytes or more: a cached one, or a new one once the cache has made room. With the lock held.
 void* new_or_cached(Counters& c, size_t& n) {
   if (c.limit > 0 && c.current + static_cast<int64_t>(n) > c.limit) throw std::bad_alloc();
@@ -110,6 +117,9 @@ void* new_or_cached(Counters& c, size_t& n) {
     evict_for(c, n);
   }
   void* p = nullptr;
+  if (posix_memalign(&p, kAlignment, n) == 0 && p) return p;
+  if (c.cached.empty()) throw std::bad_alloc();
+  free_cached(c);  // what is kept is not worth an allocation failure
   if (posix_memalign(&p, kAlignment, n) != 0 || !p) throw std::bad_alloc();
   return p;
 }
@@ -177,9 +187,7 @@ bool enable_cpu_block_cache() {
 void release_cpu_block_cache() {
   Counters& c = counters();
   std::lock_guard<std::mutex> lock(c.mu);
-  for (const CachedBlock& b : c.cached) std::free(b.p);
-  c.cached.clear();
-  c.cached_bytes = 0;
+  free_cached(c);
   c.high_water = c.current;
 }
 

@@ -4,9 +4,12 @@
 # same raw data (the plans must agree on patch and batch: checked), EPOCHS epochs of ITERS training and 2 validation
 # iterations, 2 augmentation workers and THREADS torch threads on both sides, nnU-Net without torch.compile (as on
 # the CPU by default). Prints the median seconds per epoch after the first (start-up and first-touch excluded) of
-# nnU-Net (fp32: its trainer autocasts on CUDA only), medseg --amp off and medseg --amp bf16, and the ratios.
+# nnU-Net (fp32: its trainer autocasts on CUDA only), medseg --amp off and medseg --amp bf16, and the ratios
+# (NOCACHE=1 adds medseg --amp off with MEDSEG_CPU_BLOCK_CACHE=0).
 #
 #   scripts/bench/bench_train.sh PYTHON [BUILD_DIR]      # EPOCHS=4 ITERS=25 THREADS=2
+# CASES=24 MIN_SHAPE="32 48 48" MAX_SHAPE="40 64 64" choose another synthetic dataset (each tool plans it; a larger
+# shape gives nnU-Net's larger patches, e.g. MIN_SHAPE="100 128 128" MAX_SHAPE="112 140 140": 112 x 128 x 128, batch 2).
 # PYTHON: an interpreter with torch and nnunetv2 (scripts/nnunet_reference.sh's venv, the build's torch version).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,6 +18,9 @@ build=${2:-$root/build}
 epochs=${EPOCHS:-4}
 iters=${ITERS:-25}
 threads=${THREADS:-2}
+cases=${CASES:-24}
+min_shape=${MIN_SHAPE:-32 48 48}
+max_shape=${MAX_SHAPE:-40 64 64}
 (( epochs >= 2 )) || { echo "bench_train: EPOCHS must be at least 2 (the first is not timed)" >&2; exit 1; }
 "$py" -c "import nnunetv2, torch" || { echo "bench_train: $py cannot import nnunetv2 and torch" >&2; exit 1; }
 for app in medseg_make_dataset medseg_plan_and_preprocess medseg_train; do
@@ -28,8 +34,9 @@ export TMPDIR=$work/tmp
 export MEDSEG_RAW=$work/raw MEDSEG_PREPROCESSED=$work/pre MEDSEG_RESULTS=$work/results
 export nnUNet_raw=$MEDSEG_RAW nnUNet_preprocessed=$work/nn_pre nnUNet_results=$work/nn_results nnUNet_compile=f
 export nnUNet_n_proc_DA=2 OMP_NUM_THREADS=$threads
-"$build/bin/medseg_make_dataset" -d 900 -n Demo --cases 24 --test-cases 4 --labels 2 \
-  --min-shape 32 48 48 --max-shape 40 64 64 --seed 7 --np 2 >/dev/null 2>&1
+# shellcheck disable=SC2086  # the shapes are three numbers each
+"$build/bin/medseg_make_dataset" -d 900 -n Demo --cases "$cases" --test-cases 4 --labels 2 \
+  --min-shape $min_shape --max-shape $max_shape --seed 7 --np 2 >/dev/null 2>&1
 "$build/bin/medseg_plan_and_preprocess" -d 900 -c 3d_fullres --np 2 --no_pbar >/dev/null 2>&1
 "$(dirname "$py")/nnUNetv2_plan_and_preprocess" -d 900 -c 3d_fullres -np 2 >/dev/null 2>&1
 "$py" - "$MEDSEG_PREPROCESSED/Dataset900_Demo/nnUNetPlans.json" "$nnUNet_preprocessed/Dataset900_Demo/nnUNetPlans.json" <<'PY'
@@ -74,16 +81,20 @@ echo "== $epochs epochs x $iters iterations (+2 validation), 2 augmentation work
   { tail -20 "$work/nnunet.log" >&2; exit 1; }
 nn=$(median_epoch nnunet "$work/nnunet.log")
 declare -A ms
-for amp in off bf16; do
+rows=(off bf16)
+[ "${NOCACHE:-0}" = 1 ] && rows+=(off_nocache)  # --amp off without the CPU block cache: what it saves
+for row in "${rows[@]}"; do
   rm -rf "$MEDSEG_RESULTS"
-  "$build/bin/medseg_train" 900 3d_fullres 0 --epochs "$epochs" --iters-per-epoch "$iters" --val-iters-per-epoch 2 \
-    --num-workers 2 --threads "$threads" --no_pbar --amp "$amp" >"$work/medseg_$amp.log" 2>&1 ||
-    { tail -20 "$work/medseg_$amp.log" >&2; exit 1; }
-  ms[$amp]=$(median_epoch medseg "$work/medseg_$amp.log")
+  cache=1
+  [ "$row" = off_nocache ] && cache=0
+  MEDSEG_CPU_BLOCK_CACHE=$cache "$build/bin/medseg_train" 900 3d_fullres 0 --epochs "$epochs" --iters-per-epoch "$iters" \
+    --val-iters-per-epoch 2 --num-workers 2 --threads "$threads" --no_pbar --amp "${row%_nocache}" \
+    >"$work/medseg_$row.log" 2>&1 || { tail -20 "$work/medseg_$row.log" >&2; exit 1; }
+  ms[$row]=$(median_epoch medseg "$work/medseg_$row.log")
 done
 printf '%-28s %10s %8s\n' "" "s/epoch" "ratio"
 printf '%-28s %10s %8s\n' "nnU-Net nnUNetTrainer (fp32)" "$nn" "1.00"
-for amp in off bf16; do
-  printf '%-28s %10s %8s\n' "medseg --amp $amp" "${ms[$amp]}" "$(echo "scale=2; ${ms[$amp]} / $nn" | bc)"
+for row in "${rows[@]}"; do
+  printf '%-28s %10s %8s\n' "medseg --amp ${row/_nocache/, no cache}" "${ms[$row]}" "$(echo "scale=2; ${ms[$row]} / $nn" | bc)"
 done
 echo "goal (issue 45): an epoch <= 0.5x nnU-Net's"
