@@ -86,7 +86,7 @@ elapsed "the installed package and the example consumer" "$start"
 # plumbing) is the same code on the same calls and runs once, above: both full suites do not fit CI's
 # 60 minutes cold on 2 cores. MEDSEG_DEBIAN_TESTS: compat (default), nn (the whole torch suite), all,
 # a ctest -R regex over the compat files' tests, or none.
-debian_compat_files='/nn/(checkpoint|training_(optimizer_resume|resume_itk|grad_scaler|loss|region_loss|spatial_loss|variant_settings)|distributed_(train_itk|p2p|halo)|models_|memory_model_measured|scoped_process_state|link_order|spatial_reference|inference_(sliding_window|export|import_itk)|data_((device_)?augment|da5)_test|sharing_(torch_pickle|nnunet_export_itk|model_zip)|workflow_itk)'
+debian_compat_files='/nn/(checkpoint|training_(optimizer_resume|resume_itk|grad_scaler|loss|region_loss|spatial_loss|variant_settings)|distributed_(train_itk|p2p|halo)|models_|memory_model_measured|core_torch_block_cache|scoped_process_state|link_order|spatial_reference|inference_(sliding_window|export|import_itk)|data_((device_)?augment|da5)_test|sharing_(torch_pickle|nnunet_export_itk|model_zip)|workflow_itk)'
 debian_tests=${MEDSEG_DEBIAN_TESTS:-compat}
 if [ "$debian_tests" != none ]; then
   start=$(date +%s)
