@@ -253,8 +253,7 @@ int main(int argc, char** argv) {
                                        a.dist_timeout);
     }
     join_if_rank(a);
-    medseg::enable_cpu_block_cache();  // each iteration's activations and gradients reuse the last one's
-                                       // (docs/training.md)
+    medseg::enable_cpu_block_cache();  // an iteration reuses the last one's activations (docs/training.md)
     return train(a, cfg);
   });
 }

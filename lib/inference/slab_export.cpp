@@ -88,9 +88,8 @@ struct SlabExport::Impl {
   std::vector<float> input_planes(const at::Tensor& slab, int64_t local) const;
   void produce(int64_t o);
   std::array<const float*, 2> corner_planes(int64_t k, int64_t o) const;
-  void zoomed_rows(const std::array<const float*, 2>& corner_planes, int64_t o, int64_t ib0, int64_t ib1,
-                   float* dst) const;
-  double zoomed_value(const std::array<const float*, 2>& corner_planes, const int64_t (&oo)[3]) const;
+  void zoomed_rows(const std::array<const float*, 2>& at_a, int64_t o, int64_t ib0, int64_t ib1, float* dst) const;
+  double zoomed_value(const std::array<const float*, 2>& at_a, const int64_t (&oo)[3]) const;
   bool corner(int d, int p, int64_t o, int64_t& i, double& w) const;
   void pick_labels(int64_t o, const std::vector<std::vector<float>>& values);
 };
@@ -176,8 +175,8 @@ bool SlabExport::Impl::corner(int d, int p, int64_t o, int64_t& i, double& w) co
 }
 
 // A class's value at output voxel `oo`: the weighted sum over its (up to 8) corners, in C order of the axes, in
-// the class's input planes at the low and high corner along a (`corner_planes`, found once per output slice).
-double SlabExport::Impl::zoomed_value(const std::array<const float*, 2>& corner_planes, const int64_t (&oo)[3]) const {
+// the class's input planes at the low and high corner along a (`at_a`: corner_planes, found once per output slice).
+double SlabExport::Impl::zoomed_value(const std::array<const float*, 2>& at_a, const int64_t (&oo)[3]) const {
   double sum = 0.0, w0 = 0, w1 = 0, w2 = 0;
   int64_t ii[3];
   for (int p0 = 0; p0 < 2; ++p0) {
@@ -187,7 +186,7 @@ double SlabExport::Impl::zoomed_value(const std::array<const float*, 2>& corner_
       for (int p2 = 0; p2 < 2; ++p2) {
         if (!corner(2, p2, oo[2], ii[2], w2)) continue;
         const int pa = a == 0 ? p0 : (a == 1 ? p1 : p2);
-        const float d = corner_planes[static_cast<size_t>(pa)][ii[b] * in[c] + ii[c]];
+        const float d = at_a[static_cast<size_t>(pa)][ii[b] * in[c] + ii[c]];
         sum += static_cast<double>(d) * w0 * w1 * w2;
       }
     }
@@ -207,13 +206,13 @@ std::array<const float*, 2> SlabExport::Impl::corner_planes(int64_t k, int64_t o
 }
 
 // Rows [ib0, ib1) of a class's logits on output slice o, in the logits' type, into dst.
-void SlabExport::Impl::zoomed_rows(const std::array<const float*, 2>& corner_planes, int64_t o, int64_t ib0,
-                                   int64_t ib1, float* dst) const {
+void SlabExport::Impl::zoomed_rows(const std::array<const float*, 2>& at_a, int64_t o, int64_t ib0, int64_t ib1,
+                                   float* dst) const {
   for (int64_t ib = ib0; ib < ib1; ++ib)
     for (int64_t ic = 0; ic < out[c]; ++ic) {
       int64_t oo[3];
       oo[a] = o, oo[b] = ib, oo[c] = ic;
-      const double sum = zoomed_value(corner_planes, oo);
+      const double sum = zoomed_value(at_a, oo);
       *dst++ = half ? logit_as_half(sum) : static_cast<float>(sum);
     }
 }
