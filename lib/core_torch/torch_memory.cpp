@@ -49,9 +49,11 @@ Counters& counters() {
   return *c;
 }
 
-// Blocks from 32 MiB up are cached, those glibc maps and unmaps on every allocation (smaller ones it reuses
-// within its heap); a request takes a cached block at most 1/8 larger than itself.
-constexpr size_t kCachedFrom = size_t{32} << 20;
+// Blocks from 1 MiB up are cached. glibc maps and unmaps every block above 32 MiB, and gives the top of its heaps
+// back to the kernel (trims them) as blocks below that are freed, so that a training iteration's 2-20 MB
+// activations are faulted in again too (docs/training.md, "the CPU block cache"); below 1 MiB its heap reuse is
+// left alone. A request takes a cached block at most 1/8 larger than itself.
+constexpr size_t kCachedFrom = size_t{1} << 20;
 
 // A cached block for n bytes, the smallest that fits, or nullptr. Called with the lock held.
 void* take_cached(Counters& c, size_t& n) {

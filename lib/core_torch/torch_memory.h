@@ -24,14 +24,14 @@ struct CpuMemoryStats {
 void install_counting_cpu_allocator();
 bool counting_cpu_allocator_installed();
 CpuMemoryStats cpu_memory_stats();
-// Keeps freed CPU blocks of 32 MiB and more for reuse by a later allocation of the same size (up to 1/8
+// Keeps freed CPU blocks of 1 MiB and more for reuse by a later allocation of the same size (up to 1/8
 // smaller), process-wide from now on; installs the counting allocator if needed. Why: glibc returns every
-// block above 32 MiB to the kernel when it is freed, and the next one is faulted in page by page and zeroed
-// by the kernel again: a network's activations on a 128^3 tile cost as much system time as the convolutions
-// (docs/predict.md, "Memory reuse"). The cache never holds more than the live bytes' high-water mark minus
-// the live bytes (it frees the longest-kept blocks first to stay within it), so the process's peak is the
-// one it would have without the cache; memory is given back by release_cpu_block_cache, not after a peak.
-// MEDSEG_CPU_BLOCK_CACHE=0 in the environment leaves it off (returns false).
+// block above 32 MiB to the kernel when it is freed (and trims its heaps as smaller ones are), and the next one
+// is faulted in page by page and zeroed by the kernel again: a network's activations on a 128^3 tile cost as
+// much system time as the convolutions (docs/predict.md, "Memory reuse"). The cache never holds more than the live
+// bytes' high-water mark minus the live bytes (it frees the longest-kept blocks first to stay within it), so the
+// process's peak is the one it would have without the cache; memory is given back by release_cpu_block_cache, not after
+// a peak. MEDSEG_CPU_BLOCK_CACHE=0 in the environment leaves it off (returns false).
 bool enable_cpu_block_cache();
 // Frees every cached block and lowers the high-water mark to the live bytes.
 void release_cpu_block_cache();

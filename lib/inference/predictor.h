@@ -128,6 +128,7 @@ class Predictor {
   bool autocast_ = false;
   c10::ScalarType autocast_dtype_ = c10::ScalarType::Half;
   bool cuda_ = false;
+  bool channels_last_ = false;  // the networks and their inputs in channels-last (runs_channels_last)
 
   NetworkFn network_fn() const;  // every fold's network as one: their float logits averaged
   SlidingWindowOptions window_options(bool on_host) const;

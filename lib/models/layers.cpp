@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "models/channels_last_norm.h"
 #include "models/onednn_conv.h"
 #include "models/spatial_shard.h"
 
@@ -93,6 +94,8 @@ void InstanceNormImpl::pretty_print(std::ostream& stream) const {
 
 torch::Tensor InstanceNormImpl::forward(const torch::Tensor& x) {
   if (shard_ && shard_->active()) return sharded_instance_norm(x, weight, bias, options.eps(), *shard_);
+  // A channels-last activation (prediction in channels-last): normalised where it lies, not copied.
+  if (channels_last_norm_applies(x, weight)) return channels_last_instance_norm(x, weight, bias, options.eps());
   // What at::instance_norm does, up to its last step.
   const int64_t b = x.size(0);
   std::vector<int64_t> flat = x.sizes().vec();

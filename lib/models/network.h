@@ -44,6 +44,10 @@ class SegmentationNetworkImpl : public torch::nn::Module {
     std::string lpe;                   // the learnable position embedding, if any
   };
   virtual EncoderKeys encoder_keys() const { return {}; }
+  // Whether forward takes a channels-last input (and weights) without a copy of any activation back to the
+  // contiguous layout: the 3D U-Nets (convolutions, InstanceNorm, LeakyReLU, concatenation). Prediction in bf16
+  // on the CPU runs such a network channels-last (docs/predict.md, "Channels-last").
+  virtual bool supports_channels_last() const { return false; }
   // Trainable elements, each tensor once (deep-supervision heads included).
   int64_t parameter_count() const;
   // Spatial parallelism (docs/spatial_parallel.md): with an active shard, forward takes this rank's

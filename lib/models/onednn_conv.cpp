@@ -17,7 +17,8 @@ using Ints = std::vector<int64_t>;
 at::Tensor conv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const Ints& padding, const Ints& stride,
                 const Ints& dilation) {
   const c10::optional<at::Tensor> bias = b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt;
-  return at::mkldnn_convolution(x.contiguous(), w.contiguous(), bias, padding, stride, dilation, 1);
+  const auto f = x.suggest_memory_format();
+  return at::mkldnn_convolution(x.contiguous(f), w.contiguous(f), bias, padding, stride, dilation, 1);
 }
 
 // dL/dx: the transposed convolution, written as a stride-1 conv of the gradient, zero-dilated by

@@ -113,6 +113,7 @@ class UNetBaseImpl : public SegmentationNetworkImpl {
   bool deep_supervision() const override { return options.deep_supervision(); }
   int spatial_dims() const override { return options.spatial_dims(); }
   std::string segmentation_head_prefix() const override { return "decoder.seg_layers."; }
+  bool supports_channels_last() const override { return options.spatial_dims() == 3; }
   // Hands the shard to every conv block (models/spatial_shard.h); forward then checks that the slab
   // is aligned with the strides along the shard axis.
   void set_spatial_shard(std::optional<distributed::SpatialShard> shard) override;

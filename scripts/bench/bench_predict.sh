@@ -12,10 +12,9 @@
 # And the sliding window's arithmetic rate: medseg_predict --verbose logs each case's tiles, network passes per
 # tile and seconds; medseg_model_info's forward_flops (FLOPs of one pass, planning/network_flops.h) turns them
 # into GFLOP/s, printed beside the processor's peak for that precision, so that the distance to the limit is
-# visible. The peak: the clock /proc/cpuinfo reports x the threads the run uses x FLOP per cycle per core from
-# the vendor and flags: Intel AVX-512 (two 512-bit FMA units) 64 fp32, AMX 2048 bf16 (AVX-512 BF16 alone 128);
-# AMD Zen 4 (AVX-512 on 256-bit units) 32 fp32, 64 bf16; AVX2 32 fp32. PEAK_FP32 / PEAK_BF16 (FLOP per cycle
-# per core) override them for another processor.
+# visible. The peak is measured on the run's threads, not computed from the clock /proc/cpuinfo reports (a turbo
+# clock runs above it): medseg_bench_peak's multiply-add instruction loops (AVX-512 or AVX2 FMA for fp32,
+# AVX-512 BF16 for bf16) and, where it is higher (AMX), oneDNN's bf16 GEMM.
 # Each run: best wall time of REPEAT runs; CPU seconds too (wall time is noisy when other jobs share the machine).
 #
 #   scripts/bench/bench_predict.sh                      # build dir: $BUILD or ./build
@@ -32,7 +31,8 @@ THREADS=${THREADS:-$(nproc)}
 FULL=${FULL:-0}
 PLANNER=${PLANNER:-ExperimentPlanner}
 
-for app in medseg_make_dataset medseg_plan_and_preprocess medseg_init_model medseg_predict medseg_model_info; do
+for app in medseg_make_dataset medseg_plan_and_preprocess medseg_init_model medseg_predict medseg_model_info \
+  medseg_bench_peak; do
   [[ -x $BUILD/bin/$app ]] || { echo "missing $BUILD/bin/$app (build it first)" >&2; exit 1; }
 done
 
@@ -75,21 +75,19 @@ info_json = json.loads(subprocess.run(
 flops = info_json["forward_flops"]
 print(f"one forward pass of the patch: {flops / 1e9:.2f} GFLOP (medseg_model_info forward_flops)")
 
-def peak_gflops(cores):
-    text = open("/proc/cpuinfo").read()
-    flags = set(re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split())
-    amd = "AuthenticAMD" in text
-    ghz = float(re.search(r"^cpu MHz\s*:\s*([\d.]+)", text, re.M).group(1)) / 1000
-    wide = "avx512f" in flags and not amd  # two 512-bit FMA units; Zen 4 runs AVX-512 on 256-bit ones
-    fp32 = 64 if wide else 32
-    bf16 = 2048 if "amx_bf16" in flags else (128 if wide else 64) if "avx512_bf16" in flags else fp32
-    fp32 = float(os.environ.get("PEAK_FP32", fp32))
-    bf16 = float(os.environ.get("PEAK_BF16", bf16))
-    units = "AMX" if "amx_bf16" in flags else "AVX-512 BF16" if "avx512_bf16" in flags else "no bf16 units"
-    return ghz, units, {"fp32": cores * ghz * fp32, "bf16": cores * ghz * bf16}
-ghz, units, peak = peak_gflops(int(threads))
-print(f"peak at {ghz:.2f} GHz on {threads} core(s): fp32 {peak['fp32']:.0f} GFLOP/s, bf16 {peak['bf16']:.0f} "
-      f"GFLOP/s ({units})")
+# What this processor's units reach on the run's threads, measured (medseg_bench_peak): the fp32 multiply-add
+# instruction loop, and for bf16 the better of the AVX-512 BF16 loop and oneDNN's bf16 GEMM (AMX, where there is
+# one, is reached only through the library: the GEMM is then the figure).
+peaks = json.loads(subprocess.run([os.path.join(os.path.dirname(app), "medseg_bench_peak"), "--threads", threads],
+                                  check=True, stdout=subprocess.PIPE, text=True).stdout)
+def measured_or_gemm(loop, gemm):
+    return max(loop or 0.0, gemm or 0.0)
+peak = {"fp32": measured_or_gemm(peaks["loop_fp32"], peaks["gemm_fp32"]),
+        "bf16": measured_or_gemm(peaks["loop_bf16"], peaks["gemm_bf16"])}
+print(f"measured on {threads} thread(s) (medseg_bench_peak): fp32 {peaks['loop_fp32_isa']} loop "
+      f"{peaks['loop_fp32'] or 0:.0f}, GEMM {peaks['gemm_fp32']:.0f} GFLOP/s; bf16 loop {peaks['loop_bf16'] or 0:.0f}, "
+      f"GEMM {peaks['gemm_bf16']:.0f} GFLOP/s ({peaks['bf16_units']}); peaks used: fp32 {peak['fp32']:.0f}, "
+      f"bf16 {peak['bf16']:.0f}")
 WINDOW = re.compile(r"sliding window: (\d+) tile\(s\) of [\dx]+, (\d+) network pass\(es\) each, ([\d.]+) s")
 
 def run(tag, folds, tta, npp, extra=()):

@@ -5,7 +5,7 @@
 # iterations, 2 augmentation workers and THREADS torch threads on both sides, nnU-Net without torch.compile (as on
 # the CPU by default). Prints the median seconds per epoch after the first (start-up and first-touch excluded) of
 # nnU-Net (fp32: its trainer autocasts on CUDA only), medseg --amp off and medseg --amp bf16, and the ratios
-# (NOCACHE=1 adds medseg --amp off with MEDSEG_CPU_BLOCK_CACHE=0).
+# (NOCACHE=1 adds medseg --amp off and --amp bf16 with MEDSEG_CPU_BLOCK_CACHE=0).
 #
 #   scripts/bench/bench_train.sh PYTHON [BUILD_DIR]      # EPOCHS=4 ITERS=25 THREADS=2
 # CASES=24 MIN_SHAPE="32 48 48" MAX_SHAPE="40 64 64" choose another synthetic dataset (each tool plans it; a larger
@@ -82,11 +82,11 @@ echo "== $epochs epochs x $iters iterations (+2 validation), 2 augmentation work
 nn=$(median_epoch nnunet "$work/nnunet.log")
 declare -A ms
 rows=(off bf16)
-[ "${NOCACHE:-0}" = 1 ] && rows+=(off_nocache)  # --amp off without the CPU block cache: what it saves
+[ "${NOCACHE:-0}" = 1 ] && rows+=(off_nocache bf16_nocache)  # without the CPU block cache: what it saves
 for row in "${rows[@]}"; do
   rm -rf "$MEDSEG_RESULTS"
   cache=1
-  [ "$row" = off_nocache ] && cache=0
+  [ "${row%_nocache}" != "$row" ] && cache=0
   MEDSEG_CPU_BLOCK_CACHE=$cache "$build/bin/medseg_train" 900 3d_fullres 0 --epochs "$epochs" --iters-per-epoch "$iters" \
     --val-iters-per-epoch 2 --num-workers 2 --threads "$threads" --no_pbar --amp "${row%_nocache}" \
     >"$work/medseg_$row.log" 2>&1 || { tail -20 "$work/medseg_$row.log" >&2; exit 1; }

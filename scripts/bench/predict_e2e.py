@@ -9,11 +9,17 @@ Run with the nnU-Net venv's python (scripts/nnunet_reference.sh). In a scratch f
      (--disable_tta -npp 1 -nps 1, after medseg_import_nnunet), each a whole process timed from start to the
      written file: wall seconds, CPU seconds, and the peak resident memory of the largest process it ran.
 Prints both and the ratios medseg / nnU-Net; the segmentations are compared too (labels equal).
+  4. The sliding window alone (issue 45's goal is stated for it): nnU-Net's predict_sliding_window_return_logits on
+     its own preprocessing of the test volume, one call timed in this process on --threads torch threads, against
+     the window seconds each medseg_predict run logs (--verbose; one call each, in the run above). Both tile the
+     volume alike, so each rate is FLOP of one pass (medseg_model_info forward_flops) x tiles x passes / seconds,
+     printed beside what this processor's units reach (medseg_bench_peak: instruction loops and a 2048^2 GEMM).
 """
 import argparse
 import contextlib
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -88,13 +94,63 @@ def measured(cmd, env=None):
     probe = ("import resource, subprocess, sys, time; t = time.monotonic(); "
              "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT); "
              "w = time.monotonic() - t; u = resource.getrusage(resource.RUSAGE_CHILDREN); "
-             "sys.stdout.write(r.stdout.decode(errors='replace')[-3000:] if r.returncode else ''); "
+             "o = r.stdout.decode(errors='replace'); sys.stdout.write(o[-3000:] if r.returncode else ''); "
+             "[print(ln) for ln in o.splitlines() if 'sliding window:' in ln]; "
              "print('MEASURED', r.returncode, w, u.ru_utime + u.ru_stime, u.ru_maxrss / 1048576.0)")
     out = subprocess.run([sys.executable, "-c", probe] + cmd, env=env, stdout=subprocess.PIPE, text=True).stdout
     line = [ln for ln in out.splitlines() if ln.startswith("MEASURED")][-1].split()
     if int(line[1]) != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{out}")
-    return float(line[2]), float(line[3]), float(line[4])
+    return float(line[2]), float(line[3]), float(line[4]), window_log(out)
+
+
+def window_log(text):
+    """(tiles, passes per tile, seconds) summed over the sliding-window lines medseg_predict --verbose logs."""
+    found = re.findall(r"sliding window: (\d+) tile\(s\) of \S+, (\d+) network pass\(es\) each, ([0-9.]+) s", text)
+    if not found:
+        return None
+    return (sum(int(t) for t, _, _ in found), int(found[0][1]), sum(float(x) for _, _, x in found))
+
+
+def nnunet_window(folder, image, threads, tta):
+    """Seconds of one call of nnU-Net's predict_sliding_window_return_logits on its preprocessing of image."""
+    from nnunetv2.inference.predict_from_raw_data import nnUNetPredictor
+    torch.set_num_threads(threads)
+    pred = nnUNetPredictor(tile_step_size=0.5, use_gaussian=True, use_mirroring=tta, device=torch.device("cpu"),
+                           perform_everything_on_device=False, verbose=False, allow_tqdm=False)
+    pred.initialize_from_trained_model_folder(folder, use_folds=(0,), checkpoint_name="checkpoint_final.pth")
+    pre = pred.configuration_manager.preprocessor_class(verbose=False)
+    data, _, _ = pre.run_case([image], None, pred.plans_manager, pred.configuration_manager, pred.dataset_json)
+    data = torch.from_numpy(data)
+    t = time.monotonic()
+    pred.predict_sliding_window_return_logits(data)
+    return time.monotonic() - t
+
+
+def window_table(rows, nn_window, flops, peaks):
+    """The sliding window alone: seconds, ratio to nnU-Net's, GFLOP/s, and the measured peaks."""
+    tiles = next((r[3] for _, r in rows[1:] if r[3]), None)
+    if tiles is None:
+        print("sliding window: no medseg run logged its window (medseg_predict --verbose)")
+        return
+    work = flops * tiles[0] * tiles[1] / 1e9
+    print(f"sliding window alone: {tiles[0]} tile(s) x {tiles[1]} pass(es) x {flops / 1e9:.1f} GFLOP = {work:.0f} "
+          f"GFLOP; processor, {peaks['threads']} threads: fp32 {peaks['loop_fp32_isa']} loop "
+          f"{fmt(peaks['loop_fp32'])}, GEMM {fmt(peaks['gemm_fp32'])}; bf16 loop {fmt(peaks['loop_bf16'])}, "
+          f"GEMM {fmt(peaks['gemm_bf16'])} GFLOP/s")
+    print(f"{'':24} {'window s':>9} {'x nnU-Net':>10} {'GFLOP/s':>8}")
+    print(f"{'nnU-Net 2.8.1 (fp32)':24} {nn_window:9.2f} {1.0:10.2f} {work / nn_window:8.0f}")
+    for tag, r in rows[1:]:
+        if r[3]:
+            print(f"{tag:24} {r[3][2]:9.2f} {r[3][2] / nn_window:10.2f} {work / r[3][2]:8.0f}")
+    if peaks["gemm_bf16"]:
+        best = max(peaks["gemm_bf16"], peaks["loop_bf16"] or 0)
+        print(f"floor: nnU-Net's window at {work / nn_window:.0f} GFLOP/s against the best bf16 rate measured here "
+              f"({best:.0f}): no bf16 window goes below {work / best / nn_window:.2f}x nnU-Net's on this processor")
+
+
+def fmt(x):
+    return "n/a" if x is None else f"{x:.0f}"
 
 
 def main():
@@ -150,15 +206,22 @@ def main():
         run_env = dict(env, MEDSEG_CPU_BLOCK_CACHE="0") if mode == "off_nocache" else env
         ms = measured([f"{ARGS.bin}/medseg_predict", "-i", f"{base}/imagesTs", "-o", f"{WORK}/out_{len(rows)}",
                        "-m", ms_model, *no_tta, "-npp", "1", "-nps", "1", "--threads", str(ARGS.threads),
-                       "--disable_progress_bar"] + extra, run_env)
+                       "--disable_progress_bar", "--verbose"] + extra, run_env)
         rows.append((tag, ms))
     print(f"{'':24} {'wall s':>8} {'cpu s':>8} {'peak GiB':>9} {'wall x':>7} {'peak x':>7}")
-    for tag, (w, c, m) in rows:
+    for tag, (w, c, m, _) in rows:
         print(f"{tag:24} {w:8.1f} {c:8.1f} {m:9.2f} {w / nn[0]:7.2f} {m / nn[2]:7.2f}")
     ref = sitk.GetArrayFromImage(sitk.ReadImage(f"{WORK}/out_nnunet/ct_000.nii.gz"))
     for i, (tag, _) in enumerate(rows[1:], 1):
         got = sitk.GetArrayFromImage(sitk.ReadImage(f"{WORK}/out_{i}/ct_000.nii.gz"))
         print(f"{tag}: labels differing from nnU-Net's {int((got != ref).sum())} of {ref.size}")
+    info = json.loads(subprocess.run([f"{ARGS.bin}/medseg_model_info", "--plans", f"{ms_model}/plans.json",
+                                      "--dataset-json", f"{ms_model}/dataset.json", "-c", "3d_fullres", "--no-forward"],
+                                     check=True, stdout=subprocess.PIPE, text=True).stdout)
+    peaks = json.loads(subprocess.run([f"{ARGS.bin}/medseg_bench_peak", "--threads", str(ARGS.threads)], check=True,
+                                      stdout=subprocess.PIPE, text=True).stdout)
+    nn_window = nnunet_window(folder, f"{base}/imagesTs/ct_000_0000.nii.gz", ARGS.threads, ARGS.tta)
+    window_table(rows, nn_window, info["forward_flops"], peaks)
 
 
 if __name__ == "__main__":

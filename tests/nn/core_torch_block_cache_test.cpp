@@ -1,4 +1,4 @@
-// The CPU block cache (core_torch/torch_memory.h, enable_cpu_block_cache): a freed block of 32 MiB or more
+// The CPU block cache (core_torch/torch_memory.h, enable_cpu_block_cache): a freed block of 1 MiB or more
 // serves a later request of its size or up to 1/8 smaller, not a smaller one; live + cached bytes never exceed
 // the live high-water mark (hand-computed evictions, oldest first); tensors served from it never share memory
 // (every tensor keeps its own values through a random sequence of allocations and frees); off when
@@ -47,10 +47,15 @@ TEST(CpuBlockCache, AFreedBlockServesItsSizeAndUpToAnEighthLessButNotSmaller) {
   // 40 MiB high-water mark, so the 40 MiB block was given back; the 34 MiB one is cached now.
   EXPECT_EQ(cpu_memory_stats().cached_bytes, 34 * kMiB);
   {
-    auto small = bytes(8 * kMiB);  // under 32 MiB: glibc's, never cached
+    auto small = bytes(kMiB / 2);  // under 1 MiB: glibc's, never cached
     (void)small;
   }
-  EXPECT_EQ(cpu_memory_stats().cached_bytes, 34 * kMiB) << "an 8 MiB block was cached";
+  EXPECT_EQ(cpu_memory_stats().cached_bytes, 34 * kMiB) << "a 512 KiB block was cached";
+  {
+    auto mid = bytes(4 * kMiB);  // 1 MiB and up: cached (base + 4 + 34 cached stays within base + 40)
+    (void)mid;
+  }
+  EXPECT_EQ(cpu_memory_stats().cached_bytes, 38 * kMiB) << "a 4 MiB block was not cached";
   release_cpu_block_cache();
   EXPECT_EQ(cpu_memory_stats().cached_bytes, 0);
 }

@@ -8,6 +8,7 @@ medseg_tests(models
   models_activation_checkpoint_test.cpp
   models_arch_plan_test.cpp
   models_clone_test.cpp
+  models_channels_last_norm_test.cpp
   models_inplace_test.cpp
   models_layers_test.cpp
   models_naming_test.cpp
