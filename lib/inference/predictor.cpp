@@ -44,8 +44,8 @@ int64_t auto_tile_batch(bool cuda, const std::vector<int>& patch_size) {
 }
 
 namespace {
-// Channels-last pays on the CPU in bf16 (oneDNN's channels-last convolutions: 1.4-1.6x faster on the U-Nets'
-// full-resolution layers, measured in docs/predict.md, "Channels-last"). fp32 keeps nnU-Net's layout: --amp off
+// Channels-last pays on the CPU in bf16 (oneDNN's channels-last convolutions: 1.3-1.6x faster on the U-Nets'
+// larger layers, measured in docs/predict.md, "Channels-last in bf16"). fp32 keeps nnU-Net's layout: --amp off
 // and --exact_nnunet are held to nnU-Net's numbers. MEDSEG_CHANNELS_LAST=0 turns it off (for comparisons).
 bool runs_channels_last(const std::vector<models::SegmentationNetwork>& nets, bool cuda, bool bf16, bool exact) {
   const char* env = std::getenv("MEDSEG_CHANNELS_LAST");
@@ -59,6 +59,7 @@ void to_channels_last(torch::nn::Module& net) {
   for (auto& p : net.parameters())
     if (p.dim() == 5) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast3d));
 }
+
 // The folds' networks with their weights (each fold's weights handed over: the network holds them), in eval
 // mode on `device`, without deep supervision.
 std::vector<models::SegmentationNetwork> load_networks(ModelFolder& model, const planning::ConfigurationPlan& cfg,

@@ -91,7 +91,8 @@ void normalize_sample(const T* x, T* y, int64_t rows, int64_t channels, const fl
 
 template <typename T>
 void normalize(const at::Tensor& x, at::Tensor& y, const at::Tensor& w, const at::Tensor& b, double eps) {
-  const int64_t samples = x.size(0), channels = x.size(1), rows = x.numel() / std::max<int64_t>(1, samples * channels);
+  if (x.numel() == 0) return;
+  const int64_t samples = x.size(0), channels = x.size(1), rows = x.numel() / (samples * channels);
   const T* in = x.data_ptr<T>();
   T* out = y.data_ptr<T>();
   for (int64_t s = 0; s < samples; ++s) {

@@ -1,9 +1,9 @@
 #pragma once
 // Instance norm of a channels-last 5-D tensor (N, C, D, H, W stored N, D, H, W, C), for prediction in channels-last
-// (docs/predict.md, "Channels-last"). torch's batch norm has a channels-last CPU kernel, but it sums each channel
-// row after row in float: over a 112 x 128 x 128 tile its statistics are off by ~1e-3 where nnU-Net's (contiguous)
-// are off by ~1e-6, and a U-Net's later layers amplify that into probabilities off by 0.1. The contiguous route
-// costs two copies of every activation. This one reads the tensor where it lies and sums in double over fixed
+// (docs/predict.md, "Channels-last in bf16"). torch's batch norm has a channels-last CPU kernel, but it sums each
+// channel row after row in float: over a 112 x 128 x 128 tile its statistics are off by ~1e-3 where nnU-Net's
+// (contiguous) are off by ~1e-6, and a U-Net's later layers amplify that into probabilities off by 0.1. The contiguous
+// route costs two copies of every activation. This one reads the tensor where it lies and sums in double over fixed
 // blocks of rows (the same result for any thread count).
 #include <ATen/core/Tensor.h>
 

@@ -46,7 +46,7 @@ class SegmentationNetworkImpl : public torch::nn::Module {
   virtual EncoderKeys encoder_keys() const { return {}; }
   // Whether forward takes a channels-last input (and weights) without a copy of any activation back to the
   // contiguous layout: the 3D U-Nets (convolutions, InstanceNorm, LeakyReLU, concatenation). Prediction in bf16
-  // on the CPU runs such a network channels-last (docs/predict.md, "Channels-last").
+  // on the CPU runs such a network channels-last (docs/predict.md, "Channels-last in bf16").
   virtual bool supports_channels_last() const { return false; }
   // Trainable elements, each tensor once (deep-supervision heads included).
   int64_t parameter_count() const;

@@ -87,6 +87,8 @@ TEST(ModelsChannelsLastNorm, AppliesOnlyWithoutGradientToChannelsLastCpuTensors)
     EXPECT_FALSE(models::channels_last_norm_applies(cl.contiguous(), {}));
     EXPECT_FALSE(models::channels_last_norm_applies(cl.to(torch::kDouble), {}));
     EXPECT_FALSE(models::channels_last_norm_applies(cl.select(2, 0), {}));  // 4-D
+    const torch::Tensor empty = torch::empty({1, 3, 0, 4, 4}).contiguous(at::MemoryFormat::ChannelsLast3d);
+    EXPECT_EQ(models::channels_last_instance_norm(empty, {}, {}, 1e-5).numel(), 0);
   }
   const torch::Tensor w = torch::ones({3}).requires_grad_(true);
   EXPECT_FALSE(models::channels_last_norm_applies(cl, w)) << "training needs torch's differentiable norm";
