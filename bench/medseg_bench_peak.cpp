@@ -3,7 +3,7 @@
 // a "peak" of 333 from its base clock). Two figures per precision, each on --threads threads:
 //   loop  - back-to-back independent multiply-adds on the widest vector units: AVX-512 vfmadd231ps (fp32) and
 //           vdpbf16ps (bf16), or AVX2 FMA (fp32) without AVX-512. The instruction rate: no kernel goes above it.
-//   gemm  - torch::mm of two 2048 x 2048 matrices (oneDNN's kernels; AMX where the processor has it): what a
+//   gemm  - torch::mm of two 3072 x 3072 matrices (oneDNN's kernels; AMX where the processor has it): what a
 //           library kernel reaches on dense work, the practical ceiling of a convolution.
 // Prints one JSON object (GFLOP/s; null where the processor lacks the instructions). scripts/bench/bench_predict.sh
 // and bench_predict_e2e.sh put a run's rate beside them.

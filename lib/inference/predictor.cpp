@@ -180,7 +180,8 @@ NetworkFn averaged(std::vector<models::SegmentationNetwork> nets, bool cuda, boo
     const at::Tensor in = channels_last ? x.contiguous(at::MemoryFormat::ChannelsLast3d) : x;
     at::Tensor sum;
     for (auto net : nets) {  // a copy of the holder: forward is not const
-      at::Tensor y = net->forward(in).at(0).to(at::kFloat).contiguous();
+      // float and contiguous in one copy (a channels-last bf16 output would otherwise be copied twice)
+      at::Tensor y = net->forward(in).at(0).to(at::kFloat, false, false, at::MemoryFormat::Contiguous);
       sum = sum.defined() ? sum.add_(y) : y;
     }
     return nets.size() > 1 ? sum.div_(static_cast<double>(nets.size())) : sum;

@@ -21,7 +21,7 @@ constexpr int64_t kRowsPerBlock = 2048;
 // that matters (at most 64 additions), long enough that the double additions cost little.
 constexpr int64_t kRowsInFloat = 64;
 
-// Per block and channel: the sum of f(x, shift) over the block's rows, in double, f applied in float.
+// Per block and channel: the sum of f(x - shift) over the block's rows, in double, f applied in float.
 template <typename T, typename F>
 std::vector<double> block_sums(const T* x, int64_t rows, int64_t channels, const std::vector<float>& shift, F f) {
   const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
@@ -64,7 +64,10 @@ void normalize_sample(const T* x, T* y, int64_t rows, int64_t channels, const fl
   for (size_t c = 0; c < C; ++c) pilot[c] = static_cast<float>(x[c]);
   std::vector<double> mean = total(block_sums(x, rows, channels, pilot, [](float d) { return d; }), channels);
   std::vector<float> meanf(C);
-  for (size_t c = 0; c < C; ++c) meanf[c] = static_cast<float>(mean[c] = pilot[c] + mean[c] / n);
+  for (size_t c = 0; c < C; ++c) {
+    mean[c] = pilot[c] + mean[c] / n;
+    meanf[c] = static_cast<float>(mean[c]);
+  }
   // Two passes: the squares of the deviations (from the float mean, corrected for its rounding), not
   // E[x^2] - E[x]^2, which loses the variance of a channel whose mean is large against its spread.
   const std::vector<double> sq = total(block_sums(x, rows, channels, meanf, [](float d) { return d * d; }), channels);
